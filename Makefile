@@ -1,0 +1,24 @@
+# pdrepro: run `make help` for the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.DEFAULT_GOAL := help
+
+help: ## List the targets with what they do
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort | \
+	  awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
+
+$(BIN)/pdrepro: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	@touch $@
+
+setup: $(BIN)/pdrepro ## Create .venv with the bundle and its test tools
+
+test: setup ## Run the bundle's own tests (in parallel)
+	$(BIN)/pytest -n auto
+
+.PHONY: help setup test

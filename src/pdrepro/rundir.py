@@ -1,0 +1,75 @@
+"""Where things live in a run directory; every step reads and writes through this.
+
+RUN/
+  scenario.yaml            the scenario the run used (resolved, canonical)
+  provenance.json          images, commits, hosts, environment
+  bench/result-<L>.jsonl   bench client output, one file per prompt length
+  logs/prefill.log         prefill server log (ReqTimeStats lines)
+  logs/decode.log          decode server log
+  metrics/*.prom           optional /metrics scrapes
+  summary.json             analysis result (machine-readable)
+  report.md, plots/*.png   analysis result (for people)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+_BENCH = re.compile(r"^result-(\d+)\.jsonl$")
+
+
+@dataclass(frozen=True)
+class RunDir:
+    root: Path
+
+    @property
+    def bench_dir(self) -> Path:
+        return self.root / "bench"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def metrics_dir(self) -> Path:
+        return self.root / "metrics"
+
+    @property
+    def plots_dir(self) -> Path:
+        return self.root / "plots"
+
+    def bench_file(self, prompt_len: int) -> Path:
+        return self.bench_dir / f"result-{prompt_len}.jsonl"
+
+    @property
+    def prefill_log(self) -> Path:
+        return self.logs_dir / "prefill.log"
+
+    @property
+    def decode_log(self) -> Path:
+        return self.logs_dir / "decode.log"
+
+    @property
+    def scenario_file(self) -> Path:
+        return self.root / "scenario.yaml"
+
+    @property
+    def provenance_file(self) -> Path:
+        return self.root / "provenance.json"
+
+    @property
+    def summary_file(self) -> Path:
+        return self.root / "summary.json"
+
+    @property
+    def report_file(self) -> Path:
+        return self.root / "report.md"
+
+    def bench_lengths(self) -> list[int]:
+        """Prompt lengths that have a bench result file, ascending."""
+        if not self.bench_dir.is_dir():
+            return []
+        found = (_BENCH.match(p.name) for p in self.bench_dir.iterdir())
+        return sorted(int(m.group(1)) for m in found if m)

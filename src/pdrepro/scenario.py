@@ -1,0 +1,246 @@
+"""Scenarios: what to run and what to expect, validated once at load time.
+
+A scenario is a YAML file, shipped with the package (``pdrepro/scenarios``) or
+given by path. ``load_scenario`` returns a frozen ``Scenario``; every later
+step reads its settings from that object and carries no defaults of its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from . import typedload
+from .errors import UserError
+from .kvsize import DTYPE_BYTES, Geometry, geometry_from_config, kv_bytes_per_token
+
+SCHEMA_VERSION = 1
+KINDS = ("kv-sweep", "comparison")
+
+
+def _meta(**kw):
+    return {"metadata": kw}
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    dtype: str = field(**_meta(choices=tuple(sorted(DTYPE_BYTES))))
+    # Exactly one of these two: the geometry inline, or the model's config.json
+    # (a path relative to the scenario file, resolved at load).
+    geometry: Geometry | None = None
+    config_json: str | None = None
+
+    def validate(self, source: str) -> None:
+        if (self.geometry is None) == (self.config_json is None):
+            raise UserError(f"{source}: model needs exactly one of geometry or config_json")
+
+
+@dataclass(frozen=True)
+class Parallel:
+    prefill_tp: int = field(**_meta(min=1, max=64))
+    decode_tp: int = field(**_meta(min=1, max=64))
+
+
+@dataclass(frozen=True)
+class Link:
+    """The fabric of one node; the utilization denominator is derived from it."""
+
+    nics_per_node: int = field(**_meta(min=1, max=64))
+    nic_rate_Gb_s: float = field(**_meta(min=1))
+
+    @property
+    def line_rate_GB_s(self) -> float:
+        return self.nics_per_node * self.nic_rate_Gb_s / 8
+
+
+@dataclass(frozen=True)
+class Sweep:
+    prompt_lens: tuple[int, ...] = field(**_meta(min=1))
+    num_prompts: int = field(**_meta(min=1))
+    output_len: int = field(**_meta(min=1))
+    max_concurrency: int | None = field(**_meta(min=1))
+    request_rate: float = field(**_meta(min=0))
+    random_range_ratio: float = field(**_meta(min=0, max=1))
+    seed: int
+    warmup_requests: int = field(**_meta(min=0))
+
+    def validate(self, source: str) -> None:
+        if not self.prompt_lens:
+            raise UserError(f"{source}: sweep.prompt_lens is empty; list at least one prompt length")
+        if len(set(self.prompt_lens)) != len(self.prompt_lens):
+            raise UserError(f"{source}: sweep.prompt_lens has duplicates; list each length once")
+
+
+@dataclass(frozen=True)
+class ReferenceRow:
+    prompt_len: int
+    ttft_ms: float
+    kv_size: str
+    transfer_ms: float
+    bandwidth_GB_s: float
+    utilization_pct: float
+
+
+@dataclass(frozen=True)
+class Reference:
+    source: str
+    rows: tuple[ReferenceRow, ...] = ()
+    headline: dict[str, float] = field(default_factory=dict)
+    # For comparison scenarios: configuration name -> metric -> published value.
+    configurations: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def row(self, prompt_len: int) -> ReferenceRow | None:
+        return next((r for r in self.rows if r.prompt_len == prompt_len), None)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    min_bandwidth_GB_s: dict[int, float] = field(default_factory=dict, **_meta(min=0))
+    max_ttft_ms: dict[int, float] = field(default_factory=dict, **_meta(min=0))
+    max_transfer_share_pct: float | None = field(default=None, **_meta(min=0, max=100))
+    min_peak_bandwidth_GB_s: float | None = field(default=None, **_meta(min=0))
+    min_peak_utilization_pct: float | None = field(default=None, **_meta(min=0, max=100))
+    min_completed_fraction: float = field(default=1.0, **_meta(min=0, max=1))
+    max_request_errors: int = field(default=0, **_meta(min=0))
+    max_kv_size_mismatch_pct: float = field(default=5.0, **_meta(min=0))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    schema_version: int = field(**_meta(choices=(SCHEMA_VERSION,)))
+    name: str
+    title: str
+    kind: str = field(**_meta(choices=KINDS))
+    model: Model
+    parallel: Parallel
+    sweep: Sweep
+    link: Link | None = None
+    reference: Reference | None = None
+    thresholds: Thresholds = field(default_factory=Thresholds)
+
+    def validate(self, source: str) -> None:
+        if self.kind == "kv-sweep" and self.link is None:
+            raise UserError(f"{source}: a kv-sweep scenario needs link (nics_per_node, nic_rate_Gb_s) for utilization")
+        lens = set(self.sweep.prompt_lens)
+        for key in ("min_bandwidth_GB_s", "max_ttft_ms"):
+            extra = sorted(set(getattr(self.thresholds, key)) - lens)
+            if extra:
+                raise UserError(
+                    f"{source}: thresholds.{key} names prompt length {extra[0]}, which sweep.prompt_lens lacks; "
+                    "remove it or add the length to the sweep"
+                )
+
+    # Derived figures, so that no later step recomputes them its own way.
+    @property
+    def geometry(self) -> Geometry:
+        if self.model.geometry is not None:
+            return self.model.geometry
+        return geometry_from_config(Path(self.model.config_json))
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        return kv_bytes_per_token(self.geometry, self.model.dtype, self.parallel.prefill_tp, f"scenario {self.name}")
+
+    def kv_bytes(self, prompt_len: int) -> int:
+        return prompt_len * self.kv_bytes_per_token
+
+    @property
+    def line_rate_GB_s(self) -> float | None:
+        return self.link.line_rate_GB_s if self.link else None
+
+    def to_dict(self) -> dict:
+        return typedload.to_plain(self)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 of the canonical scenario, recorded in every run's provenance."""
+        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def with_thresholds(self, thresholds: Thresholds) -> "Scenario":
+        return dataclasses.replace(self, thresholds=thresholds)
+
+
+def shipped_names() -> list[str]:
+    folder = resources.files("pdrepro") / "scenarios"
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _read_yaml(path: Path, what: str) -> object:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such {what} file; check the path") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory; give the {what} YAML file") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise UserError(f"{path}: not valid YAML{where}; fix the syntax") from None
+    if data is None:
+        raise UserError(f"{path}: the {what} file is empty; fill it in (see the shipped scenarios)")
+    return data
+
+
+def scenario_from_dict(data: object, source: str, base_dir: Path | None = None) -> Scenario:
+    scenario = typedload.build(Scenario, data, "", source)
+    if scenario.model.config_json is not None:
+        config = Path(scenario.model.config_json)
+        if not config.is_absolute() and base_dir is not None:
+            config = (base_dir / config).resolve()
+        model = dataclasses.replace(scenario.model, config_json=str(config))
+        scenario = dataclasses.replace(scenario, model=model)
+        scenario.geometry  # fail now, at the edge, if the config is unreadable
+    return scenario
+
+
+def load_scenario(spec: str | Path) -> Scenario:
+    """``spec`` is a shipped scenario name or a path to a scenario YAML file."""
+    path = Path(spec)
+    if not path.is_file():
+        if str(spec) in shipped_names():
+            path = Path(str(resources.files("pdrepro") / "scenarios" / f"{spec}.yaml"))
+        elif path.suffix in (".yaml", ".yml") or "/" in str(spec):
+            raise UserError(f"{spec}: no such scenario file; check the path, or use a shipped name: {', '.join(shipped_names())}")
+        else:
+            raise UserError(f"unknown scenario {spec!r}; use a path or one of: {', '.join(shipped_names())}")
+    return scenario_from_dict(_read_yaml(path, "scenario"), str(path), path.parent)
+
+
+def load_thresholds(path: str | Path) -> Thresholds:
+    path = Path(path)
+    data = _read_yaml(path, "thresholds")
+    if isinstance(data, dict) and set(data) == {"thresholds"}:
+        data = data["thresholds"]
+    return typedload.build(Thresholds, data, "thresholds", str(path))
+
+
+def resolve_scenario(spec: str | None, run_dir: Path | None = None, thresholds: str | None = None) -> Scenario:
+    """The one merge chain: explicit --scenario, else the run's own scenario.yaml; then --thresholds."""
+    if spec is not None:
+        scenario = load_scenario(spec)
+    elif run_dir is not None and (Path(run_dir) / "scenario.yaml").is_file():
+        scenario = load_scenario(Path(run_dir) / "scenario.yaml")
+    else:
+        where = f"{run_dir} has no scenario.yaml; " if run_dir is not None else ""
+        raise UserError(f"{where}pass --scenario NAME_OR_PATH (shipped: {', '.join(shipped_names())})")
+    if thresholds is not None:
+        scenario = scenario.with_thresholds(load_thresholds(thresholds))
+    return scenario
+
+
+def is_unbounded(rate: float) -> bool:
+    return math.isinf(rate)

@@ -1,0 +1,27 @@
+"""Units, spelled out once.
+
+The published table is decimal (1 GB = 10**9 B). SGLang's logs say "GB/s"
+and "MB" but mean binary units (GiB/s, MiB), so parsers convert to bytes and
+seconds at once and everything after works in base units.
+"""
+
+GB = 10**9
+MB = 10**6
+GiB = 2**30
+MiB = 2**20
+
+
+def bytes_to_GB(n: float) -> float:
+    return n / GB
+
+
+def human_bytes(n: float) -> str:
+    """Decimal size as the published table prints it: '49 MB', '1.58 GB'."""
+    if n >= GB:
+        return f"{n / GB:.2f} GB"
+    return f"{n / MB:.0f} MB"
+
+
+def bandwidth_GB_s(nbytes: float, seconds: float) -> float:
+    """Decimal GB/s."""
+    return nbytes / seconds / GB
