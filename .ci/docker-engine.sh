@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Make a Docker engine with compose v2 available and running. Idempotent:
+# safe to run on a machine that already has some or all of it.
+#
+# Debian bookworm ships docker.io (the engine) but no compose v2 plugin; trixie's
+# `docker-compose` package has it. Trixie is added with a low pin priority so
+# nothing else on the machine moves to it.
+set -euo pipefail
+
+log() { printf 'docker-engine: %s\n' "$*" >&2; }
+
+need_root() {
+  if [ "$(id -u)" -ne 0 ]; then
+    log "must run as root (installs packages, starts dockerd)"; exit 2
+  fi
+}
+
+# The mirror the host already uses for Debian, so no registry host is hard-coded.
+debian_mirror() {
+  local uri=""
+  if compgen -G '/etc/apt/sources.list.d/*.sources' >/dev/null; then
+    uri=$(awk '/^URIs:/ {print $2}' /etc/apt/sources.list.d/*.sources \
+          | grep -v -- '-security' | grep -i debian | head -n1 || true)
+  fi
+  if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
+    uri=$(awk '$1 == "deb" && $3 !~ /security/ {print $2}' /etc/apt/sources.list | head -n1 || true)
+  fi
+  [ -n "$uri" ] || { log "no Debian mirror found in the apt sources"; exit 2; }
+  printf '%s\n' "$uri"
+}
+
+apt_updated=0
+apt_update_once() {
+  if [ "$apt_updated" -eq 0 ]; then apt-get update -qq; apt_updated=1; fi
+}
+
+install_engine() {
+  if command -v dockerd >/dev/null 2>&1; then return; fi
+  need_root
+  log "installing docker.io"
+  apt_update_once
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    docker.io iptables ca-certificates >/dev/null
+}
+
+have_compose() {
+  docker compose version >/dev/null 2>&1 || docker-compose version >/dev/null 2>&1
+}
+
+install_compose() {
+  if have_compose; then return; fi
+  need_root
+  local mirror
+  mirror=$(debian_mirror)
+  log "installing compose v2 from trixie (mirror $mirror, pinned low)"
+  if [ ! -f /etc/apt/sources.list.d/trixie-compose.sources ]; then
+    cat > /etc/apt/sources.list.d/trixie-compose.sources <<SRC
+Types: deb
+URIs: $mirror
+Suites: trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+  fi
+  cat > /etc/apt/preferences.d/trixie-compose <<'PIN'
+Package: *
+Pin: release n=trixie
+Pin-Priority: 100
+PIN
+  apt_updated=0
+  apt_update_once
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    -t trixie docker-compose >/dev/null
+}
+
+start_daemon() {
+  if docker info >/dev/null 2>&1; then return; fi
+  need_root
+  log "starting dockerd in the background (log: /var/log/dockerd.log)"
+  nohup dockerd >/var/log/dockerd.log 2>&1 &
+  local i
+  for i in $(seq 1 60); do
+    if docker info >/dev/null 2>&1; then return; fi
+    sleep 1
+  done
+  log "dockerd did not become ready in 60 s; last log lines:"
+  tail -n 20 /var/log/dockerd.log >&2 || true
+  exit 1
+}
+
+install_engine
+start_daemon
+install_compose
+
+docker version --format 'docker-engine: client {{.Client.Version}}, server {{.Server.Version}}' >&2
+if docker compose version >/dev/null 2>&1; then
+  log "compose: $(docker compose version --short 2>/dev/null || docker compose version) (plugin: docker compose)"
+else
+  log "compose: $(docker-compose version --short 2>/dev/null || docker-compose version) (standalone: docker-compose)"
+fi
