@@ -1,0 +1,138 @@
+"""Per-request timing lines that SGLang servers log with ``--enable-request-time-stats-logging``.
+
+Attention-TP rank 0 logs one line per finished request:
+``ReqTimeStats(rid=..., bootstrap_room=..., input_len=..., ..., type=prefill): <fields>``.
+Builds differ: an older spelling ``Req Time Stats(`` with ``input len=``,
+extra header keys such as ``attempts``, durations as ``key=1.23ms`` or
+``key(1.23ms)``, and ``GB/s``/``MB`` with or without a space. The parser takes
+any ``key=value`` / ``key(value)`` pair it finds.
+
+Units: the server's ``transfer_speed ... GB/s`` and ``transfer_total ... MB``
+are binary (GiB/s, MiB), and ``transfer_total`` is rank 0's share only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..units import GiB, MiB
+
+_LINE = re.compile(r"(?:ReqTimeStats|Req Time Stats)\((?P<head>[^)]*)\)\s*:?\s*(?P<body>.*)$")
+_HEAD_ITEM = re.compile(r"\s*(?P<key>[A-Za-z_][\w ]*?)\s*=\s*(?P<value>'[^']*'|\"[^\"]*\"|[^,]*)")
+_BODY_ITEM = re.compile(
+    r"(?P<key>#?[A-Za-z_]\w*)\s*(?:=|\()\s*(?P<num>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(?P<unit>GB/s|MB|ms|s)?"
+)
+_TIME = re.compile(r"^\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?)")
+
+
+@dataclass(frozen=True)
+class ReqStat:
+    line_no: int
+    rid: str
+    kind: str                    # prefill | decode | unified | ...
+    input_len: int | None
+    cached_input_len: int | None
+    output_len: int | None
+    # Durations in seconds, keyed by the server's name for them.
+    durations_s: dict[str, float] = field(default_factory=dict)
+    transfer_speed_GiB_s: float | None = None
+    transfer_total_MiB: float | None = None
+    retries: int | None = None
+    timestamp: str | None = None
+
+    @property
+    def is_health_check(self) -> bool:
+        return self.rid.upper().startswith("HEALTH_CHECK")
+
+    @property
+    def transfer_bytes_rank0(self) -> float | None:
+        return None if self.transfer_total_MiB is None else self.transfer_total_MiB * MiB
+
+    @property
+    def transfer_s(self) -> float | None:
+        """Seconds the KV transfer took: rank 0's bytes over rank 0's speed."""
+        if not self.transfer_total_MiB or not self.transfer_speed_GiB_s:
+            return None
+        return self.transfer_total_MiB * MiB / (self.transfer_speed_GiB_s * GiB)
+
+
+def _head(text: str) -> dict[str, str]:
+    items = {}
+    for part in text.split(","):
+        m = _HEAD_ITEM.match(part)
+        if m:
+            key = m.group("key").strip().replace(" ", "_")
+            items[key] = m.group("value").strip().strip("'\"")
+    return items
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def parse_line(line: str, line_no: int = 0) -> ReqStat | None:
+    """One log line to a ReqStat, or None when it is not a request-stats line."""
+    m = _LINE.search(line)
+    if not m:
+        return None
+    head = _head(m.group("head"))
+    durations: dict[str, float] = {}
+    speed = total = None
+    retries = None
+    for item in _BODY_ITEM.finditer(m.group("body")):
+        key, num, unit = item.group("key"), float(item.group("num")), item.group("unit")
+        if key == "transfer_speed":
+            speed = num
+        elif key == "transfer_total":
+            total = num
+        elif key in ("#retries", "retries"):
+            retries = int(num)
+        elif unit == "ms":
+            durations[key] = num / 1000.0
+        elif unit == "s":
+            durations[key] = num
+    ts = _TIME.match(line)
+    return ReqStat(
+        line_no=line_no,
+        rid=head.get("rid", ""),
+        kind=head.get("type", "").lower(),
+        input_len=_int(head.get("input_len")),
+        cached_input_len=_int(head.get("cached_input_len")),
+        output_len=_int(head.get("output_len")),
+        durations_s=durations,
+        transfer_speed_GiB_s=speed,
+        transfer_total_MiB=total,
+        retries=retries,
+        timestamp=ts.group("ts") if ts else None,
+    )
+
+
+@dataclass(frozen=True)
+class LogScan:
+    path: Path
+    stats: tuple[ReqStat, ...]
+    lines: int
+    # Lines that named ReqTimeStats but could not be read (e.g. no input_len).
+    unreadable: tuple[int, ...]
+
+
+def parse_log(path: Path) -> LogScan:
+    """All request-stats lines in a server log; other lines are skipped."""
+    path = Path(path)
+    stats, unreadable = [], []
+    count = 0
+    with path.open(errors="replace") as fh:
+        for count, line in enumerate(fh, 1):
+            if "Time Stats(" not in line and "ReqTimeStats(" not in line:
+                continue
+            stat = parse_line(line.rstrip("\n"), count)
+            if stat is None or stat.input_len is None:
+                unreadable.append(count)
+            else:
+                stats.append(stat)
+    return LogScan(path=path, stats=tuple(stats), lines=count, unreadable=tuple(unreadable))
