@@ -113,6 +113,79 @@ class Thresholds:
     max_kv_size_mismatch_pct: float = field(default=5.0, **_meta(min=0))
 
 
+STACKS = ("disaggregated", "regular")
+ROUTER_POLICIES = ("round_robin", "random", "cache_aware", "power_of_two")
+# The environment the compose files hand to the servers. The first two are set
+# by the published launch; the rest are optional tunables the compose files
+# pass through only when set, so an unset one keeps the upstream default.
+LAUNCH_ENV_FIXED = ("MOONCAKE_PROTOCOL", "WITH_NVIDIA_PEERMEM")
+LAUNCH_ENV_TUNABLES = (
+    "MC_SLICE_SIZE", "MC_NUM_QP_PER_EP", "MC_RETRY_CNT", "MC_MAX_WR", "MC_WORKERS_PER_CTX",
+    "MC_MTU", "MC_GID_INDEX", "MC_IB_PORT", "MC_IB_TC", "MC_IB_SL", "MC_PATH_ROUNDROBIN",
+    "MC_LOG_LEVEL", "MC_HANDSHAKE_PORT", "MC_MIN_RPC_PORT", "MC_MAX_RPC_PORT", "MC_TE_FILTERS",
+    "MC_CUSTOM_TOPO_JSON", "MC_TRANSFER_TIMEOUT", "MC_TE_METRIC", "NCCL_IB_GID_INDEX",
+    "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT", "SGLANG_DISAGGREGATION_WAITING_TIMEOUT",
+    "SGLANG_DISAGGREGATION_HEARTBEAT_MAX_FAILURE",
+)
+
+
+@dataclass(frozen=True)
+class LaunchPorts:
+    router: int = field(**_meta(min=1, max=65535))
+    prefill: int | None = field(default=None, **_meta(min=1, max=65535))
+    decode: int | None = field(default=None, **_meta(min=1, max=65535))
+    bootstrap: int | None = field(default=None, **_meta(min=1, max=65535))
+    # The two regular (non-disaggregated) instances of the comparison stack.
+    regular: tuple[int, ...] = field(default=(), **_meta(min=1, max=65535))
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How servers and router start: what the published launch fixes.
+
+    Where the servers run (IPs, GPUs, paths) is the site's business and comes
+    from ``pdrepro render``'s options, not from here.
+    """
+
+    stacks: tuple[str, ...] = field(**_meta(choices=STACKS))
+    ports: LaunchPorts
+    router_policy: str = field(**_meta(choices=ROUTER_POLICIES))
+    chunked_prefill_size: int = field(**_meta(min=-1))
+    stream_interval: int = field(**_meta(min=1))
+    disable_radix_cache: bool
+    trust_remote_code: bool
+    enable_request_time_stats_logging: bool
+    transfer_backend: str = field(default="mooncake", **_meta(choices=("mooncake",)))
+    enable_metrics: bool = False
+    # TP of each regular instance; unset means parallel.prefill_tp.
+    regular_tp: int | None = field(default=None, **_meta(min=1, max=64))
+    extra_server_args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+
+    def validate(self, source: str) -> None:
+        if not self.stacks or len(set(self.stacks)) != len(self.stacks):
+            raise UserError(f"{source}: launch.stacks must list {' and/or '.join(STACKS)} once each")
+        p = self.ports
+        if "disaggregated" in self.stacks:
+            missing = [k for k in ("prefill", "decode", "bootstrap") if getattr(p, k) is None]
+            if missing:
+                raise UserError(f"{source}: launch.ports.{missing[0]} is missing; the disaggregated stack needs prefill, decode and bootstrap ports")
+            if len({p.prefill, p.decode, p.bootstrap, p.router}) != 4:
+                raise UserError(f"{source}: launch.ports prefill, decode, bootstrap and router must differ (they may share one host)")
+            absent = [k for k in LAUNCH_ENV_FIXED if k not in self.env]
+            if absent:
+                raise UserError(f"{source}: launch.env.{absent[0]} is missing; the disaggregated stack sets {' and '.join(LAUNCH_ENV_FIXED)}")
+        if "regular" in self.stacks and (len(p.regular) != 2 or len({*p.regular, p.router}) != 3):
+            raise UserError(f"{source}: launch.ports.regular must list two ports, different from each other and from the router's")
+        allowed = LAUNCH_ENV_FIXED + LAUNCH_ENV_TUNABLES
+        unknown = sorted(set(self.env) - set(allowed))
+        if unknown:
+            raise UserError(
+                f"{source}: launch.env.{unknown[0]} is not passed to the servers by the compose files; "
+                f"use one of: {', '.join(allowed)}"
+            )
+
+
 @dataclass(frozen=True)
 class Scenario:
     schema_version: int = field(**_meta(choices=(SCHEMA_VERSION,)))
@@ -125,6 +198,7 @@ class Scenario:
     link: Link | None = None
     reference: Reference | None = None
     thresholds: Thresholds = field(default_factory=Thresholds)
+    launch: Launch | None = None
 
     def validate(self, source: str) -> None:
         if self.kind == "kv-sweep" and self.link is None:
