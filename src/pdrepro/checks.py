@@ -1,0 +1,116 @@
+"""Pass/fail verdicts on a summary: the scenario's thresholds plus figures that cannot be true.
+
+``evaluate`` reads only the summary dict and the scenario, so it serves
+``pdrepro check`` and the reproduction gates alike. Each result names the
+prompt length it concerns (None for run-wide checks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .scenario import Scenario
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    prompt_len: int | None
+    figure: float | None
+    bound: float | None
+    unit: str
+    passed: bool
+    detail: str
+    op: str = ""          # how figure is compared with bound: ">=", "<=", "=="
+
+
+def _cmp(figure, op: str, bound) -> bool:
+    if figure is None:
+        return False
+    return figure >= bound if op == ">=" else figure <= bound if op == "<=" else figure == bound
+
+
+def _check(name, L, figure, op, bound, unit, what) -> CheckResult:
+    passed = _cmp(figure, op, bound)
+    shown = "not measured" if figure is None else f"{figure:.2f} {unit}".rstrip()
+    where = f"length {L}: " if L is not None else ""
+    detail = f"{where}{what} {shown} {'meets' if passed else 'fails'} {op} {bound:g} {unit}".rstrip()
+    return CheckResult(name, L, figure, bound, unit, passed, detail, op)
+
+
+def _issue_kinds(summary: dict, severity: str | None = None) -> dict[str, list[dict]]:
+    kinds: dict[str, list[dict]] = {}
+    for i in summary.get("issues", []):
+        if severity is None or i.get("severity") == severity:
+            kinds.setdefault(i.get("kind", ""), []).append(i)
+    return kinds
+
+
+def evaluate(summary: dict, scenario: Scenario) -> list[CheckResult]:
+    t = scenario.thresholds
+    rows = {r["prompt_len"]: r for r in summary.get("rows", [])}
+    line_rate = summary.get("line_rate_GB_s") or scenario.line_rate_GB_s
+    measures_ttft = summary.get("source") != "smoke"
+    issues = _issue_kinds(summary)
+    out: list[CheckResult] = []
+
+    # Inputs: every configured length present, every log readable.
+    unreadable = issues.get("no_reqstats", []) + issues.get("prefill_log_missing", []) + issues.get("unparseable_lines", [])
+    out.append(CheckResult("logs_readable", None, float(len(unreadable)), 0.0, "problems", not unreadable,
+                           unreadable[0]["message"] if unreadable else "server logs hold readable request-stats lines", "=="))
+    for L in scenario.sweep.prompt_lens:
+        row = rows.get(L)
+        problems = [i for kind in ("missing_length", "bench_unreadable", "no_transfer_figures")
+                    for i in issues.get(kind, []) if i.get("prompt_len") == L]
+        present = row is not None and not problems
+        detail = problems[0]["message"] if problems else (f"length {L}: measured" if row else f"length {L}: missing from the run")
+        out.append(CheckResult("length_present", L, None, None, "", present, detail))
+    for i in issues.get("unexpected_length", []):
+        out.append(CheckResult("length_expected", None, None, None, "", False, i["message"]))
+
+    for L in scenario.sweep.prompt_lens:
+        row = rows.get(L)
+        if row is None:
+            continue
+        bw = row.get("bandwidth_GB_s")
+        if L in t.min_bandwidth_GB_s:
+            out.append(_check("min_bandwidth", L, bw, ">=", t.min_bandwidth_GB_s[L], "GB/s", "bandwidth"))
+        if line_rate:
+            out.append(_check("bandwidth_within_line_rate", L, bw, "<=", line_rate, "GB/s",
+                              "bandwidth (above the line rate is impossible: wrong TP or link in the scenario?)"))
+        ttft = row.get("ttft_ms_mean")
+        if measures_ttft:
+            positive = ttft is not None and ttft > 0
+            out.append(CheckResult("ttft_positive", L, ttft, 0.0, "ms", positive,
+                                   f"length {L}: mean TTFT {'is' if positive else 'is not'} above 0 ms"
+                                   + ("" if ttft is not None else " (not measured)"), ">"))
+            if L in t.max_ttft_ms:
+                out.append(_check("max_ttft", L, ttft, "<=", t.max_ttft_ms[L], "ms", "mean TTFT"))
+            if t.max_transfer_share_pct is not None:
+                out.append(_check("max_transfer_share", L, row.get("transfer_share_of_ttft_pct"), "<=",
+                                  t.max_transfer_share_pct, "%", "KV transfer share of TTFT"))
+        expected = row.get("expected_requests") or scenario.sweep.num_prompts
+        if row.get("requests") is not None:
+            fraction = row["requests"] / expected if expected else None
+            out.append(_check("completed", L, fraction, ">=", t.min_completed_fraction, "of prompts",
+                              f"{row['requests']}/{expected} completed:"))
+        if row.get("request_errors") is not None:
+            out.append(_check("request_errors", L, float(row["request_errors"]), "<=", float(t.max_request_errors),
+                              "errors", "failed requests"))
+        mismatch = row.get("kv_size_mismatch_pct")
+        if mismatch is not None:
+            out.append(_check("kv_size_match", L, abs(mismatch), "<=", t.max_kv_size_mismatch_pct, "%",
+                              "|logged KV size - model KV size|"))
+
+    head = summary.get("headline") or {}
+    if t.min_peak_bandwidth_GB_s is not None:
+        out.append(_check("peak_bandwidth", head.get("peak_bandwidth_prompt_len"), head.get("peak_bandwidth_GB_s"),
+                          ">=", t.min_peak_bandwidth_GB_s, "GB/s", "peak bandwidth"))
+    if t.min_peak_utilization_pct is not None:
+        out.append(_check("peak_utilization", head.get("peak_bandwidth_prompt_len"), head.get("peak_utilization_pct"),
+                          ">=", t.min_peak_utilization_pct, "%", "peak utilization"))
+    return out
+
+
+def failed(results: list[CheckResult]) -> list[CheckResult]:
+    return [r for r in results if not r.passed]

@@ -1,0 +1,54 @@
+"""``pdrepro check RUN``: one line per threshold; exit 0 only when all pass."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tabulate import tabulate
+
+from ..analysis import input_errors, load_or_analyze
+from ..checks import evaluate, failed
+from ..errors import UserError
+from ..rundir import RunDir
+from ..scenario import resolve_scenario
+
+EXIT_FAILED = 1
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("check", help="judge a run against the scenario's thresholds (exit 1 on a failure)",
+                              description="Analyse RUN if its summary is missing or stale, then evaluate the "
+                                          "thresholds and impossible figures. Exit 0: all pass; 1: a check failed; "
+                                          "2: bad input.")
+    p.add_argument("run", type=Path, help="run directory")
+    p.add_argument("--scenario", help="shipped scenario name or YAML path (default: RUN/scenario.yaml)")
+    p.add_argument("--thresholds", help="YAML file with a thresholds mapping that replaces the scenario's")
+    p.set_defaults(func=run)
+
+
+def _fmt(value, unit: str) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.2f} {unit}".rstrip()
+
+
+def run(args) -> int:
+    run_dir = RunDir(args.run)
+    scenario = resolve_scenario(args.scenario, args.run, args.thresholds)
+    summary = load_or_analyze(run_dir, scenario)
+    results = evaluate(summary, scenario)
+    table = [[r.name, "all" if r.prompt_len is None else str(r.prompt_len), _fmt(r.figure, r.unit),
+              "" if r.bound is None else f"{r.op} {r.bound:g} {r.unit}".rstrip(), "PASS" if r.passed else "FAIL"]
+             for r in results]
+    print(tabulate(table, headers=["check", "length", "figure", "bound", "verdict"], tablefmt="simple",
+                   disable_numparse=True))
+    bad = failed(results)
+    print()
+    for r in bad:
+        print(f"FAIL {r.detail}")
+    print(f"{len(results) - len(bad)} passed, {len(bad)} failed", file=sys.stderr)
+    errors = input_errors(summary)
+    if errors:
+        raise UserError(errors[0]["message"])
+    return EXIT_FAILED if bad else 0

@@ -1,0 +1,165 @@
+"""The human-readable report of a summary dict (markdown).
+
+It reads only the summary, so the smoke test and a real benchmark share it.
+Figures follow the published table: decimal GB/MB, ms, GB/s; a figure a
+source could not measure (the smoke has no TTFT) shows as an em dash.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tabulate import tabulate
+
+from .units import human_bytes
+
+DASH = "—"
+
+
+def _f(value, digits: int) -> str:
+    return DASH if value is None else f"{value:.{digits}f}"
+
+
+def _delta(measured, published) -> str:
+    if measured is None or not published:
+        return DASH
+    return f"{(measured - published) / published * 100:+.1f}"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True,
+                    colalign=("right",) * len(headers))
+
+
+def _kv_size(row: dict) -> str:
+    if row.get("kv_size"):
+        return row["kv_size"]
+    return DASH if row.get("kv_bytes") is None else human_bytes(row["kv_bytes"])
+
+
+def measured_table(summary: dict) -> str:
+    headers = ["Prompt Length", "TTFT (ms)", "KV Size", "Transfer Time (ms)", "Bandwidth (GB/s)",
+               "Utilization (%)", "Transfer share of TTFT (%)", "Requests"]
+    rows = []
+    for r in summary.get("rows", []):
+        expected = r.get("expected_requests")
+        done = r.get("requests")
+        requests = DASH if done is None else (f"{done}/{expected}" if expected else str(done))
+        rows.append([str(r["prompt_len"]), _f(r.get("ttft_ms_mean"), 2), _kv_size(r), _f(r.get("transfer_ms_median"), 2),
+                     _f(r.get("bandwidth_GB_s"), 2), _f(r.get("utilization_pct"), 1),
+                     _f(r.get("transfer_share_of_ttft_pct"), 1), requests])
+    return _table(headers, rows)
+
+
+def reference_table(summary: dict) -> str | None:
+    reference = (summary.get("scenario") or {}).get("reference") or {}
+    published = {r["prompt_len"]: r for r in reference.get("rows") or []}
+    if not published:
+        return None
+    headers = ["Prompt Length", "TTFT (ms)", "published", "Δ (%)", "Transfer (ms)", "published", "Δ (%)",
+               "Bandwidth (GB/s)", "published", "Δ (%)", "Utilization (%)", "published"]
+    rows = []
+    measured = {r["prompt_len"]: r for r in summary.get("rows", [])}
+    for L in sorted(set(published) | set(measured)):
+        m, p = measured.get(L, {}), published.get(L, {})
+        rows.append([
+            str(L),
+            _f(m.get("ttft_ms_mean"), 2), _f(p.get("ttft_ms"), 2), _delta(m.get("ttft_ms_mean"), p.get("ttft_ms")),
+            _f(m.get("transfer_ms_median"), 2), _f(p.get("transfer_ms"), 2),
+            _delta(m.get("transfer_ms_median"), p.get("transfer_ms")),
+            _f(m.get("bandwidth_GB_s"), 2), _f(p.get("bandwidth_GB_s"), 2),
+            _delta(m.get("bandwidth_GB_s"), p.get("bandwidth_GB_s")),
+            _f(m.get("utilization_pct"), 1), _f(p.get("utilization_pct"), 1),
+        ])
+    source = reference.get("source")
+    note = f"\n\nPublished figures: {source}." if source else ""
+    return _table(headers, rows) + note
+
+
+def headline_lines(summary: dict) -> list[str]:
+    h = summary.get("headline") or {}
+    if not h:
+        return ["No prompt length has a measured KV transfer: see the issues below."]
+    line_rate = summary.get("line_rate_GB_s")
+    ref = ((summary.get("scenario") or {}).get("reference") or {}).get("headline") or {}
+    util = h.get("peak_utilization_pct")
+    of_rate = f" = {util:.1f} % of the {line_rate:g} GB/s line rate" if util is not None and line_rate else ""
+    pub = ""
+    if ref.get("peak_bandwidth_GB_s") is not None:
+        pub = f" (published: {ref['peak_bandwidth_GB_s']:g} GB/s"
+        pub += f", {ref['peak_utilization_pct']:g} %)" if ref.get("peak_utilization_pct") is not None else ")"
+    lines = [f"- Peak KV transfer bandwidth: **{h['peak_bandwidth_GB_s']:.2f} GB/s** at {h['peak_bandwidth_prompt_len']} "
+             f"tokens{of_rate}{pub}."]
+    share = h.get("transfer_share_at_longest_pct")
+    if share is not None:
+        L = h["longest_prompt_len"]
+        pub_share = ref.get(f"transfer_share_of_ttft_at_{L}_pct")
+        pub = f" (published: {pub_share:g} %)" if pub_share is not None else ""
+        lines.append(f"- KV transfer time is **{share:.1f} %** of the mean TTFT at {L} tokens{pub}.")
+    if summary.get("baseline_GB_s") is not None:
+        lines.append(f"- Measured fabric ceiling (baseline): {summary['baseline_GB_s']:.2f} GB/s.")
+    return lines
+
+
+def issues_section(summary: dict) -> list[str]:
+    issues = summary.get("issues") or []
+    if not issues:
+        return ["None."]
+    out = []
+    for i in issues:
+        where = f" (length {i['prompt_len']})" if i.get("prompt_len") is not None else ""
+        out.append(f"- **{i.get('severity', 'note')}**{where}: {i.get('message', '')}")
+    return out
+
+
+def metrics_section(summary: dict) -> list[str]:
+    metrics = summary.get("metrics")
+    if not metrics:
+        return []
+    headers = ["Scrape", "Transfers", "Mean latency (ms)", "Mean rank-0 size (MiB)", "Mean speed (GiB/s)",
+               "Bandwidth, all ranks (GB/s)"]
+    rows = [[m["file"], str(m["transfers"]), _f(m.get("latency_ms_mean"), 2), _f(m.get("total_MiB_mean"), 2),
+             _f(m.get("speed_GiB_s_mean"), 2), _f(m.get("bandwidth_GB_s"), 2)] for m in metrics]
+    return ["## Second source: the prefill server's /metrics", "",
+            "Averages over every transfer the server made since it started (warm-up and all lengths "
+            "included), so they are a plausibility check, not a per-length figure.", "",
+            _table(headers, rows), ""]
+
+
+def provenance_section(summary: dict) -> list[str]:
+    prov = summary.get("provenance")
+    if not prov:
+        return []
+    out = ["## Provenance", ""]
+    for key in sorted(prov):
+        value = prov[key]
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        out.append(f"- {key}: {text}")
+    return out + [""]
+
+
+def render_report(summary: dict) -> str:
+    scenario = summary.get("scenario") or {}
+    title = scenario.get("title") or scenario.get("name") or "run"
+    parts = [f"# KV transfer report: {title}", ""]
+    meta = [f"Scenario `{scenario.get('name', '?')}`", f"source: {summary.get('source', '?')}"]
+    if summary.get("transport"):
+        meta.append(f"transport: {summary['transport']}")
+    if summary.get("line_rate_GB_s"):
+        meta.append(f"line rate: {summary['line_rate_GB_s']:g} GB/s")
+    parts += [", ".join(meta) + ".", "", "## Headline", "", *headline_lines(summary), "",
+              "## Measured", "", measured_table(summary), "",
+              "TTFT is the bench client's mean; transfer time is the median per request from the prefill "
+              "server's log (warm-up left out); bandwidth = KV size / transfer time; utilization = "
+              "bandwidth / line rate; transfer share = transfer time / mean TTFT.", ""]
+    ref = reference_table(summary)
+    if ref:
+        parts += ["## Against the published run", "", ref, ""]
+    parts += metrics_section(summary)
+    parts += ["## Issues", "", *issues_section(summary), ""]
+    parts += provenance_section(summary)
+    parts += ["## Units", "",
+              "KV size and bandwidth are decimal (1 GB = 10^9 bytes), as in the published table. SGLang's logs "
+              "print `GB/s` and `MB` but mean GiB/s and MiB, and their `transfer_total` is rank 0's share only; "
+              "the analysis converts them. Times are milliseconds.", ""]
+    return "\n".join(parts)
