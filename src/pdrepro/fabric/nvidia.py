@@ -1,0 +1,107 @@
+"""GPUs and their PCIe/NVLink topology as ``nvidia-smi`` reports them."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+
+from .tools import run_tool
+
+# Closeness of a GPU to a NIC in `nvidia-smi topo -m`, nearest first.
+TOPO_RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4}
+TOPO_MEANING = {
+    "PIX": "same PCIe switch, one bridge",
+    "PXB": "same PCIe switch tree, several bridges",
+    "PHB": "same PCIe host bridge",
+    "NODE": "same NUMA node, different host bridges",
+    "SYS": "different NUMA nodes",
+}
+_NIC_LEGEND = re.compile(r"^\s*(NIC\d+):\s*(\S+)\s*$")
+_GPU = re.compile(r"^GPU\d+$")
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    name: str
+    bus_id: str      # as nvidia-smi prints it: 00000000:0F:00.0
+
+
+QUERY = ["nvidia-smi", "--query-gpu=index,name,pci.bus_id", "--format=csv"]
+TOPO = ["nvidia-smi", "topo", "-m"]
+
+
+def parse_gpu_query(text: str) -> list[Gpu]:
+    """Parse ``--query-gpu=index,name,pci.bus_id --format=csv`` (header line optional)."""
+    rows = [r for r in csv.reader(io.StringIO(text), skipinitialspace=True) if r and any(c.strip() for c in r)]
+    if rows and rows[0][0].strip().lower() == "index":
+        header = [h.strip().lower() for h in rows[0]]
+        rows = rows[1:]
+    else:
+        header = ["index", "name", "pci.bus_id"]
+    try:
+        i_idx, i_name, i_bus = header.index("index"), header.index("name"), header.index("pci.bus_id")
+    except ValueError:
+        raise ValueError(f"unexpected nvidia-smi CSV header: {header}") from None
+    gpus = []
+    for row in rows:
+        gpus.append(Gpu(index=int(row[i_idx]), name=row[i_name].strip(), bus_id=row[i_bus].strip()))
+    return gpus
+
+
+@dataclass(frozen=True)
+class Topology:
+    """GPU -> NIC -> link word ('PIX', 'SYS', ...) from the ``topo -m`` matrix."""
+
+    gpu_to_nic: dict[int, dict[str, str]]
+
+    @property
+    def nics(self) -> list[str]:
+        names: list[str] = []
+        for row in self.gpu_to_nic.values():
+            for n in row:
+                if n not in names:
+                    names.append(n)
+        return names
+
+
+def parse_topo(text: str) -> Topology:
+    """Parse the matrix of ``nvidia-smi topo -m``.
+
+    Newer drivers label NIC columns NIC0.. and resolve them in a "NIC Legend";
+    older ones put the device names (mlx5_0) in the header.
+    """
+    lines = text.splitlines()
+    legend = {m.group(1): m.group(2) for m in map(_NIC_LEGEND.match, lines) if m}
+    header_i = next((i for i, l in enumerate(lines)
+                     if "GPU0" in [c.strip() for c in l.split("\t")] and not l.split("\t")[0].strip()), None)
+    if header_i is None:
+        raise ValueError("no GPU matrix header (a tab-separated line listing GPU0 ...) in nvidia-smi topo -m output")
+    header = [c.strip() for c in lines[header_i].split("\t")]
+    out: dict[int, dict[str, str]] = {}
+    for line in lines[header_i + 1:]:
+        cells = [c.strip() for c in line.split("\t")]
+        if not line.strip() or line.strip().startswith("Legend"):
+            break
+        if not _GPU.match(cells[0]):
+            continue  # NIC rows repeat the same links from the other side
+        gpu = int(cells[0][3:])
+        row: dict[str, str] = {}
+        for col, cell in zip(header, cells):
+            if not col or _GPU.match(col) or col in ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID"):
+                continue
+            name = legend.get(col, col)
+            if cell in TOPO_RANK:
+                row[name] = cell
+        out[gpu] = row
+    return Topology(out)
+
+
+def query_gpus() -> list[Gpu]:
+    return parse_gpu_query(run_tool(QUERY))
+
+
+def query_topology() -> Topology:
+    return parse_topo(run_tool(TOPO))

@@ -1,0 +1,202 @@
+"""Kernel-shaped fake sysfs trees for the fabric tests.
+
+The layout follows the kernel's: devices live under ``devices/pci<dom>:<bus>/``
+bridge chains, and ``class/infiniband/<dev>``, ``class/net/<ndev>``,
+``class/infiniband_verbs/uverbsN`` and ``bus/pci/devices/<bdf>`` are relative
+symlinks into that tree; file contents are what the kernel prints.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+NULL_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
+GID_SLOTS = 16  # real ports expose gid_tbl_len (often 255) slots; unused ones are null
+
+
+def ipv4_gid(ip: str) -> str:
+    a, b, c, d = (int(x) for x in ip.split("."))
+    return f"0000:0000:0000:0000:0000:ffff:{a:02x}{b:02x}:{c:02x}{d:02x}"
+
+
+def link_local_gid(mac_tail: int) -> str:
+    return f"fe80:0000:0000:0000:0a88:66ff:fe{mac_tail:02x}:{mac_tail:04x}"
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+
+
+def _link(link: Path, target: Path) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(os.path.relpath(target, link.parent))
+
+
+@dataclass
+class GidSpec:
+    gid: str
+    type: str            # 'RoCE v2' or 'IB/RoCE v1'
+    ndev: str | None
+
+
+def roce_gids(ndev: str, ip: str | None, tail: int, v2: bool = True, v1: bool = True) -> list[GidSpec]:
+    """The GID table mlx5 fills for a netdev with an IPv4 address: link-local pair, then the IPv4 pair."""
+    out = []
+    ll = link_local_gid(tail)
+    if v1:
+        out.append(GidSpec(ll, "IB/RoCE v1", ndev))
+    if v2:
+        out.append(GidSpec(ll, "RoCE v2", ndev))
+    if ip:
+        if v1:
+            out.append(GidSpec(ipv4_gid(ip), "IB/RoCE v1", ndev))
+        if v2:
+            out.append(GidSpec(ipv4_gid(ip), "RoCE v2", ndev))
+    return out
+
+
+@dataclass
+class FakeSysfs:
+    root: Path
+    _uverbs: int = field(default=0)
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root)
+        (self.root / "class" / "infiniband").mkdir(parents=True, exist_ok=True)
+        (self.root / "class" / "net").mkdir(parents=True, exist_ok=True)
+        (self.root / "module").mkdir(parents=True, exist_ok=True)
+
+    # PCI -----------------------------------------------------------------
+    def pci_device(self, chain: list[str], numa_node: int) -> Path:
+        """Create a PCI function at devices/<chain...>; every bridge on the way gets its numa_node."""
+        path = self.root / "devices"
+        for part in chain:
+            path = path / part
+            if not part.startswith("pci"):
+                _write(path / "numa_node", str(numa_node))
+        _link(self.root / "bus" / "pci" / "devices" / chain[-1], path)
+        return path
+
+    def gpu(self, chain: list[str], numa_node: int) -> Path:
+        path = self.pci_device(chain, numa_node)
+        _write(path / "vendor", "0x10de")
+        _write(path / "class", "0x030200")
+        return path
+
+    # RDMA ----------------------------------------------------------------
+    def nic(self, name: str, chain: list[str] | None, numa_node: int, ndev: str, *,
+            gids: list[GidSpec], rate: str = "400 Gb/sec (4X NDR)", state: str = "4: ACTIVE",
+            phys_state: str = "5: LinkUp", link_layer: str = "Ethernet", mtu: int = 9000,
+            fw_ver: str = "28.39.1002", ports: int = 1) -> Path:
+        if chain is None:  # a software device (rxe): no PCI parent
+            dev_base = self.root / "devices" / "virtual"
+            net_dir = dev_base / "net" / ndev
+        else:
+            dev_base = self.pci_device(chain, numa_node)
+            _write(dev_base / "vendor", "0x15b3")
+            net_dir = dev_base / "net" / ndev
+        ib_dir = dev_base / "infiniband" / name
+        _write(ib_dir / "fw_ver", fw_ver)
+        _write(ib_dir / "node_type", "1: CA")
+        if chain is not None:
+            _link(ib_dir / "device", dev_base)
+        for p in range(1, ports + 1):
+            port = ib_dir / "ports" / str(p)
+            _write(port / "state", state)
+            _write(port / "phys_state", phys_state)
+            _write(port / "rate", rate)
+            _write(port / "link_layer", link_layer)
+            for i in range(GID_SLOTS):
+                spec = gids[i] if i < len(gids) else None
+                _write(port / "gids" / str(i), spec.gid if spec else NULL_GID)
+                (port / "gid_attrs" / "types").mkdir(parents=True, exist_ok=True)
+                (port / "gid_attrs" / "ndevs").mkdir(parents=True, exist_ok=True)
+                if spec:  # unused slots exist but reading them fails (EINVAL): leave no file
+                    _write(port / "gid_attrs" / "types" / str(i), spec.type)
+                    if spec.ndev:
+                        _write(port / "gid_attrs" / "ndevs" / str(i), spec.ndev)
+        _link(self.root / "class" / "infiniband" / name, ib_dir)
+        uverbs = f"uverbs{self._uverbs}"
+        self._uverbs += 1
+        verbs_dir = dev_base / "infiniband_verbs" / uverbs
+        _write(verbs_dir / "ibdev", name)
+        _link(self.root / "class" / "infiniband_verbs" / uverbs, verbs_dir)
+        if not (self.root / "class" / "net" / ndev).exists():
+            self.netdev(ndev, mtu, net_dir)
+        return ib_dir
+
+    def netdev(self, name: str, mtu: int, where: Path | None = None) -> Path:
+        where = where or self.root / "devices" / "virtual" / "net" / name
+        if not (where / "mtu").exists():
+            _write(where / "mtu", str(mtu))
+            _write(where / "operstate", "up")
+        link = self.root / "class" / "net" / name
+        if not link.is_symlink():
+            _link(link, where)
+        return where
+
+    def module(self, name: str) -> None:
+        _write(self.root / "module" / name / "refcnt", "0")
+
+
+# Scenarios the tests use ----------------------------------------------------
+
+def switch_chain(switch: int, slot: int) -> list[str]:
+    """PCI path of endpoint SLOT behind PCIe switch SWITCH (each switch on its own root bus)."""
+    rb = 0x15 + 0x20 * switch
+    return [f"pci0000:{rb:02x}", f"0000:{rb:02x}:01.0", f"0000:{rb + 1:02x}:00.0",
+            f"0000:{rb + 2:02x}:{slot:02x}.0", f"0000:{rb + 3 + slot:02x}:00.0"]
+
+
+def gpu_bus_id(switch: int, slot: int) -> str:
+    """The same endpoint as nvidia-smi prints it."""
+    return "0000" + switch_chain(switch, slot)[-1].upper()
+
+
+def h20_node(root: Path, *, nics: int = 4, rate: str = "400 Gb/sec (4X NDR)", mtu: int = 9000,
+             down: tuple[str, ...] = (), gid_mode: str = "v2", peermem: bool = True,
+             ip_base: str = "192.168", link_layer: str = "Ethernet") -> FakeSysfs:
+    """A healthy H20 node: 4 PCIe switches (2 per NUMA node), each with 2 GPUs and one CX-7."""
+    fs = FakeSysfs(root)
+    for s in range(4):
+        numa = s // 2
+        fs.gpu(switch_chain(s, 0), numa)
+        fs.gpu(switch_chain(s, 1), numa)
+        if s >= nics:
+            continue
+        name, ndev = f"mlx5_{s}", f"ens{10 + s}np0"
+        ip = f"{ip_base}.{100 + s}.11"
+        if gid_mode == "v2":
+            gids = roce_gids(ndev, ip, s)
+        elif gid_mode == "v1-only":
+            gids = roce_gids(ndev, ip, s, v2=False)
+        elif gid_mode == "no-ip":
+            gids = roce_gids(ndev, None, s)
+        elif gid_mode == "docker-only":
+            gids = roce_gids("docker0", "172.17.0.1", s)
+        else:
+            raise ValueError(gid_mode)
+        fs.nic(name, switch_chain(s, 2), numa, ndev, gids=gids, rate=rate, mtu=mtu,
+               link_layer=link_layer,
+               state="1: DOWN" if name in down else "4: ACTIVE",
+               phys_state="3: Disabled" if name in down else "5: LinkUp")
+    if gid_mode == "docker-only":
+        fs.netdev("docker0", 1500)
+    if peermem:
+        fs.module("nvidia_peermem")
+    fs.module("mlx5_core")
+    return fs
+
+
+def rxe_node(root: Path, netdev: str = "eth0", ip: str = "192.168.1.20", mtu: int = 1500) -> FakeSysfs:
+    """A laptop with soft-RoCE on its Ethernet: rxe0, no PCI parent, no GPU."""
+    fs = FakeSysfs(root)
+    eth = fs.pci_device(["pci0000:00", "0000:00:1f.6"], -1)
+    fs.netdev(netdev, mtu, eth / "net" / netdev)
+    fs.nic("rxe0", None, -1, netdev, gids=roce_gids(netdev, ip, 1), rate="10 Gb/sec (4X SDR)",
+           fw_ver="0.0.0", mtu=mtu)
+    fs.module("rdma_rxe")
+    return fs
