@@ -1,0 +1,105 @@
+"""``pdrepro sweep``: run the published bench loop against a running stack."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import UserError
+from ..scenario import resolve_scenario
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="run the bench client once per prompt length against a running PD stack",
+        description=(
+            "Wait for the router and workers, prove the KV transport is RDMA, run the bench client "
+            "(inside the GPU image) once per prompt length, collect logs and provenance, then analyze. "
+            "Rerunning with the same --out resumes: complete lengths are skipped."
+        ),
+    )
+    p.add_argument("--scenario", required=True, help="shipped scenario name or path to a scenario YAML")
+    p.add_argument("--thresholds", help="YAML file overriding the scenario's thresholds")
+    p.add_argument("--router", required=True, metavar="URL", help="router URL the bench client sends to, e.g. http://10.0.0.2:8000")
+    p.add_argument("--prefill", metavar="URL", help="prefill server URL (health check, /metrics)")
+    p.add_argument("--decode", metavar="URL", help="decode server URL (health check, /metrics)")
+    p.add_argument("--worker", metavar="URL", action="append", default=[], help="a regular (non-PD) server URL; repeat per server")
+    p.add_argument("--out", required=True, metavar="RUN", type=Path, help="run directory (created; reused to resume)")
+    p.add_argument("--configuration", help="comparison scenarios: which configuration this stack is (e.g. 1P1D, 2-regular)")
+    p.add_argument("--model-path", required=True, help="model folder (its tokenizer is used); mounted at the same path in the image")
+    p.add_argument("--served-model-name", help="name the servers serve the model under (default: the scenario's model name)")
+    p.add_argument("--tokenizer", help="tokenizer path if not the model folder")
+    p.add_argument("--dataset-path", required=True, help="ShareGPT JSON the random dataset draws token ids from")
+    p.add_argument("--image", help="GPU image to run the bench client in (default: the pinned sglang image from versions.env)")
+    p.add_argument("--logs-from", metavar="DIR|docker",
+                   help="where the servers' logs are: a folder with prefill.log/decode.log, or 'docker' (containers by name)")
+    p.add_argument("--prefill-container", default="pdrepro-prefill", help="prefill container name for --logs-from docker")
+    p.add_argument("--decode-container", default="pdrepro-decode", help="decode container name for --logs-from docker")
+    p.add_argument("--length-timeout", type=float, metavar="SEC", help="stop a prompt length's client after SEC seconds")
+    p.add_argument("--wait-timeout", type=float, default=900.0, metavar="SEC", help="how long to wait for the stack to be healthy (default 900)")
+    p.add_argument("--on-failure", choices=("continue", "stop"), default="continue", help="after a failed length (default: continue)")
+    p.add_argument("--metrics", action="store_true", help="scrape the servers' /metrics after each length (needs --enable-metrics)")
+    p.add_argument("--no-transport-proof", action="store_true",
+                   help="do not check the logs for RDMA (the run then fails the transport gate)")
+    p.add_argument("--no-analyze", action="store_true", help="skip `pdrepro analyze` at the end")
+    p.set_defaults(func=run)
+
+
+def default_image() -> str:
+    from ..pins import load_pins
+
+    pins = load_pins()
+    for key in ("SGLANG_IMAGE", "GPU_IMAGE", "IMAGE_SGLANG"):
+        if pins.get(key):
+            return pins[key]
+    raise UserError("no GPU image named in versions.env; pass --image NAME:TAG (the image the servers run)")
+
+
+def _log_source(args):
+    from ..sweep.logsource import DirLogSource, DockerLogSource
+
+    if args.logs_from is None:
+        return None
+    if args.logs_from == "docker":
+        return DockerLogSource({"prefill": args.prefill_container, "decode": args.decode_container})
+    return DirLogSource(Path(args.logs_from))
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..sweep.benchcmd import BenchTarget
+    from ..sweep.launcher import DockerLauncher
+    from ..sweep.runner import SweepConfig, is_disaggregated, run_sweep
+
+    scenario = resolve_scenario(args.scenario, None, args.thresholds)
+    if is_disaggregated(args.configuration) and not (args.prefill and args.decode):
+        raise UserError("pass --prefill URL and --decode URL (the PD servers behind the router) so their health is checked")
+    launcher = DockerLauncher(args.image or default_image())
+    cfg = SweepConfig(
+        scenario=scenario,
+        out=args.out,
+        router_url=args.router,
+        prefill_url=args.prefill,
+        decode_url=args.decode,
+        worker_urls=tuple(args.worker),
+        target=BenchTarget(args.router, args.model_path, args.served_model_name or scenario.model.name,
+                           args.dataset_path, args.tokenizer),
+        launcher=launcher,
+        log_source=_log_source(args),
+        configuration=args.configuration,
+        length_timeout_s=args.length_timeout,
+        wait_timeout_s=args.wait_timeout,
+        on_failure=args.on_failure,
+        prove_transport=not args.no_transport_proof,
+        scrape_metrics=args.metrics,
+        analyze=not args.no_analyze,
+        bench_image=launcher.image_digest(),
+        say=lambda line: print(line, flush=True),
+    )
+    outcome = run_sweep(cfg)
+    if outcome.failed:
+        print(f"pdrepro sweep: {len(outcome.failed)} prompt length(s) failed; see {outcome.run.root / 'sweep-state.json'}",
+              file=sys.stderr)
+        return 1
+    return 0

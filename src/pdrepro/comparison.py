@@ -1,0 +1,163 @@
+"""Comparison scenarios: one workload run on two configurations (e.g. 1P1D
+against two regular instances), set side by side with the published figures.
+
+Run layout (one sweep per configuration into the same run directory):
+
+  RUN/scenario.yaml
+  RUN/<configuration>/bench/result-<L>.jsonl   bench client output
+  RUN/<configuration>/logs/, provenance ...    as for a kv-sweep run
+  RUN/summary.json, RUN/report.md              written here
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from tabulate import tabulate
+
+from .errors import UserError
+from .parsers.bench import parse_bench_file
+from .rundir import RunDir
+from .scenario import Scenario
+
+# metric -> (bench JSON key, unit, label, better): better is "higher" or "lower".
+METRICS = {
+    "output_tok_s": ("output_throughput", "tok/s", "Output token throughput", "higher"),
+    "total_tok_s": ("total_throughput", "tok/s", "Total token throughput", "higher"),
+    "mean_e2e_ms": ("mean_e2e_latency_ms", "ms", "Mean E2E latency", "lower"),
+    "mean_ttft_ms": ("mean_ttft_ms", "ms", "Mean TTFT", "lower"),
+    "p99_ttft_ms": ("p99_ttft_ms", "ms", "P99 TTFT", "lower"),
+    "mean_itl_ms": ("mean_itl_ms", "ms", "Mean ITL", "lower"),
+    "p99_itl_ms": ("p99_itl_ms", "ms", "P99 ITL", "lower"),
+}
+
+
+def configuration_run(run: RunDir, name: str) -> RunDir:
+    return RunDir(run.root / name)
+
+
+def _measure(run: RunDir, scenario: Scenario, name: str, issues: list[str]) -> dict | None:
+    sub = configuration_run(run, name)
+    lengths = scenario.sweep.prompt_lens
+    if not any(sub.bench_file(L).is_file() for L in lengths):
+        issues.append(f"{name}: no bench result under {sub.bench_dir}; run `pdrepro sweep --configuration {name}` into this run")
+        return None
+    # Comparison scenarios run one workload; with several lengths the first one present counts.
+    length = next(L for L in lengths if sub.bench_file(L).is_file())
+    result, notes = parse_bench_file(sub.bench_file(length))
+    issues.extend(f"{name}: {n}" for n in notes)
+    raw = result.raw
+    measured = {metric: _num(raw.get(key)) for metric, (key, *_rest) in METRICS.items()}
+    if result.completed != scenario.sweep.num_prompts:
+        issues.append(f"{name}: completed {result.completed} of {scenario.sweep.num_prompts} requests")
+    if result.errors:
+        issues.append(f"{name}: {len(result.errors)} request(s) failed, first: {result.errors[0][:120]}")
+    return {"prompt_len": length, "completed": result.completed, "errors": len(result.errors),
+            "bench_file": str(sub.bench_file(length).relative_to(run.root)), **measured}
+
+
+def _num(value):
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _change_pct(a, b):
+    """How much a differs from b, in % of b."""
+    if a is None or b is None or b == 0:
+        return None
+    return 100.0 * (a - b) / b
+
+
+def analyze_comparison(run: RunDir, scenario: Scenario) -> dict:
+    if scenario.kind != "comparison":
+        raise UserError(f"scenario {scenario.name} is a {scenario.kind} scenario, not a comparison; use `pdrepro analyze`")
+    published = (scenario.reference.configurations if scenario.reference else {}) or {}
+    names = list(published)
+    if len(names) != 2:
+        raise UserError(f"scenario {scenario.name}: reference.configurations must name exactly two configurations, found {len(names)}")
+    issues: list[str] = []
+    measured = {name: _measure(run, scenario, name, issues) for name in names}
+    if all(m is None for m in measured.values()):
+        raise UserError(f"{run.root}: no configuration of {scenario.name} has results; run `pdrepro sweep --configuration "
+                        f"{names[0]}` (and {names[1]}) with --out {run.root}")
+    a, b = names
+    deltas = {}
+    for metric in METRICS:
+        ma = (measured[a] or {}).get(metric)
+        mb = (measured[b] or {}).get(metric)
+        deltas[metric] = {"measured_pct": _change_pct(ma, mb),
+                          "published_pct": _change_pct(published[a].get(metric), published[b].get(metric))}
+    summary = {
+        "schema_version": 1,
+        "kind": "comparison",
+        "scenario": scenario.to_dict(),
+        "source": "sglang",
+        "line_rate_GB_s": scenario.line_rate_GB_s,
+        "rows": [],
+        "configurations": {name: {"measured": measured[name], "published": published[name]} for name in names},
+        "comparison": {"of": a, "against": b, "change_pct": deltas},
+        "issues": issues,
+        "provenance": _provenance(run, names),
+    }
+    _write(run.summary_file, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    _write(run.report_file, render_comparison(summary))
+    return summary
+
+
+def _provenance(run: RunDir, names: list[str]) -> dict:
+    out = {}
+    for name in [None, *names]:
+        path = (run.root if name is None else run.root / name) / "provenance.json"
+        if path.is_file():
+            try:
+                out[name or "run"] = json.loads(path.read_text())
+            except json.JSONDecodeError:
+                out[name or "run"] = {"error": f"{path} is not JSON"}
+    return out
+
+
+def _write(path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _fmt(value, digits=2) -> str:
+    return "n/a" if value is None else f"{value:,.{digits}f}"
+
+
+def _fmt_pct(value) -> str:
+    return "n/a" if value is None else f"{value:+.1f} %"
+
+
+def render_comparison(summary: dict) -> str:
+    scenario = summary["scenario"]
+    configs = summary["configurations"]
+    a = summary["comparison"]["of"]
+    b = summary["comparison"]["against"]
+    rows = []
+    for metric, (_key, unit, label, better) in METRICS.items():
+        ma = (configs[a]["measured"] or {}).get(metric)
+        mb = (configs[b]["measured"] or {}).get(metric)
+        change = summary["comparison"]["change_pct"][metric]
+        rows.append([f"{label} ({unit})", _fmt(ma), _fmt(configs[a]["published"].get(metric)),
+                     _fmt(mb), _fmt(configs[b]["published"].get(metric)),
+                     _fmt_pct(change["measured_pct"]), _fmt_pct(change["published_pct"]), better])
+    headers = ["Metric (unit)", f"{a} measured", f"{a} published", f"{b} measured", f"{b} published",
+               f"{a} vs {b} measured", f"{a} vs {b} published", "better"]
+    sweep = scenario["sweep"]
+    lines = [
+        f"# {scenario['title']}",
+        "",
+        f"Scenario `{scenario['name']}`: {sweep['num_prompts']} prompts, input {', '.join(map(str, sweep['prompt_lens']))} tokens, "
+        f"output {sweep['output_len']} tokens, request rate {sweep['request_rate']} req/s, TP {scenario['parallel']['prefill_tp']}.",
+        f"Published figures: {scenario['reference']['source']}.",
+        "",
+        f"Change = ({a} - {b}) / {b}, in % of {b}; throughput in tokens per second, latencies in milliseconds.",
+        "",
+        tabulate(rows, headers=headers, tablefmt="github", disablenumparse=True),
+        "",
+    ]
+    if summary["issues"]:
+        lines += ["## Issues", ""] + [f"- {i}" for i in summary["issues"]] + [""]
+    return "\n".join(lines)

@@ -1,0 +1,105 @@
+"""Runs the bench client. The sweep takes any object with this ``run`` method,
+so the cluster tests hand it their own; the product ships the Docker one.
+
+The client runs inside the GPU image so that its SGLang matches the servers'.
+Host paths are mounted at the same paths inside the container, so the argv
+built by ``benchcmd`` is valid on either side.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Protocol
+
+
+class LengthTimeout(Exception):
+    """The client ran past the per-length limit and was stopped."""
+
+
+class BenchLauncher(Protocol):
+    def run(self, argv: list[str], *, mounts: dict[Path, bool], timeout_s: float | None,
+            say: Callable[[str], None]) -> int:
+        """Runs argv to completion; returns its exit status. ``mounts``: host
+        path -> writable. Raises LengthTimeout past ``timeout_s``; on
+        KeyboardInterrupt stops the client before re-raising."""
+
+
+class DockerLauncher:
+    """``docker run --rm --network host`` of the bench client in ``image``."""
+
+    def __init__(self, image: str, env: dict[str, str] | None = None, client=None, name_prefix: str = "pdrepro-bench"):
+        self.image = image
+        self.env = dict(env or {})
+        self._client = client
+        self.name_prefix = name_prefix
+
+    @property
+    def client(self):
+        if self._client is None:
+            from ..errors import UserError
+
+            try:
+                import docker
+
+                self._client = docker.from_env()
+                self._client.ping()
+            except Exception as exc:  # the SDK raises several unrelated types
+                raise UserError(f"cannot reach the Docker engine ({type(exc).__name__}); start dockerd or set DOCKER_HOST") from None
+        return self._client
+
+    def image_digest(self) -> dict:
+        try:
+            image = self.client.images.get(self.image)
+        except Exception as exc:
+            return {"image": self.image, "error": type(exc).__name__}
+        return {"image": self.image, "id": image.id, "repo_digests": image.attrs.get("RepoDigests", [])}
+
+    def run(self, argv, *, mounts, timeout_s, say):
+        from ..errors import UserError
+
+        client = self.client
+        try:
+            client.images.get(self.image)
+        except Exception:
+            raise UserError(f"image {self.image} is not on this host; build it (make build) or pass --image") from None
+        volumes = {str(p): {"bind": str(p), "mode": "rw" if rw else "ro"} for p, rw in mounts.items()}
+        container = client.containers.run(
+            self.image, argv, detach=True, network_mode="host", volumes=volumes,
+            environment=self.env, name=f"{self.name_prefix}-{int(time.time() * 1000)}",
+        )
+        stop = threading.Event()
+        pump = threading.Thread(target=self._pump, args=(container, say, stop), daemon=True)
+        pump.start()
+        try:
+            try:
+                result = container.wait(timeout=timeout_s)
+            except Exception as exc:
+                if "timed out" in str(exc).lower() or type(exc).__name__ in ("ReadTimeout", "ConnectionError", "ReadTimeoutError"):
+                    raise LengthTimeout(f"bench client ran past {timeout_s:.0f} s") from None
+                raise
+            pump.join(timeout=5)
+            return int(result.get("StatusCode", 1))
+        finally:
+            stop.set()
+            try:
+                container.remove(force=True)
+            except Exception:
+                pass
+
+    @staticmethod
+    def _pump(container, say, stop):
+        buf = b""
+        for chunk in container.logs(stream=True, follow=True):
+            if stop.is_set():
+                break
+            buf += chunk
+            # tqdm redraws with \r: show each redraw as a line of progress.
+            while True:
+                cut = min((i for i in (buf.find(b"\n"), buf.find(b"\r")) if i >= 0), default=-1)
+                if cut < 0:
+                    break
+                line, buf = buf[:cut], buf[cut + 1:]
+                if line.strip():
+                    say("    " + line.decode(errors="replace").rstrip())

@@ -1,0 +1,113 @@
+"""Where the servers' logs come from: a folder the containers write into, or
+the Docker engine running them. Either way they land in RUN/logs/."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from ..errors import UserError
+
+ROLES = ("prefill", "decode")
+
+
+class DirLogSource:
+    """A folder holding ``prefill.log`` and ``decode.log`` (the compose files
+    mount one), e.g. an NFS share or a folder synced from the prefill node."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        if not self.folder.is_dir():
+            raise UserError(f"--logs-from {folder}: no such folder; give the folder the servers write prefill.log/decode.log into")
+
+    def path(self, role: str) -> Path:
+        return self.folder / f"{role}.log"
+
+    def text(self, role: str) -> str | None:
+        p = self.path(role)
+        return p.read_text(errors="replace") if p.is_file() else None
+
+    def copy_to(self, logs_dir: Path) -> list[Path]:
+        logs_dir.mkdir(parents=True, exist_ok=True)
+        out = []
+        for role in ROLES:
+            if self.path(role).is_file():
+                dest = logs_dir / f"{role}.log"
+                shutil.copyfile(self.path(role), dest)
+                out.append(dest)
+        return out
+
+    def describe(self) -> dict:
+        return {"kind": "folder", "folder": str(self.folder)}
+
+    def containers(self) -> dict:
+        return {}
+
+
+class DockerLogSource:
+    """Containers on this host's engine (or DOCKER_HOST), by name."""
+
+    def __init__(self, names: dict[str, str], client=None):
+        self.names = dict(names)
+        self._client = client
+
+    @property
+    def client(self):
+        if self._client is None:
+            try:
+                import docker
+
+                self._client = docker.from_env()
+            except Exception as exc:
+                raise UserError(f"--logs-from docker: cannot reach the Docker engine ({type(exc).__name__}); start dockerd or use --logs-from DIR") from None
+        return self._client
+
+    def _container(self, role: str):
+        name = self.names.get(role)
+        if not name:
+            return None
+        try:
+            return self.client.containers.get(name)
+        except Exception:
+            return None
+
+    def text(self, role: str) -> str | None:
+        c = self._container(role)
+        return c.logs().decode(errors="replace") if c is not None else None
+
+    def copy_to(self, logs_dir: Path) -> list[Path]:
+        logs_dir.mkdir(parents=True, exist_ok=True)
+        out = []
+        for role in ROLES:
+            text = self.text(role)
+            if text is not None:
+                dest = logs_dir / f"{role}.log"
+                dest.write_text(text)
+                out.append(dest)
+        return out
+
+    def describe(self) -> dict:
+        return {"kind": "docker", "containers": self.names}
+
+    def containers(self) -> dict:
+        """role -> container facts for provenance (image digest, environment)."""
+        facts = {}
+        for role in self.names:
+            c = self._container(role)
+            if c is None:
+                continue
+            attrs = c.attrs
+            facts[role] = {
+                "name": c.name,
+                "image": attrs.get("Config", {}).get("Image"),
+                "image_id": attrs.get("Image"),
+                "env": [e for e in attrs.get("Config", {}).get("Env", []) or [] if e.split("=", 1)[0].startswith(("MC_", "SGLANG_", "NCCL_"))],
+            }
+        return facts
+
+
+def tail(source, role: str, n: int = 5) -> list[str]:
+    if source is None:
+        return []
+    text = source.text(role)
+    return text.splitlines()[-n:] if text else []

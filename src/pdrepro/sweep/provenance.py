@@ -1,0 +1,113 @@
+"""What ran, where: recorded in RUN/provenance.json next to the results."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import requests
+
+from ..pins import load_pins
+
+ENV_PREFIXES = ("MC_", "SGLANG_", "NCCL_")
+
+
+def environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    env = os.environ if env is None else env
+    return {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES)}
+
+
+def nics(sysfs: Path = Path("/sys/class/infiniband")) -> dict:
+    """Firmware and port rates of every RDMA device this host shows."""
+    found = {}
+    if not sysfs.is_dir():
+        return found
+    for dev in sorted(sysfs.iterdir()):
+        entry = {"fw_ver": _read(dev / "fw_ver"), "board_id": _read(dev / "board_id"), "ports": {}}
+        ports = dev / "ports"
+        if ports.is_dir():
+            for port in sorted(ports.iterdir()):
+                entry["ports"][port.name] = {
+                    "rate": _read(port / "rate"),
+                    "state": _read(port / "state"),
+                    "link_layer": _read(port / "link_layer"),
+                }
+        found[dev.name] = entry
+    return found
+
+
+def gpu() -> dict:
+    """Driver and CUDA version from nvidia-smi, when this host has one."""
+    exe = shutil.which("nvidia-smi")
+    if not exe:
+        return {"error": "nvidia-smi not found on the host running the sweep"}
+    try:
+        head = subprocess.run([exe], capture_output=True, text=True, timeout=30).stdout
+        query = subprocess.run([exe, "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                               capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"nvidia-smi failed: {type(exc).__name__}"}
+    cuda = re.search(r"CUDA Version:\s*([\d.]+)", head)
+    names = [line.split(",")[0].strip() for line in query.splitlines() if line.strip()]
+    driver = query.split(",")[1].strip() if "," in query else None
+    return {"driver": driver, "cuda": cuda.group(1) if cuda else None, "gpus": names}
+
+
+def server_info(url: str) -> dict | None:
+    try:
+        resp = requests.get(url.rstrip("/") + "/get_server_info", timeout=10)
+        return resp.json() if resp.ok else {"error": f"HTTP {resp.status_code}"}
+    except (requests.RequestException, ValueError) as exc:
+        return {"error": type(exc).__name__}
+
+
+def versions() -> dict | None:
+    try:
+        from ..versions_report import collect_versions
+    except ImportError:
+        return None
+    try:
+        return collect_versions()
+    except Exception as exc:  # a report of versions must not sink the run
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def collect(*, scenario, endpoints: dict[str, str], bench_image: dict | None, containers: dict,
+            transport: dict | None, log_source: dict | None, configuration: str | None,
+            sysfs: Path = Path("/sys/class/infiniband")) -> dict:
+    pins = load_pins()
+    return {
+        "schema_version": 1,
+        "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "scenario": {"name": scenario.name, "fingerprint": scenario.fingerprint},
+        "configuration": configuration,
+        "pins": {"sglang_commit": pins.get("SGLANG_COMMIT"), "mooncake_commit": pins.get("MOONCAKE_COMMIT")},
+        "bench_image": bench_image,
+        "server_containers": containers,
+        "host": {
+            "hostname": socket.gethostname(),
+            "kernel": platform.release(),
+            "os": platform.platform(),
+            "gpu": gpu(),
+            "nics": nics(sysfs),
+        },
+        "endpoints": endpoints,
+        "server_info": {role: server_info(url) for role, url in endpoints.items() if role != "router"},
+        "environment": environment(),
+        "transport": transport,
+        "logs": log_source,
+        "versions": versions(),
+    }
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None

@@ -1,0 +1,67 @@
+"""Per-length outcome of a sweep (RUN/sweep-state.json), and the test for a
+complete result file, which is what makes a rerun resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+STATE_FILE = "sweep-state.json"
+
+
+def result_problem(path: Path, num_prompts: int) -> str | None:
+    """None if ``path`` holds one complete bench result, else what is wrong."""
+    if not path.is_file():
+        return "no result file"
+    records = []
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            return f"line {number} is not JSON (cut short?)"
+    if not records:
+        return "empty"
+    if len(records) > 1:
+        return f"{len(records)} runs appended in one file (the client appends); expected one"
+    completed = records[-1].get("completed")
+    if completed != num_prompts:
+        return f"completed {completed} of {num_prompts} requests"
+    return None
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+class SweepState:
+    def __init__(self, root: Path):
+        self.path = Path(root) / STATE_FILE
+        data = {}
+        if self.path.is_file():
+            try:
+                data = json.loads(self.path.read_text())
+            except json.JSONDecodeError:
+                data = {}
+        self.lengths: dict[str, dict] = data.get("lengths", {})
+        self.events: list[dict] = data.get("events", [])
+
+    def record(self, prompt_len: int, status: str, **facts) -> None:
+        self.lengths[str(prompt_len)] = {"status": status, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **facts}
+        self.save()
+
+    def event(self, what: str, **facts) -> None:
+        self.events.append({"event": what, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **facts})
+        self.save()
+
+    def failed(self) -> dict[int, str]:
+        return {int(k): v.get("reason", "") for k, v in self.lengths.items() if v.get("status") == "failed"}
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(self.path, {"lengths": self.lengths, "events": self.events})

@@ -1,0 +1,231 @@
+"""An in-test PD stack: router, prefill and decode HTTP servers on 127.0.0.1,
+their logs in the upstream formats, and a bench launcher that talks to them
+and writes the client's JSONL. Test doubles only; the product never uses them.
+
+Logs are written the way the real servers write them: Mooncake's glog lines at
+start-up (RDMA or TCP transport), then, per finished request, the request-stats
+lines that ``tests/runbuilder.py`` produces from the published figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import requests
+
+from pdrepro.scenario import Scenario
+from pdrepro.sweep.launcher import LengthTimeout
+
+from runbuilder import Row, build_run, published_rows
+
+
+def _glog(source: str, text: str, level: str = "I") -> str:
+    now = time.time()
+    stamp = time.strftime("%m%d %H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}"
+    return f"{level}{stamp} 4711 {source}] {text}"
+
+
+def mooncake_startup(transport: str, nics: int = 4) -> list[str]:
+    """What the Transfer Engine (pinned commit) logs while installing its transport."""
+    if transport == "force-tcp":
+        return [_glog("transfer_engine_impl.cpp:218", "MC_FORCE_TCP is set, using TCP transport only"),
+                _glog("tcp_transport.cpp:917", "TcpTransport: listen on port 15433")]
+    if transport == "tcp":  # no HCA visible inside the container: silent TCP fallback
+        return [_glog("transfer_engine_impl.cpp:253", "Auto-discovering topology..."),
+                _glog("transfer_engine_impl.cpp:273", "Topology discovery complete. Found 0 HCAs."),
+                _glog("tcp_transport.cpp:917", "TcpTransport: listen on port 15433")]
+    if transport == "no-gid":
+        return [_glog("transfer_engine_impl.cpp:253", "Auto-discovering topology..."),
+                _glog("transfer_engine_impl.cpp:273", f"Topology discovery complete. Found {nics} HCAs."),
+                _glog("rdma_context.cpp:1226", "No suitable GID found on mlx5_0/1", level="W"),
+                _glog("transfer_engine_impl.cpp:384", "Failed to install RDMA transport, type=rdma", level="E")]
+    if transport == "none":
+        return []
+    lines = [_glog("transfer_engine_impl.cpp:253", "Auto-discovering topology..."),
+             _glog("transfer_engine_impl.cpp:273", f"Topology discovery complete. Found {nics} HCAs.")]
+    for i in range(nics):
+        lines.append(_glog("rdma_context.cpp:1220", f"Find best gid index: 3 on mlx5_{i}/1 (network state: with network device)"))
+        lines.append(_glog("rdma_context.cpp:282", f"RDMA device: mlx5_{i}, LID: 0, GID: (GID_Index 3) "
+                                                   f"00:00:00:00:00:00:00:00:00:00:ff:ff:c0:a8:{100 + i:02x}:0b, num_lag_ports: 0"))
+    lines.append(_glog("transfer_engine_impl.cpp:388", "installTransport, type=rdma"))
+    return lines
+
+
+class _Server:
+    def __init__(self, role: str, cluster: "FakeCluster"):
+        self.role = role
+        self.cluster = cluster
+        handler = self._handler()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        self.requests: list[tuple[str, str]] = []
+
+    def healthy(self) -> bool:
+        return self.cluster.ready_at is not None and time.monotonic() >= self.cluster.ready_at and \
+            self.role not in self.cluster.never_ready
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep pytest output clean
+                pass
+
+            def _send(self, code: int, body, ctype="application/json"):
+                data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                server.requests.append(("GET", self.path))
+                c = server.cluster
+                if server.role == "router":
+                    if self.path in ("/liveness", "/health"):
+                        return self._send(200, "OK", "text/plain")
+                    if self.path == "/readiness":
+                        ok = server.healthy() and all(s.healthy() for s in c.workers)
+                        return self._send(200 if ok else 503, {"ready": ok})
+                if self.path in ("/health", "/health_generate"):
+                    if server.role != "router" and self.path == "/health_generate" and not c.health_generate:
+                        return self._send(404, {"detail": "Not Found"})
+                    return self._send(200 if server.healthy() else 503, "" if server.healthy() else "loading")
+                if self.path == "/v1/models":
+                    return self._send(200, {"object": "list", "data": [{"id": c.scenario.model.name, "object": "model"}]})
+                if self.path == "/get_server_info":
+                    return self._send(200, {"version": "0.5.0rc0", "disaggregation_mode": server.role,
+                                            "tp_size": c.scenario.parallel.prefill_tp})
+                if self.path == "/metrics":
+                    if not c.metrics:
+                        return self._send(404, {"detail": "Not Found"})
+                    return self._send(200, f'sglang:num_running_reqs{{engine_type="{server.role}",tp_rank="0"}} 0.0\n', "text/plain")
+                return self._send(404, {"detail": "Not Found"})
+
+            def do_POST(self):
+                server.requests.append(("POST", self.path))
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                if self.path == "/flush_cache":
+                    return self._send(200, "Cache flushed.", "text/plain")
+                return self._send(404, {"detail": "Not Found"})
+
+        return Handler
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@dataclass
+class FakeCluster:
+    root: Path
+    scenario: Scenario
+    transport: str = "rdma"
+    ready_after_s: float | None = 0.0
+    never_ready: set[str] = field(default_factory=set)
+    health_generate: bool = True
+    metrics: bool = False
+
+    def __post_init__(self):
+        self.log_dir = Path(self.root) / "server-logs"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.ready_at = None if self.ready_after_s is None else time.monotonic() + self.ready_after_s
+        for role in ("prefill", "decode"):
+            head = [f"server_args=ServerArgs(model_path='/models/{self.scenario.model.name}', disaggregation_mode='{role}', "
+                    "disaggregation_transfer_backend='mooncake', enable_request_time_stats_logging=True)"]
+            (self.log_dir / f"{role}.log").write_text("\n".join(head + mooncake_startup(self.transport)) + "\n")
+        self.router = _Server("router", self)
+        self.prefill = _Server("prefill", self)
+        self.decode = _Server("decode", self)
+        self.workers = [self.prefill, self.decode]
+
+    def append_log(self, role: str, lines: list[str]) -> None:
+        with open(self.log_dir / f"{role}.log", "a") as fh:
+            fh.write("\n".join(lines) + "\n")
+
+    def close(self):
+        for s in (self.router, self.prefill, self.decode):
+            s.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _bench_args(argv: list[str]) -> argparse.Namespace:
+    assert argv[1:3] == ["-m", "sglang.benchmark.serving"], argv
+    p = argparse.ArgumentParser()
+    for flag in ("--backend", "--base-url", "--model", "--served-model-name", "--tokenizer", "--dataset-name",
+                 "--dataset-path", "--num-prompts", "--random-input-len", "--random-output-len",
+                 "--random-range-ratio", "--request-rate", "--max-concurrency", "--seed", "--warmup-requests",
+                 "--output-file"):
+        p.add_argument(flag)
+    for flag in ("--flush-cache", "--tokenize-prompt", "--output-details"):
+        p.add_argument(flag, action="store_true")
+    return p.parse_args(argv[3:])
+
+
+@dataclass
+class FakeBench:
+    """Stands in for the bench client in the GPU image: checks the router the
+    way the client does, then leaves the output the client would leave.
+
+    ``behaviour`` maps a prompt length to what goes wrong there: "fail" (exit
+    1), "hang" (runs past the timeout), "interrupt" (Ctrl-C), "short" (fewer
+    completed requests than asked for)."""
+
+    cluster: FakeCluster
+    behaviour: dict[int, str] = field(default_factory=dict)
+    rows: dict[int, Row] = field(default_factory=dict)
+    seconds: float = 0.0
+    calls: list[int] = field(default_factory=list)
+    argvs: list[list[str]] = field(default_factory=list)
+    mounts: list[dict] = field(default_factory=list)
+
+    def run(self, argv, *, mounts, timeout_s, say):
+        args = _bench_args(argv)
+        length = int(args.random_input_len)
+        self.calls.append(length)
+        self.argvs.append(list(argv))
+        self.mounts.append(dict(mounts))
+        assert Path(args.dataset_path).is_file()
+        what = self.behaviour.get(length)
+        base = args.base_url
+        requests.get(base + "/v1/models", timeout=5).raise_for_status()
+        if args.flush_cache:
+            requests.post(base + "/flush_cache", timeout=5).raise_for_status()
+        say(f"    #Input tokens: {length * int(args.num_prompts)}")
+        if what == "interrupt":
+            Path(args.output_file).write_text('{"completed": ')  # cut off mid-write
+            raise KeyboardInterrupt
+        if what == "hang":
+            time.sleep(timeout_s or 0)
+            raise LengthTimeout(f"bench client ran past {timeout_s:.0f} s")
+        if what == "fail":
+            say("    Traceback (most recent call last): ... aiohttp.client_exceptions.ServerDisconnectedError")
+            return 1
+        time.sleep(self.seconds)
+        row = self.rows.get(length) or next((r for r in published_rows(self.cluster.scenario) if r.prompt_len == length),
+                                             Row(length, 100.0 + length / 10, 2.0 + length / 500))
+        errors = {length: 3} if what == "short" else {}
+        with tempfile.TemporaryDirectory() as tmp:
+            built = build_run(Path(tmp), self.cluster.scenario, rows=[row], errors=errors)
+            shutil.copyfile(built.bench_file(length), args.output_file)
+            for role, path in (("prefill", built.prefill_log), ("decode", built.decode_log)):
+                lines = [line for line in path.read_text().splitlines() if "Time Stats(" in line or "ReqTimeStats(" in line]
+                self.cluster.append_log(role, lines)
+        return 0

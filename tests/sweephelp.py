@@ -1,0 +1,53 @@
+"""Shared set-up for the sweep tests: a short published scenario, a fake
+cluster and a SweepConfig pointing at it."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from pdrepro.scenario import load_scenario
+from pdrepro.sweep.benchcmd import BenchTarget
+from pdrepro.sweep.logsource import DirLogSource
+from pdrepro.sweep.runner import SweepConfig
+
+from fakecluster import FakeBench, FakeCluster
+
+
+def short_scenario(lengths=(128, 256, 512)):
+    """The published scenario cut to a few lengths (thresholds cut to match)."""
+    sc = load_scenario("h20-qwen3-235b-1p1d")
+    th = sc.thresholds
+    th = dataclasses.replace(
+        th,
+        min_bandwidth_GB_s={k: v for k, v in th.min_bandwidth_GB_s.items() if k in lengths},
+        max_ttft_ms={k: v for k, v in th.max_ttft_ms.items() if k in lengths},
+    )
+    return dataclasses.replace(sc, sweep=dataclasses.replace(sc.sweep, prompt_lens=tuple(lengths)), thresholds=th)
+
+
+def dataset(tmp_path: Path) -> Path:
+    path = tmp_path / "ShareGPT_V3_unfiltered_cleaned_split.json"
+    path.write_text('[{"id": "x", "conversations": [{"from": "human", "value": "hello"}]}]')
+    return path
+
+
+def config(tmp_path: Path, cluster: FakeCluster, bench: FakeBench, lines: list[str] | None = None, **kw) -> SweepConfig:
+    lines = lines if lines is not None else []
+    defaults = dict(
+        scenario=cluster.scenario,
+        out=tmp_path / "run",
+        router_url=cluster.router.url,
+        prefill_url=cluster.prefill.url,
+        decode_url=cluster.decode.url,
+        target=BenchTarget(cluster.router.url, str(tmp_path / "models" / cluster.scenario.model.name),
+                           cluster.scenario.model.name, str(dataset(tmp_path))),
+        launcher=bench,
+        log_source=DirLogSource(cluster.log_dir),
+        wait_timeout_s=5.0,
+        analyze=False,
+        say=lines.append,
+        sysfs=tmp_path / "no-sysfs",
+    )
+    defaults.update(kw)
+    return SweepConfig(**defaults)

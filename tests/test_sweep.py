@@ -1,0 +1,148 @@
+"""The sweep against an in-test PD stack (router, prefill, decode) whose logs
+are in the upstream formats, with the bench client substituted."""
+
+import json
+import os
+
+import pytest
+
+from pdrepro.errors import UserError
+from pdrepro.sweep.runner import run_sweep
+from pdrepro.sweep.state import result_problem
+
+from fakecluster import FakeBench, FakeCluster
+from sweephelp import config, short_scenario
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    with FakeCluster(tmp_path, short_scenario()) as c:
+        yield c
+
+
+def test_full_sweep_writes_results_logs_state_and_overhead(tmp_path, cluster):
+    bench = FakeBench(cluster)
+    lines = []
+    out = run_sweep(config(tmp_path, cluster, bench, lines))
+    assert bench.calls == [128, 256, 512]
+    assert out.done == [128, 256, 512] and not out.failed
+    for L in (128, 256, 512):
+        assert result_problem(out.run.bench_file(L), 50) is None
+    assert not list(out.run.bench_dir.glob(".*partial"))
+    prefill = out.run.prefill_log.read_text()
+    assert "installTransport, type=rdma" in prefill
+    served = [l for l in prefill.splitlines() if "type=prefill)" in l and "HEALTH_CHECK" not in l]
+    assert len(served) == 3 * 51  # 50 prompts + 1 warm-up per length
+    state = json.loads((out.run.root / "sweep-state.json").read_text())
+    assert {k: v["status"] for k, v in state["lengths"].items()} == {"128": "done", "256": "done", "512": "done"}
+    text = "\n".join(lines)
+    assert "transport: prefill: RDMA on mlx5_0 (GID index 3)" in text
+    assert "[2/3] prompt length 256" in text and "overall ETA" in text
+    overhead = [l for l in lines if l.startswith("sweep overhead:")]
+    assert len(overhead) == 1 and "% of the sweep; target < 2 %" in overhead[0]
+    assert 0 <= out.overhead_pct <= 100
+    # The client ran against the router and flushed the cache first, as published.
+    assert ("POST", "/flush_cache") in cluster.router.requests
+    assert bench.mounts[0][tmp_path.joinpath("run").resolve()] is True
+
+
+def test_rerun_skips_complete_lengths_and_reruns_broken_one(tmp_path, cluster):
+    run_sweep(config(tmp_path, cluster, FakeBench(cluster)))
+    target = tmp_path / "run" / "bench" / "result-256.jsonl"
+    target.write_text(target.read_text()[:100])  # cut short, as by a full disk
+    again = FakeBench(cluster)
+    lines = []
+    out = run_sweep(config(tmp_path, cluster, again, lines))
+    assert again.calls == [256]
+    assert out.skipped == [128, 512]
+    assert (tmp_path / "run" / "bench" / "result-256.jsonl.invalid").is_file()
+    assert any("resuming: 2 length(s) already complete" in l for l in lines)
+    third = FakeBench(cluster)
+    run_sweep(config(tmp_path, cluster, third))
+    assert third.calls == []
+
+
+def test_interrupt_keeps_completed_lengths(tmp_path, cluster):
+    bench = FakeBench(cluster, behaviour={256: "interrupt"})
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(config(tmp_path, cluster, bench))
+    bench_dir = tmp_path / "run" / "bench"
+    assert result_problem(bench_dir / "result-128.jsonl", 50) is None
+    assert not (bench_dir / "result-256.jsonl").exists()
+    assert not list(bench_dir.glob(".*partial"))
+    state = json.loads((tmp_path / "run" / "sweep-state.json").read_text())
+    assert state["events"][-1]["event"] == "interrupted" and state["events"][-1]["prompt_len"] == 256
+    resumed = FakeBench(cluster)
+    run_sweep(config(tmp_path, cluster, resumed))
+    assert resumed.calls == [256, 512]
+
+
+def test_length_timeout_is_recorded_and_sweep_continues(tmp_path, cluster):
+    bench = FakeBench(cluster, behaviour={256: "hang"})
+    lines = []
+    out = run_sweep(config(tmp_path, cluster, bench, lines, length_timeout_s=0.2))
+    assert bench.calls == [128, 256, 512]
+    assert set(out.failed) == {256} and "timed out" in out.failed[256]
+    assert any("prompt length 256: FAILED (timed out" in l for l in lines)
+    state = json.loads((tmp_path / "run" / "sweep-state.json").read_text())
+    assert state["lengths"]["256"]["status"] == "failed"
+    prov = json.loads((tmp_path / "run" / "provenance.json").read_text())
+    assert "256" in prov["sweep"]["failed"]
+
+
+@pytest.mark.parametrize("policy, expected_calls", [("continue", [128, 256, 512]), ("stop", [128, 256])])
+def test_failure_policy(tmp_path, cluster, policy, expected_calls):
+    bench = FakeBench(cluster, behaviour={256: "fail"})
+    out = run_sweep(config(tmp_path, cluster, bench, on_failure=policy))
+    assert bench.calls == expected_calls
+    assert out.failed == {256: "bench client exited with status 1"}
+    assert (tmp_path / "run" / "bench" / "result-512.jsonl").exists() is (policy == "continue")
+
+
+def test_incomplete_result_is_a_failed_length(tmp_path, cluster):
+    out = run_sweep(config(tmp_path, cluster, FakeBench(cluster, behaviour={512: "short"})))
+    assert out.failed == {512: "result not valid: completed 47 of 50 requests"}
+    assert (tmp_path / "run" / "bench" / "result-512.jsonl.failed").is_file()
+    assert not (tmp_path / "run" / "bench" / "result-512.jsonl").exists()
+
+
+def test_provenance_contents(tmp_path, cluster, monkeypatch):
+    from sysfs_builder import h20_node
+
+    h20_node(tmp_path / "sys")
+    monkeypatch.setenv("MC_GID_INDEX", "3")
+    monkeypatch.setenv("NCCL_IB_HCA", "mlx5_0,mlx5_1")
+    monkeypatch.setenv("SGLANG_DISAGGREGATION_WAITING_TIMEOUT", "600")
+    monkeypatch.setenv("UNRELATED_SECRET", "x")
+    run_sweep(config(tmp_path, cluster, FakeBench(cluster), sysfs=tmp_path / "sys" / "class" / "infiniband"))
+    prov = json.loads((tmp_path / "run" / "provenance.json").read_text())
+    from pdrepro.pins import load_pins
+
+    assert prov["pins"]["sglang_commit"] == load_pins()["SGLANG_COMMIT"]
+    assert prov["pins"]["mooncake_commit"] == load_pins()["MOONCAKE_COMMIT"]
+    assert prov["scenario"]["fingerprint"] == cluster.scenario.fingerprint
+    env = prov["environment"]
+    assert env["MC_GID_INDEX"] == "3" and env["NCCL_IB_HCA"] == "mlx5_0,mlx5_1"
+    assert env["SGLANG_DISAGGREGATION_WAITING_TIMEOUT"] == "600" and "UNRELATED_SECRET" not in env
+    nics = prov["host"]["nics"]
+    assert sorted(nics) == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]
+    assert nics["mlx5_0"]["ports"]["1"]["rate"].startswith("400 Gb/sec")
+    assert prov["host"]["kernel"] == os.uname().release
+    assert prov["transport"]["proven"] is True
+    assert prov["transport"]["servers"]["decode"]["devices"] == {f"mlx5_{i}": 3 for i in range(4)}
+    assert prov["server_info"]["prefill"]["disaggregation_mode"] == "prefill"
+    assert set(prov["sweep"]["lengths"]) == {"128", "256", "512"}
+
+
+def test_metrics_scraped_after_each_length(tmp_path, tmp_path_factory):
+    with FakeCluster(tmp_path, short_scenario((128,)), metrics=True) as c:
+        run_sweep(config(tmp_path, c, FakeBench(c), scrape_metrics=True))
+    prom = tmp_path / "run" / "metrics" / "prefill-after-128.prom"
+    assert 'engine_type="prefill"' in prom.read_text()
+
+
+def test_other_scenario_in_run_dir_is_refused(tmp_path, cluster):
+    run_sweep(config(tmp_path, cluster, FakeBench(cluster)))
+    with FakeCluster(tmp_path / "b", short_scenario((128, 256))) as other:
+        with pytest.raises(UserError, match="holds a run of another scenario"):
+            run_sweep(config(tmp_path, other, FakeBench(other)))

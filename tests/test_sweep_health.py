@@ -1,0 +1,76 @@
+"""Waiting for the stack and proving the transport before the first length."""
+
+import pytest
+
+from pdrepro.errors import UserError
+from pdrepro.sweep.runner import run_sweep
+from pdrepro.sweep.transport import prove, scan
+
+from fakecluster import FakeBench, FakeCluster, mooncake_startup
+from sweephelp import config, short_scenario
+
+
+def test_waits_until_stack_becomes_healthy(tmp_path):
+    with FakeCluster(tmp_path, short_scenario((128,)), ready_after_s=1.0) as c:
+        lines = []
+        out = run_sweep(config(tmp_path, c, FakeBench(c), lines))
+    assert out.done == [128] and out.wait_s >= 0.9
+    assert any("decode http://127.0.0.1" in l and "healthy" in l for l in lines)
+
+
+def test_worker_never_healthy_names_it_and_shows_its_last_log_lines(tmp_path):
+    with FakeCluster(tmp_path, short_scenario((128,)), never_ready={"decode"}) as c:
+        c.append_log("decode", ["[2026-07-15 10:00:00 TP0] Load weight begin. avail mem=139.10 GB",
+                                "RuntimeError: CUDA error: out of memory"])
+        bench = FakeBench(c)
+        with pytest.raises(UserError) as err:
+            run_sweep(config(tmp_path, c, bench, wait_timeout_s=1.0))
+    msg = str(err.value)
+    assert "decode at http://127.0.0.1" in msg and "not healthy after 1 s" in msg
+    assert "last decode log lines:" in msg and "CUDA error: out of memory" in msg
+    assert "\n" not in msg
+    assert "prefill at" not in msg  # the healthy one is not blamed
+    assert bench.calls == []
+
+
+def test_worker_without_health_generate_falls_back_to_health(tmp_path):
+    with FakeCluster(tmp_path, short_scenario((128,)), health_generate=False) as c:
+        out = run_sweep(config(tmp_path, c, FakeBench(c)))
+        assert ("GET", "/health") in c.prefill.requests
+    assert out.done == [128]
+
+
+@pytest.mark.parametrize("transport, found", [
+    ("tcp", "HCAs found [0]"),
+    ("force-tcp", "'MC_FORCE_TCP is set'"),
+    ("no-gid", "no suitable GID on mlx5_0/1"),
+    ("none", "no Mooncake transport lines"),
+])
+def test_transport_not_rdma_stops_before_first_length(tmp_path, transport, found):
+    with FakeCluster(tmp_path, short_scenario((128,)), transport=transport) as c:
+        bench = FakeBench(c)
+        with pytest.raises(UserError) as err:
+            run_sweep(config(tmp_path, c, bench))
+    msg = str(err.value)
+    assert msg.startswith("KV transport is not RDMA: prefill:") and found in msg
+    assert "MC_FORCE_TCP" in msg  # the fix is named
+    assert bench.calls == []
+    assert list((tmp_path / "run" / "bench").iterdir()) == []
+
+
+def test_no_logs_means_no_proof(tmp_path):
+    with FakeCluster(tmp_path, short_scenario((128,))) as c:
+        with pytest.raises(UserError, match="--logs-from"):
+            run_sweep(config(tmp_path, c, FakeBench(c), log_source=None))
+
+
+def test_tcp_on_one_side_only_is_caught():
+    proof = prove({"prefill": "\n".join(mooncake_startup("rdma")), "decode": "\n".join(mooncake_startup("tcp"))})
+    assert not proof.proven
+    assert "prefill: RDMA on mlx5_0" in proof.describe() and "decode: tcp" in proof.describe()
+
+
+def test_rdma_gid_without_network_device_is_reported():
+    line = "I0715 10:11:12.000001 4711 rdma_context.cpp:1220] Find best gid index: 1 on rxe0/1 (network state: without network device)"
+    st = scan("prefill", "\n".join([line, "I0715 10:11:12.1 4711 transfer_engine_impl.cpp:388] installTransport, type=rdma"]))
+    assert st.verdict == "rdma" and "GID without network device on rxe0" in st.describe()
