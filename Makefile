@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
+# Image targets (build, wheelhouse, smoke-base, smoke-image, lint) and pins.
+include docker/images.mk
+
 .DEFAULT_GOAL := help
 
 help: ## List the targets with what they do

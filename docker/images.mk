@@ -1,0 +1,78 @@
+# Image targets, included by the top-level Makefile. Every version and name
+# comes from docker/versions.env (KEY=VALUE lines are valid make assignments).
+include docker/versions.env
+
+BUNDLE_VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' src/pdrepro/__init__.py)
+WHEELHOUSE ?= wheelhouse
+# Registry-less hosts: `make smoke-base` imports a debootstrapped Debian here.
+SMOKE_BASE_LOCAL ?= pdrepro-base:$(SMOKE_DEBIAN_SUITE)-slim-local
+SMOKE_BASE ?= $(SMOKE_BASE_IMAGE)@$(SMOKE_BASE_DIGEST)
+GPU_BASE ?= $(CUDA_BASE_IMAGE)@$(CUDA_BASE_DIGEST)
+HADOLINT ?= $(BIN)/hadolint
+# One compose command for the whole bundle: the v2 plugin, else the standalone binary.
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+
+# Wheels for the smoke image's Debian Python (manylinux up to its glibc 2.36).
+WHEEL_PLATFORMS := $(foreach v,36 35 34 31 28 27 24 17,--platform manylinux_2_$(v)_x86_64) \
+                   --platform manylinux2014_x86_64 --platform linux_x86_64
+
+$(WHEELHOUSE)/.deps: docker/versions.env pyproject.toml
+	@mkdir -p $(WHEELHOUSE)
+	@echo "wheelhouse: downloading $(MOONCAKE_WHEEL)==$(MOONCAKE_WHEEL_VERSION) and the bundle's dependencies for CPython $(SMOKE_PYTHON_VERSION)"
+	$(PYTHON) -m pip download --quiet --disable-pip-version-check --only-binary=:all: \
+	  $(WHEEL_PLATFORMS) --python-version $(SMOKE_PYTHON_VERSION) --implementation cp \
+	  --abi cp$(subst .,,$(SMOKE_PYTHON_VERSION)) -d $(WHEELHOUSE) \
+	  "$(MOONCAKE_WHEEL)==$(MOONCAKE_WHEEL_VERSION)" \
+	  $$($(PYTHON) -c 'import tomllib; print(" ".join(repr(d) for d in tomllib.load(open("pyproject.toml","rb"))["project"]["dependencies"]))' | tr -d "'")
+	@touch $@
+
+wheelhouse: $(WHEELHOUSE)/.deps ## Fill wheelhouse/ with every wheel the smoke image installs (offline build)
+	@rm -f $(WHEELHOUSE)/pdrepro-*.whl
+	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps -w $(WHEELHOUSE) .
+	@ls $(WHEELHOUSE)/pdrepro-*.whl
+
+smoke-base: ## Make the smoke image's Debian base from the host's apt mirror (no registry needed)
+	bash docker/smoke-base.sh $(SMOKE_DEBIAN_SUITE) $(SMOKE_BASE_LOCAL)
+
+# Rebuilds only when the Dockerfile, the wheels or a pin changed (hash label);
+# a lock keeps parallel callers from building the same tag twice.
+smoke-image: wheelhouse ## Build the CPU smoke image (SMOKE_IMAGE in docker/versions.env); prints its size
+	@mkdir -p build
+	@flock build/.smoke-image.lock bash docker/build-smoke.sh \
+	  "$(SMOKE_IMAGE)" "$(SMOKE_BASE)" "$(SMOKE_BASE_LOCAL)" "$(SMOKE_DEBIAN_SUITE)" "$(WHEELHOUSE)" \
+	  --build-arg SMOKE_PYTHON_VERSION=$(SMOKE_PYTHON_VERSION) \
+	  --build-arg MOONCAKE_WHEEL=$(MOONCAKE_WHEEL) \
+	  --build-arg MOONCAKE_WHEEL_VERSION=$(MOONCAKE_WHEEL_VERSION) \
+	  --build-arg MOONCAKE_COMMIT=$(MOONCAKE_COMMIT) \
+	  --build-arg SGLANG_COMMIT=$(SGLANG_COMMIT) \
+	  --build-arg BUNDLE_VERSION=$(BUNDLE_VERSION)
+
+# Extra CA for a TLS-intercepting proxy: EXTRA_CA=/path/ca.pem (a build secret,
+# never stored in a layer). Air-gapped: WHEELS_ONLY=1 with wheels in wheelhouse/.
+EXTRA_CA ?=
+WHEELS_ONLY ?=
+GITHUB_MIRROR ?=
+build: ## Build the GPU image GPU_IMAGE (SGLang + Mooncake at the pins; needs BuildKit, ~1-2 h)
+	@mkdir -p $(WHEELHOUSE)
+	DOCKER_BUILDKIT=1 docker build -f docker/gpu.Dockerfile -t $(GPU_IMAGE) \
+	  --build-arg GPU_BASE=$(GPU_BASE) \
+	  --build-arg CUDA_BASE_DIGEST=$(CUDA_BASE_DIGEST) \
+	  --build-arg GPU_PYTHON_VERSION=$(GPU_PYTHON_VERSION) \
+	  --build-arg MOONCAKE_REPO=$(MOONCAKE_REPO) \
+	  --build-arg MOONCAKE_COMMIT=$(MOONCAKE_COMMIT) \
+	  --build-arg "MOONCAKE_CMAKE_FLAGS=$(MOONCAKE_CMAKE_FLAGS)" \
+	  --build-arg SGLANG_REPO=$(SGLANG_REPO) \
+	  --build-arg SGLANG_COMMIT=$(SGLANG_COMMIT) \
+	  --build-arg SGLANG_ROUTER_VERSION=$(SGLANG_ROUTER_VERSION) \
+	  --build-arg BUNDLE_VERSION=$(BUNDLE_VERSION) \
+	  --build-arg WHEELS_ONLY=$(WHEELS_ONLY) \
+	  --build-arg GITHUB_MIRROR=$(GITHUB_MIRROR) \
+	  $(if $(EXTRA_CA),--secret id=extra_ca$(,)src=$(EXTRA_CA)) \
+	  .
+
+, := ,
+
+lint: setup ## Lint every Dockerfile with hadolint (error level)
+	$(HADOLINT) --failure-threshold error docker/*.Dockerfile
+
+.PHONY: wheelhouse smoke-base smoke-image build lint
