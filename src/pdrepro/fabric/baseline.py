@@ -1,0 +1,267 @@
+"""What the fabric gives without SGLang: ib_write_bw per NIC pair, then Mooncake's
+transfer_engine_bench GPU to GPU, between this node and a peer.
+
+Both sides run ``pdrepro baseline``: the server side first (it waits), then
+the client side, which measures and writes RUN/baseline.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..errors import UserError
+from . import gid, perftest, sysfs, tebench
+
+BASELINE_FILE = "baseline.json"
+IB_WRITE_BW = "ib_write_bw"
+TE_BENCH = "transfer_engine_bench"
+INSTALL_PERFTEST = "install perftest (Debian/Ubuntu: `apt-get install perftest`; the runtime image has it)"
+INSTALL_TE = ("transfer_engine_bench ships in the Mooncake wheel built with CUDA (the runtime image has it); "
+              "run baseline inside that image with --network host and /dev/infiniband")
+
+
+@dataclass
+class Plan:
+    peer: str
+    role: str
+    nics: list[str]
+    remote_nics: list[str]
+    gid_index: dict[str, int]
+    out: Path | None = None
+    duration: int = 10
+    msg_bytes: int = 65536
+    qps: int = 4
+    base_port: int = 18515
+    te_port: int = 16999
+    segment_id: str | None = None
+    use_vram: bool = True
+    te_args: list[str] = field(default_factory=list)
+    skip_perftest: bool = False
+    skip_te: bool = False
+    serve_seconds: int = 900
+    line_rate_GB_s: float | None = None
+
+
+def local_nics(root: Path, wanted: list[str] | None) -> tuple[list[str], dict[str, int], float]:
+    """Active NICs (or the WANTED ones, checked), the GID index Mooncake would pick on each, their line rate."""
+    devices = {d.name: d for d in sysfs.read_rdma_devices(root)}
+    active = [n for n, d in devices.items() if any(p.is_active for p in d.ports)]
+    if wanted:
+        unknown = [n for n in wanted if n not in devices]
+        if unknown:
+            raise UserError(f"--nics: {', '.join(unknown)} not found under {root}/class/infiniband "
+                            f"(have: {', '.join(devices) or 'none'})")
+        down = [n for n in wanted if n not in active]
+        if down:
+            raise UserError(f"--nics: {', '.join(down)} has no ACTIVE port; bring it up or leave it out")
+        active = list(wanted)
+    if not active:
+        raise UserError(f"no RDMA device with an ACTIVE port under {root}/class/infiniband; "
+                        "run `pdrepro doctor` to see why (soft-RoCE: scripts/softroce.sh up)")
+    gids, rate = {}, 0.0
+    for name in active:
+        port = next(p for p in devices[name].ports if p.is_active)
+        choice = gid.pick(port)
+        if choice is None:
+            raise UserError(f"{name}: no usable RoCE v2/IB GID; give its netdev an IP address (`pdrepro doctor` shows the GIDs)")
+        gids[name] = choice.index
+        rate += port.rate_GB_s
+    return active, gids, rate
+
+
+def _progress(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def perftest_argv(plan: Plan, i: int, nic: str, client: bool) -> list[str]:
+    argv = [IB_WRITE_BW, "-d", nic, "-x", str(plan.gid_index[nic]), "-p", str(plan.base_port + i),
+            "-s", str(plan.msg_bytes), "-q", str(plan.qps), "-D", str(plan.duration), "--report_gbits", "-F"]
+    return argv + [plan.peer] if client else argv
+
+
+def te_argv(plan: Plan, client: bool) -> list[str]:
+    argv = [TE_BENCH, "--mode", "initiator" if client else "target", "--metadata_server", "P2PHANDSHAKE",
+            "--protocol", "rdma", "--device_name", ",".join(plan.nics)]
+    if plan.use_vram:
+        argv += ["--use_vram", "--gpu_id", "-1"]
+    if client:
+        argv += ["--segment_id", plan.segment_id or f"{plan.peer}:{plan.te_port}", "--operation", "write",
+                 "--duration", str(plan.duration), "--report_unit", "GB"]
+    return argv + plan.te_args
+
+
+def _require(tool: str, how: str) -> None:
+    if shutil.which(tool) is None:
+        raise UserError(f"{tool} not found on PATH; {how}, or skip it with --skip-{'perftest' if tool == IB_WRITE_BW else 'te'}")
+
+
+def _save(out: Path | None, name: str, text: str) -> None:
+    if out is not None:
+        (out / "baseline").mkdir(parents=True, exist_ok=True)
+        (out / "baseline" / name).write_text(text)
+
+
+def run_perftest_client(plan: Plan) -> dict:
+    _require(IB_WRITE_BW, INSTALL_PERFTEST)
+    pairs = list(zip(plan.nics, plan.remote_nics))
+    _progress(f"ib_write_bw: {len(pairs)} NIC pair(s) at once, {plan.msg_bytes} B messages, {plan.qps} QPs, {plan.duration} s ...")
+    procs = []
+    for i, (nic, _remote) in enumerate(pairs):
+        argv = perftest_argv(plan, i, nic, client=True)
+        procs.append((nic, argv, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+    results, errors = [], []
+    for (nic, argv, proc), (_, remote) in zip(procs, pairs):
+        try:
+            text, _ = proc.communicate(timeout=plan.duration + 120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            text = proc.communicate()[0]
+            errors.append(f"{nic}: no result within {plan.duration + 120} s")
+        _save(plan.out, f"ib_write_bw-{nic}.txt", text)
+        try:
+            bw = perftest.parse_bw(text)
+        except ValueError:
+            tail = " / ".join(text.strip().splitlines()[-2:]) or "no output"
+            errors.append(f"{nic}: exit {proc.returncode}: {tail}")
+            continue
+        _progress(f"  {nic} -> {plan.peer}:{remote}: {bw.average_Gb_s:.1f} Gb/s = {bw.average_GB_s:.2f} GB/s (average)")
+        results.append({"local": nic, "remote": remote, "msg_bytes": bw.msg_bytes, "qps": plan.qps,
+                        "bw_average_GB_s": round(bw.average_GB_s, 3), "bw_peak_GB_s": round(bw.peak_GB_s, 3),
+                        "bw_average_Gb_s": round(bw.average_Gb_s, 2), "printed_unit": bw.unit_printed,
+                        "command": argv})
+    total = sum(r["bw_average_GB_s"] for r in results)
+    if results:
+        _progress(f"  aggregate: {total:.2f} GB/s")
+    return {"pairs": results, "aggregate_GB_s": round(total, 3) if results else None, "errors": errors,
+            "unit": "decimal GB/s (perftest Gb/sec / 8; its MB/sec would be MiB/s)"}
+
+
+def run_te_client(plan: Plan) -> dict:
+    _require(TE_BENCH, INSTALL_TE)
+    argv = te_argv(plan, client=True)
+    _progress(f"transfer_engine_bench: write {'GPU to GPU' if plan.use_vram else 'host to host'} to "
+              f"{argv[argv.index('--segment_id') + 1]} for {plan.duration} s ...")
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=plan.duration + 180)
+        text = proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        text = (exc.stdout or "") + (exc.stderr or "") if isinstance(exc.stdout, str) else ""
+        _save(plan.out, "transfer_engine_bench.log", text)
+        return {"throughput_GB_s": None, "error": f"no result within {plan.duration + 180} s", "command": argv}
+    _save(plan.out, "transfer_engine_bench.log", text)
+    try:
+        res = tebench.parse_result(text)
+    except ValueError:
+        tail = " / ".join(text.strip().splitlines()[-3:]) or "no output"
+        return {"throughput_GB_s": None, "error": f"exit {proc.returncode}: {tail}", "command": argv}
+    _progress(f"  {res.printed} = {res.throughput_GB_s:.2f} GB/s over {res.duration_s:.1f} s")
+    return {"throughput_GB_s": round(res.throughput_GB_s, 3), "printed": res.printed, "duration_s": res.duration_s,
+            "batch_count": res.batch_count, "use_vram": plan.use_vram, "operation": "write", "command": argv}
+
+
+def run_client(plan: Plan) -> dict:
+    result: dict = {"schema_version": 1, "peer": plan.peer,
+                    "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    "nics": plan.nics, "line_rate_GB_s": round(plan.line_rate_GB_s or 0.0, 3)}
+    if plan.out is not None:
+        plan.out.mkdir(parents=True, exist_ok=True)
+    if not plan.skip_perftest:
+        result["ib_write_bw"] = run_perftest_client(plan)
+        _write(plan.out, result)
+    if not plan.skip_te:
+        result["transfer_engine_bench"] = run_te_client(plan)
+    te = (result.get("transfer_engine_bench") or {}).get("throughput_GB_s")
+    ib = (result.get("ib_write_bw") or {}).get("aggregate_GB_s")
+    # The report's "measured ceiling": what Mooncake itself moves GPU to GPU,
+    # else what the NICs move with verbs alone.
+    if te is not None:
+        result["baseline_GB_s"], result["baseline_source"] = te, "transfer_engine_bench"
+    elif ib is not None:
+        result["baseline_GB_s"], result["baseline_source"] = ib, "ib_write_bw"
+    else:
+        result["baseline_GB_s"], result["baseline_source"] = None, None
+    _write(plan.out, result)
+    return result
+
+
+def _write(out: Path | None, result: dict) -> None:
+    if out is not None:
+        (out / BASELINE_FILE).write_text(json.dumps(result, indent=2) + "\n")
+
+
+def run_server(plan: Plan) -> int:
+    procs: list[tuple[str, subprocess.Popen]] = []
+    te: subprocess.Popen | None = None
+    if not plan.skip_perftest:
+        _require(IB_WRITE_BW, INSTALL_PERFTEST)
+    if not plan.skip_te:
+        _require(TE_BENCH, INSTALL_TE)
+    try:
+        for i, nic in enumerate([] if plan.skip_perftest else plan.nics):
+            argv = perftest_argv(plan, i, nic, client=False)
+            procs.append((f"ib_write_bw {nic}", subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                                                 stderr=subprocess.STDOUT, text=True)))
+        if procs:
+            _progress(f"ib_write_bw servers on {', '.join(plan.nics)} (ports {plan.base_port}.."
+                      f"{plan.base_port + len(plan.nics) - 1}); waiting for the client")
+        if not plan.skip_te:
+            # Pinning the RPC port range to one port makes the segment id predictable for the client.
+            env = dict(os.environ, MC_MIN_RPC_PORT=str(plan.te_port), MC_MAX_RPC_PORT=str(plan.te_port))
+            te = subprocess.Popen(te_argv(plan, client=False), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True, env=env)
+            segment = _wait_segment(te, timeout=60)
+            threading.Thread(target=_drain, args=(te,), daemon=True).start()
+            _progress(f"transfer_engine_bench target up: segment {segment} (the client's --segment-id)")
+        for name, proc in procs:
+            proc.communicate(timeout=plan.serve_seconds)
+            _progress(f"{name}: finished (exit {proc.returncode})")
+        if te is not None:
+            _progress(f"target stays up for {plan.serve_seconds} s or until Ctrl-C")
+            try:
+                te.wait(timeout=plan.serve_seconds)
+            except subprocess.TimeoutExpired:
+                pass
+        return 0
+    except subprocess.TimeoutExpired:
+        raise UserError(f"the client did not connect within {plan.serve_seconds} s; start "
+                        "`pdrepro baseline --role client --peer <this host>` on the other node, "
+                        "or raise --serve-seconds") from None
+    finally:
+        for _, proc in procs + ([("te", te)] if te is not None else []):
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+def _drain(proc: subprocess.Popen) -> None:
+    for _ in proc.stdout:
+        pass
+
+
+def _wait_segment(proc: subprocess.Popen, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            if proc.poll() is not None:
+                break
+            continue
+        seen.append(line)
+        segment = tebench.parse_segment(line)
+        if segment:
+            return segment
+    tail = " / ".join(l.strip() for l in seen[-3:]) or "no output"
+    raise UserError(f"transfer_engine_bench target did not start (exit {proc.poll()}): {tail}; "
+                    "check /dev/infiniband, memlock and GPU registration with `pdrepro doctor`")

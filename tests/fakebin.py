@@ -1,0 +1,61 @@
+"""Executables on PATH that answer like the real tools, from recorded output.
+
+The product runs nvidia-smi, ib_write_bw and transfer_engine_bench through
+PATH; tests put these small scripts first on PATH instead of adding modes to
+the product.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+RECORDED = Path(__file__).parent / "recorded"
+
+
+def install(bin_dir: Path, name: str, body: str) -> Path:
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    path = bin_dir / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def nvidia_smi(bin_dir: Path, query: Path | None = None, topo: Path | None = None, fail_topo: bool = False) -> Path:
+    query = query or RECORDED / "nvidia-smi" / "h20-query-gpu.csv"
+    topo = topo or RECORDED / "nvidia-smi" / "h20-topo-m.txt"
+    topo_cmd = "echo 'topo: not supported' >&2; exit 3" if fail_topo else f"cat {shlex.quote(str(topo))}"
+    return install(bin_dir, "nvidia-smi", f"""case "$1" in
+  topo) {topo_cmd};;
+  --query-gpu=*) cat {shlex.quote(str(query))};;
+  *) echo "unexpected arguments: $*" >&2; exit 2;;
+esac
+""")
+
+
+def ib_write_bw(bin_dir: Path, recorded: str = "ib_write_bw-client-gbits.txt", log: Path | None = None,
+                fail_on: str | None = None) -> Path:
+    """Prints the recorded table with the -d device put in; logs its argv to LOG when given."""
+    src = shlex.quote(str(RECORDED / "perftest" / recorded))
+    log_cmd = f'echo "$*" >> {shlex.quote(str(log))}\n' if log else ""
+    fail = (f'if [ "$dev" = "{fail_on}" ]; then echo " Couldn\'t connect to 192.168.100.12:18516"; '
+            'echo "Unable to open file descriptor for socket connection Unable to init the socket connection"; exit 1; fi\n'
+            if fail_on else "")
+    return install(bin_dir, "ib_write_bw", log_cmd + """dev=""
+while [ $# -gt 0 ]; do [ "$1" = "-d" ] && dev="$2"; shift; done
+""" + fail + f'sed "s/mlx5_0/$dev/" {src}\n')
+
+
+def transfer_engine_bench(bin_dir: Path, log: Path | None = None, broken: bool = False) -> Path:
+    """Target: prints its startup log and waits; initiator: prints the recorded run (on stderr, like glog)."""
+    init = shlex.quote(str(RECORDED / "mooncake" / "te-initiator.log"))
+    target = shlex.quote(str(RECORDED / "mooncake" / "te-target.log"))
+    log_cmd = f'echo "$*" >> {shlex.quote(str(log))}\n' if log else ""
+    if broken:
+        return install(bin_dir, "transfer_engine_bench", log_cmd +
+                       'echo "E1129 09:41:02.530913 231877 transfer_engine_bench.cpp:391] Unable to get target segment ID, please recheck" >&2; exit 1\n')
+    return install(bin_dir, "transfer_engine_bench", log_cmd + f"""case " $* " in
+  *" --mode target "*) cat {target} >&2; echo "MC_MIN_RPC_PORT=$MC_MIN_RPC_PORT" >&2; exec sleep 30;;
+  *) cat {init} >&2;;
+esac
+""")

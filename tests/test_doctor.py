@@ -1,0 +1,306 @@
+"""pdrepro doctor against kernel-shaped sysfs trees, recorded nvidia-smi output
+and a Docker API stand-in."""
+
+from __future__ import annotations
+
+import json
+import resource
+import socket
+from pathlib import Path
+
+import pytest
+
+import fakebin
+from fakedocker import FakeDocker, info
+from pdrepro.cli import main
+from pdrepro.fabric import doctor
+from pdrepro.scenario import load_scenario
+from sysfs_builder import h20_node, rxe_node
+
+INF = resource.RLIM_INFINITY
+SCENARIO = "h20-qwen3-235b-1p1d"
+
+
+@pytest.fixture
+def bin_dir(tmp_path, monkeypatch):
+    d = tmp_path / "bin"
+    d.mkdir()
+    monkeypatch.setenv("PATH", f"{d}:/usr/bin:/bin")
+    return d
+
+
+@pytest.fixture
+def docker_engine(monkeypatch):
+    engines = []
+
+    def start(runtimes=("runc", "io.containerd.runc.v2", "nvidia")):
+        eng = FakeDocker(info(runtimes))
+        engines.append(eng)
+        monkeypatch.setenv("DOCKER_HOST", eng.url)
+        return eng
+
+    yield start
+    for e in engines:
+        e.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _dev_dir(tmp_path, n=4) -> Path:
+    d = tmp_path / "dev-infiniband"
+    if d.is_dir():
+        return d
+    d.mkdir()
+    for i in range(n):
+        (d / f"uverbs{i}").symlink_to("/dev/null")  # a real character device, readable and writable
+    return d
+
+
+def _model(tmp_path, **overrides) -> Path:
+    m = tmp_path / f"model-{len(overrides)}"
+    m.mkdir()
+    cfg = {"architectures": ["Qwen3MoeForCausalLM"], "num_hidden_layers": 94, "num_attention_heads": 64,
+           "num_key_value_heads": 4, "head_dim": 128, **overrides}
+    (m / "config.json").write_text(json.dumps(cfg))
+    (m / "model-00001-of-00118.safetensors").write_bytes(b"\0" * 16)
+    return m
+
+
+def _ctx(tmp_path, **kw) -> doctor.Context:
+    base = dict(sysfs_root=tmp_path / "sys", role="prefill", scenario=load_scenario(SCENARIO), env={},
+                dev_dir=_dev_dir(tmp_path), memlock=(INF, INF), ports=[(_free_port(), "test")])
+    base.update(kw)
+    return doctor.Context(**base)
+
+
+def _by_name(checks):
+    return {c.name: c for c in checks}
+
+
+def test_healthy_h20_prefill_node_passes_everything(tmp_path, bin_dir, docker_engine):
+    h20_node(tmp_path / "sys")
+    fakebin.nvidia_smi(bin_dir)
+    docker_engine()
+    dataset = tmp_path / "sharegpt.json"
+    dataset.write_text('[{"id": "x", "conversations": []}]')
+    ctx = _ctx(tmp_path, model=_model(tmp_path), dataset=dataset, advertise_ip="192.168.100.11")
+    checks, rate = doctor.run_checks(ctx)
+    bad = [(c.name, c.status, c.detail) for c in checks if c.status != "pass"]
+    assert bad == []
+    assert rate == 200.0
+    c = _by_name(checks)
+    assert "index 3" in c["gid"].detail and "192.168.100.11 on ens10np0" in c["gid"].detail
+    assert "200.0 GB/s" in c["line-rate"].detail
+    assert c["gpus"].detail == "8 x NVIDIA H20"
+    assert "GPU7->mlx5_3 PIX" in c["gpu-nic-affinity"].detail
+    assert "ens10np0" in c["advertise-ip"].detail
+    assert len(checks) == 17
+
+
+def test_json_output_shape_and_exit_status(tmp_path, bin_dir, docker_engine, capsys):
+    h20_node(tmp_path / "sys", down=("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"))
+    fakebin.nvidia_smi(bin_dir)
+    docker_engine()
+    rc = main(["doctor", "--sysfs-root", str(tmp_path / "sys"), "--json", "--role", "decode"])
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"checks", "line_rate_GB_s"}
+    assert out["line_rate_GB_s"] == 0
+    for c in out["checks"]:
+        assert set(c) == {"name", "status", "detail", "fix"} and c["status"] in ("pass", "warn", "fail")
+    states = {c["name"]: c["status"] for c in out["checks"]}
+    assert states["port-state"] == "fail"
+    assert states["dev-infiniband"] == "warn"  # a sysfs copy says nothing about this host's /dev
+    assert rc == 1
+
+
+def test_human_output_lists_fixes(tmp_path, bin_dir, docker_engine, capsys):
+    h20_node(tmp_path / "sys", mtu=1500)
+    fakebin.nvidia_smi(bin_dir)
+    docker_engine()
+    main(["doctor", "--sysfs-root", str(tmp_path / "sys")])
+    out = capsys.readouterr().out
+    assert "WARN  mtu" in out and "RoCE MTU 1024" in out
+    assert "To fix:" in out and "mtu 9000" in out
+    assert "line rate of active ports 200.0 GB/s" in out
+
+
+def test_bad_sysfs_root_is_a_user_error(tmp_path, capsys):
+    assert main(["doctor", "--sysfs-root", str(tmp_path / "nope")]) == 2
+    assert "--sysfs-root" in capsys.readouterr().err
+
+
+def test_one_port_down_warns_and_lowers_line_rate(tmp_path, bin_dir):
+    h20_node(tmp_path / "sys", down=("mlx5_2",))
+    ctx = _ctx(tmp_path)
+    f = doctor.gather(ctx)
+    c = doctor.check_ports(ctx, f)
+    assert c.status == "warn" and "mlx5_2/1 DOWN/Disabled" in c.detail
+    assert doctor.line_rate_GB_s(f) == 150.0
+
+
+def test_line_rate_differs_from_scenario(tmp_path, bin_dir):
+    h20_node(tmp_path / "sys", rate="200 Gb/sec (4X HDR)")
+    ctx = _ctx(tmp_path)
+    c = doctor.check_line_rate(ctx, doctor.gather(ctx))
+    assert c.status == "warn" and "100.0 GB/s" in c.detail and "= 200.0 GB/s" in c.detail
+
+
+@pytest.mark.parametrize("mode,word", [("v1-only", "fallback-nonzero"), ("docker-only", "docker0"),
+                                       ("no-ip", "network-degraded")])
+def test_unusable_gids_fail_with_a_fix(tmp_path, bin_dir, mode, word):
+    h20_node(tmp_path / "sys", gid_mode=mode)
+    ctx = _ctx(tmp_path)
+    c = doctor.check_gids(ctx, doctor.gather(ctx))
+    assert c.status == "fail" and word in c.detail
+    assert "ip addr add" in c.fix
+
+
+def test_private_fabric_addresses_are_fine(tmp_path, bin_dir):
+    h20_node(tmp_path / "sys", ip_base="10.20")
+    ctx = _ctx(tmp_path)
+    c = doctor.check_gids(ctx, doctor.gather(ctx))
+    assert c.status == "pass" and "network-private-v4" in c.detail
+
+
+def test_no_devices_warns_on_laptop_and_fails_on_gpu_node(tmp_path, bin_dir):
+    (tmp_path / "sys").mkdir()
+    laptop = _ctx(tmp_path, role=None, dev_dir=tmp_path)
+    assert doctor.check_devices(laptop, doctor.gather(laptop)).status == "warn"
+    node = _ctx(tmp_path, dev_dir=tmp_path)
+    c = doctor.check_devices(node, doctor.gather(node))
+    assert c.status == "fail" and "softroce.sh up" in c.fix
+
+
+def test_soft_roce_laptop(tmp_path, bin_dir, docker_engine):
+    rxe_node(tmp_path / "sys")
+    docker_engine(runtimes=("runc",))
+    d = tmp_path / "dev"
+    d.mkdir()
+    (d / "uverbs0").symlink_to("/dev/null")
+    checks, rate = doctor.run_checks(_ctx(tmp_path, role=None, scenario=None, dev_dir=d))
+    c = _by_name(checks)
+    assert rate == 1.25
+    assert c["rdma-devices"].status == "pass" and "virtual, NUMA -1" in c["rdma-devices"].detail
+    assert c["mtu"].status == "warn" and "RoCE MTU 1024" in c["mtu"].detail
+    assert c["gpus"].status == "warn" and "nvidia-smi not found" in c["gpus"].detail
+    assert c["nvidia-runtime"].status == "pass"
+    assert not [x for x in checks if x.status == "fail"]
+
+
+def test_roce_mtu():
+    assert doctor.roce_mtu(1500) == 1024
+    assert doctor.roce_mtu(4200) == 4096
+    assert doctor.roce_mtu(4000) == 2048
+    assert doctor.roce_mtu(9000) == 4096
+
+
+def test_dev_infiniband_missing_and_not_char(tmp_path, bin_dir):
+    h20_node(tmp_path / "sys", nics=2)
+    d = tmp_path / "dev"
+    d.mkdir()
+    (d / "uverbs0").write_text("")
+    ctx = _ctx(tmp_path, dev_dir=d)
+    c = doctor.check_dev_infiniband(ctx, doctor.gather(ctx))
+    assert c.status == "fail"
+    assert "uverbs0 is not a character device" in c.detail and "uverbs1 missing" in c.detail
+    assert "--device /dev/infiniband" in c.fix
+
+
+def test_memlock(tmp_path, bin_dir):
+    (tmp_path / "sys").mkdir()
+    limited = (8 * 2**20, 8 * 2**20)
+    f = doctor.Facts(devices=[])
+    c = doctor.check_memlock(_ctx(tmp_path, memlock=limited), f)
+    assert c.status == "fail" and "8 MiB" in c.detail and "memlock=-1" in c.fix
+    assert doctor.check_memlock(_ctx(tmp_path, memlock=limited, role=None), f).status == "warn"
+    assert doctor.check_memlock(_ctx(tmp_path), f).status == "pass"
+
+
+def test_gpu_memory_registration(tmp_path, bin_dir):
+    h20_node(tmp_path / "sys", peermem=False)
+    f = doctor.Facts(devices=[])
+    c = doctor.check_gpu_registration(_ctx(tmp_path), f)
+    assert c.status == "fail" and "WITH_NVIDIA_PEERMEM=0" in c.fix
+    c = doctor.check_gpu_registration(_ctx(tmp_path, env={"WITH_NVIDIA_PEERMEM": "0"}), f)
+    assert c.status == "pass" and "DMA-BUF" in c.detail
+
+
+def test_gpus_missing_or_too_few(tmp_path, bin_dir):
+    h20_node(tmp_path / "sys")
+    ctx = _ctx(tmp_path)
+    c = doctor.check_gpus(ctx, doctor.gather(ctx))
+    assert c.status == "fail" and "nvidia-smi not found" in c.detail
+    four = tmp_path / "four.csv"
+    four.write_text("".join((fakebin.RECORDED / "nvidia-smi" / "h20-query-gpu.csv").read_text().splitlines(True)[:5]))
+    fakebin.nvidia_smi(bin_dir, query=four)
+    c = doctor.check_gpus(ctx, doctor.gather(ctx))
+    assert c.status == "fail" and "4 x NVIDIA H20" in c.detail and "TP 8" in c.detail
+
+
+def test_gpus_far_from_nics_warn(tmp_path, bin_dir):
+    h20_node(tmp_path / "sys", down=("mlx5_0", "mlx5_1"))
+    fakebin.nvidia_smi(bin_dir)
+    ctx = _ctx(tmp_path)
+    c = doctor.check_affinity(ctx, doctor.gather(ctx))
+    assert c.status == "warn" and "GPU0->mlx5_2 SYS" in c.detail and "4 GPU(s)" in c.detail
+
+
+def test_docker_unreachable_and_runtime_missing(tmp_path, bin_dir, docker_engine, monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", f"tcp://127.0.0.1:{_free_port()}")
+    (c,) = doctor.check_docker(_ctx(tmp_path), doctor.Facts(devices=[]))
+    assert c.name == "docker" and c.status == "fail" and "not reachable" in c.detail
+    docker_engine(runtimes=("runc",))
+    d, rt = doctor.check_docker(_ctx(tmp_path), doctor.Facts(devices=[]))
+    assert d.status == "pass" and "24.0.7" in d.detail
+    assert rt.status == "fail" and "nvidia-ctk runtime configure" in rt.fix
+
+
+def test_model_and_dataset_problems(tmp_path, bin_dir):
+    scen = load_scenario(SCENARIO)
+    f = doctor.Facts(devices=[])
+    (c,) = doctor.check_model(_ctx(tmp_path, model=tmp_path / "none"), f)
+    assert c.status == "fail" and "not a directory" in c.detail
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (c,) = doctor.check_model(_ctx(tmp_path, model=empty), f)
+    assert c.status == "fail" and "config.json missing" in c.detail
+    (c,) = doctor.check_model(_ctx(tmp_path, model=_model(tmp_path, num_hidden_layers=48), scenario=scen), f)
+    assert c.status == "warn" and "num_hidden_layers 48 != 94" in c.detail
+    (c,) = doctor.check_dataset(_ctx(tmp_path, dataset=tmp_path / "missing.json"), f)
+    assert c.status == "fail" and "downloads" in c.fix
+    html = tmp_path / "page.json"
+    html.write_text("<html>rate limited</html>")
+    (c,) = doctor.check_dataset(_ctx(tmp_path, dataset=html), f)
+    assert c.status == "fail" and "JSON list" in c.detail
+
+
+def test_port_in_use(tmp_path):
+    with socket.socket() as s:
+        s.bind(("0.0.0.0", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        c = doctor.check_ports_free(_ctx(tmp_path, ports=[(port, "prefill server HTTP")]), doctor.Facts(devices=[]))
+    assert c.status == "fail" and f"{port} (prefill server HTTP)" in c.detail
+
+
+@pytest.mark.parametrize("ip,status,word", [("192.168.102.11", "pass", "ens12np0 (mlx5_2)"),
+                                            ("127.0.0.1", "warn", "not on an RDMA netdev"),
+                                            ("203.0.113.7", "fail", "not an address of this host")])
+def test_advertise_ip(tmp_path, bin_dir, ip, status, word):
+    h20_node(tmp_path / "sys")
+    ctx = _ctx(tmp_path, advertise_ip=ip)
+    c = doctor.check_advertise_ip(ctx, doctor.gather(ctx))
+    assert c.status == status and word in c.detail
+
+
+def test_advertise_ip_from_env_or_unset(tmp_path, bin_dir):
+    h20_node(tmp_path / "sys")
+    ctx = _ctx(tmp_path, env={"SGLANG_HOST_IP": "192.168.100.11"})
+    assert doctor.check_advertise_ip(ctx, doctor.gather(ctx)).status == "pass"
+    ctx = _ctx(tmp_path)
+    c = doctor.check_advertise_ip(ctx, doctor.gather(ctx))
+    assert c.status == "warn" and "e.g. 192.168.100.11" in c.fix
