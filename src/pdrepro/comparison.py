@@ -33,6 +33,11 @@ METRICS = {
 }
 
 
+def _issue(severity: str, kind: str, message: str) -> dict:
+    # Same shape as the kv-sweep analysis's issues, so `pdrepro check` reads both.
+    return {"severity": severity, "kind": kind, "prompt_len": None, "message": message}
+
+
 def configuration_run(run: RunDir, name: str) -> RunDir:
     return RunDir(run.root / name)
 
@@ -41,18 +46,20 @@ def _measure(run: RunDir, scenario: Scenario, name: str, issues: list[str]) -> d
     sub = configuration_run(run, name)
     lengths = scenario.sweep.prompt_lens
     if not any(sub.bench_file(L).is_file() for L in lengths):
-        issues.append(f"{name}: no bench result under {sub.bench_dir}; run `pdrepro sweep --configuration {name}` into this run")
+        issues.append(_issue("warning", "configuration_missing",
+                             f"{name}: no bench result under {sub.bench_dir}; run `pdrepro sweep --configuration {name}` into this run"))
         return None
     # Comparison scenarios run one workload; with several lengths the first one present counts.
     length = next(L for L in lengths if sub.bench_file(L).is_file())
     result, notes = parse_bench_file(sub.bench_file(length))
-    issues.extend(f"{name}: {n}" for n in notes)
+    issues.extend(_issue("warning", "bench_note", f"{name}: {n}") for n in notes)
     raw = result.raw
     measured = {metric: _num(raw.get(key)) for metric, (key, *_rest) in METRICS.items()}
     if result.completed != scenario.sweep.num_prompts:
-        issues.append(f"{name}: completed {result.completed} of {scenario.sweep.num_prompts} requests")
+        issues.append(_issue("warning", "incomplete", f"{name}: completed {result.completed} of {scenario.sweep.num_prompts} requests"))
     if result.errors:
-        issues.append(f"{name}: {len(result.errors)} request(s) failed, first: {result.errors[0][:120]}")
+        issues.append(_issue("warning", "request_errors",
+                             f"{name}: {len(result.errors)} request(s) failed, first: {result.errors[0][:120]}"))
     return {"prompt_len": length, "completed": result.completed, "errors": len(result.errors),
             "bench_file": str(sub.bench_file(length).relative_to(run.root)), **measured}
 
@@ -91,6 +98,7 @@ def analyze_comparison(run: RunDir, scenario: Scenario) -> dict:
         "schema_version": 1,
         "kind": "comparison",
         "scenario": scenario.to_dict(),
+        "scenario_fingerprint": scenario.fingerprint,
         "source": "sglang",
         "line_rate_GB_s": scenario.line_rate_GB_s,
         "rows": [],
@@ -155,9 +163,9 @@ def render_comparison(summary: dict) -> str:
         "",
         f"Change = ({a} - {b}) / {b}, in % of {b}; throughput in tokens per second, latencies in milliseconds.",
         "",
-        tabulate(rows, headers=headers, tablefmt="github", disablenumparse=True),
+        tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True),
         "",
     ]
     if summary["issues"]:
-        lines += ["## Issues", ""] + [f"- {i}" for i in summary["issues"]] + [""]
+        lines += ["## Issues", ""] + [f"- {i['message']}" for i in summary["issues"]] + [""]
     return "\n".join(lines)

@@ -1,0 +1,127 @@
+"""Reproduction gates: ``pytest repro/ --run-dir RUN`` judges a finished run;
+``pytest repro/ --router URL ...`` runs ``pdrepro sweep`` first.
+
+Every figure comes from ``pdrepro.checks.evaluate``, the same code behind
+``pdrepro check``, so a gate and the command cannot disagree.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+DEFAULT_SCENARIO = "h20-qwen3-235b-1p1d"
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("pdrepro", "reproduction gates")
+    g.addoption("--run-dir", help="run directory to judge (made by `pdrepro sweep`)")
+    g.addoption("--router", help="router URL: run `pdrepro sweep` against it first (into --run-dir or runs/<time>)")
+    g.addoption("--scenario", help=f"scenario name or YAML (default: the run's scenario.yaml, else {DEFAULT_SCENARIO})")
+    g.addoption("--thresholds", help="YAML file replacing the scenario's thresholds")
+    for opt in ("--prefill", "--decode", "--model-path", "--dataset-path", "--image", "--logs-from", "--configuration"):
+        g.addoption(f"--sweep{opt}" if opt in ("--image", "--configuration") else opt,
+                    help=f"with --router: passed to `pdrepro sweep {opt}`")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    config.addinivalue_line("markers", "kind(name): gate applies to scenarios of this kind only")
+    run_dir, router = config.getoption("--run-dir"), config.getoption("--router")
+    if not run_dir and not router:
+        raise pytest.UsageError(
+            "repro gates need a run: pass --run-dir RUN (a finished `pdrepro sweep`), or --router URL with "
+            "--prefill/--decode/--model-path/--dataset-path to run the sweep first")
+    if not run_dir:
+        run_dir = str(Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
+        config.option.run_dir = run_dir
+    if router is None and not Path(run_dir).is_dir():
+        raise pytest.UsageError(f"--run-dir {run_dir}: no such folder; give the run directory `pdrepro sweep --out` made")
+    if not getattr(config.option, "xmlpath", None):
+        Path(run_dir).mkdir(parents=True, exist_ok=True)
+        config.option.xmlpath = str(Path(run_dir) / "junit.xml")
+
+
+def _scenario(config):
+    from pdrepro.scenario import resolve_scenario
+
+    run_dir = Path(config.getoption("--run-dir"))
+    spec = config.getoption("--scenario")
+    if spec is None and not (run_dir / "scenario.yaml").is_file():
+        spec = DEFAULT_SCENARIO
+    return resolve_scenario(spec, run_dir, config.getoption("--thresholds"))
+
+
+def pytest_generate_tests(metafunc):
+    if "prompt_len" in metafunc.fixturenames:
+        scenario = _scenario(metafunc.config)
+        metafunc.parametrize("prompt_len", list(scenario.sweep.prompt_lens), ids=lambda L: f"L{L}")
+
+
+def pytest_collection_modifyitems(config, items):
+    # Gates of the other scenario kind do not apply: deselect them (a skip would read as "not checked").
+    kind = _scenario(config).kind
+    keep, drop = [], []
+    for item in items:
+        marker = item.get_closest_marker("kind")
+        (keep if marker is None or marker.args[0] == kind else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.fixture(scope="session")
+def scenario(pytestconfig):
+    return _scenario(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def run(pytestconfig, scenario):
+    from pdrepro.rundir import RunDir
+
+    root = Path(pytestconfig.getoption("--run-dir"))
+    if pytestconfig.getoption("--router"):
+        _sweep(pytestconfig, root)
+    return RunDir(root)
+
+
+def _sweep(config, root: Path) -> None:
+    from pdrepro.cli import main
+
+    argv = ["sweep", "--scenario", config.getoption("--scenario") or DEFAULT_SCENARIO,
+            "--router", config.getoption("--router"), "--out", str(root)]
+    for opt, dest in (("--prefill", "prefill"), ("--decode", "decode"), ("--model-path", "model_path"),
+                      ("--dataset-path", "dataset_path"), ("--image", "sweep_image"), ("--logs-from", "logs_from"),
+                      ("--configuration", "sweep_configuration")):
+        value = getattr(config.option, dest, None)
+        if value:
+            argv += [opt, value]
+    if config.getoption("--thresholds"):
+        argv += ["--thresholds", config.getoption("--thresholds")]
+    capture = config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():  # the sweep's progress belongs on the terminal
+        rc = main(argv)
+    if rc == 2:
+        pytest.fail(f"pdrepro sweep stopped (exit 2); its message is above. Command: pdrepro {' '.join(argv)}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def summary(run, scenario):
+    from pdrepro.analysis import load_or_analyze
+
+    return load_or_analyze(run, scenario)
+
+
+@pytest.fixture(scope="session")
+def checks(summary, scenario):
+    from pdrepro.checks import evaluate
+
+    return evaluate(summary, scenario)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    run_dir = config.getoption("--run-dir")
+    if run_dir:
+        terminalreporter.write_line(f"report: {Path(run_dir) / 'report.md'}   JUnit XML: {config.option.xmlpath}")

@@ -1,0 +1,124 @@
+"""The gates a reproduction must pass, one test per prompt length and figure.
+
+A failure message names the length, the figure with its unit and the bound.
+"""
+
+import pytest
+
+pytestmark_sweep = pytest.mark.kind("kv-sweep")
+
+
+def _require(ok, message):
+    # A gate's message is the whole story (length, figure, bound): no traceback around it.
+    if not ok:
+        pytest.fail(message, pytrace=False)
+
+
+def _for(checks, name, prompt_len=None):
+    return [c for c in checks if c.name == name and (prompt_len is None or c.prompt_len == prompt_len)]
+
+
+def _present(checks, prompt_len):
+    present = _for(checks, "length_present", prompt_len)
+    _require(present and present[0].passed, present[0].detail if present else f"length {prompt_len}: not in the run")
+
+
+def _gate(checks, name, prompt_len=None, required=True):
+    if prompt_len is not None:
+        _present(checks, prompt_len)
+    found = _for(checks, name, prompt_len)
+    if required:
+        where = f"length {prompt_len}: " if prompt_len is not None else ""
+        _require(found, f"{where}{name} has no figure in this run (not measured)")
+    bad = [c.detail for c in found if not c.passed]
+    _require(not bad, "; ".join(bad))
+
+
+@pytestmark_sweep
+def test_bandwidth(checks, scenario, prompt_len):
+    _gate(checks, "min_bandwidth", prompt_len, required=prompt_len in scenario.thresholds.min_bandwidth_GB_s)
+
+
+@pytestmark_sweep
+def test_ttft(checks, scenario, prompt_len):
+    _gate(checks, "max_ttft", prompt_len, required=prompt_len in scenario.thresholds.max_ttft_ms)
+
+
+@pytestmark_sweep
+def test_transfer_share(checks, scenario, prompt_len):
+    _gate(checks, "max_transfer_share", prompt_len, required=scenario.thresholds.max_transfer_share_pct is not None)
+
+
+@pytestmark_sweep
+def test_all_prompts_completed(checks, prompt_len):
+    _gate(checks, "completed", prompt_len)
+
+
+@pytestmark_sweep
+def test_no_request_errors(checks, prompt_len):
+    _gate(checks, "request_errors", prompt_len)
+
+
+@pytestmark_sweep
+def test_plausible(checks, prompt_len):
+    """Figures that cannot be true: above line rate, TTFT not positive, KV size off the model's."""
+    _present(checks, prompt_len)
+    for name in ("bandwidth_within_line_rate", "ttft_positive", "kv_size_match"):
+        _gate(checks, name, prompt_len, required=False)
+
+
+@pytestmark_sweep
+def test_peak_bandwidth(checks, scenario):
+    _gate(checks, "peak_bandwidth", required=scenario.thresholds.min_peak_bandwidth_GB_s is not None)
+
+
+@pytestmark_sweep
+def test_peak_utilization(checks, scenario):
+    _gate(checks, "peak_utilization", required=scenario.thresholds.min_peak_utilization_pct is not None)
+
+
+@pytestmark_sweep
+def test_logs_readable(checks):
+    _gate(checks, "logs_readable")
+
+
+@pytestmark_sweep
+def test_no_unexpected_lengths(checks):
+    _gate(checks, "length_expected", required=False)
+
+
+@pytestmark_sweep
+def test_transport_proven(summary):
+    transport = summary.get("transport") or (summary.get("provenance") or {}).get("transport")
+    _require(transport, "the run records no transport proof (provenance.json has no 'transport'); run it with `pdrepro sweep`")
+    servers = transport.get("servers") or {}
+    found = "; ".join(s.get("summary", "") for s in servers.values()) or "nothing found"
+    _require(transport.get("proven") is True, f"KV transport not proven to be RDMA: {found}")
+
+
+def test_provenance_present(summary, scenario):
+    prov = summary.get("provenance")
+    assert prov, "provenance.json missing from the run; `pdrepro sweep` writes it"
+    prov = prov.get("run", prov) if summary.get("kind") == "comparison" else prov
+    missing = [k for k in ("pins", "host", "environment", "scenario", "endpoints") if k not in prov]
+    assert not missing, f"provenance.json lacks {', '.join(missing)}"
+    assert prov["scenario"].get("name") == scenario.name, \
+        f"provenance is of scenario {prov['scenario'].get('name')}, not {scenario.name}"
+    pins = prov["pins"]
+    assert pins.get("sglang_commit") and pins.get("mooncake_commit"), "provenance lacks the SGLang/Mooncake commits"
+
+
+@pytest.mark.kind("comparison")
+def test_comparison_configurations_measured(summary):
+    for name, entry in summary["configurations"].items():
+        measured = entry["measured"]
+        assert measured is not None, f"{name}: not run; run `pdrepro sweep --configuration {name}` into this run"
+        assert measured["errors"] == 0, f"{name}: {measured['errors']} request(s) failed"
+
+
+@pytest.mark.kind("comparison")
+def test_comparison_completed(summary, scenario):
+    for name, entry in summary["configurations"].items():
+        measured = entry["measured"] or {}
+        assert measured.get("completed") == scenario.sweep.num_prompts, \
+            f"{name}: completed {measured.get('completed')} of {scenario.sweep.num_prompts} requests"

@@ -1,0 +1,114 @@
+"""The `pytest repro/` gates, run as a user runs them, on runs built from the
+published figures: they pass as published and fail, naming the length, when
+one length degrades."""
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from pdrepro.scenario import load_scenario
+
+from runbuilder import build_run
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _provenance(scenario, proven=True):
+    servers = {"prefill": {"summary": "prefill: RDMA on mlx5_0 (GID index 3)" if proven else "prefill: tcp (HCAs found [0])"}}
+    return {"pins": {"sglang_commit": "43124cdd", "mooncake_commit": "6e3a11b9"}, "host": {"kernel": "6.8"},
+            "environment": {"MC_GID_INDEX": "3"}, "scenario": {"name": scenario.name, "fingerprint": scenario.fingerprint},
+            "endpoints": {"router": "http://10.0.0.2:8000"}, "transport": {"proven": proven, "servers": servers}}
+
+
+def _gates(*args):
+    return subprocess.run([sys.executable, "-m", "pytest", "repro/", "-p", "no:cacheprovider", "-p", "no:xdist", *map(str, args)],
+                          cwd=REPO, capture_output=True, text=True, timeout=180)
+
+
+def _junit(run):
+    root = ET.parse(run / "junit.xml").getroot()
+    cases = root.iter("testcase")
+    return {c.get("name"): ("failed" if c.find("failure") is not None else "skipped" if c.find("skipped") is not None
+                            else "error" if c.find("error") is not None else "passed") for c in cases}
+
+
+def test_published_run_passes_every_gate(tmp_path):
+    sc = load_scenario("h20-qwen3-235b-1p1d")
+    run = build_run(tmp_path / "run", sc, provenance=_provenance(sc)).root
+    proc = _gates("--run-dir", run)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    results = _junit(run)
+    assert len(results) >= 6 * 9 + 5
+    assert set(results.values()) == {"passed"}
+    assert "test_bandwidth[L32768]" in results and "test_ttft[L128]" in results
+    assert (run / "report.md").is_file()
+    assert f"report: {run / 'report.md'}" in proc.stdout
+
+
+def test_one_degraded_length_fails_naming_length_figure_and_bound(tmp_path):
+    sc = load_scenario("h20-qwen3-235b-1p1d")
+    run = build_run(tmp_path / "run", sc, provenance=_provenance(sc), transfer_factor={8192: 1.4}).root
+    proc = _gates("--run-dir", run, "-rf")
+    assert proc.returncode == 1
+    results = _junit(run)
+    failed = sorted(name for name, verdict in results.items() if verdict != "passed")
+    assert failed == ["test_bandwidth[L8192]"]
+    assert any("length 8192: bandwidth" in l and "GB/s fails >= 124.2 GB/s" in l for l in proc.stdout.splitlines())
+
+
+def test_tcp_transport_fails_the_transport_gate(tmp_path):
+    sc = load_scenario("h20-qwen3-235b-1p1d")
+    run = build_run(tmp_path / "run", sc, provenance=_provenance(sc, proven=False)).root
+    proc = _gates("--run-dir", run, "-rf")
+    assert proc.returncode == 1
+    assert [n for n, v in _junit(run).items() if v != "passed"] == ["test_transport_proven"]
+    assert "KV transport not proven to be RDMA: prefill: tcp (HCAs found [0])" in proc.stdout
+
+
+def test_missing_length_fails_its_gates(tmp_path):
+    sc = load_scenario("h20-qwen3-235b-1p1d")
+    run = build_run(tmp_path / "run", sc, provenance=_provenance(sc), drop_lengths={16384}).root
+    proc = _gates("--run-dir", run)
+    assert proc.returncode == 1
+    failed = {n for n, v in _junit(run).items() if v != "passed"}
+    assert "test_bandwidth[L16384]" in failed and "test_all_prompts_completed[L16384]" in failed
+    assert not any("L8192" in n for n in failed)
+
+
+def test_thresholds_file_overrides_bounds(tmp_path):
+    sc = load_scenario("h20-qwen3-235b-1p1d")
+    run = build_run(tmp_path / "run", sc, provenance=_provenance(sc)).root
+    strict = tmp_path / "strict.yaml"
+    strict.write_text("thresholds:\n  min_peak_bandwidth_GB_s: 190\n")
+    proc = _gates("--run-dir", run, "--thresholds", strict, "-rf")
+    assert proc.returncode == 1
+    assert "peak bandwidth 164.33 GB/s fails >= 190 GB/s" in proc.stdout
+
+
+def test_without_a_run_the_suite_refuses_to_pass_empty():
+    proc = _gates()
+    assert proc.returncode != 0
+    assert "repro gates need a run: pass --run-dir RUN" in proc.stderr + proc.stdout
+
+
+def test_comparison_run_gates(tmp_path):
+    sc = load_scenario("a10-qwen25-7b-rate1")
+    run = tmp_path / "run"
+    (run).mkdir()
+    (run / "scenario.yaml").write_text(sc.to_yaml())
+    (run / "provenance.json").write_text(json.dumps(_provenance(sc)))
+    for name, fig in sc.reference.configurations.items():
+        bench = run / name / "bench"
+        bench.mkdir(parents=True)
+        (bench / "result-8192.jsonl").write_text(json.dumps({
+            "completed": 50, "output_throughput": fig["output_tok_s"], "total_throughput": fig["total_tok_s"],
+            "mean_e2e_latency_ms": fig["mean_e2e_ms"], "mean_ttft_ms": fig["mean_ttft_ms"], "p99_ttft_ms": fig["p99_ttft_ms"],
+            "mean_itl_ms": fig["mean_itl_ms"], "p99_itl_ms": fig["p99_itl_ms"]}) + "\n")
+    proc = _gates("--run-dir", run)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert set(_junit(run)) == {"test_provenance_present", "test_comparison_configurations_measured",
+                                "test_comparison_completed"}
