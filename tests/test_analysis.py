@@ -1,0 +1,151 @@
+"""Analysing a run built in the upstream formats from the published figures gives the published table."""
+
+import json
+
+import pytest
+from runbuilder import build_run
+
+from pdrepro.analysis import analyze_run, compute_summary, input_errors, load_or_analyze, nearest_length
+from pdrepro.scenario import load_scenario
+from pdrepro.units import human_bytes
+
+SCENARIO = load_scenario("h20-qwen3-235b-1p1d")
+PUBLISHED = {r.prompt_len: r for r in SCENARIO.reference.rows}
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    run = build_run(tmp_path_factory.mktemp("published"), SCENARIO, metrics=True)
+    return run, analyze_run(run, SCENARIO)
+
+
+def test_reproduces_the_published_table_to_rounding(published):
+    _, summary = published
+    rows = {r["prompt_len"]: r for r in summary["rows"]}
+    assert sorted(rows) == sorted(PUBLISHED)
+    for L, ref in PUBLISHED.items():
+        row = rows[L]
+        assert human_bytes(row["kv_bytes"]) == ref.kv_size
+        assert row["kv_bytes"] == L * 385_024
+        assert round(row["ttft_ms_mean"], 2) == ref.ttft_ms
+        assert row["transfer_ms_median"] == pytest.approx(ref.transfer_ms, abs=0.006)
+        # The table's own rounding of transfer time leaves ~0.2 % on the smallest lengths.
+        assert row["bandwidth_GB_s"] == pytest.approx(ref.bandwidth_GB_s, rel=0.003)
+        assert row["utilization_pct"] == pytest.approx(ref.utilization_pct, abs=0.11)
+        assert row["requests"] == 50 and row["request_errors"] == 0
+        assert row["transfer_samples"] == 50
+        assert abs(row["kv_size_mismatch_pct"]) < 0.2
+    assert round(rows[32768]["transfer_share_of_ttft_pct"], 1) == 2.4
+    head = summary["headline"]
+    assert round(head["peak_bandwidth_GB_s"], 1) == 164.3
+    assert round(head["peak_utilization_pct"], 1) == 82.2
+    assert head["peak_bandwidth_prompt_len"] == 32768
+    assert summary["issues"] == []
+
+
+def test_writes_summary_report_and_plots(published):
+    run, summary = published
+    on_disk = json.loads(run.summary_file.read_text())
+    assert on_disk["schema_version"] == 1
+    assert on_disk["scenario"]["name"] == SCENARIO.name
+    assert on_disk["source"] == "sglang" and on_disk["line_rate_GB_s"] == 200
+    for key in ("prompt_len", "requests", "ttft_ms_mean", "ttft_ms_median", "ttft_ms_p99", "kv_bytes",
+                "transfer_ms_median", "transfer_ms_mean", "bandwidth_GB_s", "utilization_pct",
+                "transfer_share_of_ttft_pct"):
+        assert all(key in r for r in on_disk["rows"]), key
+    assert "12.62 GB" in run.report_file.read_text()
+    names = sorted(p.name for p in run.plots_dir.iterdir())
+    assert names == ["bandwidth.png", "transfer-vs-size.png", "ttft-split.png"]
+    assert all((run.plots_dir / n).stat().st_size > 10_000 for n in names)
+
+
+def test_warm_up_request_is_not_counted(published):
+    _, summary = published
+    row = next(r for r in summary["rows"] if r["prompt_len"] == 128)
+    # The builder's warm-up transfer is 6x slower; counted, it would pull the mean up by ~10 %.
+    assert row["transfer_ms_mean"] == pytest.approx(2.07, rel=0.01)
+
+
+def test_metrics_scrape_is_a_second_source(published):
+    _, summary = published
+    (scrape,) = summary["metrics"]
+    assert scrape["file"] == "prefill.prom"
+    assert scrape["transfers"] == 9 * 51
+    assert 100 < scrape["bandwidth_GB_s"] < 200
+
+
+def test_old_spelling_and_compact_units_give_the_same_table(tmp_path):
+    a = compute_summary(build_run(tmp_path / "old", SCENARIO, old_spelling=True), SCENARIO)
+    b = compute_summary(build_run(tmp_path / "compact", SCENARIO, style="compact"), SCENARIO)
+    for ra, rb in zip(a["rows"], b["rows"]):
+        assert ra["bandwidth_GB_s"] == pytest.approx(PUBLISHED[ra["prompt_len"]].bandwidth_GB_s, rel=0.003)
+        assert rb["bandwidth_GB_s"] == pytest.approx(ra["bandwidth_GB_s"], rel=1e-9)
+
+
+def test_chat_template_tokens_still_match_the_length(tmp_path):
+    summary = compute_summary(build_run(tmp_path / "r", SCENARIO, tokens_off=9), SCENARIO)
+    rows = {r["prompt_len"]: r for r in summary["rows"]}
+    assert rows[128]["logged_input_len"] == 137 and rows[128]["transfer_samples"] == 50
+    assert not input_errors(summary)
+    assert nearest_length(137, [128, 256]) == 128
+    assert nearest_length(190, [128, 256]) is None
+
+
+def test_wrong_tp_is_flagged_as_kv_size_mismatch(tmp_path):
+    summary = compute_summary(build_run(tmp_path / "r", SCENARIO, log_tp=4), SCENARIO)
+    kinds = [(i["kind"], i["prompt_len"]) for i in summary["issues"]]
+    assert ("kv_size_mismatch", 128) in kinds
+    row = summary["rows"][0]
+    assert row["kv_size_mismatch_pct"] == pytest.approx(100, abs=1)
+
+
+def test_request_errors_are_counted(tmp_path):
+    summary = compute_summary(build_run(tmp_path / "r", SCENARIO, errors={4096: 2}), SCENARIO)
+    row = next(r for r in summary["rows"] if r["prompt_len"] == 4096)
+    assert row["requests"] == 48 and row["request_errors"] == 2
+    assert row["transfer_samples"] == 48
+    assert any(i["kind"] == "request_errors" and "ServerDisconnectedError" in i["message"] for i in summary["issues"])
+
+
+def test_dropped_length_is_an_input_error_but_the_rest_is_written(tmp_path):
+    run = build_run(tmp_path / "r", SCENARIO, drop_lengths={32768})
+    summary = analyze_run(run, SCENARIO)
+    errors = input_errors(summary)
+    assert errors and errors[0]["prompt_len"] == 32768 and "result-32768.jsonl" in errors[0]["message"]
+    on_disk = json.loads(run.summary_file.read_text())
+    assert [r["prompt_len"] for r in on_disk["rows"]] == [128, 256, 512, 1024, 2048, 4096, 8192, 16384]
+
+
+def test_appended_bench_runs_use_the_last(tmp_path):
+    summary = compute_summary(build_run(tmp_path / "r", SCENARIO, appended_runs={256}), SCENARIO)
+    row = next(r for r in summary["rows"] if r["prompt_len"] == 256)
+    assert round(row["ttft_ms_mean"], 2) == 125.76
+    assert any(i["kind"] == "bench_notes" and i["prompt_len"] == 256 for i in summary["issues"])
+    assert not input_errors(summary)
+
+
+def test_summary_is_reused_until_an_input_changes(tmp_path):
+    run = build_run(tmp_path / "r", SCENARIO)
+    first = analyze_run(run, SCENARIO)
+    stamp = run.summary_file.stat().st_mtime_ns
+    assert load_or_analyze(run, SCENARIO) == json.loads(json.dumps(first))
+    assert run.summary_file.stat().st_mtime_ns == stamp
+    import os
+    import time
+    later = time.time() + 5
+    os.utime(run.bench_file(128), (later, later))
+    load_or_analyze(run, SCENARIO)
+    assert run.summary_file.stat().st_mtime_ns != stamp
+
+
+def test_comparison_scenarios_are_dispatched(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    from pdrepro import scenario as scenario_mod
+
+    comparison = scenario_mod.dataclasses.replace(SCENARIO, kind="comparison")
+    fake = types.ModuleType("pdrepro.comparison")
+    fake.analyze_comparison = lambda run, s: {"dispatched": s.kind}
+    monkeypatch.setitem(sys.modules, "pdrepro.comparison", fake)
+    assert analyze_run(build_run(tmp_path / "r", SCENARIO), comparison) == {"dispatched": "comparison"}

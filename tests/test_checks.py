@@ -1,0 +1,71 @@
+from runbuilder import build_run
+
+from pdrepro.analysis import compute_summary
+from pdrepro.checks import evaluate, failed
+from pdrepro.scenario import load_scenario
+
+SCENARIO = load_scenario("h20-qwen3-235b-1p1d")
+
+
+def _failures(tmp_path, **kw):
+    summary = compute_summary(build_run(tmp_path / "r", SCENARIO, **kw), SCENARIO)
+    return evaluate(summary, SCENARIO)
+
+
+def test_published_run_passes_every_check(tmp_path):
+    results = _failures(tmp_path)
+    assert len(results) > 9 * 7
+    assert failed(results) == []
+    names = {r.name for r in results}
+    assert {"min_bandwidth", "max_ttft", "max_transfer_share", "completed", "request_errors", "peak_bandwidth",
+            "peak_utilization", "bandwidth_within_line_rate", "ttft_positive", "length_present", "logs_readable",
+            "kv_size_match"} <= names
+
+
+def test_doubled_transfer_time_at_32k_fails_bandwidth_there_only(tmp_path):
+    bad = failed(_failures(tmp_path, transfer_factor={32768: 2.0}))
+    assert bad
+    assert {r.prompt_len for r in bad} == {32768}
+    assert "min_bandwidth" in {r.name for r in bad}
+    mb = next(r for r in bad if r.name == "min_bandwidth")
+    assert mb.figure < mb.bound == 131.5 and mb.unit == "GB/s" and "32768" in mb.detail
+
+
+def test_slow_ttft_fails_max_ttft(tmp_path):
+    bad = failed(_failures(tmp_path, ttft_factor={2048: 1.5}))
+    assert [(r.name, r.prompt_len) for r in bad] == [("max_ttft", 2048)]
+
+
+def test_request_errors_fail_completion_and_errors(tmp_path):
+    bad = failed(_failures(tmp_path, errors={512: 1}))
+    assert {(r.name, r.prompt_len) for r in bad} == {("completed", 512), ("request_errors", 512)}
+
+
+def test_impossible_bandwidth_above_line_rate(tmp_path):
+    bad = failed(_failures(tmp_path, transfer_factor={16384: 0.2}))
+    assert ("bandwidth_within_line_rate", 16384) in {(r.name, r.prompt_len) for r in bad}
+
+
+def test_missing_length_and_log_without_stats(tmp_path):
+    bad = failed(_failures(tmp_path / "a", drop_lengths={8192}))
+    assert ("length_present", 8192) in {(r.name, r.prompt_len) for r in bad}
+    bad = failed(_failures(tmp_path / "b", no_reqstats=True))
+    names = {r.name for r in bad}
+    assert "logs_readable" in names and "min_bandwidth" in names
+    assert all(r.figure is None for r in bad if r.name == "min_bandwidth")
+
+
+def test_wrong_tp_fails_kv_size_match(tmp_path):
+    bad = failed(_failures(tmp_path, log_tp=2))
+    assert {r.name for r in bad} == {"kv_size_match"}
+    assert len(bad) == 9
+
+
+def test_smoke_summary_without_ttft_skips_ttft_checks():
+    summary = {"source": "smoke", "line_rate_GB_s": 200.0, "issues": [], "headline": {},
+               "rows": [{"prompt_len": L, "bandwidth_GB_s": 150.0, "ttft_ms_mean": None} for L in SCENARIO.sweep.prompt_lens]}
+    results = evaluate(summary, SCENARIO)
+    assert not any(r.name in ("max_ttft", "ttft_positive", "max_transfer_share") for r in results)
+    assert any(r.name == "min_bandwidth" and r.passed for r in results)
+    # Peak figures are missing from the headline: they fail rather than pass silently.
+    assert {r.name for r in failed(results)} == {"peak_bandwidth", "peak_utilization"}

@@ -1,0 +1,72 @@
+import json
+
+import pytest
+from clihelp import assert_one_line_error, pdrepro, pdrepro_process
+from runbuilder import build_run
+
+from pdrepro.scenario import load_scenario
+
+SCENARIO = load_scenario("h20-qwen3-235b-1p1d")
+
+
+def test_analyze_prints_table_and_where_outputs_went(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO)
+    result = pdrepro_process("analyze", run.root)
+    assert result.rc == 0, result.err
+    assert "164.33" in result.out and "12.62 GB" in result.out
+    assert f"summary: {run.summary_file}" in result.out
+    assert f"report:  {run.report_file}" in result.out
+    assert run.summary_file.is_file() and run.report_file.is_file()
+    assert len(list(run.plots_dir.glob("*.png"))) == 3
+
+
+def _rows_written(run) -> list[int]:
+    return [r["prompt_len"] for r in json.loads(run.summary_file.read_text())["rows"]]
+
+
+@pytest.mark.parametrize("options, needles, rows_left", [
+    ({"drop_lengths": {32768}}, ["result-32768.jsonl", "missing"], 8),
+    ({"empty_bench": {512}}, ["result-512.jsonl", "empty"], 9),
+    ({"truncate_bench": {1024}}, ["result-1024.jsonl", "cut off"], 9),
+    ({"no_reqstats": True}, ["prefill.log", "no ReqTimeStats line", "--enable-request-time-stats-logging"], 9),
+])
+def test_bad_inputs_give_one_line_and_keep_what_was_computed(tmp_path, options, needles, rows_left):
+    run = build_run(tmp_path / "run", SCENARIO, **options)
+    # Through the real entry point once: no traceback reaches the user.
+    result = pdrepro_process("analyze", run.root)
+    assert_one_line_error(result, "analyze", *needles)
+    assert len(_rows_written(run)) == rows_left
+    summary = json.loads(run.summary_file.read_text())
+    # The good lengths keep their figures.
+    assert summary["rows"][1]["ttft_ms_mean"] == pytest.approx(125.76)
+    assert run.report_file.is_file()
+
+
+def test_missing_prefill_log(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO)
+    run.prefill_log.unlink()
+    assert_one_line_error(pdrepro("analyze", run.root), "analyze", "prefill.log", "missing")
+    summary = json.loads(run.summary_file.read_text())
+    assert len(summary["rows"]) == 9 and summary["rows"][0]["bandwidth_GB_s"] is None
+
+
+def test_lengths_not_in_the_scenario(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO)
+    run.bench_file(65536).write_text(run.bench_file(32768).read_text())
+    line = assert_one_line_error(pdrepro("analyze", run.root), "analyze", "result-65536.jsonl", "65536", "--scenario")
+    assert "h20-qwen3-235b-1p1d" in line
+    assert _rows_written(run) == list(SCENARIO.sweep.prompt_lens)
+
+
+def test_scenario_with_unknown_key(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO)
+    text = run.scenario_file.read_text().replace("  prefill_tp: 8\n", "  prefill_tp: 8\n  prefil_dp: 2\n")
+    run.scenario_file.write_text(text)
+    assert_one_line_error(pdrepro("analyze", run.root), "analyze", str(run.scenario_file), "parallel.prefil_dp")
+    assert not run.summary_file.exists()
+
+
+def test_no_run_directory_and_no_scenario(tmp_path):
+    assert_one_line_error(pdrepro("analyze", tmp_path / "nope", "--scenario", SCENARIO.name), "analyze", "nope")
+    (tmp_path / "bare").mkdir()
+    assert_one_line_error(pdrepro("analyze", tmp_path / "bare"), "analyze", "--scenario")

@@ -1,0 +1,56 @@
+import json
+
+from clihelp import assert_one_line_error, pdrepro, pdrepro_process
+from runbuilder import build_run
+
+from pdrepro.scenario import load_scenario
+
+SCENARIO = load_scenario("h20-qwen3-235b-1p1d")
+
+
+def test_published_run_passes(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO)
+    result = pdrepro("check", run.root)
+    assert result.rc == 0, result.out + result.err
+    assert "FAIL" not in result.out
+    assert result.out.count("PASS") > 60
+    assert "0 failed" in result.err
+    assert run.summary_file.is_file()   # analysed on the way
+
+
+def test_doubled_transfer_time_fails_naming_the_length(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO, transfer_factor={32768: 2.0})
+    result = pdrepro_process("check", run.root, "--scenario", SCENARIO.name)
+    assert result.rc == 1, result.out + result.err
+    fails = [l for l in result.out.splitlines() if l.startswith("FAIL ")]
+    assert fails and all("32768" in l for l in fails)
+    row = next(l for l in result.out.splitlines() if l.startswith("min_bandwidth") and "32768" in l)
+    assert row.split()[-1] == "FAIL" and "GB/s" in row and ">= 131.5 GB/s" in row
+
+
+def test_stale_summary_is_recomputed(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO)
+    assert pdrepro("check", run.root).rc == 0
+    # Same run, now with the 32K length degraded: check must not trust the old summary.
+    build_run(tmp_path / "run", SCENARIO, transfer_factor={32768: 2.0})
+    assert pdrepro("check", run.root).rc == 1
+
+
+def test_thresholds_file_replaces_the_scenarios(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO)
+    strict = tmp_path / "strict.yaml"
+    strict.write_text("thresholds:\n  min_peak_bandwidth_GB_s: 190\n")
+    result = pdrepro("check", run.root, "--thresholds", strict)
+    assert result.rc == 1
+    assert any(l.startswith("peak_bandwidth") and l.endswith("FAIL") for l in result.out.splitlines())
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("thresholds:\n  min_peak_bandwidth: 190\n")
+    assert_one_line_error(pdrepro("check", run.root, "--thresholds", bad), "check", str(bad), "min_peak_bandwidth")
+
+
+def test_bad_input_exits_2_after_printing_the_checks(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO, drop_lengths={16384})
+    result = pdrepro("check", run.root)
+    assert_one_line_error(result, "check", "result-16384.jsonl")
+    assert any(l.startswith("length_present") and "16384" in l and l.endswith("FAIL") for l in result.out.splitlines())
+    assert len(json.loads(run.summary_file.read_text())["rows"]) == 8
