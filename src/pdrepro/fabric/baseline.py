@@ -171,6 +171,10 @@ def run_client(plan: Plan) -> dict:
     result: dict = {"schema_version": 1, "peer": plan.peer,
                     "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                     "nics": plan.nics, "line_rate_GB_s": round(plan.line_rate_GB_s or 0.0, 3)}
+    if not plan.skip_perftest:
+        _require(IB_WRITE_BW, INSTALL_PERFTEST)
+    if not plan.skip_te:
+        _require(TE_BENCH, INSTALL_TE)
     if plan.out is not None:
         plan.out.mkdir(parents=True, exist_ok=True)
     if not plan.skip_perftest:

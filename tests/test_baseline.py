@@ -1,0 +1,127 @@
+"""pdrepro baseline with recorded perftest and transfer_engine_bench output on PATH."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import fakebin
+from pdrepro.cli import main
+from pdrepro.fabric import perftest, tebench
+from sysfs_builder import h20_node
+
+PEER = "192.168.100.12"
+
+
+@pytest.fixture
+def node(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    h20_node(tmp_path / "sys")
+    return tmp_path, bin_dir
+
+
+def _argv(tmp_path, *extra):
+    return ["baseline", "--peer", PEER, "--sysfs-root", str(tmp_path / "sys"), "--out", str(tmp_path / "run"),
+            "--duration", "1", *extra]
+
+
+def test_parse_perftest_units():
+    gbits = perftest.parse_bw((fakebin.RECORDED / "perftest" / "ib_write_bw-client-gbits.txt").read_text())
+    mbs = perftest.parse_bw((fakebin.RECORDED / "perftest" / "ib_write_bw-client-mbs.txt").read_text())
+    assert gbits.unit_printed == "Gb/sec" and gbits.average_GB_s == pytest.approx(369.41 / 8)
+    assert mbs.unit_printed == "MB/sec" and mbs.average_GB_s == pytest.approx(44035.77 * 2**20 / 1e9)
+    # the same run printed both ways: MB/sec is MiB/s, so the two agree in GB/s
+    assert mbs.average_GB_s == pytest.approx(gbits.average_GB_s, rel=1e-4)
+    assert gbits.msg_bytes == 65536 and gbits.iterations == 7046312
+    with pytest.raises(ValueError):
+        perftest.parse_bw(" Couldn't connect to 192.168.100.12:18515\n")
+
+
+def test_parse_transfer_engine_bench():
+    text = (fakebin.RECORDED / "mooncake" / "te-initiator.log").read_text()
+    res = tebench.parse_result(text)
+    assert (res.duration_s, res.batch_count, res.throughput_GB_s) == (10.01, 213170, 178.64)
+    gib = tebench.parse_result("Test completed: duration 10.00, batch count 10, throughput 1.50 GiB/s")
+    assert gib.throughput_GB_s == pytest.approx(1.5 * 2**30 / 1e9)
+    assert tebench.parse_segment((fakebin.RECORDED / "mooncake" / "te-target.log").read_text()) == "192.168.100.12:16999"
+    with pytest.raises(ValueError):
+        tebench.parse_result("E1129 transfer_engine_bench.cpp:391] Unable to get target segment ID")
+
+
+def test_client_measures_and_writes_baseline_json(node, capsys):
+    tmp_path, bin_dir = node
+    fakebin.ib_write_bw(bin_dir, log=tmp_path / "ib.log")
+    fakebin.transfer_engine_bench(bin_dir, log=tmp_path / "te.log")
+    assert main(_argv(tmp_path)) == 0
+    data = json.loads((tmp_path / "run" / "baseline.json").read_text())
+    pairs = data["ib_write_bw"]["pairs"]
+    assert [(p["local"], p["remote"]) for p in pairs] == [(f"mlx5_{i}", f"mlx5_{i}") for i in range(4)]
+    assert pairs[0]["bw_average_GB_s"] == pytest.approx(46.176, abs=1e-3)
+    assert data["ib_write_bw"]["aggregate_GB_s"] == pytest.approx(4 * 46.176, abs=0.01)
+    assert data["transfer_engine_bench"]["throughput_GB_s"] == 178.64
+    assert data["baseline_GB_s"] == 178.64 and data["baseline_source"] == "transfer_engine_bench"
+    assert data["line_rate_GB_s"] == 200.0
+    calls = (tmp_path / "ib.log").read_text().splitlines()
+    assert len(calls) == 4
+    assert all("-x 3" in c and "--report_gbits" in c and c.endswith(PEER) for c in calls)
+    assert sorted(c.split("-p ")[1].split()[0] for c in calls) == ["18515", "18516", "18517", "18518"]
+    te = (tmp_path / "te.log").read_text()
+    assert "--mode initiator" in te and f"--segment_id {PEER}:16999" in te and "--use_vram" in te
+    assert (tmp_path / "run" / "baseline" / "ib_write_bw-mlx5_2.txt").read_text().count("mlx5_2") == 1
+    out = capsys.readouterr().out
+    assert "aggregate: 184.70 GB/s" in out and "89.3 % of the 200.0 GB/s line rate" in out
+
+
+def test_failed_pair_and_broken_te_fall_back_to_perftest(node, capsys):
+    tmp_path, bin_dir = node
+    fakebin.ib_write_bw(bin_dir, fail_on="mlx5_1")
+    fakebin.transfer_engine_bench(bin_dir, broken=True)
+    assert main(_argv(tmp_path)) == 0
+    data = json.loads((tmp_path / "run" / "baseline.json").read_text())
+    assert len(data["ib_write_bw"]["pairs"]) == 3
+    assert "mlx5_1: exit 1" in data["ib_write_bw"]["errors"][0]
+    assert data["transfer_engine_bench"]["throughput_GB_s"] is None
+    assert "Unable to get target segment ID" in data["transfer_engine_bench"]["error"]
+    assert data["baseline_source"] == "ib_write_bw"
+    assert data["baseline_GB_s"] == pytest.approx(3 * 46.176, abs=0.01)
+
+
+def test_missing_tools_say_what_to_install(node, capsys, monkeypatch):
+    tmp_path, bin_dir = node
+    monkeypatch.setenv("PATH", str(bin_dir))  # nothing else: the host may have perftest installed
+    assert main(_argv(tmp_path)) == 2
+    assert "install perftest" in capsys.readouterr().err
+    assert main(_argv(tmp_path, "--skip-perftest")) == 2
+    assert "transfer_engine_bench not found" in capsys.readouterr().err
+    assert not (tmp_path / "run" / "baseline.json").exists()
+
+
+def test_bad_arguments(node, capsys):
+    tmp_path, bin_dir = node
+    assert main(["baseline", "--sysfs-root", str(tmp_path / "sys"), "--out", str(tmp_path / "r")]) == 2
+    assert "--peer HOST is required" in capsys.readouterr().err
+    assert main(_argv(tmp_path, "--nics", "mlx5_9")) == 2
+    assert "mlx5_9 not found" in capsys.readouterr().err
+    assert main(_argv(tmp_path, "--skip-perftest", "--skip-te")) == 2
+    assert main(_argv(tmp_path, "--nics", "mlx5_0,mlx5_1", "--remote-nics", "mlx5_0")) == 2
+    assert "one per local NIC" in capsys.readouterr().err
+    h20_node(tmp_path / "down", down=("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"))
+    assert main(["baseline", "--peer", PEER, "--sysfs-root", str(tmp_path / "down"), "--out", str(tmp_path / "r")]) == 2
+    assert "pdrepro doctor" in capsys.readouterr().err
+
+
+def test_server_side_starts_both_and_reports_segment(node, capsys):
+    tmp_path, bin_dir = node
+    fakebin.ib_write_bw(bin_dir, log=tmp_path / "ib.log")
+    fakebin.transfer_engine_bench(bin_dir, log=tmp_path / "te.log")
+    assert main(["baseline", "--role", "server", "--peer", "192.168.100.11", "--sysfs-root", str(tmp_path / "sys"),
+                 "--duration", "1", "--serve-seconds", "1", "--nics", "mlx5_0,mlx5_1"]) == 0
+    out = capsys.readouterr().out
+    assert "segment 192.168.100.12:16999" in out
+    assert "ib_write_bw mlx5_1: finished (exit 0)" in out
+    calls = (tmp_path / "ib.log").read_text().splitlines()
+    assert len(calls) == 2 and not any(c.endswith("192.168.100.11") for c in calls)  # servers take no peer
+    assert "--mode target" in (tmp_path / "te.log").read_text()
