@@ -1,0 +1,74 @@
+"""``pdrepro smoke``: KV-sized transfers through the real Mooncake Transfer Engine between two containers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import UserError
+from ..units import MiB
+
+
+def _lens(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"--prompt-lens {text!r}: give comma-separated token counts, e.g. 128,4096,32768") from None
+    if not values:
+        raise UserError("--prompt-lens is empty; give comma-separated token counts")
+    return values
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "smoke", help="move KV-cache-sized buffers between two containers through Mooncake (no GPU needed)",
+        description="Bring up compose/smoke.yaml (two containers from the smoke image), move a buffer sized as "
+                    "the KV cache of each prompt length through the Mooncake Transfer Engine and through a plain "
+                    "socket, verify every byte, and write results/<id>/ (summary.json, report.md, plots).")
+    p.add_argument("--scenario", default="smoke-tcp", help="shipped scenario name or YAML path (default: smoke-tcp)")
+    p.add_argument("--prompt-lens", help="comma-separated subset of the scenario's prompt lengths")
+    p.add_argument("--repeats", type=int, default=5, help="timed transfers per size, after one warm-up (default 5)")
+    p.add_argument("--block-mib", type=int, default=16, help="block size of each engine batch in MiB, >= 1 (default 16)")
+    p.add_argument("--transport", choices=("auto", "tcp", "rdma"), default=os.environ.get("SMOKE_TRANSPORT", "auto"),
+                   help="auto: whatever Mooncake finds; tcp: force TCP; rdma: fail unless RDMA is used "
+                        "(default: $SMOKE_TRANSPORT or auto)")
+    p.add_argument("--image", default=None, help="smoke image (default: SMOKE_IMAGE from versions.env)")
+    p.add_argument("--results", default="results", help="folder for run directories (default: results)")
+    p.add_argument("--compose-file", default=None, help="default: compose/smoke.yaml of this checkout")
+    p.add_argument("--memlock", default=os.environ.get("SMOKE_MEMLOCK"),
+                   help="container memlock limit in bytes, -1 = unlimited (default: $SMOKE_MEMLOCK, else the "
+                        "host's hard limit when it has one)")
+    p.add_argument("--host-ip", default=os.environ.get("SMOKE_HOST_IP"),
+                   help="RDMA only: the host's address on the RDMA netdev (default: $SMOKE_HOST_IP or the hostname's)")
+    p.add_argument("--timeout", type=float, default=600, help="seconds before the run is abandoned (default 600)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..pins import load_pins
+    from ..scenario import load_scenario
+    from ..smoke.plan import make_plan
+    from ..smoke.run import SmokeOptions, default_memlock, find_compose_file, run_smoke
+
+    scenario = load_scenario(args.scenario)
+    if scenario.kind != "kv-sweep":
+        raise UserError(f"scenario {scenario.name} is a {scenario.kind}; the smoke needs a kv-sweep scenario")
+    if args.repeats < 1:
+        raise UserError(f"--repeats {args.repeats}: give at least 1")
+    if args.block_mib < 1:
+        raise UserError(f"--block-mib {args.block_mib}: the TCP transport needs blocks of >= 1 MiB")
+    memlock = args.memlock if args.memlock is not None else default_memlock()
+    if memlock is not None:
+        try:
+            int(memlock)
+        except ValueError:
+            raise UserError(f"memlock {memlock!r}: give bytes as an integer, or -1 for unlimited") from None
+    plan = make_plan(scenario, _lens(args.prompt_lens) if args.prompt_lens else None,
+                     repeats=args.repeats, block_bytes=args.block_mib * MiB)
+    image = args.image or os.environ.get("SMOKE_IMAGE") or load_pins().get("SMOKE_IMAGE")
+    if not image:
+        raise UserError("no smoke image named; pass --image or set SMOKE_IMAGE in docker/versions.env")
+    opts = SmokeOptions(scenario=scenario, plan=plan, image=image, transport=args.transport,
+                        results=Path(args.results), compose_file=find_compose_file(args.compose_file),
+                        memlock=memlock, timeout_s=args.timeout, host_ip=args.host_ip)
+    return run_smoke(opts)

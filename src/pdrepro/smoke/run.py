@@ -1,0 +1,326 @@
+"""``pdrepro smoke`` on the host: bring the two-container stack up, let the
+agents move the KV-sized buffers, collect their JSON into a run folder, write
+the shared summary/report/plots, and always tear the stack down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..errors import UserError
+from ..rundir import RunDir
+from ..units import GB
+from . import summary as sm
+from .plan import Plan
+
+TAIL_LINES = 30
+
+
+@dataclass(frozen=True)
+class SmokeOptions:
+    scenario: object
+    plan: Plan
+    image: str
+    transport: str                 # auto | tcp | rdma
+    results: Path
+    compose_file: Path
+    memlock: str | None            # bytes, or -1 for unlimited; None = compose default
+    timeout_s: float
+    host_ip: str | None = None
+
+
+def say(msg: str) -> None:
+    print(f"smoke: {msg}", flush=True)
+
+
+def docker_client():
+    try:
+        import docker
+        from docker.errors import DockerException
+    except ImportError:
+        raise UserError("the Docker SDK for Python is missing; `pip install docker` (or `make setup`)") from None
+    try:
+        client = docker.from_env()
+        client.ping()
+    except DockerException as exc:
+        raise UserError(
+            f"cannot reach a Docker engine ({str(exc).splitlines()[0][:160]}); install Docker "
+            "(Debian/Ubuntu: `apt-get install docker.io`) and start it (`systemctl start docker`, or `dockerd &`)"
+        ) from None
+    return client
+
+
+def compose_command() -> list[str]:
+    for cmd in (["docker", "compose"], ["docker-compose"]):
+        try:
+            if subprocess.run([*cmd, "version"], capture_output=True).returncode == 0:
+                return cmd
+        except FileNotFoundError:
+            continue
+    raise UserError("Docker Compose v2 is missing; install the `docker-compose-plugin` (or `docker-compose`) package")
+
+
+def check_rdma_request(transport: str, plan: Plan, memlock: str | None) -> None:
+    if transport != "rdma":
+        return
+    devices = sorted(p.name for p in Path("/sys/class/infiniband").glob("*")) if Path("/sys/class/infiniband").is_dir() else []
+    if not devices or not Path("/dev/infiniband").is_dir():
+        raise UserError("RDMA was requested but this host has no RDMA device (/sys/class/infiniband is empty or "
+                        "/dev/infiniband is missing); create a soft-RoCE one with `sudo scripts/softroce.sh up`, "
+                        "or use --transport tcp")
+    if memlock is not None and int(memlock) != -1 and int(memlock) < plan.max_bytes:
+        raise UserError(f"SMOKE_MEMLOCK={memlock} B is below the {plan.max_bytes} B RDMA must pin per container; "
+                        "raise SMOKE_MEMLOCK (-1 = unlimited) or pass fewer --prompt-lens")
+
+
+def default_memlock() -> str | None:
+    """This host's hard memlock cap when it has one: containers cannot go beyond it."""
+    _, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    return None if hard == resource.RLIM_INFINITY else str(hard)
+
+
+def find_compose_file(explicit: str | None) -> Path:
+    if explicit:
+        path = Path(explicit)
+    else:
+        here = Path(__file__).resolve()
+        candidates = [Path.cwd() / "compose" / "smoke.yaml", here.parents[3] / "compose" / "smoke.yaml"]
+        path = next((p for p in candidates if p.is_file()), candidates[0])
+    if not path.is_file():
+        raise UserError(f"{path}: no such compose file; run from the bundle's checkout or pass --compose-file")
+    return path
+
+
+def new_run_dir(results: Path) -> tuple[str, RunDir]:
+    run_id = datetime.now(timezone.utc).strftime("smoke-%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+    run = RunDir(results / run_id)
+    (run.root / "raw").mkdir(parents=True)
+    run.logs_dir.mkdir()
+    return run_id, run
+
+
+def link_latest(results: Path, run_id: str) -> None:
+    tmp = results / f".latest-{run_id}"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(run_id)
+    os.replace(tmp, results / "latest")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+class Stack:
+    """One compose project; ``down`` is safe to call at any point, twice."""
+
+    def __init__(self, opts: SmokeOptions, run: RunDir, project: str) -> None:
+        self.opts, self.run, self.project = opts, run, project
+        self.compose = compose_command()
+        files = [opts.compose_file]
+        env = {**os.environ, "SMOKE_IMAGE": opts.image, "SMOKE_PLAN": opts.plan.to_json(),
+               "SMOKE_TRANSPORT": opts.transport, "SMOKE_RUN_DIR": str(run.root.resolve()),
+               "SMOKE_TIMEOUT_S": str(int(opts.timeout_s))}
+        if Path("/dev/infiniband").is_dir():
+            env["SMOKE_IB_DEVICE"] = "/dev/infiniband"
+        if opts.memlock is not None:
+            env["SMOKE_MEMLOCK"] = str(opts.memlock)
+        if opts.transport == "rdma":
+            files.append(opts.compose_file.with_name("smoke.host-net.yaml"))
+            ip = opts.host_ip or socket.gethostbyname(socket.gethostname())
+            env.update(SMOKE_HOST_IP=ip, SMOKE_PEER=ip, SMOKE_CONTROL_PORT=str(free_port()),
+                       SMOKE_DATA_PORT=str(free_port()))
+        self.env = env
+        self.base = [*self.compose, "-p", project, *sum((["-f", str(f)] for f in files), [])]
+
+    def _compose(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run([*self.base, *args], env=self.env, capture_output=True, text=True)
+        if check and proc.returncode != 0:
+            raise UserError(f"`docker compose {' '.join(args)}` failed: {proc.stderr.strip()[-600:]}")
+        return proc
+
+    def up(self) -> None:
+        self._compose("up", "-d", "--no-build", "--pull", "never")
+
+    def down(self) -> None:
+        self._compose("down", "--volumes", "--remove-orphans", "--timeout", "3", check=False)
+
+
+def _containers(client, project: str) -> dict:
+    found = client.containers.list(all=True, filters={"label": f"com.docker.compose.project={project}"})
+    return {c.labels.get("com.docker.compose.service"): c for c in found}
+
+
+def _tail(container, n: int = TAIL_LINES) -> str:
+    try:
+        return container.logs(tail=n).decode(errors="replace").rstrip()
+    except Exception:  # noqa: BLE001 - the container may be gone already
+        return "(no log)"
+
+
+def _follow(container, stop: threading.Event) -> None:
+    """Echo the agent's own progress lines, not the engine's glog chatter."""
+    try:
+        for raw in container.logs(stream=True, follow=True):
+            for line in raw.decode(errors="replace").splitlines():
+                if line.startswith("[smoke"):
+                    print(f"  {line}", flush=True)
+            if stop.is_set():
+                return
+    except Exception:  # noqa: BLE001 - streaming ends when the container goes
+        return
+
+
+def wait_for_decode(client, project: str, timeout_s: float) -> int:
+    deadline = time.monotonic() + timeout_s
+    stop = threading.Event()
+    followed = False
+    try:
+        while True:
+            cs = _containers(client, project)
+            decode, prefill = cs.get("decode"), cs.get("prefill")
+            if decode is None or prefill is None:
+                raise UserError(f"the smoke stack has no {'decode' if decode is None else 'prefill'} container; "
+                                "see `docker compose -f compose/smoke.yaml config`")
+            if not followed:
+                threading.Thread(target=_follow, args=(decode, stop), daemon=True).start()
+                followed = True
+            decode.reload()
+            prefill.reload()
+            if decode.status == "exited":
+                return decode.attrs["State"]["ExitCode"]
+            if prefill.status == "exited":
+                code = prefill.attrs["State"]["ExitCode"]
+                raise UserError(f"the prefill container died (exit {code}) before the transfers finished; its last "
+                                f"lines:\n{_tail(prefill)}")
+            if time.monotonic() > deadline:
+                raise UserError(f"the smoke did not finish within {timeout_s:.0f} s; raise --timeout or pass fewer "
+                                f"--prompt-lens. Last decode lines:\n{_tail(decode)}")
+            time.sleep(0.5)
+    finally:
+        stop.set()
+
+
+def image_info(client, image: str) -> dict:
+    from docker.errors import ImageNotFound
+
+    try:
+        img = client.images.get(image)
+    except ImageNotFound:
+        raise UserError(f"no smoke image {image}; build it with `make smoke-image` (or `make smoke`)") from None
+    return {"image": image, "image_id": img.id, "labels": img.labels or {}}
+
+
+def provenance(opts: SmokeOptions, img: dict, run_id: str) -> dict:
+    from ..pins import load_pins
+
+    try:
+        pins = load_pins()
+    except (UserError, OSError):
+        pins = {}
+    return {
+        "run_id": run_id,
+        "kind": "smoke",
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "kernel": platform.release(),
+        "cpus": os.cpu_count(),
+        "smoke_image": img["image"],
+        "smoke_image_id": img["image_id"],
+        "mooncake_wheel": img["labels"].get("org.pdrepro.mooncake.wheel"),
+        "mooncake_commit": pins.get("MOONCAKE_COMMIT"),
+        "requested_transport": opts.transport,
+        "memlock_bytes": opts.memlock,
+        "block_bytes": opts.plan.block_bytes,
+        "repeats": opts.plan.repeats,
+    }
+
+
+def collect(client, project: str, run: RunDir) -> None:
+    for name, c in _containers(client, project).items():
+        try:
+            (run.logs_dir / f"{name}.log").write_bytes(c.logs())
+        except Exception:  # noqa: BLE001 - keep going: logs are a courtesy
+            pass
+
+
+def write_outputs(run: RunDir, summary: dict) -> list[Path]:
+    from ..plots import render_plots
+    from ..report import render_report
+
+    tmp = run.summary_file.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    os.replace(tmp, run.summary_file)
+    run.report_file.write_text(render_report(summary) + "\n" + sm.smoke_section(summary))
+    return render_plots(summary, run.plots_dir)
+
+
+def run_smoke(opts: SmokeOptions) -> int:
+    client = docker_client()
+    img = image_info(client, opts.image)
+    check_rdma_request(opts.transport, opts.plan, opts.memlock)
+    opts.results.mkdir(parents=True, exist_ok=True)
+    run_id, run = new_run_dir(opts.results)
+    run.scenario_file.write_text(opts.scenario.to_yaml())
+    prov = provenance(opts, img, run_id)
+    run.provenance_file.write_text(json.dumps(prov, indent=2) + "\n")
+    project = f"pdsmoke-{run_id.replace('smoke-', '')}"
+    stack = Stack(opts, run, project)
+    say(f"run {run.root}; {len(opts.plan.rows)} sizes up to {opts.plan.max_bytes / GB:.3f} GB, "
+        f"{opts.plan.repeats} transfers each, transport {opts.transport}")
+    started = time.monotonic()
+    try:
+        say(f"starting the stack ({opts.image}, project {project})")
+        stack.up()
+        code = wait_for_decode(client, project, opts.timeout_s)
+        collect(client, project, run)
+        if code != 0 and not (run.root / "raw" / "initiator.json").is_file():
+            decode = _containers(client, project).get("decode")
+            raise UserError(f"the decode container failed (exit {code}); its last lines:\n"
+                            f"{_tail(decode) if decode else '(gone)'}")
+    except BaseException:
+        collect(client, project, run)
+        raise
+    finally:
+        say("tearing the stack down")
+        stack.down()
+    initiator = json.loads((run.root / "raw" / "initiator.json").read_text())
+    summary = sm.build_summary(opts.scenario, initiator, prov)
+    write_outputs(run, summary)
+    link_latest(opts.results, run_id)
+    print_result(summary, run, time.monotonic() - started)
+    if initiator.get("error"):
+        raise UserError(f"{initiator['error']} (partial results in {run.root})")
+    return 0 if summary["smoke"]["all_verified"] else 1
+
+
+def print_result(summary: dict, run: RunDir, seconds: float) -> None:
+    s = summary["smoke"]
+    say(f"transport used: {summary['transport']} (requested {s['requested_transport']})")
+    for r in summary["rows"]:
+        say(f"{r['prompt_len']:>6} tokens {r['kv_bytes'] / 1e6:9.2f} MB: Mooncake {r['bandwidth_GB_s']:6.2f} GB/s, "
+            f"socket {r['socket_bandwidth_GB_s']:6.2f} GB/s, ratio {r['mooncake_vs_socket']:.2f}, "
+            f"verified {'yes' if r['verified'] and r['socket_verified'] else 'NO'}")
+    ratio = s["mooncake_vs_socket_at_largest"]
+    if ratio is not None:
+        mark = "meets" if ratio >= s["ratio_target"] else "is below"
+        say(f"Mooncake / socket at {s['largest_prompt_len']} tokens: {ratio:.2f} ({mark} the {s['ratio_target']:.2f} target)")
+    if s["memory_peak_bytes"] is not None:
+        say(f"peak memory of the stack: {s['memory_peak_bytes'] / GB:.2f} GB "
+            f"({'fits' if s['fits_8GB_laptop'] else 'does NOT fit'} an 8 GB laptop)")
+    say(f"all transfers verified: {'yes' if s['all_verified'] else 'NO'}; took {seconds:.0f} s")
+    say(f"report: {run.report_file}  (also {run.root.parent / 'latest'}/report.md)")

@@ -1,0 +1,81 @@
+"""Which transport the Mooncake Transfer Engine really used, read from its log.
+
+The engine's ``protocol`` argument does not pick the transport: it installs
+RDMA whenever it finds a usable HCA and TCP otherwise (or when MC_FORCE_TCP is
+set). So the smoke reads the engine's own start-up lines instead of trusting
+what it asked for.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_HCAS = re.compile(r"Topology discovery complete\. Found (\d+) HCAs")
+_RDMA_INSTALLED = re.compile(r"installTransport, type=rdma\b")
+_RDMA_DEVICE = re.compile(r"RDMA device: ([\w.-]+)")
+_GID = re.compile(r"Find best gid index: (-?\d+) on ([\w.-]+)")
+_TCP = re.compile(r"TcpTransport: listen on port (\d+)")
+_NO_DEVICES = re.compile(r"No RDMA devices found")
+
+
+@dataclass(frozen=True)
+class TransportEvidence:
+    transport: str | None           # "rdma", "tcp", or None when the log shows neither
+    hcas_found: int | None
+    rdma_devices: tuple[str, ...] = ()
+    lines: tuple[str, ...] = field(default=(), compare=False)
+
+    def to_dict(self) -> dict:
+        return {"transport": self.transport, "hcas_found": self.hcas_found,
+                "rdma_devices": list(self.rdma_devices), "lines": list(self.lines)}
+
+
+def detect(log_lines, force_tcp: bool = False) -> TransportEvidence:
+    hcas = None
+    rdma = False
+    tcp = False
+    devices: list[str] = []
+    kept: list[str] = []
+    for line in log_lines:
+        m = _HCAS.search(line)
+        if m:
+            hcas = int(m.group(1))
+        if _RDMA_INSTALLED.search(line):
+            rdma = True
+        for rx in (_RDMA_DEVICE, _GID):
+            m = rx.search(line)
+            if m:
+                rdma = True
+                dev = m.group(1) if rx is _RDMA_DEVICE else m.group(2)
+                dev = dev.rstrip("/")
+                if dev not in devices:
+                    devices.append(dev)
+        if _TCP.search(line):
+            tcp = True
+        if any(rx.search(line) for rx in (_HCAS, _RDMA_INSTALLED, _RDMA_DEVICE, _GID, _TCP, _NO_DEVICES)):
+            kept.append(line.strip())
+    # RDMA wins when it was installed: TCP may sit next to it, but a segment
+    # published with RDMA is read over RDMA. MC_FORCE_TCP overrides both.
+    if force_tcp and tcp:
+        transport = "tcp"
+    elif rdma:
+        transport = "rdma"
+    elif tcp:
+        transport = "tcp"
+    else:
+        transport = None
+    return TransportEvidence(transport, hcas, tuple(devices), tuple(kept))
+
+
+def fallback_reason(evidence: TransportEvidence, force_tcp: bool, ib_dir_present: bool) -> str:
+    """Why the engine did not use RDMA, in terms a user can act on."""
+    if force_tcp:
+        return "MC_FORCE_TCP=1 is set; unset it (SMOKE_TRANSPORT=rdma does)"
+    if evidence.hcas_found == 0 or evidence.hcas_found is None:
+        if not ib_dir_present:
+            return ("no /dev/infiniband in the container: the engine found 0 HCAs; on a laptop create a soft-RoCE "
+                    "device with `scripts/softroce.sh up`, then rerun (the smoke passes /dev/infiniband when the host has it)")
+        return ("the engine found 0 HCAs although /dev/infiniband exists: no port is ACTIVE with a GID, or the "
+                "uverbs devices are not accessible; check `rdma link` / `scripts/softroce.sh status`")
+    return "the engine found an HCA but did not install the RDMA transport; see its log lines in the run's logs/"
