@@ -225,8 +225,17 @@ def test_gpu_memory_registration(tmp_path, bin_dir):
     f = doctor.Facts(devices=[])
     c = doctor.check_gpu_registration(_ctx(tmp_path), f)
     assert c.status == "fail" and "WITH_NVIDIA_PEERMEM=0" in c.fix
-    c = doctor.check_gpu_registration(_ctx(tmp_path, env={"WITH_NVIDIA_PEERMEM": "0"}), f)
-    assert c.status == "pass" and "DMA-BUF" in c.detail
+    assert "WITH_NVIDIA_PEERMEM=1 (scenario h20-qwen3-235b-1p1d)" in c.detail
+    c = doctor.check_gpu_registration(_ctx(tmp_path, scenario=None, env={"WITH_NVIDIA_PEERMEM": "0"}), f)
+    assert c.status == "pass" and "DMA-BUF" in c.detail and "(environment)" in c.detail
+
+
+def test_ports_follow_the_scenario_launch(tmp_path):
+    scen = load_scenario(SCENARIO)
+    ctx = doctor.Context(sysfs_root=tmp_path, role="prefill", scenario=scen)
+    assert [p for p, _ in ctx.wanted_ports()] == [30000, 8998, 8000]
+    ctx = doctor.Context(sysfs_root=tmp_path, role="decode", scenario=scen)
+    assert [p for p, _ in ctx.wanted_ports()] == [30001]
 
 
 def test_gpus_missing_or_too_few(tmp_path, bin_dir):

@@ -57,6 +57,29 @@ class Context:
     memlock: tuple[int, int] | None = None
     ports: list[tuple[int, str]] | None = None
 
+    def server_env(self, key: str) -> tuple[str | None, str]:
+        """A server setting and where it comes from: the scenario's launch env wins over this shell's."""
+        launch = getattr(self.scenario, "launch", None) if self.scenario is not None else None
+        if launch is not None and key in launch.env:
+            return str(launch.env[key]), f"scenario {self.scenario.name}"
+        if key in self.env:
+            return self.env[key], "environment"
+        return None, ""
+
+    def wanted_ports(self) -> list[tuple[int, str]]:
+        if self.ports is not None:
+            return self.ports
+        launch = getattr(self.scenario, "launch", None) if self.scenario is not None else None
+        if launch is None:
+            return PORTS[self.role] if self.role else PORTS["prefill"] + PORTS["decode"]
+        p = launch.ports
+        by_role = {
+            "prefill": [(p.prefill, "prefill server HTTP"), (p.bootstrap, "disaggregation bootstrap"), (p.router, "router")],
+            "decode": [(p.decode, "decode server HTTP")],
+        }
+        chosen = by_role[self.role] if self.role else by_role["prefill"] + by_role["decode"]
+        return [(port, what) for port, what in chosen if port]
+
     @property
     def need(self) -> str:
         """Severity of something the GPU benchmark needs and the smoke test does not."""
@@ -138,7 +161,7 @@ def check_gids(ctx: Context, f: Facts) -> Check:
     ports = f.active_ports
     if not ports:
         return Check("gid", ctx.need, "no active port to pick a GID on", "see port-state")
-    forced = ctx.env.get("MC_GID_INDEX") or ctx.env.get("NCCL_IB_GID_INDEX")
+    forced = ctx.server_env("MC_GID_INDEX")[0] or ctx.server_env("NCCL_IB_GID_INDEX")[0]
     lines, bad = [], []
     for p in ports:
         choice = gid.pick(p)
@@ -272,19 +295,20 @@ def check_memlock(ctx: Context, f: Facts) -> Check:
 
 def check_gpu_registration(ctx: Context, f: Facts) -> Check:
     peermem = sysfs.module_loaded(ctx.sysfs_root, "nvidia_peermem")
-    choice = ctx.env.get("WITH_NVIDIA_PEERMEM")
+    choice, origin = ctx.server_env("WITH_NVIDIA_PEERMEM")
     if choice == "0":
         return Check("gpu-memory-registration", PASS,
-                     "WITH_NVIDIA_PEERMEM=0: GPU memory registered through DMA-BUF"
+                     f"WITH_NVIDIA_PEERMEM=0 ({origin}): GPU memory registered through DMA-BUF"
                      + (" (nvidia_peermem is loaded too)" if peermem else ""))
     if peermem:
         return Check("gpu-memory-registration", PASS, "nvidia_peermem module loaded (Mooncake's default path)")
     if not f.gpus and not ctx.role:
         return Check("gpu-memory-registration", PASS, "no GPU: only host memory is registered")
+    setting = f"WITH_NVIDIA_PEERMEM={choice} ({origin})" if choice is not None else "WITH_NVIDIA_PEERMEM unset (defaults to peermem)"
     return Check("gpu-memory-registration", ctx.need,
-                 "nvidia_peermem not loaded and WITH_NVIDIA_PEERMEM is not 0: registering GPU memory will fail",
-                 "`modprobe nvidia-peermem`, or set WITH_NVIDIA_PEERMEM=0 in the server environment to use DMA-BUF "
-                 "(needs the open GPU kernel module and a kernel with dma-buf RDMA support)")
+                 f"nvidia_peermem not loaded and {setting}: registering GPU memory will fail",
+                 "`modprobe nvidia-peermem`, or set WITH_NVIDIA_PEERMEM=0 for the servers (scenario launch.env) to use "
+                 "DMA-BUF (needs the open GPU kernel module and a kernel with dma-buf RDMA support)")
 
 
 def check_gpus(ctx: Context, f: Facts) -> Check:
@@ -400,8 +424,7 @@ def port_in_use(port: int) -> bool:
 
 
 def check_ports_free(ctx: Context, f: Facts) -> Check:
-    wanted = ctx.ports if ctx.ports is not None else (
-        PORTS[ctx.role] if ctx.role else PORTS["prefill"] + PORTS["decode"])
+    wanted = ctx.wanted_ports()
     busy = [f"{p} ({what})" for p, what in wanted if port_in_use(p)]
     names = ", ".join(str(p) for p, _ in wanted)
     if busy:
