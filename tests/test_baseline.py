@@ -125,3 +125,17 @@ def test_server_side_starts_both_and_reports_segment(node, capsys):
     calls = (tmp_path / "ib.log").read_text().splitlines()
     assert len(calls) == 2 and not any(c.endswith("192.168.100.11") for c in calls)  # servers take no peer
     assert "--mode target" in (tmp_path / "te.log").read_text()
+
+
+def test_load_ceiling(node):
+    from pdrepro.errors import UserError
+    from pdrepro.fabric.baseline import load_ceiling
+    tmp_path, bin_dir = node
+    assert load_ceiling(tmp_path / "run") is None
+    fakebin.ib_write_bw(bin_dir)
+    fakebin.transfer_engine_bench(bin_dir)
+    assert main(_argv(tmp_path)) == 0
+    assert load_ceiling(tmp_path / "run") == 178.64
+    (tmp_path / "run" / "baseline.json").write_text("{cut")
+    with pytest.raises(UserError, match="baseline.json: unreadable"):
+        load_ceiling(tmp_path / "run")

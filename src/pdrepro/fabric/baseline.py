@@ -269,3 +269,15 @@ def _wait_segment(proc: subprocess.Popen, timeout: float) -> str:
     tail = " / ".join(l.strip() for l in seen[-3:]) or "no output"
     raise UserError(f"transfer_engine_bench target did not start (exit {proc.poll()}): {tail}; "
                     "check /dev/infiniband, memlock and GPU registration with `pdrepro doctor`")
+
+
+def load_ceiling(run_dir: Path) -> float | None:
+    """The measured ceiling (decimal GB/s) that `pdrepro baseline` left in RUN, or None."""
+    path = Path(run_dir) / BASELINE_FILE
+    if not path.is_file():
+        return None
+    try:
+        value = json.loads(path.read_text()).get("baseline_GB_s")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise UserError(f"{path}: unreadable ({exc}); re-run `pdrepro baseline --out {run_dir}` or delete the file") from None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
