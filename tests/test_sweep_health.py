@@ -74,3 +74,27 @@ def test_rdma_gid_without_network_device_is_reported():
     line = "I0715 10:11:12.000001 4711 rdma_context.cpp:1220] Find best gid index: 1 on rxe0/1 (network state: without network device)"
     st = scan("prefill", "\n".join([line, "I0715 10:11:12.1 4711 transfer_engine_impl.cpp:388] installTransport, type=rdma"]))
     assert st.verdict == "rdma" and "GID without network device on rxe0" in st.describe()
+
+
+def test_only_the_latest_server_start_counts(tmp_path):
+    """Logs are appended across restarts: an old RDMA start must not vouch for a new TCP one."""
+    with FakeCluster(tmp_path, short_scenario((128,)), transport="tcp") as c:
+        log = c.log_dir / "prefill.log"
+        text = log.read_text()
+        rdma_start = "\n".join(["[2026-07-14 09:00:00] server_args=ServerArgs(model_path='/m', disaggregation_mode='prefill')",
+                                *mooncake_startup("rdma")])
+        log.write_text(rdma_start + "\n" + text)
+        with pytest.raises(UserError, match="prefill: tcp"):
+            run_sweep(config(tmp_path, c, FakeBench(c)))
+
+
+def test_logs_of_a_restart_are_appended_to_the_run(tmp_path):
+    from pdrepro.sweep.logsource import merge_into
+
+    dest = tmp_path / "prefill.log"
+    first = "server_args=ServerArgs(a)\nline 1\n"
+    merge_into(dest, first)
+    merge_into(dest, first + "line 2\n")  # same server, more lines
+    assert dest.read_text() == "server_args=ServerArgs(a)\nline 1\nline 2\n"
+    merge_into(dest, first + "line 2\n[t2] server_args=ServerArgs(b)\nline 3\n")  # restarted
+    assert dest.read_text() == "server_args=ServerArgs(a)\nline 1\nline 2\n[t2] server_args=ServerArgs(b)\nline 3\n"

@@ -9,7 +9,7 @@ built by ``benchcmd`` is valid on either side.
 from __future__ import annotations
 
 import threading
-import time
+import uuid
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -67,7 +67,7 @@ class DockerLauncher:
         volumes = {str(p): {"bind": str(p), "mode": "rw" if rw else "ro"} for p, rw in mounts.items()}
         container = client.containers.run(
             self.image, argv, detach=True, network_mode="host", volumes=volumes,
-            environment=self.env, name=f"{self.name_prefix}-{int(time.time() * 1000)}",
+            environment=self.env, name=f"{self.name_prefix}-{uuid.uuid4().hex[:12]}",
         )
         stop = threading.Event()
         pump = threading.Thread(target=self._pump, args=(container, say, stop), daemon=True)

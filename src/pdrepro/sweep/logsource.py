@@ -3,12 +3,36 @@ the Docker engine running them. Either way they land in RUN/logs/."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from ..errors import UserError
 
 ROLES = ("prefill", "decode")
+
+# SGLang logs its arguments once per start; the compose files append every
+# start to the same file, so a start marks where the current server's log begins.
+START_MARKER = "server_args=ServerArgs("
+
+
+def current_start(text: str) -> str:
+    """The part of an appended log written by the server's latest start."""
+    cut = text.rfind(START_MARKER)
+    if cut < 0:
+        return text
+    return text[text.rfind("\n", 0, cut) + 1:]
+
+
+def merge_into(dest: Path, text: str) -> None:
+    """Keep earlier starts already copied into the run (a resumed sweep may span
+    a server restart) and replace the latest start's part with ``text``'s."""
+    segment = current_start(text)
+    first = segment.split("\n", 1)[0]
+    old = dest.read_text(errors="replace") if dest.is_file() else ""
+    if old and first and first in old:
+        old = old[: old.index(first)]
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    tmp.write_text(old + segment)
+    tmp.replace(dest)
 
 
 class DirLogSource:
@@ -33,7 +57,7 @@ class DirLogSource:
         for role in ROLES:
             if self.path(role).is_file():
                 dest = logs_dir / f"{role}.log"
-                shutil.copyfile(self.path(role), dest)
+                merge_into(dest, self.path(role).read_text(errors="replace"))
                 out.append(dest)
         return out
 
@@ -82,7 +106,7 @@ class DockerLogSource:
             text = self.text(role)
             if text is not None:
                 dest = logs_dir / f"{role}.log"
-                dest.write_text(text)
+                merge_into(dest, text)
                 out.append(dest)
         return out
 

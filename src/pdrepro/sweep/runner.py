@@ -17,7 +17,7 @@ from ..scenario import Scenario
 from . import health, provenance, transport
 from .benchcmd import BenchTarget, bench_argv
 from .launcher import BenchLauncher, LengthTimeout
-from .logsource import tail
+from .logsource import current_start, tail
 from .state import SweepState, result_problem, write_json_atomic
 
 FAILURE_POLICIES = ("continue", "stop")
@@ -143,7 +143,8 @@ def _prove(cfg: SweepConfig, state: SweepState) -> dict | None:
         raise UserError(
             f"no {' or '.join(missing)} server log found via {cfg.log_source.describe()}; "
             "point --logs-from at the folder the servers log into (or the containers' names) to prove the transport")
-    proof = transport.prove(logs)
+    # Only the servers' latest start counts: an older start may have had RDMA.
+    proof = transport.prove({role: current_start(text) for role, text in logs.items()})
     state.event("transport", **proof.to_dict())
     if not proof.proven:
         raise UserError(f"KV transport is not RDMA: {proof.describe()}; {transport.FIX_HINT}")

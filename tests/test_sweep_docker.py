@@ -1,0 +1,82 @@
+"""The product's Docker launcher and log source against the real engine,
+with the smoke image standing in for the GPU image (both have python3)."""
+
+import uuid
+
+import docker
+import pytest
+
+from pdrepro.sweep.launcher import DockerLauncher, LengthTimeout
+from pdrepro.sweep.logsource import DockerLogSource
+
+from fakecluster import mooncake_startup
+from smokeimage import smoke_image
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="module")
+def image():
+    return smoke_image()
+
+
+def test_runs_argv_with_mounts_host_network_and_relays_progress(tmp_path, image):
+    out = tmp_path / "run"
+    out.mkdir()
+    data = tmp_path / "data.json"
+    data.write_text("[1, 2, 3]")
+    script = ("import json, sys, socket; "
+              f"n = len(json.load(open('{data}'))); "
+              "sys.stdout.write('  0%|  | 0/3\\r 33%|# | 1/3\\r100%|##| 3/3\\n'); "
+              f"open('{out}/result.jsonl', 'w').write(json.dumps({{'completed': n, 'host': socket.gethostname()}}) + '\\n')")
+    lines = []
+    rc = DockerLauncher(image, env={"MC_TE_METRIC": "1"}).run(
+        ["python3", "-c", script], mounts={out: True, data: False}, timeout_s=120, say=lines.append)
+    assert rc == 0
+    assert '"completed": 3' in (out / "result.jsonl").read_text()
+    assert any("33%" in line for line in lines) and any("3/3" in line for line in lines)
+
+
+def test_read_only_mount_and_exit_status(tmp_path, image):
+    data = tmp_path / "ro"
+    data.mkdir()
+    rc = DockerLauncher(image).run(["python3", "-c", f"open('{data}/x', 'w')"], mounts={data: False},
+                                   timeout_s=120, say=lambda _l: None)
+    assert rc == 1
+    assert not (data / "x").exists()
+
+
+def test_timeout_stops_and_removes_the_container(tmp_path, image):
+    prefix = f"pdrepro-test-{uuid.uuid4().hex[:8]}"
+    launcher = DockerLauncher(image, name_prefix=prefix)
+    with pytest.raises(LengthTimeout):
+        launcher.run(["sleep", "60"], mounts={}, timeout_s=2, say=lambda _l: None)
+    left = docker.from_env().containers.list(all=True, filters={"name": prefix})
+    assert left == []
+
+
+def test_missing_image_is_a_user_error(tmp_path, image):
+    from pdrepro.errors import UserError
+
+    with pytest.raises(UserError, match="make build"):
+        DockerLauncher(f"pdrepro-no-such-image:{uuid.uuid4().hex[:8]}").run(["true"], mounts={}, timeout_s=10, say=print)
+
+
+def test_docker_log_source_reads_named_containers(tmp_path, image):
+    client = docker.from_env()
+    name = f"pdrepro-test-prefill-{uuid.uuid4().hex[:8]}"
+    text = "\n".join(mooncake_startup("rdma", nics=2))
+    container = client.containers.run(image, ["bash", "-c", f"cat <<'EOF'\n{text}\nEOF"], name=name, detach=True,
+                                      environment={"MC_GID_INDEX": "3", "NCCL_IB_HCA": "mlx5_0", "HOME_X": "1"})
+    try:
+        container.wait(timeout=60)
+        source = DockerLogSource({"prefill": name, "decode": f"{name}-absent"}, client=client)
+        assert "installTransport, type=rdma" in source.text("prefill")
+        assert source.text("decode") is None
+        copied = source.copy_to(tmp_path / "logs")
+        assert [p.name for p in copied] == ["prefill.log"]
+        facts = source.containers()["prefill"]
+        assert sorted(facts["env"]) == ["MC_GID_INDEX=3", "NCCL_IB_HCA=mlx5_0"]
+        assert facts["image_id"].startswith("sha256:")
+    finally:
+        container.remove(force=True)
