@@ -313,3 +313,16 @@ def test_advertise_ip_from_env_or_unset(tmp_path, bin_dir):
     ctx = _ctx(tmp_path)
     c = doctor.check_advertise_ip(ctx, doctor.gather(ctx))
     assert c.status == "warn" and "e.g. 192.168.100.11" in c.fix
+
+
+def test_saved_sysfs_copy_checks_like_the_original(tmp_path, bin_dir, docker_engine, capsys):
+    h20_node(tmp_path / "sys", down=("mlx5_3",))
+    docker_engine()
+    copy = tmp_path / "copy"
+    main(["doctor", "--sysfs-root", str(tmp_path / "sys"), "--json", "--save-sysfs", str(copy)])
+    first = capsys.readouterr()
+    assert "saved 4 RDMA device(s)" in first.err
+    main(["doctor", "--sysfs-root", str(copy), "--json"])
+    assert json.loads(capsys.readouterr().out) == json.loads(first.out)
+    assert main(["doctor", "--sysfs-root", str(tmp_path / "sys"), "--save-sysfs", str(copy)]) == 2
+    assert "not empty" in capsys.readouterr().err

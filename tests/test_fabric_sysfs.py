@@ -103,3 +103,25 @@ def test_infiniband_link_layer_treats_v1_string_as_ib(tmp_path):
 
 def test_only_null_gids_gives_no_pick(tmp_path):
     assert gid.pick(_port(tmp_path, [])) is None
+
+
+def test_capture_copies_what_the_checks_read(tmp_path):
+    from pdrepro.fabric.capture import capture
+    h20_node(tmp_path / "node")
+    summary = capture(tmp_path / "node", tmp_path / "copy")
+    assert summary.startswith("4 RDMA device(s), 4 net device(s), 8 GPU(s), modules: nvidia_peermem, mlx5_core")
+    assert sysfs.read_rdma_devices(tmp_path / "copy") == sysfs.read_rdma_devices(tmp_path / "node")
+    assert (tmp_path / "copy" / "class" / "infiniband" / "mlx5_0").is_symlink()
+    assert sysfs.pci_device(tmp_path / "copy", "0000:79:00.0") == sysfs.pci_device(tmp_path / "node", "0000:79:00.0")
+    assert sysfs.netdev_mtu(tmp_path / "copy", "ens13np0") == 9000
+    assert sysfs.module_loaded(tmp_path / "copy", "nvidia_peermem")
+
+
+def test_capture_of_this_hosts_sys(tmp_path):
+    from pathlib import Path
+
+    from pdrepro.fabric.capture import capture
+    capture(Path("/sys"), tmp_path / "copy")
+    assert sysfs.read_rdma_devices(tmp_path / "copy") == sysfs.read_rdma_devices(Path("/sys"))
+    lo = sysfs.netdev_mtu(Path("/sys"), "lo")
+    assert lo is not None and sysfs.netdev_mtu(tmp_path / "copy", "lo") == lo

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from tabulate import tabulate
 
 from ..errors import UserError
 from ..fabric import doctor
+from ..fabric.capture import capture
 from ..scenario import load_scenario
 
 MARK = {"pass": "ok", "warn": "WARN", "fail": "FAIL"}
@@ -27,12 +29,19 @@ def register(sub) -> None:
     p.add_argument("--dataset", type=Path, help="ShareGPT JSON file the bench client reads")
     p.add_argument("--advertise-ip", help="address the servers advertise (default: $SGLANG_HOST_IP, $HOST_IP)")
     p.add_argument("--scenario", help="scenario name or file: compares line rate, GPU count and model with it")
+    p.add_argument("--save-sysfs", type=Path, metavar="DIR",
+                   help="also save the part of sysfs the checks read into DIR (check it elsewhere with --sysfs-root DIR)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     if not args.sysfs_root.is_dir():
         raise UserError(f"--sysfs-root {args.sysfs_root}: not a directory; pass /sys or a captured copy of it")
+    if args.save_sysfs is not None:
+        if args.save_sysfs.exists() and any(args.save_sysfs.iterdir()):
+            raise UserError(f"--save-sysfs {args.save_sysfs}: not empty; pick a new directory")
+        summary = capture(args.sysfs_root, args.save_sysfs)
+        print(f"saved {summary} to {args.save_sysfs}", file=sys.stderr)
     scenario = load_scenario(args.scenario) if args.scenario else None
     ctx = doctor.Context(sysfs_root=args.sysfs_root, role=args.role, scenario=scenario, model=args.model,
                          dataset=args.dataset, advertise_ip=args.advertise_ip,

@@ -153,7 +153,8 @@ def run_te_client(plan: Plan) -> dict:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=plan.duration + 180)
         text = proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as exc:
-        text = (exc.stdout or "") + (exc.stderr or "") if isinstance(exc.stdout, str) else ""
+        text = "".join(part.decode(errors="replace") if isinstance(part, bytes) else (part or "")
+                       for part in (exc.stdout, exc.stderr))
         _save(plan.out, "transfer_engine_bench.log", text)
         return {"throughput_GB_s": None, "error": f"no result within {plan.duration + 180} s", "command": argv}
     _save(plan.out, "transfer_engine_bench.log", text)
