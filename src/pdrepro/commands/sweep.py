@@ -33,8 +33,11 @@ def register(sub) -> None:
     p.add_argument("--tokenizer", help="tokenizer path if not the model folder")
     p.add_argument("--dataset-path", required=True, help="ShareGPT JSON the random dataset draws token ids from")
     p.add_argument("--image", help="GPU image to run the bench client in (default: the pinned sglang image from versions.env)")
-    p.add_argument("--logs-from", metavar="DIR|docker",
-                   help="where the servers' logs are: a folder with prefill.log/decode.log, or 'docker' (containers by name)")
+    p.add_argument("--logs-from", metavar="DIR|docker|docker:ssh://HOST",
+                   help="where the servers' logs are: a folder with prefill.log/decode.log, 'docker' (containers by "
+                        "name on this host) or docker:ssh://user@host (another node's engine)")
+    p.add_argument("--prefill-logs-from", metavar="DIR|docker|docker:ssh://HOST",
+                   help="the prefill log's source when it differs (the prefill server runs on the other node)")
     p.add_argument("--prefill-container", default="pdrepro-prefill", help="prefill container name for --logs-from docker")
     p.add_argument("--decode-container", default="pdrepro-decode", help="decode container name for --logs-from docker")
     p.add_argument("--length-timeout", type=float, metavar="SEC", help="stop a prompt length's client after SEC seconds")
@@ -58,13 +61,15 @@ def default_image() -> str:
 
 
 def _log_source(args):
-    from ..sweep.logsource import DirLogSource, DockerLogSource
+    from ..sweep.logsource import PerRoleLogSource, from_spec
 
-    if args.logs_from is None:
-        return None
-    if args.logs_from == "docker":
-        return DockerLogSource({"prefill": args.prefill_container, "decode": args.decode_container})
-    return DirLogSource(Path(args.logs_from))
+    names = {"prefill": args.prefill_container, "decode": args.decode_container}
+    if args.prefill_logs_from is None:
+        return from_spec(args.logs_from, names) if args.logs_from is not None else None
+    sources = {"prefill": from_spec(args.prefill_logs_from, names)}
+    if args.logs_from is not None:
+        sources["decode"] = from_spec(args.logs_from, names)
+    return PerRoleLogSource(sources)
 
 
 def run(args: argparse.Namespace) -> int:

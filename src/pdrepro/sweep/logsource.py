@@ -69,11 +69,13 @@ class DirLogSource:
 
 
 class DockerLogSource:
-    """Containers on this host's engine (or DOCKER_HOST), by name."""
+    """Containers by name, on this host's engine or on another node's through
+    ``ssh://user@host`` (the prefill server runs on the other node)."""
 
-    def __init__(self, names: dict[str, str], client=None):
+    def __init__(self, names: dict[str, str], client=None, base_url: str | None = None):
         self.names = dict(names)
         self._client = client
+        self.base_url = base_url
 
     @property
     def client(self):
@@ -81,9 +83,14 @@ class DockerLogSource:
             try:
                 import docker
 
-                self._client = docker.from_env()
+                if self.base_url:
+                    self._client = docker.DockerClient(base_url=self.base_url, use_ssh_client=self.base_url.startswith("ssh://"))
+                else:
+                    self._client = docker.from_env()
             except Exception as exc:
-                raise UserError(f"--logs-from docker: cannot reach the Docker engine ({type(exc).__name__}); start dockerd or use --logs-from DIR") from None
+                where = self.base_url or "this host"
+                raise UserError(f"--logs-from docker: cannot reach the Docker engine on {where} ({type(exc).__name__}); "
+                                "start dockerd, check ssh access, or use --logs-from DIR") from None
         return self._client
 
     def _container(self, role: str):
@@ -111,7 +118,7 @@ class DockerLogSource:
         return out
 
     def describe(self) -> dict:
-        return {"kind": "docker", "containers": self.names}
+        return {"kind": "docker", "engine": self.base_url or "local", "containers": self.names}
 
     def containers(self) -> dict:
         """role -> container facts for provenance (image digest, environment)."""
@@ -128,6 +135,46 @@ class DockerLogSource:
                 "env": [e for e in attrs.get("Config", {}).get("Env", []) or [] if e.split("=", 1)[0].startswith(("MC_", "SGLANG_", "NCCL_"))],
             }
         return facts
+
+
+class PerRoleLogSource:
+    """Each role's log from its own source (e.g. decode from the local folder,
+    prefill from the prefill node's Docker engine)."""
+
+    def __init__(self, sources: dict[str, object]):
+        self.sources = dict(sources)
+
+    def text(self, role: str) -> str | None:
+        source = self.sources.get(role)
+        return source.text(role) if source is not None else None
+
+    def copy_to(self, logs_dir: Path) -> list[Path]:
+        logs_dir.mkdir(parents=True, exist_ok=True)
+        out = []
+        for role in ROLES:
+            text = self.text(role)
+            if text is not None:
+                merge_into(logs_dir / f"{role}.log", text)
+                out.append(logs_dir / f"{role}.log")
+        return out
+
+    def describe(self) -> dict:
+        return {role: source.describe() for role, source in self.sources.items()}
+
+    def containers(self) -> dict:
+        facts = {}
+        for role, source in self.sources.items():
+            facts.update({r: f for r, f in source.containers().items() if r == role})
+        return facts
+
+
+def from_spec(spec: str, names: dict[str, str]):
+    """``DIR``, ``docker`` (local engine) or ``docker:ssh://user@host``."""
+    if spec == "docker":
+        return DockerLogSource(names)
+    if spec.startswith("docker:"):
+        return DockerLogSource(names, base_url=spec[len("docker:"):])
+    return DirLogSource(Path(spec))
 
 
 def tail(source, role: str, n: int = 5) -> list[str]:
