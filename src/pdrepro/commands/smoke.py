@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -19,6 +20,18 @@ def _lens(text: str) -> list[int]:
     return values
 
 
+def as_run(scenario, plan):
+    """The scenario as this run executes it: its lengths and transfer count, so
+    the run's scenario.yaml and the shared checks describe what really ran."""
+    lens = tuple(r.prompt_len for r in plan.rows)
+    t = scenario.thresholds
+    thresholds = dataclasses.replace(
+        t, min_bandwidth_GB_s={k: v for k, v in t.min_bandwidth_GB_s.items() if k in lens},
+        max_ttft_ms={k: v for k, v in t.max_ttft_ms.items() if k in lens})
+    sweep = dataclasses.replace(scenario.sweep, prompt_lens=lens, num_prompts=plan.repeats)
+    return dataclasses.replace(scenario, sweep=sweep, thresholds=thresholds)
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "smoke", help="move KV-cache-sized buffers between two containers through Mooncake (no GPU needed)",
@@ -27,7 +40,8 @@ def register(subparsers) -> None:
                     "socket, verify every byte, and write results/<id>/ (summary.json, report.md, plots).")
     p.add_argument("--scenario", default="smoke-tcp", help="shipped scenario name or YAML path (default: smoke-tcp)")
     p.add_argument("--prompt-lens", help="comma-separated subset of the scenario's prompt lengths")
-    p.add_argument("--repeats", type=int, default=5, help="timed transfers per size, after one warm-up (default 5)")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="timed transfers per size, after one warm-up (default: the scenario's sweep.num_prompts)")
     p.add_argument("--block-mib", type=int, default=16, help="block size of each engine batch in MiB, >= 1 (default 16)")
     p.add_argument("--transport", choices=("auto", "tcp", "rdma"), default=os.environ.get("SMOKE_TRANSPORT", "auto"),
                    help="auto: whatever Mooncake finds; tcp: force TCP; rdma: fail unless RDMA is used "
@@ -37,7 +51,7 @@ def register(subparsers) -> None:
     p.add_argument("--compose-file", default=None, help="default: compose/smoke.yaml of this checkout")
     p.add_argument("--memlock", default=os.environ.get("SMOKE_MEMLOCK"),
                    help="container memlock limit in bytes, -1 = unlimited (default: $SMOKE_MEMLOCK, else the "
-                        "host's hard limit when it has one)")
+                        "local Docker engine's own cap when it has one, else unlimited)")
     p.add_argument("--host-ip", default=os.environ.get("SMOKE_HOST_IP"),
                    help="RDMA only: the host's address on the RDMA netdev (default: $SMOKE_HOST_IP or the hostname's)")
     p.add_argument("--timeout", type=float, default=600, help="seconds before the run is abandoned (default 600)")
@@ -53,8 +67,9 @@ def run(args) -> int:
     scenario = load_scenario(args.scenario)
     if scenario.kind != "kv-sweep":
         raise UserError(f"scenario {scenario.name} is a {scenario.kind}; the smoke needs a kv-sweep scenario")
-    if args.repeats < 1:
-        raise UserError(f"--repeats {args.repeats}: give at least 1")
+    repeats = scenario.sweep.num_prompts if args.repeats is None else args.repeats
+    if repeats < 1:
+        raise UserError(f"--repeats {repeats}: give at least 1")
     if args.block_mib < 1:
         raise UserError(f"--block-mib {args.block_mib}: the TCP transport needs blocks of >= 1 MiB")
     memlock = args.memlock if args.memlock is not None else default_memlock()
@@ -64,7 +79,8 @@ def run(args) -> int:
         except ValueError:
             raise UserError(f"memlock {memlock!r}: give bytes as an integer, or -1 for unlimited") from None
     plan = make_plan(scenario, _lens(args.prompt_lens) if args.prompt_lens else None,
-                     repeats=args.repeats, block_bytes=args.block_mib * MiB)
+                     repeats=repeats, block_bytes=args.block_mib * MiB)
+    scenario = as_run(scenario, plan)
     image = args.image or os.environ.get("SMOKE_IMAGE") or load_pins().get("SMOKE_IMAGE")
     if not image:
         raise UserError("no smoke image named; pass --image or set SMOKE_IMAGE in docker/versions.env")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import resource
 import secrets
 import shutil
 import socket
@@ -73,23 +72,37 @@ def compose_command() -> list[str]:
     raise UserError("Docker Compose v2 is missing; install the `docker-compose-plugin` (or `docker-compose`) package")
 
 
-def check_rdma_request(transport: str, plan: Plan, memlock: str | None) -> None:
+def check_rdma_request(transport: str, plan: Plan, memlock: str | None, root: Path = Path("/")) -> None:
+    """Fail before starting anything when RDMA cannot work here (``root`` is for tests)."""
     if transport != "rdma":
         return
-    devices = sorted(p.name for p in Path("/sys/class/infiniband").glob("*")) if Path("/sys/class/infiniband").is_dir() else []
-    if not devices or not Path("/dev/infiniband").is_dir():
+    sysfs, dev = root / "sys" / "class" / "infiniband", root / "dev" / "infiniband"
+    devices = sorted(p.name for p in sysfs.iterdir()) if sysfs.is_dir() else []
+    if not devices or not dev.is_dir():
         raise UserError("RDMA was requested but this host has no RDMA device (/sys/class/infiniband is empty or "
                         "/dev/infiniband is missing); create a soft-RoCE one with `sudo scripts/softroce.sh up`, "
                         "or use --transport tcp")
     if memlock is not None and int(memlock) != -1 and int(memlock) < plan.max_bytes:
-        raise UserError(f"SMOKE_MEMLOCK={memlock} B is below the {plan.max_bytes} B RDMA must pin per container; "
-                        "raise SMOKE_MEMLOCK (-1 = unlimited) or pass fewer --prompt-lens")
+        raise UserError(f"memlock {memlock} B is below the {plan.max_bytes} B RDMA must pin per container; "
+                        "raise SMOKE_MEMLOCK (bytes, -1 = unlimited) or pass fewer --prompt-lens")
 
 
-def default_memlock() -> str | None:
-    """This host's hard memlock cap when it has one: containers cannot go beyond it."""
-    _, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
-    return None if hard == resource.RLIM_INFINITY else str(hard)
+def default_memlock(proc: Path = Path("/proc")) -> str | None:
+    """The local Docker engine's memlock cap, when it has one: a container asking
+    for more does not start. None (compose's unlimited default) when the engine
+    is unlimited (systemd units usually are) or not a local process."""
+    for comm in proc.glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().strip() != "dockerd":
+                continue
+            limits = (comm.parent / "limits").read_text()
+        except OSError:
+            continue
+        for line in limits.splitlines():
+            if line.startswith("Max locked memory"):
+                hard = line.split()[4]
+                return None if hard == "unlimited" else hard
+    return None
 
 
 def find_compose_file(explicit: str | None) -> Path:
@@ -270,9 +283,9 @@ def write_outputs(run: RunDir, summary: dict) -> list[Path]:
 
 
 def run_smoke(opts: SmokeOptions) -> int:
+    check_rdma_request(opts.transport, opts.plan, opts.memlock)
     client = docker_client()
     img = image_info(client, opts.image)
-    check_rdma_request(opts.transport, opts.plan, opts.memlock)
     opts.results.mkdir(parents=True, exist_ok=True)
     run_id, run = new_run_dir(opts.results)
     run.scenario_file.write_text(opts.scenario.to_yaml())

@@ -22,6 +22,7 @@ def _bw(nbytes: int, ms: float | None) -> float | None:
 
 
 def build_rows(initiator: dict, line_rate_GB_s: float | None) -> list[dict]:
+    planned = (initiator.get("plan") or {}).get("repeats")
     rows = []
     for r in initiator.get("rows", []):
         n, mc, sk = r["kv_bytes"], r["mooncake"], r["socket"]
@@ -30,6 +31,7 @@ def build_rows(initiator: dict, line_rate_GB_s: float | None) -> list[dict]:
         rows.append({
             "prompt_len": r["prompt_len"],
             "requests": len(mc["ms"]),
+            "expected_requests": planned,
             "ttft_ms_mean": None, "ttft_ms_median": None, "ttft_ms_p99": None,
             "kv_bytes": n,
             "transfer_ms_median": mc["ms_median"],

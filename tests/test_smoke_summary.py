@@ -1,0 +1,183 @@
+"""The smoke's summary contract, report and host-side checks, from agent output
+shaped exactly as the in-container initiator writes it."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pdrepro.checks import evaluate
+from pdrepro.commands.smoke import as_run
+from pdrepro.errors import UserError
+from pdrepro.rundir import RunDir
+from pdrepro.scenario import load_scenario
+from pdrepro.smoke import run as smoke_run
+from pdrepro.smoke.plan import make_plan
+from pdrepro.smoke.summary import build_summary
+
+TCP_LINES = ["I1129 15:14:26.734120 11810 transfer_engine_impl.cpp:252] Topology discovery complete. Found 0 HCAs.",
+             "I1129 15:14:26.734174 11810 tcp_transport.cpp:553] TcpTransport: listen on port 15523"]
+
+
+def _measure(ms, verified=True):
+    ms = list(ms)
+    return {"kind": "x", "ms": ms, "verified": verified, "failed_checks": 0 if verified else 1,
+            "ms_median": sorted(ms)[len(ms) // 2], "ms_mean": sum(ms) / len(ms)}
+
+
+def _initiator(plan, mooncake_ms, socket_ms, verified=True, error=None):
+    rows = []
+    for row, mc, sk in zip(plan.rows, mooncake_ms, socket_ms):
+        rows.append({"prompt_len": row.prompt_len, "kv_bytes": row.kv_bytes,
+                     "mooncake": _measure([mc * 0.98, mc, mc * 1.05], verified), "socket": _measure([sk, sk, sk])})
+    return {"role": "initiator", "requested_transport": "auto", "error": error,
+            "evidence": {"transport": "tcp", "hcas_found": 0, "rdma_devices": [], "lines": TCP_LINES},
+            "target_evidence": {"transport": "tcp", "hcas_found": 0, "rdma_devices": [], "lines": TCP_LINES},
+            "plan": json.loads(plan.to_json()), "memlock_bytes": 8388608, "rows": rows,
+            "memory_peak": {"bytes": 300_000_000, "source": "/sys/fs/cgroup/memory.peak"},
+            "target_memory_peak": {"bytes": 280_000_000, "source": "/sys/fs/cgroup/memory.peak"}}
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return make_plan(load_scenario("smoke-tcp"), prompt_lens=[128, 4096, 32768], repeats=3)
+
+
+@pytest.fixture(scope="module")
+def scenario(plan):
+    # As `pdrepro smoke --prompt-lens 128,4096,32768 --repeats 3` records it.
+    return as_run(load_scenario("smoke-tcp"), plan)
+
+
+def test_summary_follows_the_shared_contract(scenario, plan):
+    # 32K tokens: 134.2 MB in 60 ms by Mooncake = 2.24 GB/s; the socket in 55 ms = 2.44 GB/s.
+    s = build_summary(scenario, _initiator(plan, [0.4, 8.0, 60.0], [0.3, 7.5, 55.0]), {"run_id": "x"})
+    assert s["schema_version"] == 1 and s["source"] == "smoke" and s["transport"] == "tcp"
+    assert s["line_rate_GB_s"] == pytest.approx(12.5)
+    assert [r["prompt_len"] for r in s["rows"]] == [128, 4096, 32768]
+    top = s["rows"][-1]
+    assert top["kv_bytes"] == 134_217_728
+    assert top["transfer_ms_median"] == pytest.approx(60.0)
+    assert top["bandwidth_GB_s"] == pytest.approx(134_217_728 / 0.060 / 1e9)
+    assert top["socket_bandwidth_GB_s"] == pytest.approx(134_217_728 / 0.055 / 1e9)
+    assert top["mooncake_vs_socket"] == pytest.approx(55 / 60)
+    assert top["utilization_pct"] == pytest.approx(top["bandwidth_GB_s"] / 12.5 * 100)
+    assert top["requests"] == top["expected_requests"] == 3
+    assert top["ttft_ms_mean"] is None and top["transfer_share_of_ttft_pct"] is None
+    assert all(r["verified"] for r in s["rows"])
+    assert s["baseline_GB_s"] == pytest.approx(top["socket_bandwidth_GB_s"])
+    assert s["smoke"]["all_verified"] and s["smoke"]["memory_peak_bytes"] == 580_000_000
+    assert s["smoke"]["fits_8GB_laptop"] is True
+    assert s["issues"] == []
+    json.dumps(s, allow_nan=False)
+
+
+def test_a_corrupted_transfer_becomes_an_error_issue(scenario, plan):
+    s = build_summary(scenario, _initiator(plan, [0.4, 8, 60], [0.3, 7.5, 55], verified=False), {})
+    assert not s["smoke"]["all_verified"]
+    assert {i["kind"] for i in s["issues"]} == {"checksum_mismatch"}
+    assert all(i["severity"] == "error" for i in s["issues"])
+
+
+def test_below_the_socket_target_is_flagged_not_hidden(scenario, plan):
+    s = build_summary(scenario, _initiator(plan, [0.4, 8, 100], [0.3, 7.5, 55]), {})
+    assert s["smoke"]["mooncake_vs_socket_at_largest"] == pytest.approx(0.55)
+    assert [i["kind"] for i in s["issues"]] == ["below_socket"]
+
+
+def test_the_run_scenario_records_what_ran(scenario):
+    assert scenario.sweep.prompt_lens == (128, 4096, 32768)
+    assert scenario.sweep.num_prompts == 3
+    assert scenario.name == "smoke-tcp"
+
+
+def test_a_run_cut_short_keeps_its_rows_and_says_what_is_missing(scenario, plan):
+    init = _initiator(plan, [0.4, 8, 60], [0.3, 7.5, 55], error="batch_transfer_sync_read returned -1")
+    init["rows"] = init["rows"][:2]
+    s = build_summary(scenario, init, {})
+    assert len(s["rows"]) == 2
+    kinds = {i["kind"] for i in s["issues"]}
+    assert kinds == {"smoke_failed", "missing_length"}
+
+
+def test_outputs_use_the_shared_report_and_plots(tmp_path, scenario, plan):
+    s = build_summary(scenario, _initiator(plan, [0.4, 8.0, 60.0], [0.3, 7.5, 55.0]), {"run_id": "x"})
+    run = RunDir(tmp_path)
+    plots = smoke_run.write_outputs(run, s)
+    report = run.report_file.read_text()
+    assert "source: smoke" in report and "transport: tcp" in report
+    assert "Mooncake against a plain socket copy" in report
+    assert "Mooncake / socket at 32768 tokens: **0.92**" in report
+    assert "fits an 8 GB laptop" in report
+    assert plots and all(p.is_file() and p.stat().st_size > 1000 for p in plots)
+    assert json.loads(run.summary_file.read_text())["rows"][0]["prompt_len"] == 128
+    # The shared checks accept a smoke summary (no TTFT figures to check).
+    results = evaluate(s, scenario)
+    assert results and all(r.passed for r in results), [r.detail for r in results if not r.passed]
+    assert {r.prompt_len for r in results if r.name == "completed"} == {128, 4096, 32768}
+
+
+def test_latest_points_at_the_newest_run(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    smoke_run.link_latest(tmp_path, "a")
+    smoke_run.link_latest(tmp_path, "b")
+    assert (tmp_path / "latest").resolve() == (tmp_path / "b").resolve()
+
+
+def test_rdma_request_without_a_device_points_at_softroce(tmp_path, plan):
+    with pytest.raises(UserError, match="scripts/softroce.sh up"):
+        smoke_run.check_rdma_request("rdma", plan, None, root=tmp_path)
+    smoke_run.check_rdma_request("tcp", plan, None, root=tmp_path)
+
+
+def test_rdma_with_too_little_memlock_names_the_variable(tmp_path, plan):
+    (tmp_path / "sys/class/infiniband/rxe0").mkdir(parents=True)
+    (tmp_path / "dev/infiniband").mkdir(parents=True)
+    with pytest.raises(UserError, match="raise SMOKE_MEMLOCK"):
+        smoke_run.check_rdma_request("rdma", plan, "8388608", root=tmp_path)
+    smoke_run.check_rdma_request("rdma", plan, "-1", root=tmp_path)
+    smoke_run.check_rdma_request("rdma", plan, str(plan.max_bytes), root=tmp_path)
+
+
+def test_memlock_default_is_the_docker_engines_cap(tmp_path):
+    limits = "Limit                     Soft Limit           Hard Limit           Units\n" \
+             "Max locked memory         8388608              8388608              bytes\n"
+    (tmp_path / "1").mkdir()
+    (tmp_path / "1/comm").write_text("systemd\n")
+    (tmp_path / "1/limits").write_text(limits.replace("8388608", "unlimited"))
+    assert smoke_run.default_memlock(tmp_path) is None
+    (tmp_path / "77").mkdir()
+    (tmp_path / "77/comm").write_text("dockerd\n")
+    (tmp_path / "77/limits").write_text(limits)
+    assert smoke_run.default_memlock(tmp_path) == "8388608"
+
+
+def test_no_docker_engine_says_how_to_get_one(monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    with pytest.raises(UserError, match="install Docker .* start it"):
+        smoke_run.docker_client()
+
+
+def _cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "pdrepro", "smoke", *args], capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def test_cli_bad_prompt_length_is_one_line_and_exit_2(tmp_path):
+    proc = _cli("--prompt-lens", "100", "--results", str(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("pdrepro smoke: error: prompt length 100 is not in scenario smoke-tcp")
+    assert "Traceback" not in proc.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_cli_rdma_without_device_fails_before_touching_docker(tmp_path):
+    import os
+    if os.path.isdir("/sys/class/infiniband") and os.listdir("/sys/class/infiniband"):
+        pytest.skip("this host has an RDMA device")
+    proc = _cli("--transport", "rdma", "--results", str(tmp_path),
+                env={**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"})
+    assert proc.returncode == 2
+    assert "softroce.sh up" in proc.stderr and "Traceback" not in proc.stderr
