@@ -54,6 +54,9 @@ def test_writes_summary_report_and_plots(published):
                 "transfer_share_of_ttft_pct"):
         assert all(key in r for r in on_disk["rows"]), key
     assert "12.62 GB" in run.report_file.read_text()
+    csv_lines = (run.root / "summary.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("prompt_len,requests,") and "bandwidth_GB_s" in csv_lines[0]
+    assert len(csv_lines) == 10 and csv_lines[-1].startswith("32768,50,0,")
     names = sorted(p.name for p in run.plots_dir.iterdir())
     assert names == ["bandwidth.png", "transfer-vs-size.png", "ttft-split.png"]
     assert all((run.plots_dir / n).stat().st_size > 10_000 for n in names)

@@ -69,3 +69,18 @@ def test_smoke_summary_without_ttft_skips_ttft_checks():
     assert any(r.name == "min_bandwidth" and r.passed for r in results)
     # Peak figures are missing from the headline: they fail rather than pass silently.
     assert {r.name for r in failed(results)} == {"peak_bandwidth", "peak_utilization"}
+
+
+def test_comparison_summary_is_judged_on_completeness():
+    comparison = load_scenario("a10-qwen25-7b-rate1")
+    names = list(comparison.reference.configurations)
+    n = comparison.sweep.num_prompts
+    summary = {"kind": "comparison", "rows": [], "issues": [], "configurations": {
+        names[0]: {"measured": {"prompt_len": 8192, "completed": n, "errors": 0}},
+        names[1]: {"measured": {"prompt_len": 8192, "completed": n - 2, "errors": 2}},
+    }}
+    bad = failed(evaluate(summary, comparison))
+    assert {(r.name, r.prompt_len) for r in bad} == {("completed", 8192), ("request_errors", 8192)}
+    assert all(names[1] in r.detail for r in bad)
+    summary["configurations"][names[1]]["measured"] = None
+    assert [r.name for r in failed(evaluate(summary, comparison))] == ["configuration_present"]

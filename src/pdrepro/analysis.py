@@ -272,13 +272,14 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
 def write_outputs(run: RunDir, summary: dict) -> list[Path]:
     """summary.json, report.md and the plots; returns the plot paths."""
     from .plots import render_plots
-    from .report import render_report
+    from .report import render_csv, render_report
 
     run.root.mkdir(parents=True, exist_ok=True)
     tmp = run.summary_file.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     os.replace(tmp, run.summary_file)
     run.report_file.write_text(render_report(summary))
+    (run.root / "summary.csv").write_text(render_csv(summary))
     return render_plots(summary, run.plots_dir)
 
 
@@ -300,15 +301,16 @@ def analyze_run(run: RunDir, scenario: Scenario) -> dict:
     return summary
 
 
+_OUTPUTS = ("summary.json", "report.md", "summary.csv", "summary.json.tmp")
+
+
 def _newest_input(run: RunDir) -> float:
+    """Newest mtime of anything in the run that is not an analysis output (comparison runs nest folders)."""
     newest = 0.0
-    for folder in (run.bench_dir, run.logs_dir, run.metrics_dir):
-        if folder.is_dir():
-            for p in folder.iterdir():
-                newest = max(newest, p.stat().st_mtime)
-    for p in (run.scenario_file, run.provenance_file):
-        if p.is_file():
-            newest = max(newest, p.stat().st_mtime)
+    for p in run.root.rglob("*"):
+        if p.name in _OUTPUTS or run.plots_dir in p.parents or not p.is_file():
+            continue
+        newest = max(newest, p.stat().st_mtime)
     return newest
 
 

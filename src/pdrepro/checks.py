@@ -46,7 +46,30 @@ def _issue_kinds(summary: dict, severity: str | None = None) -> dict[str, list[d
     return kinds
 
 
+def _evaluate_comparison(summary: dict, scenario: Scenario) -> list[CheckResult]:
+    """A comparison is judged on completeness; its figures are compared, not bounded."""
+    t = scenario.thresholds
+    out = []
+    for name, config in (summary.get("configurations") or {}).items():
+        m = config.get("measured")
+        L = m.get("prompt_len") if m else None
+        out.append(CheckResult("configuration_present", L, None, None, "", m is not None,
+                               f"{name}: {'measured' if m else 'no bench result in the run'}"))
+        if not m:
+            continue
+        expected = scenario.sweep.num_prompts
+        out.append(_check("completed", L, m["completed"] / expected, ">=", t.min_completed_fraction, "of prompts",
+                          f"{name}: {m['completed']}/{expected} completed:"))
+        out.append(_check("request_errors", L, float(m["errors"]), "<=", float(t.max_request_errors), "errors",
+                          f"{name}: failed requests"))
+    if not out:
+        out.append(CheckResult("configuration_present", None, None, None, "", False, "the summary names no configuration"))
+    return out
+
+
 def evaluate(summary: dict, scenario: Scenario) -> list[CheckResult]:
+    if scenario.kind == "comparison" or summary.get("kind") == "comparison":
+        return _evaluate_comparison(summary, scenario)
     t = scenario.thresholds
     rows = {r["prompt_len"]: r for r in summary.get("rows", [])}
     line_rate = summary.get("line_rate_GB_s") or scenario.line_rate_GB_s

@@ -7,6 +7,8 @@ source could not measure (the smoke has no TTFT) shows as an em dash.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 from tabulate import tabulate
@@ -163,3 +165,18 @@ def render_report(summary: dict) -> str:
               "print `GB/s` and `MB` but mean GiB/s and MiB, and their `transfer_total` is rank 0's share only; "
               "the analysis converts them. Times are milliseconds.", ""]
     return "\n".join(parts)
+
+
+CSV_COLUMNS = ("prompt_len", "requests", "request_errors", "ttft_ms_mean", "ttft_ms_median", "ttft_ms_p99", "kv_bytes",
+               "transfer_ms_median", "transfer_ms_mean", "bandwidth_GB_s", "utilization_pct",
+               "transfer_share_of_ttft_pct", "kv_size_mismatch_pct")
+
+
+def render_csv(summary: dict) -> str:
+    """The rows for spreadsheets: full precision, units in the column names, empty where not measured."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in summary.get("rows", []):
+        writer.writerow(["" if row.get(c) is None else row[c] for c in CSV_COLUMNS])
+    return buf.getvalue()
