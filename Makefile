@@ -6,6 +6,10 @@ BIN := $(VENV)/bin
 
 # Image targets (build, wheelhouse, smoke-base, smoke-image, lint) and pins.
 include docker/images.mk
+# Two-node launch targets (render, up-prefill, up-decode, down).
+include compose/stacks.mk
+# Reproduction on the two nodes (repro: doctor, sweep, analyze, gates).
+include repro/repro.mk
 
 .DEFAULT_GOAL := help
 
