@@ -76,7 +76,7 @@ def _objects(path: Path, text: str) -> tuple[list[dict], list[str]]:
         except json.JSONDecodeError:
             last = number == len(lines) or not any(l.strip() for l in lines[number:])
             what = "its last line is cut off" if last else f"line {number} is not JSON"
-            notes.append(f"{path}: {what} (a bench run was interrupted?)")
+            notes.append(f"{path}: {what}, as when a bench run is interrupted")
             continue
         if isinstance(obj, dict):
             objects.append(obj)
@@ -100,7 +100,7 @@ def parse_bench_file(path: Path) -> tuple[BenchResult, list[str]]:
     objects, notes = _objects(path, text)
     if not objects:
         detail = notes[0].split(": ", 1)[1] if notes else "it holds no JSON object"
-        raise UserError(f"{path}: no complete bench result ({detail}); run the bench for this length again")
+        raise UserError(f"{path}: no complete bench result: {detail}; run the bench for this length again")
     obj = objects[-1]
     if len(objects) > 1:
         notes.append(f"{path}: holds {len(objects)} bench runs (the client appends); used the last one")
