@@ -17,8 +17,8 @@ def _rows(summary: dict, *keys: str) -> list[dict]:
 
 
 def _title(summary: dict) -> str:
-    scenario = summary.get("scenario") or {}
-    return scenario.get("name") or ""
+    name = (summary.get("scenario") or {}).get("name")
+    return f"({name})" if name else ""
 
 
 def _bandwidth(summary: dict, path: Path) -> Path | None:
