@@ -71,6 +71,7 @@ build: ## Build the GPU image GPU_IMAGE (SGLang + Mooncake at the pins; needs Bu
 	  --build-arg WHEELS_ONLY=$(WHEELS_ONLY) \
 	  --build-arg GITHUB_MIRROR=$(GITHUB_MIRROR) \
 	  $(if $(EXTRA_CA),--secret id=extra_ca$(,)src=$(EXTRA_CA)) \
+	  $(foreach v,HTTP_PROXY HTTPS_PROXY NO_PROXY http_proxy https_proxy no_proxy,$(if $($(v)),--build-arg $(v))) \
 	  .
 
 , := ,
