@@ -1,0 +1,125 @@
+"""pdrepro versions: each probe reports what is there, and says so when it is not."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import json
+
+import pytest
+
+from pdrepro import __version__, versions_report as vr
+from pdrepro.cli import main
+from pdrepro.pins import load_pins
+
+
+@pytest.fixture
+def no_tools(monkeypatch):
+    """As on a node without nvidia-smi / nvcc on PATH."""
+    monkeypatch.setattr(vr, "_run", lambda argv, timeout=20: (None, f"{argv[0]} not on PATH"))
+
+
+def test_python_package_found_and_missing():
+    found = vr.python_package(("PyYAML",))
+    assert found == {"found": True, "version": md.version("PyYAML"), "distribution": "PyYAML"}
+    missing = vr.python_package(("no-such-dist-xyz", "nor-this-one"))
+    assert missing["found"] is False and missing["version"] is None
+    assert "no-such-dist-xyz" in missing["reason"]
+
+
+def test_python_package_takes_the_first_installed_name():
+    entry = vr.python_package(("no-such-dist-xyz", "tabulate"))
+    assert entry["distribution"] == "tabulate" and entry["version"] == md.version("tabulate")
+
+
+def test_cuda_toolkit_from_version_json(tmp_path, no_tools):
+    (tmp_path / "version.json").write_text(json.dumps({"cuda": {"name": "CUDA SDK", "version": "12.9.1"}}))
+    entry = vr.cuda_toolkit(tmp_path)
+    assert entry["found"] and entry["version"] == "12.9.1"
+    missing = vr.cuda_toolkit(tmp_path / "absent")
+    assert missing["found"] is False and "nvcc" in missing["reason"]
+
+
+def test_cuda_toolkit_from_nvcc(tmp_path, monkeypatch):
+    out = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 12.9, V12.9.86\n"
+    monkeypatch.setattr(vr, "_run", lambda argv, timeout=20: (0, out))
+    assert vr.cuda_toolkit(tmp_path)["version"] == "12.9.86"
+
+
+def test_nvidia_driver_from_proc(tmp_path, no_tools):
+    proc = tmp_path / "version"
+    proc.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n")
+    entry = vr.nvidia_driver(proc)
+    assert entry == {"found": True, "version": "550.54.15", "source": str(proc)}
+    assert vr.nvidia_driver(tmp_path / "absent")["found"] is False
+
+
+def test_nvidia_driver_from_nvidia_smi(monkeypatch, tmp_path):
+    monkeypatch.setattr(vr, "_run", lambda argv, timeout=20: (0, "550.54.15, NVIDIA H20\n550.54.15, NVIDIA H20"))
+    entry = vr.nvidia_driver(tmp_path / "absent")
+    assert entry["version"] == "550.54.15" and entry["gpus"] == ["NVIDIA H20", "NVIDIA H20"]
+
+
+def test_kernel_modules(tmp_path):
+    (tmp_path / "nvidia_peermem").mkdir()
+    (tmp_path / "nvidia_peermem" / "version").write_text("550.54.15\n")
+    (tmp_path / "ib_uverbs").mkdir()
+    assert vr.kernel_module("nvidia_peermem", tmp_path) == {"loaded": True, "version": "550.54.15"}
+    assert vr.kernel_module("ib_uverbs", tmp_path) == {"loaded": True, "version": None}
+    assert vr.kernel_module("rdma_rxe", tmp_path) == {"loaded": False}
+
+
+def test_shared_library():
+    libc = vr.shared_library("c", vr._ldconfig_paths())
+    assert libc["found"] and libc["soname"].startswith("libc.so")
+    assert vr.shared_library("no-such-library-xyz", {})["found"] is False
+
+
+def test_os_package():
+    assert vr.os_package("no-such-package-xyz")["found"] is False
+
+
+def test_mooncake_engine_import_is_checked_in_a_child(tmp_path, monkeypatch):
+    good = tmp_path / "good" / "mooncake"
+    good.mkdir(parents=True)
+    (good / "__init__.py").write_text("")
+    (good / "engine.py").write_text("class TransferEngine: pass\n")
+    monkeypatch.setenv("PYTHONPATH", str(good.parent))
+    entry = vr.mooncake_engine()
+    assert entry["importable"] is True and entry["module"].endswith("engine.py")
+
+    bad = tmp_path / "bad" / "mooncake"
+    bad.mkdir(parents=True)
+    (bad / "__init__.py").write_text("")
+    (bad / "engine.py").write_text("raise ImportError('libibverbs.so.1: cannot open shared object file')\n")
+    monkeypatch.setenv("PYTHONPATH", str(bad.parent))
+    entry = vr.mooncake_engine()
+    assert entry["importable"] is False and "libibverbs.so.1" in entry["reason"]
+
+
+def test_collect_versions_shape():
+    report = vr.collect_versions()
+    pins = load_pins()
+    assert report["bundle"]["version"] == __version__
+    assert report["pins"]["sglang_commit"] == pins["SGLANG_COMMIT"]
+    assert report["pins"]["mooncake_commit"] == pins["MOONCAKE_COMMIT"]
+    assert set(report["packages"]) == set(vr.PACKAGES)
+    for entry in report["packages"].values():
+        assert entry["found"] == (entry["version"] is not None)
+    assert json.loads(json.dumps(report)) == report
+
+
+def test_image_env_is_reported(monkeypatch):
+    monkeypatch.setenv("PDREPRO_IMAGE", "smoke")
+    monkeypatch.setenv("PDREPRO_IMAGE_MOONCAKE_COMMIT", load_pins()["MOONCAKE_COMMIT"])
+    report = vr.collect_versions()
+    assert report["image"]["pdrepro_image"] == "smoke"
+
+
+def test_cli_table_and_json(capsys):
+    assert main(["versions"]) == 0
+    table = capsys.readouterr().out
+    assert "pin sglang_commit" in table and load_pins()["SGLANG_COMMIT"] in table
+    assert "mooncake.engine" in table and "pdrepro" in table
+    assert main(["versions", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["schema_version"] == 1 and report["bundle"]["version"] == __version__
