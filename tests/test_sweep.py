@@ -146,3 +146,19 @@ def test_other_scenario_in_run_dir_is_refused(tmp_path, cluster):
     with FakeCluster(tmp_path / "b", short_scenario((128, 256))) as other:
         with pytest.raises(UserError, match="holds a run of another scenario"):
             run_sweep(config(tmp_path, other, FakeBench(other)))
+
+
+def test_sweep_output_analyses_and_passes_the_checks(tmp_path, cluster):
+    """What the sweep leaves is a run the analysis reads: published figures in, gates pass."""
+    from pdrepro.checks import evaluate, failed
+
+    lines = []
+    out = run_sweep(config(tmp_path, cluster, FakeBench(cluster), lines, analyze=True))
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert [r["prompt_len"] for r in summary["rows"]] == [128, 256, 512]
+    assert summary["transport"]["proven"] is True
+    row = {r["prompt_len"]: r for r in summary["rows"]}[512]
+    assert row["bandwidth_GB_s"] == pytest.approx(66.18, rel=0.03)  # the published 512-token row
+    assert failed(evaluate(summary, cluster.scenario)) == []
+    assert out.summary is not None and (tmp_path / "run" / "report.md").is_file()
+    assert any(l.startswith("analysis: report in") for l in lines)
