@@ -209,3 +209,17 @@ def test_regular_stack_argv_agrees(tmp_path, same_node):
     prefill = config(FILES["prefill"], out / "prefill.env")["services"]["prefill"]
     ids = [s["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"][0] for s in (prefill, decode)]
     assert (ids[0] != ids[1]) == same_node
+
+
+def test_env_file_reads_the_same_in_compose_and_shell(tmp_path):
+    import subprocess
+
+    scenario = _variant(tmp_path, extra_server_args=["--served-model-name", "qwen 235b", "--log-level", "info"])
+    out = _render(tmp_path, "--log-dir", "/var/log/pd repro", scenario=str(scenario))
+    prefill = config(FILES["prefill"], out / "prefill.env")["services"]["prefill"]
+    assert prefill["command"][-4:] == ["--served-model-name", "qwen 235b", "--log-level", "info"]
+    assert _mounts(prefill)["/logs"]["source"] == "/var/log/pd repro"
+    shell = subprocess.run(["bash", "-c", f'set -a; . "{out}/decode.env"; printf "%s|%s" "$SERVER_EXTRA_ARGS" "$LOG_DIR"'],
+                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert shell.returncode == 0, shell.stderr
+    assert shell.stdout == "--served-model-name 'qwen 235b' --log-level info|/var/log/pd repro"

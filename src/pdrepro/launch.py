@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -294,16 +295,30 @@ class Plan:
         return files
 
 
+_PLAIN = re.compile(r"^[A-Za-z0-9_./:,@%+=-]*$")
+
+
+def env_value(key: str, value: str) -> str:
+    """A value both compose's env-file reader and a POSIX shell (`set -a; .
+    file`) read back unchanged: plain, or in double quotes."""
+    if _PLAIN.match(value):
+        return value
+    if any(c in value for c in '"$`\\\n'):
+        raise UserError(f"{key} value {value!r} holds a quote, $, backquote, backslash or newline; "
+                        "the env file cannot carry it the same way for compose and the shell")
+    return f'"{value}"'
+
+
 def format_env_file(name: str, rows: list[tuple[str, str, str]], scenario: Scenario) -> str:
     lines = [
         f"# {name}: compose variables for scenario {scenario.name} (written by `pdrepro render`).",
-        "# Format: KEY=VALUE, no quotes. Copy to the node; pass with --env-file.",
+        "# Copy to the node and pass with --env-file; it also sources in a shell (set -a; . FILE).",
         "",
     ]
     for key, value, comment in rows:
         if comment:
             lines.append(f"# {comment}")
-        lines.append(f"{key}={value}")
+        lines.append(f"{key}={env_value(key, value)}")
     unset = [k for k in LAUNCH_ENV_TUNABLES if k not in {r[0] for r in rows}]
     if name != "regular.env" and unset:
         lines += ["", "# Optional tunables, passed to the servers only when set here (unset = upstream default):"]
