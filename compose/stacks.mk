@@ -11,11 +11,20 @@ render: setup ## Write the nodes' env files to DEPLOY/: make render PREFILL_IP=.
 	  $(if $(MODEL),--model "$(MODEL)") $(if $(DATASET),--dataset "$(DATASET)") \
 	  $(if $(GPUS),--gpus "$(GPUS)") $(if $(IB_DEVICES),--ib-devices "$(IB_DEVICES)") --out $(DEPLOY)
 
+# $(call stack_up,target,stack): start a stack and wait for its health checks;
+# on failure show the containers' last log lines, which say why.
+define stack_up
+	@test -f $(DEPLOY)/$(2).env || { echo "make $(1): no $(DEPLOY)/$(2).env; run make render first (or copy it here)" >&2; exit 2; }
+	$(COMPOSE) -f compose/$(2).yaml --env-file $(DEPLOY)/$(2).env up -d --wait || { \
+	  echo "make $(1): the $(2) stack did not become healthy; last log lines:" >&2; \
+	  $(COMPOSE) -f compose/$(2).yaml --env-file $(DEPLOY)/$(2).env logs --no-color --tail 40 >&2; exit 1; }
+endef
+
 up-prefill: ## On the prefill node: start the prefill server; returns once it is healthy
-	$(COMPOSE) -f compose/prefill.yaml --env-file $(DEPLOY)/prefill.env up -d --wait
+	$(call stack_up,up-prefill,prefill)
 
 up-decode: ## On the decode node, after up-prefill: start decode server + router; returns once the router is ready
-	$(COMPOSE) -f compose/decode.yaml --env-file $(DEPLOY)/decode.env up -d --wait
+	$(call stack_up,up-decode,decode)
 
 down: ## Stop and remove this node's stack containers (the logs in LOG_DIR stay)
 	@for p in $(STACK_PROJECTS); do $(COMPOSE) -p $$p down; done
