@@ -139,3 +139,14 @@ def test_load_ceiling(node):
     (tmp_path / "run" / "baseline.json").write_text("{cut")
     with pytest.raises(UserError, match="baseline.json: unreadable"):
         load_ceiling(tmp_path / "run")
+
+
+def test_serial_runs_pairs_one_after_another(node):
+    tmp_path, bin_dir = node
+    fakebin.ib_write_bw(bin_dir, log=tmp_path / "ib.log")
+    assert main(_argv(tmp_path, "--serial", "--skip-te", "--nics", "mlx5_2,mlx5_3")) == 0
+    data = json.loads((tmp_path / "run" / "baseline.json").read_text())
+    assert data["ib_write_bw"]["mode"] == "serial"
+    assert [p["local"] for p in data["ib_write_bw"]["pairs"]] == ["mlx5_2", "mlx5_3"]
+    assert data["baseline_source"] == "ib_write_bw" and "transfer_engine_bench" not in data
+    assert data["line_rate_GB_s"] == 100.0

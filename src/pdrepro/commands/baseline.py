@@ -32,6 +32,7 @@ def register(sub) -> None:
     p.add_argument("--segment-id", help="target segment HOST:PORT (default PEER:TE_PORT)")
     p.add_argument("--host-memory", action="store_true", help="move host memory instead of GPU memory (soft-RoCE, no GPU)")
     p.add_argument("--te-args", default="", help="extra transfer_engine_bench flags, quoted as one string")
+    p.add_argument("--serial", action="store_true", help="run ib_write_bw one NIC pair at a time (default: all at once)")
     p.add_argument("--skip-perftest", action="store_true", help="do not run ib_write_bw")
     p.add_argument("--skip-te", action="store_true", help="do not run transfer_engine_bench")
     p.add_argument("--serve-seconds", type=int, default=900, help="how long the server waits for the client (default 900)")
@@ -57,7 +58,7 @@ def run(args) -> int:
                          out=args.out, duration=args.duration, msg_bytes=args.msg_bytes, qps=args.qps,
                          base_port=args.base_port, te_port=args.te_port, segment_id=args.segment_id,
                          use_vram=not args.host_memory, te_args=shlex.split(args.te_args),
-                         skip_perftest=args.skip_perftest, skip_te=args.skip_te,
+                         serial=args.serial, skip_perftest=args.skip_perftest, skip_te=args.skip_te,
                          serve_seconds=args.serve_seconds, line_rate_GB_s=rate)
     if args.role == "server":
         return baseline.run_server(plan)
