@@ -94,7 +94,7 @@ def test_healthy_h20_prefill_node_passes_everything(tmp_path, bin_dir, docker_en
     assert rate == 200.0
     c = _by_name(checks)
     assert "index 3" in c["gid"].detail and "192.168.100.11 on ens10np0" in c["gid"].detail
-    assert "200.0 GB/s" in c["line-rate"].detail
+    assert c["line-rate"].detail.startswith("4 x 400 Gb/s = 1600 Gb/s = 200.0 GB/s (decimal)")
     assert c["gpus"].detail == "8 x NVIDIA H20"
     assert "GPU7->mlx5_3 PIX" in c["gpu-nic-affinity"].detail
     assert "ens10np0" in c["advertise-ip"].detail
@@ -184,6 +184,7 @@ def test_soft_roce_laptop(tmp_path, bin_dir, docker_engine):
     checks, rate = doctor.run_checks(_ctx(tmp_path, role=None, scenario=None, dev_dir=d))
     c = _by_name(checks)
     assert rate == 1.25
+    assert c["line-rate"].detail.startswith("1 x 10 Gb/s = 10 Gb/s = 1.25 GB/s")
     assert c["rdma-devices"].status == "pass" and "virtual, NUMA -1" in c["rdma-devices"].detail
     assert c["mtu"].status == "warn" and "RoCE MTU 1024" in c["mtu"].detail
     assert c["gpus"].status == "warn" and "nvidia-smi not found" in c["gpus"].detail
@@ -326,3 +327,10 @@ def test_saved_sysfs_copy_checks_like_the_original(tmp_path, bin_dir, docker_eng
     assert json.loads(capsys.readouterr().out) == json.loads(first.out)
     assert main(["doctor", "--sysfs-root", str(tmp_path / "sys"), "--save-sysfs", str(copy)]) == 2
     assert "not empty" in capsys.readouterr().err
+
+
+def test_unreadable_rate_counts_as_zero(tmp_path, bin_dir):
+    h20_node(tmp_path / "sys", rate="")
+    ctx = _ctx(tmp_path)
+    c = doctor.check_line_rate(ctx, doctor.gather(ctx))
+    assert c.status == "warn" and "= 0 Gb/s = 0.00 GB/s" in c.detail

@@ -143,7 +143,7 @@ def check_ports(ctx: Context, f: Facts) -> Check:
     if bad:
         return Check("port-state", WARN, f"ACTIVE: {', '.join(good)}; not usable: {', '.join(bad)} "
                      "(the transfer engine skips them, so bandwidth drops)", fix)
-    return Check("port-state", PASS, f"all {len(good)} ports ACTIVE/LinkUp")
+    return Check("port-state", PASS, f"{len(good)} of {len(good)} port(s) ACTIVE/LinkUp")
 
 
 def check_link_layer(ctx: Context, f: Facts) -> Check:
@@ -200,9 +200,9 @@ def check_line_rate(ctx: Context, f: Facts) -> Check:
     if not ports:
         return Check("line-rate", ctx.need, "no active port: line rate 0 GB/s", "see port-state")
     total_Gb = sum(p.rate_Gb_s or 0 for p in ports)
-    rates = sorted({p.rate_Gb_s for p in ports})
-    each = " + ".join(f"{p.rate_Gb_s:g}" for p in ports)
-    detail = (f"{each} Gb/s = {total_Gb:g} Gb/s = {total_Gb / 8:.1f} GB/s (decimal), "
+    rates = sorted({p.rate_Gb_s or 0.0 for p in ports})
+    each = (f"{len(ports)} x {rates[0]:g}" if len(rates) == 1 else " + ".join(f"{p.rate_Gb_s or 0:g}" for p in ports))
+    detail = (f"{each} Gb/s = {total_Gb:g} Gb/s = {_GBs(total_Gb / 8)} GB/s (decimal), "
               "the denominator of KV-transfer utilization on this node")
     if len(rates) > 1:
         return Check("line-rate", WARN, detail + f"; ports differ ({', '.join(p.rate_text for p in ports)})",
@@ -216,6 +216,10 @@ def check_line_rate(ctx: Context, f: Facts) -> Check:
                          f"= {want:.1f} GB/s", "the report divides by the scenario's link: copy the scenario and set its "
                          "`link` to this node's NICs, or compare against the published figures knowing the fabric differs")
     return Check("line-rate", PASS, detail)
+
+
+def _GBs(x: float) -> str:
+    return f"{x:.1f}" if x >= 10 else f"{x:.2f}"
 
 
 def roce_mtu(netdev_mtu: int) -> int:
@@ -339,7 +343,8 @@ def check_affinity(ctx: Context, f: Facts) -> Check:
     fix = ("write the GPU-to-NIC map with `pdrepro ib-devices --out ib_devices.json` and pass it as "
            "--disaggregation-ib-device")
     if far:
-        return Check("gpu-nic-affinity", WARN, summary + f"; {len(far)} GPU(s) have no NIC on their NUMA node", fix)
+        return Check("gpu-nic-affinity", WARN, summary + f"; {len(far)} GPU(s) have no NIC on their NUMA node "
+                     "(or, for a virtual NIC, no known distance)", fix)
     return Check("gpu-nic-affinity", PASS, summary, fix)
 
 
@@ -430,7 +435,8 @@ def check_ports_free(ctx: Context, f: Facts) -> Check:
     if busy:
         return Check("ports", FAIL, "in use: " + ", ".join(busy),
                      "stop what holds them (`ss -ltnp 'sport = :PORT'` names it) or change the ports in compose/example.env")
-    return Check("ports", PASS, f"free: {names}")
+    return Check("ports", PASS, f"free: {names} (the transfer engine picks its RPC port from the free ones in "
+                 "MC_MIN_RPC_PORT..MC_MAX_RPC_PORT, 15000-17000 by default)")
 
 
 def _local(ip: str) -> bool:
