@@ -10,6 +10,8 @@ include docker/images.mk
 include compose/stacks.mk
 # Reproduction on the two nodes (repro: doctor, sweep, analyze, gates).
 include repro/repro.mk
+# The smoke test without GPUs (smoke).
+include compose/smoke.mk
 
 .DEFAULT_GOAL := help
 

@@ -84,7 +84,8 @@ def check_rdma_request(transport: str, plan: Plan, memlock: str | None, root: Pa
                         "or use --transport tcp")
     if memlock is not None and int(memlock) != -1 and int(memlock) < plan.max_bytes:
         raise UserError(f"memlock {memlock} B is below the {plan.max_bytes} B RDMA must pin per container; "
-                        "raise SMOKE_MEMLOCK (bytes, -1 = unlimited) or pass fewer --prompt-lens")
+                        "raise SMOKE_MEMLOCK (bytes, -1 = unlimited; the Docker engine's own memlock limit must allow it) "
+                        "or pass fewer --prompt-lens")
 
 
 def default_memlock(proc: Path = Path("/proc")) -> str | None:
@@ -278,7 +279,8 @@ def write_outputs(run: RunDir, summary: dict) -> list[Path]:
     tmp = run.summary_file.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     os.replace(tmp, run.summary_file)
-    run.report_file.write_text(render_report(summary) + "\n" + sm.smoke_section(summary))
+    head, sep, rest = render_report(summary).partition("## Headline")
+    run.report_file.write_text(head + sm.SMOKE_NOTE + "\n\n" + sep + rest + "\n" + sm.smoke_section(summary))
     return render_plots(summary, run.plots_dir)
 
 

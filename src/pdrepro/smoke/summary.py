@@ -113,6 +113,14 @@ def build_summary(scenario, initiator: dict, provenance: dict) -> dict:
     return summary
 
 
+SMOKE_NOTE = (
+    "This is a smoke run, not a benchmark of SGLang: each \"request\" below is one KV-sized transfer "
+    "through the Mooncake Transfer Engine, timed in the decode container (median of the timed transfers); "
+    "there is no TTFT; the \"measured fabric ceiling\" is a plain socket copy of the same bytes between "
+    "the same containers. See the last section for the side-by-side figures."
+)
+
+
 def smoke_section(summary: dict) -> str:
     """What the shared report lacks for the smoke: the socket comparison and its verdicts."""
     from tabulate import tabulate

@@ -1,0 +1,82 @@
+"""The real smoke stack: two containers from the smoke image, the real Mooncake
+Transfer Engine over TCP between them, orchestrated by `pdrepro smoke`.
+
+Needs Docker: under CI (CI=true) a missing engine or image fails these tests.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from smokeimage import REPO, smoke_image
+
+pytestmark = pytest.mark.docker
+
+
+def _smoke(tmp_path, *args, timeout=420):
+    return subprocess.run(
+        [sys.executable, "-m", "pdrepro", "smoke", "--results", str(tmp_path / "results"), "--timeout", "300", *args],
+        cwd=REPO, capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def _leftovers(marker: str) -> str:
+    proc = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True)
+    return "\n".join(n for n in proc.stdout.splitlines() if marker in n)
+
+
+def test_smoke_moves_verified_kv_sized_buffers_over_tcp(tmp_path):
+    image = smoke_image()
+    proc = _smoke(tmp_path, "--image", image, "--prompt-lens", "128,4096,32768", "--repeats", "2", "--transport", "tcp")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    latest = tmp_path / "results" / "latest"
+    assert latest.is_symlink()
+    run = latest.resolve()
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["source"] == "smoke" and summary["transport"] == "tcp"
+    assert [r["prompt_len"] for r in summary["rows"]] == [128, 4096, 32768]
+    assert [r["kv_bytes"] for r in summary["rows"]] == [524_288, 16_777_216, 134_217_728]
+    for r in summary["rows"]:
+        assert r["verified"] is True and r["socket_verified"] is True
+        assert r["requests"] == 2 and len(r["transfer_ms_all"]) == 2
+        assert r["bandwidth_GB_s"] > 0 and r["socket_bandwidth_GB_s"] > 0
+        assert r["transfer_ms_median"] > 0
+    smoke = summary["smoke"]
+    # The transport was read from the engine's own lines, not assumed.
+    assert any("TcpTransport: listen on port" in line for line in smoke["transport_evidence"])
+    assert smoke["hcas_found"] == 0
+    assert smoke["all_verified"] and smoke["mooncake_vs_socket_at_largest"] > 0
+    assert 0 < smoke["memory_peak_bytes"] < 8e9
+    assert summary["provenance"]["smoke_image"] == image
+    report = (run / "report.md").read_text()
+    assert "Mooncake against a plain socket copy" in report and "source: smoke" in report
+    assert list((run / "plots").glob("*.png"))
+    assert (run / "raw" / "initiator.json").is_file() and (run / "logs" / "decode.log").stat().st_size > 0
+    assert "Mooncake / socket at 32768 tokens" in proc.stdout
+    assert "peak memory of the stack" in proc.stdout
+    # The stack is gone afterwards.
+    assert _leftovers(f"pdsmoke-{run.name.replace('smoke-', '')}") == ""
+
+
+def test_a_dying_prefill_container_is_reported_with_its_last_lines(tmp_path):
+    image = smoke_image()
+    text = (REPO / "compose" / "smoke.yaml").read_text()
+    broken = text.replace('command: ["python3", "-m", "pdrepro.smoke.agent", "target"]',
+                          'command: ["bash", "-c", "echo prefill-broke-here-7; exit 7"]')
+    assert broken != text
+    compose = tmp_path / "smoke.yaml"
+    compose.write_text(broken)
+    proc = _smoke(tmp_path, "--image", image, "--prompt-lens", "128", "--repeats", "1", "--transport", "tcp",
+                  "--compose-file", str(compose), timeout=240)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "the prefill container died (exit 7)" in proc.stderr
+    assert "prefill-broke-here-7" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "tearing the stack down" in proc.stdout
+    runs = [p for p in (tmp_path / "results").iterdir() if p.name.startswith("smoke-")]
+    assert len(runs) == 1 and (runs[0] / "logs" / "prefill.log").is_file()
+    assert _leftovers(f"pdsmoke-{runs[0].name.replace('smoke-', '')}") == ""
