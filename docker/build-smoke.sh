@@ -33,6 +33,8 @@ else
   say "building $image from $base (context $hash)"
   docker build -f "$here/smoke.Dockerfile" -t "$image" \
     --build-arg "SMOKE_BASE=$base" --build-arg "CONTEXT_HASH=$hash" "$@" "$wheelhouse"
+  # The image this one replaced is now untagged; drop it so rebuilds do not pile up.
+  docker image prune -f --filter "label=org.pdrepro.context-hash" >/dev/null 2>&1 || true
 fi
 size=$(docker image inspect -f '{{.Size}}' "$image")
 say "$image: $((size / 1000000)) MB"
