@@ -192,11 +192,24 @@ class FakeBench:
     behaviour: dict[int, str] = field(default_factory=dict)
     rows: dict[int, Row] = field(default_factory=dict)
     seconds: float = 0.0
+    # Time before the client starts (a container's start-up): reported apart,
+    # as the Docker launcher does, through last_client_s.
+    startup_s: float | None = None
+    last_client_s: float | None = None
     calls: list[int] = field(default_factory=list)
     argvs: list[list[str]] = field(default_factory=list)
     mounts: list[dict] = field(default_factory=list)
 
     def run(self, argv, *, mounts, timeout_s, say):
+        if self.startup_s is not None:
+            time.sleep(self.startup_s)
+        started = time.monotonic()
+        rc = self._client(argv, mounts=mounts, timeout_s=timeout_s, say=say)
+        if self.startup_s is not None:
+            self.last_client_s = time.monotonic() - started
+        return rc
+
+    def _client(self, argv, *, mounts, timeout_s, say):
         args = _bench_args(argv)
         length = int(args.random_input_len)
         self.calls.append(length)

@@ -162,3 +162,12 @@ def test_sweep_output_analyses_and_passes_the_checks(tmp_path, cluster):
     assert failed(evaluate(summary, cluster.scenario)) == []
     assert out.summary is not None and (tmp_path / "run" / "report.md").is_file()
     assert any(l.startswith("analysis: report in") for l in lines)
+
+
+def test_overhead_counts_time_outside_the_client(tmp_path, cluster):
+    lines = []
+    out = run_sweep(config(tmp_path, cluster, FakeBench(cluster, seconds=0.3, startup_s=0.2), lines))
+    assert 0.9 <= out.bench_s < 1.5  # 3 x 0.3 s in the client, start-ups left out
+    assert out.overhead_s >= 0.6
+    line = next(l for l in lines if l.startswith("sweep overhead:"))
+    assert f"{out.overhead_s:.1f} s of" in line and f"({out.overhead_pct:.2f} % of the sweep" in line

@@ -1,6 +1,7 @@
 """The product's Docker launcher and log source against the real engine,
 with the smoke image standing in for the GPU image (both have python3)."""
 
+import time
 import uuid
 
 import docker
@@ -30,9 +31,12 @@ def test_runs_argv_with_mounts_host_network_and_relays_progress(tmp_path, image)
               "sys.stdout.write('  0%|  | 0/3\\r 33%|# | 1/3\\r100%|##| 3/3\\n'); "
               f"open('{out}/result.jsonl', 'w').write(json.dumps({{'completed': n, 'host': socket.gethostname()}}) + '\\n')")
     lines = []
-    rc = DockerLauncher(image, env={"MC_TE_METRIC": "1"}).run(
-        ["python3", "-c", script], mounts={out: True, data: False}, timeout_s=120, say=lines.append)
+    launcher = DockerLauncher(image, env={"MC_TE_METRIC": "1"})
+    t0 = time.monotonic()
+    rc = launcher.run(["python3", "-c", script], mounts={out: True, data: False}, timeout_s=120, say=lines.append)
     assert rc == 0
+    # The client's own run time, from the engine: positive, shorter than the whole call.
+    assert 0 < launcher.last_client_s < time.monotonic() - t0
     assert '"completed": 3' in (out / "result.jsonl").read_text()
     assert any("33%" in line for line in lines) and any("3/3" in line for line in lines)
 

@@ -34,6 +34,7 @@ class DockerLauncher:
         self.env = dict(env or {})
         self._client = client
         self.name_prefix = name_prefix
+        self.last_client_s: float | None = None
 
     @property
     def client(self):
@@ -64,6 +65,7 @@ class DockerLauncher:
             client.images.get(self.image)
         except Exception:
             raise UserError(f"image {self.image} is not on this host; build it (make build) or pass --image") from None
+        self.last_client_s = None
         volumes = {str(p): {"bind": str(p), "mode": "rw" if rw else "ro"} for p, rw in mounts.items()}
         container = client.containers.run(
             self.image, argv, detach=True, network_mode="host", volumes=volumes,
@@ -80,6 +82,7 @@ class DockerLauncher:
                     raise LengthTimeout(f"bench client ran past {timeout_s:.0f} s") from None
                 raise
             pump.join(timeout=5)
+            self.last_client_s = _run_seconds(container)
             return int(result.get("StatusCode", 1))
         finally:
             stop.set()
@@ -103,3 +106,17 @@ class DockerLauncher:
                 line, buf = buf[:cut], buf[cut + 1:]
                 if line.strip():
                     say("    " + line.decode(errors="replace").rstrip())
+
+
+def _run_seconds(container) -> float | None:
+    """The container's own run time, from the engine's start and finish stamps."""
+    from datetime import datetime
+
+    try:
+        container.reload()
+        state = container.attrs["State"]
+        start, end = (datetime.fromisoformat(state[k][:26].rstrip("Z") + "+00:00") for k in ("StartedAt", "FinishedAt"))
+    except Exception:
+        return None
+    seconds = (end - start).total_seconds()
+    return seconds if seconds >= 0 else None

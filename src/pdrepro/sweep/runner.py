@@ -175,23 +175,33 @@ def _collect_logs(cfg: SweepConfig, run: RunDir) -> None:
         cfg.log_source.copy_to(run.logs_dir)
 
 
-def _write_provenance(cfg: SweepConfig, root: Path, transport_facts, state: SweepState) -> None:
-    endpoints = {"router": cfg.router_url}
-    if cfg.prefill_url:
-        endpoints["prefill"] = cfg.prefill_url
-    if cfg.decode_url:
-        endpoints["decode"] = cfg.decode_url
-    for i, url in enumerate(cfg.worker_urls, start=1):
-        endpoints[f"worker{i}"] = url
-    facts = provenance.collect(
-        scenario=cfg.scenario, endpoints=endpoints, bench_image=cfg.bench_image,
-        containers=cfg.log_source.containers() if cfg.log_source is not None else {},
-        transport=transport_facts,
-        log_source=cfg.log_source.describe() if cfg.log_source is not None else None,
-        configuration=cfg.configuration, sysfs=cfg.sysfs,
-    )
-    facts["sweep"] = {"lengths": state.lengths, "failed": {str(k): v for k, v in state.failed().items()}}
-    write_json_atomic(root / "provenance.json", facts)
+class _Provenance:
+    """Host and image facts are collected once per sweep (they take a few
+    subprocess calls); the per-length outcome is refreshed on every write."""
+
+    def __init__(self, cfg: SweepConfig, root: Path):
+        self.cfg, self.root, self.facts = cfg, root, None
+
+    def write(self, transport_facts, state: SweepState) -> None:
+        cfg = self.cfg
+        if self.facts is None:
+            endpoints = {"router": cfg.router_url}
+            if cfg.prefill_url:
+                endpoints["prefill"] = cfg.prefill_url
+            if cfg.decode_url:
+                endpoints["decode"] = cfg.decode_url
+            for i, url in enumerate(cfg.worker_urls, start=1):
+                endpoints[f"worker{i}"] = url
+            self.facts = provenance.collect(
+                scenario=cfg.scenario, endpoints=endpoints, bench_image=cfg.bench_image,
+                containers=cfg.log_source.containers() if cfg.log_source is not None else {},
+                transport=transport_facts,
+                log_source=cfg.log_source.describe() if cfg.log_source is not None else None,
+                configuration=cfg.configuration, sysfs=cfg.sysfs,
+            )
+        facts = dict(self.facts, transport=transport_facts)
+        facts["sweep"] = {"lengths": state.lengths, "failed": {str(k): v for k, v in state.failed().items()}}
+        write_json_atomic(self.root / "provenance.json", facts)
 
 
 def run_sweep(cfg: SweepConfig) -> SweepOutcome:
@@ -230,7 +240,8 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
     else:
         previous = next((e for e in reversed(state.events) if e.get("event") == "transport"), None)
         transport_facts = {k: v for k, v in previous.items() if k not in ("event", "at")} if previous else None
-    _write_provenance(cfg, root, transport_facts, state)
+    prov = _Provenance(cfg, root)
+    prov.write(transport_facts, state)
 
     done: list[int] = []
     bench_s = 0.0
@@ -266,7 +277,10 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
             say(f"interrupted during length {length}; {len(done) + len(skipped)} complete length(s) kept, rerun to resume")
             raise
         elapsed = time.monotonic() - t0
-        bench_s += elapsed
+        # A launcher that can tell the client's own run time (the container's
+        # start to exit) lets container start-up count as the sweep's overhead.
+        client_s = getattr(cfg.launcher, "last_client_s", None)
+        bench_s += min(client_s, elapsed) if client_s is not None else elapsed
         measured_cost += cost
         if reason is None:
             problem = result_problem(partial, sweep.num_prompts)
@@ -289,7 +303,7 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
             break
 
     _collect_logs(cfg, run)
-    _write_provenance(cfg, root, transport_facts, state)
+    prov.write(transport_facts, state)
     failed = {L: r for L, r in state.failed().items() if L not in done and L not in skipped}
     outcome = SweepOutcome(run, done, skipped, failed, bench_s, time.monotonic() - started, wait_s)
     _report(outcome, say)
