@@ -52,7 +52,7 @@ def test_pd_server_wiring(role):
     svc = config(FILES[role], EXAMPLE)["services"][role]
     ex = parse_env_file(EXAMPLE)
     cmd = svc["command"]
-    assert cmd[:3] == ["python3", "-m", "sglang.launch_server"]
+    assert cmd[:3] == ["python", "-m", "sglang.launch_server"]
     joined = " ".join(cmd)
     port = ex["PREFILL_PORT"] if role == "prefill" else ex["DECODE_PORT"]
     for flags in (f"--model-path {ex['MODEL_PATH']}", f"--host 0.0.0.0 --port {port}", "--tp-size 8", "--dtype bfloat16",
@@ -89,7 +89,7 @@ def test_router_wiring():
     services = config(FILES["decode"], EXAMPLE)["services"]
     router = services["router"]
     assert router["command"] == [
-        "python3", "-m", "sglang_router.launch_router", "--host", "0.0.0.0", "--port", "8000",
+        "python", "-m", "sglang_router.launch_router", "--host", "0.0.0.0", "--port", "8000",
         "--pd-disaggregation", "--prefill", "http://192.0.2.10:30000", "8998",
         "--decode", "http://192.0.2.20:30001", "--policy", "round_robin",
     ]

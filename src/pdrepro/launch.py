@@ -21,8 +21,8 @@ from .errors import UserError
 from .pins import load_pins
 from .scenario import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, Launch, Scenario
 
-# `python3` rather than the source's `python`: Ubuntu images have only the former.
-PYTHON = "python3"
+# As in the published commands; the GPU image puts its venv's python first on PATH.
+PYTHON = "python"
 SERVER_MODULE = "sglang.launch_server"
 ROUTER_MODULE = "sglang_router.launch_router"
 
