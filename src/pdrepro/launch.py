@@ -361,6 +361,8 @@ def commands_text(plan: Plan, env_dir: str) -> str:
               [("decode", plan.server_env("decode"), plan.decode_argv()),
                ("router", {}, plan.router_argv())])
     if "regular" in plan.launch.stacks:
+        if plan.disaggregated:
+            blocks.append("# The two stacks share ports and GPUs: run one at a time (`make down` in between).\n")
         ip1, ip2 = plan.regular_ips()
         base = f"docker compose -f {COMPOSE_FILES['regular']} --env-file {env_dir}/regular.env up -d --wait"
         if ip1 == ip2:

@@ -3,7 +3,6 @@ commands each node will run."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 from pathlib import Path
@@ -16,11 +15,9 @@ HELP = "write the compose env files for both nodes and print the commands they w
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "render", help=HELP, description=HELP[0].upper() + HELP[1:] + ".",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--scenario", default="h20-qwen3-235b-1p1d", help="shipped scenario name or path to a scenario YAML")
+    p = subparsers.add_parser("render", help=HELP, description=HELP[0].upper() + HELP[1:] + ".")
+    p.add_argument("--scenario", default="h20-qwen3-235b-1p1d",
+                   help="shipped scenario name or path to a scenario YAML (default %(default)s)")
     p.add_argument("--prefill-ip", default=os.environ.get("PREFILL_IP"),
                    help="RDMA-reachable address of the prefill node (also the first regular instance's); env PREFILL_IP")
     p.add_argument("--decode-ip", default=os.environ.get("DECODE_IP"),
@@ -31,10 +28,10 @@ def register(subparsers) -> None:
     p.add_argument("--gpus", help="GPU ids per node, comma-separated (default 0..TP-1; on a single node, both servers' sets)")
     p.add_argument("--ib-devices", help="GPU-to-RDMA-device JSON (from `pdrepro ib-devices`), same path on the nodes; "
                    f"checked and copied into --out when given (default {launch.DEFAULT_IB_DEVICES}, not checked)")
-    p.add_argument("--log-dir", default=launch.DEFAULT_LOG_DIR, help="host folder on each node receiving the server logs")
+    p.add_argument("--log-dir", default=launch.DEFAULT_LOG_DIR, help="host folder on each node receiving the server logs (default %(default)s)")
     p.add_argument("--memlock", type=int, default=launch.MEMLOCK_UNLIMITED,
-                   help="locked-memory limit for the servers in bytes; -1 = unlimited")
-    p.add_argument("--out", default="deploy", help="folder for the env files and commands.txt")
+                   help="locked-memory limit for the servers in bytes (default -1 = unlimited)")
+    p.add_argument("--out", default="deploy", help="folder for the env files and commands.txt (default %(default)s)")
     p.set_defaults(func=run)
 
 
