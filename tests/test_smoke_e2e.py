@@ -6,8 +6,10 @@ Needs Docker: under CI (CI=true) a missing engine or image fails these tests.
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -80,3 +82,38 @@ def test_a_dying_prefill_container_is_reported_with_its_last_lines(tmp_path):
     runs = [p for p in (tmp_path / "results").iterdir() if p.name.startswith("smoke-")]
     assert len(runs) == 1 and (runs[0] / "logs" / "prefill.log").is_file()
     assert _leftovers(f"pdsmoke-{runs[0].name.replace('smoke-', '')}") == ""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_smoke_tears_the_stack_down(tmp_path, sig):
+    image = smoke_image()
+    results = tmp_path / "results"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pdrepro", "smoke", "--image", image, "--results", str(results), "--transport", "tcp",
+         "--repeats", "50"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        # Background jobs may inherit an ignored SIGINT; a terminal's Ctrl-C is not ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        deadline = time.monotonic() + 180
+        marker = None
+        while marker is None or len(_leftovers(marker).split()) < 2:
+            assert time.monotonic() < deadline, "the stack never came up"
+            assert proc.poll() is None, proc.communicate()
+            runs = list(results.glob("smoke-*")) if results.is_dir() else []
+            if runs:
+                marker = f"pdsmoke-{runs[0].name.replace('smoke-', '')}"
+            time.sleep(0.5)
+        time.sleep(3)  # into the transfers
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out[-2000:] + err[-2000:]
+    assert "interrupted; results written so far are kept" in err
+    assert "tearing the stack down" in out
+    assert _leftovers(marker) == ""
+    assert (runs[0] / "logs" / "decode.log").is_file()

@@ -9,6 +9,7 @@ import json
 import os
 import platform
 import secrets
+import signal
 import shutil
 import socket
 import subprocess
@@ -284,6 +285,10 @@ def write_outputs(run: RunDir, summary: dict) -> list[Path]:
     return render_plots(summary, run.plots_dir)
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def run_smoke(opts: SmokeOptions) -> int:
     check_rdma_request(opts.transport, opts.plan, opts.memlock)
     client = docker_client()
@@ -295,6 +300,8 @@ def run_smoke(opts: SmokeOptions) -> int:
     run.provenance_file.write_text(json.dumps(prov, indent=2) + "\n")
     project = f"pdsmoke-{run_id.replace('smoke-', '')}"
     stack = Stack(opts, run, project)
+    # A plain `kill` (CI timeouts, service managers) tears down like Ctrl-C does.
+    signal.signal(signal.SIGTERM, _interrupt)
     say(f"run {run.root}; {len(opts.plan.rows)} sizes up to {opts.plan.max_bytes / GB:.3f} GB, "
         f"{opts.plan.repeats} transfers each, transport {opts.transport}")
     started = time.monotonic()
