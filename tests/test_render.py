@@ -147,3 +147,15 @@ def test_cli_process_reports_without_traceback(tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip() == "pdrepro render: error: --prefill-ip '10.0.0.300' is not an IP address; give the node's RDMA-reachable address (a host name is not accepted)"
+
+
+def test_regular_only_scenario_on_one_node(tmp_path, capsys):
+    ports = {"router": 8000, "regular": [30000, 30001]}
+    scenario = _scenario_file(tmp_path, stacks=["regular"], ports=ports, regular_tp=2, env={})
+    out = tmp_path / "deploy"
+    assert main(["render", "--scenario", scenario, "--prefill-ip", "192.0.2.10", "--decode-ip", "192.0.2.10",
+                 "--gpus", "0,1,2,3", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["commands.txt", "regular.env"]
+    env = (out / "regular.env").read_text().splitlines()
+    assert "REGULAR_1_GPU_IDS=0,1" in env and "REGULAR_2_GPU_IDS=2,3" in env
+    assert "--worker-urls http://192.0.2.10:30000 http://192.0.2.10:30001" in capsys.readouterr().out

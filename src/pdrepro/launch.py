@@ -122,7 +122,9 @@ class Plan:
         self.launch: Launch = scenario.launch
         self.site = site
         self._check_compose_can_express()
-        self.prefill_gpus, self.decode_gpus = self._split("prefill/decode", scenario.parallel.prefill_tp, scenario.parallel.decode_tp)
+        self.prefill_gpus, self.decode_gpus = (
+            self._split("prefill/decode", scenario.parallel.prefill_tp, scenario.parallel.decode_tp) if self.disaggregated else ((), ())
+        )
         self.regular_gpus = self._split("regular", self.regular_tp, self.regular_tp) if "regular" in self.launch.stacks else ((), ())
 
     @property
