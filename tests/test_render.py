@@ -75,14 +75,6 @@ def test_same_node_splits_gpus():
     assert plan.prefill_gpus == tuple(range(8)) and plan.decode_gpus == tuple(range(8, 16))
 
 
-def test_ipv6_urls_are_bracketed():
-    scenario = load_scenario("h20-qwen3-235b-1p1d")
-    site = launch.Site(prefill_ip="2001:db8::1", decode_ip="2001:db8::2", model_path="/m", dataset_path="/d",
-                       ib_devices_file="/i.json", gpus=tuple(range(8)), image="img")
-    argv = launch.Plan(scenario, site).router_argv()
-    assert argv[argv.index("--prefill") + 1] == "http://[2001:db8::1]:30000"
-
-
 def _scenario_file(tmp_path: Path, drop_launch=False, **launch_changes) -> str:
     data = load_scenario("h20-qwen3-235b-1p1d").to_dict()
     if drop_launch:
@@ -107,6 +99,7 @@ def _ib(tmp_path: Path, content: str, name="ib_devices.json") -> str:
 BAD = {
     "missing ip": (lambda t: ["render", "--decode-ip", "192.0.2.20"], "--prefill-ip"),
     "not an ip": (lambda t: [*ARGS[:4], "node-a", *ARGS[5:]], "'node-a' is not an IP address"),
+    "ipv6": (lambda t: [*ARGS[:4], "2001:db8::1", *ARGS[5:]], "IPv6 is not supported"),
     "short ip": (lambda t: [*ARGS[:6], "192.0.2"], "--decode-ip '192.0.2'"),
     "model without config": (lambda t: [*ARGS, "--model", _model_without_config(t)], "no config.json"),
     "tp above gpus": (lambda t: [*ARGS, "--gpus", "0,1,2,3"], "TP is 8, larger than the 4 GPUs"),

@@ -43,9 +43,13 @@ def parse_ip(value: str | None, option: str) -> str:
     if not value:
         raise UserError(f"missing {option}: give the node's RDMA-reachable IP address, e.g. {option} 10.0.0.1")
     try:
-        return str(ipaddress.ip_address(value.strip()))
+        address = ipaddress.ip_address(value.strip())
     except ValueError:
         raise UserError(f"{option} {value!r} is not an IP address; give the node's RDMA-reachable address (a host name is not accepted)") from None
+    if address.version != 4:
+        # The compose files build URLs as http://IP:PORT, which IPv6 would need bracketed.
+        raise UserError(f"{option} {value!r}: IPv6 is not supported by the compose files; give the node's IPv4 address")
+    return str(address)
 
 
 def parse_gpus(value: str, option: str = "--gpus") -> tuple[int, ...]:
@@ -108,8 +112,7 @@ class Site:
 
 
 def _url(ip: str, port: int) -> str:
-    host = f"[{ip}]" if ":" in ip else ip
-    return f"http://{host}:{port}"
+    return f"http://{ip}:{port}"
 
 
 class Plan:
