@@ -152,3 +152,12 @@ def test_regular_only_scenario_on_one_node(tmp_path, capsys):
     env = (out / "regular.env").read_text().splitlines()
     assert "REGULAR_1_GPU_IDS=0,1" in env and "REGULAR_2_GPU_IDS=2,3" in env
     assert "--worker-urls http://192.0.2.10:30000 http://192.0.2.10:30001" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", [n for n in __import__("pdrepro.scenario", fromlist=["x"]).shipped_names()
+                                  if load_scenario(n).launch is not None])
+def test_every_shipped_launch_renders(name, tmp_path):
+    out = tmp_path / "deploy"
+    assert main(["render", "--scenario", name, "--prefill-ip", "192.0.2.10", "--decode-ip", "192.0.2.20",
+                 "--out", str(out)]) == 0
+    assert (out / "commands.txt").read_text().count("python -m sglang.launch_server") >= 2
