@@ -14,7 +14,7 @@ import yaml
 
 from pdrepro import launch
 from pdrepro.cli import main
-from pdrepro.scenario import load_scenario
+from pdrepro.scenario import load_scenario, shipped_names
 
 GOLDEN = Path(__file__).parent / "golden" / "render-h20-qwen3-235b-1p1d"
 ARGS = ["render", "--scenario", "h20-qwen3-235b-1p1d", "--prefill-ip", "192.0.2.10", "--decode-ip", "192.0.2.20"]
@@ -154,8 +154,7 @@ def test_regular_only_scenario_on_one_node(tmp_path, capsys):
     assert "--worker-urls http://192.0.2.10:30000 http://192.0.2.10:30001" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", [n for n in __import__("pdrepro.scenario", fromlist=["x"]).shipped_names()
-                                  if load_scenario(n).launch is not None])
+@pytest.mark.parametrize("name", [n for n in shipped_names() if load_scenario(n).launch is not None])
 def test_every_shipped_launch_renders(name, tmp_path):
     out = tmp_path / "deploy"
     assert main(["render", "--scenario", name, "--prefill-ip", "192.0.2.10", "--decode-ip", "192.0.2.20",
