@@ -97,15 +97,19 @@ def test_transport_proven(summary):
 
 
 def test_provenance_present(summary, scenario):
-    prov = summary.get("provenance")
-    assert prov, "provenance.json missing from the run; `pdrepro sweep` writes it"
-    prov = prov.get("run", prov) if summary.get("kind") == "comparison" else prov
-    missing = [k for k in ("pins", "host", "environment", "scenario", "endpoints") if k not in prov]
-    assert not missing, f"provenance.json lacks {', '.join(missing)}"
-    assert prov["scenario"].get("name") == scenario.name, \
-        f"provenance is of scenario {prov['scenario'].get('name')}, not {scenario.name}"
-    pins = prov["pins"]
-    assert pins.get("sglang_commit") and pins.get("mooncake_commit"), "provenance lacks the SGLang/Mooncake commits"
+    found = summary.get("provenance") or {}
+    if summary.get("kind") == "comparison":
+        records = {f"{name}/provenance.json": found.get(name) for name in summary["configurations"]}
+    else:
+        records = {"provenance.json": found or None}
+    for where, prov in records.items():
+        _require(prov, f"{where} missing from the run; `pdrepro sweep` writes it")
+        missing = [k for k in ("pins", "host", "environment", "scenario", "endpoints") if k not in prov]
+        _require(not missing, f"{where} lacks {', '.join(missing)}")
+        _require(prov["scenario"].get("name") == scenario.name,
+                 f"{where} is of scenario {prov['scenario'].get('name')}, not {scenario.name}")
+        pins = prov["pins"]
+        _require(pins.get("sglang_commit") and pins.get("mooncake_commit"), f"{where} lacks the SGLang/Mooncake commits")
 
 
 @pytest.mark.kind("comparison")

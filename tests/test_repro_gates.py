@@ -100,10 +100,10 @@ def test_comparison_run_gates(tmp_path):
     run = tmp_path / "run"
     (run).mkdir()
     (run / "scenario.yaml").write_text(sc.to_yaml())
-    (run / "provenance.json").write_text(json.dumps(_provenance(sc)))
     for name, fig in sc.reference.configurations.items():
         bench = run / name / "bench"
         bench.mkdir(parents=True)
+        (run / name / "provenance.json").write_text(json.dumps(_provenance(sc)))
         (bench / "result-8192.jsonl").write_text(json.dumps({
             "completed": 50, "output_throughput": fig["output_tok_s"], "total_throughput": fig["total_tok_s"],
             "mean_e2e_latency_ms": fig["mean_e2e_ms"], "mean_ttft_ms": fig["mean_ttft_ms"], "p99_ttft_ms": fig["p99_ttft_ms"],
@@ -112,3 +112,6 @@ def test_comparison_run_gates(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert set(_junit(run)) == {"test_provenance_present", "test_comparison_configurations_measured",
                                 "test_comparison_completed"}
+    (run / "2-regular" / "provenance.json").unlink()
+    proc = _gates("--run-dir", run)
+    assert proc.returncode == 1 and "2-regular/provenance.json missing from the run" in proc.stdout

@@ -11,6 +11,7 @@ from pdrepro.sweep.runner import run_sweep
 from pdrepro.sweep.state import result_problem
 
 from fakecluster import FakeBench, FakeCluster
+from runbuilder import Row
 from sweephelp import config, short_scenario
 
 
@@ -171,3 +172,28 @@ def test_overhead_counts_time_outside_the_client(tmp_path, cluster):
     assert out.overhead_s >= 0.6
     line = next(l for l in lines if l.startswith("sweep overhead:"))
     assert f"{out.overhead_s:.1f} s of" in line and f"({out.overhead_pct:.2f} % of the sweep" in line
+
+
+def test_comparison_configurations_sweep_into_one_run(tmp_path):
+    """1P1D against the PD stack (transport proven), 2-regular against plain workers; one report."""
+    from pdrepro.scenario import load_scenario
+
+    sc = load_scenario("a10-qwen25-7b-rate4")
+    rows = {2048: Row(2048, 1111.94, 3.0)}
+    with FakeCluster(tmp_path / "pd", sc) as pd:
+        out = run_sweep(config(tmp_path, pd, FakeBench(pd, rows=rows), configuration="1P1D"))
+    assert out.run.root == (tmp_path / "run" / "1P1D").resolve()
+    with FakeCluster(tmp_path / "regular", sc, transport="none") as reg:
+        lines = []
+        out = run_sweep(config(tmp_path, reg, FakeBench(reg, rows=rows), lines, configuration="2-regular",
+                               prefill_url=None, decode_url=None, worker_urls=(reg.prefill.url, reg.decode.url),
+                               analyze=True))
+    assert not any(l.startswith("transport:") for l in lines)  # no KV transfer to prove
+    run = tmp_path / "run"
+    for name in ("1P1D", "2-regular"):
+        assert (run / name / "bench" / "result-2048.jsonl").is_file()
+        assert json.loads((run / name / "provenance.json").read_text())["configuration"] == name
+    assert json.loads((run / "1P1D" / "provenance.json").read_text())["transport"]["proven"] is True
+    report = (run / "report.md").read_text()
+    assert "1P1D measured" in report and "2-regular published" in report and "1,215.17" in report
+    assert out.summary["configurations"]["2-regular"]["measured"]["completed"] == 200

@@ -240,7 +240,8 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
     else:
         previous = next((e for e in reversed(state.events) if e.get("event") == "transport"), None)
         transport_facts = {k: v for k, v in previous.items() if k not in ("event", "at")} if previous else None
-    prov = _Provenance(cfg, root)
+    # A comparison's configurations ran on different stacks: each keeps its own.
+    prov = _Provenance(cfg, run_root)
     prov.write(transport_facts, state)
 
     done: list[int] = []
