@@ -7,6 +7,7 @@ Every figure comes from ``pdrepro.checks.evaluate``, the same code behind
 
 from __future__ import annotations
 
+import shlex
 import time
 from pathlib import Path
 
@@ -21,6 +22,7 @@ def pytest_addoption(parser):
     g.addoption("--router", help="router URL: run `pdrepro sweep` against it first (into --run-dir or runs/<time>)")
     g.addoption("--scenario", help=f"scenario name or YAML (default: the run's scenario.yaml, else {DEFAULT_SCENARIO})")
     g.addoption("--thresholds", help="YAML file replacing the scenario's thresholds")
+    g.addoption("--sweep-args", default="", help='with --router: more `pdrepro sweep` flags, e.g. "--wait-timeout 60 --metrics"')
     for opt in ("--prefill", "--decode", "--model-path", "--dataset-path", "--image", "--logs-from", "--configuration"):
         g.addoption(f"--sweep{opt}" if opt in ("--image", "--configuration") else opt,
                     help=f"with --router: passed to `pdrepro sweep {opt}`")
@@ -100,6 +102,7 @@ def _sweep(config, root: Path) -> None:
             argv += [opt, value]
     if config.getoption("--thresholds"):
         argv += ["--thresholds", config.getoption("--thresholds")]
+    argv += shlex.split(config.getoption("--sweep-args") or "")
     capture = config.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled():  # the sweep's progress belongs on the terminal
         rc = main(argv)

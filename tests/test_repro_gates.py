@@ -115,3 +115,17 @@ def test_comparison_run_gates(tmp_path):
     (run / "2-regular" / "provenance.json").unlink()
     proc = _gates("--run-dir", run)
     assert proc.returncode == 1 and "2-regular/provenance.json missing from the run" in proc.stdout
+
+
+def test_router_mode_runs_the_sweep_first_and_stops_on_its_error(tmp_path):
+    data = tmp_path / "sharegpt.json"
+    data.write_text("[]")
+    run = tmp_path / "run"
+    proc = _gates("--router", "http://127.0.0.1:9", "--prefill", "http://127.0.0.1:9", "--decode", "http://127.0.0.1:9",
+                  "--model-path", tmp_path, "--dataset-path", data, "--run-dir", run,
+                  "--sweep-args", "--wait-timeout 1 --image pdrepro-gpu:0.1.0")
+    assert proc.returncode == 1
+    assert "router at http://127.0.0.1:9 not healthy after 1 s" in proc.stderr
+    assert "pdrepro sweep stopped (exit 2)" in proc.stdout
+    assert (run / "scenario.yaml").is_file() and (run / "junit.xml").is_file()
+    assert "passed" not in proc.stdout.splitlines()[-1]

@@ -197,3 +197,12 @@ def test_comparison_configurations_sweep_into_one_run(tmp_path):
     report = (run / "report.md").read_text()
     assert "1P1D measured" in report and "2-regular published" in report and "1,215.17" in report
     assert out.summary["configurations"]["2-regular"]["measured"]["completed"] == 200
+
+
+def test_heartbeat_reports_elapsed_and_time_left_during_a_length(tmp_path, cluster):
+    lines = []
+    run_sweep(config(tmp_path, cluster, FakeBench(cluster, seconds=0.5), lines, heartbeat_s=0.2))
+    first = [l for l in lines if l.startswith("  prompt length 128:")]
+    later = [l for l in lines if l.startswith("  prompt length 512:")]
+    assert first and all(l.endswith("elapsed") for l in first)  # nothing measured yet: no estimate
+    assert later and ("left" in later[0] or "over the estimate" in later[0])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,7 @@ class SweepConfig:
     scrape_metrics: bool = False
     analyze: bool = True
     bench_image: dict | None = None
+    heartbeat_s: float = 60.0
     say: Callable[[str], None] = print
     sysfs: Path = field(default=Path("/sys/class/infiniband"))
 
@@ -81,6 +83,35 @@ def _cost(prompt_len: int, output_len: int) -> float:
 def _fmt_s(seconds: float) -> str:
     seconds = int(round(seconds))
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+class _Heartbeat:
+    """Says how far a length has got while the client is quiet (it prints
+    little between requests at long prompts)."""
+
+    def __init__(self, say, length: int, expected_s: float | None, every_s: float):
+        self.say, self.length, self.expected_s = say, length, expected_s
+        self.start = time.monotonic()
+        self.done = threading.Event()
+        self.thread = None
+        if every_s > 0:
+            self.thread = threading.Thread(target=self._loop, args=(every_s,), daemon=True)
+            self.thread.start()
+
+    def _loop(self, every_s: float) -> None:
+        while not self.done.wait(every_s):
+            elapsed = time.monotonic() - self.start
+            if self.expected_s:
+                left = self.expected_s - elapsed
+                eta = f"~{_fmt_s(left)} left" if left > 0 else f"{_fmt_s(-left)} over the estimate"
+                self.say(f"  prompt length {self.length}: {_fmt_s(elapsed)} elapsed, {eta}")
+            else:
+                self.say(f"  prompt length {self.length}: {_fmt_s(elapsed)} elapsed")
+
+    def stop(self) -> None:
+        self.done.set()
+        if self.thread is not None:
+            self.thread.join(timeout=1)
 
 
 def _check_inputs(cfg: SweepConfig) -> None:
@@ -265,6 +296,8 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
             mounts[Path(cfg.target.model_path).resolve()] = False
         t0 = time.monotonic()
         reason = None
+        expected = cost * bench_s / measured_cost if measured_cost > 0 else None
+        ticker = _Heartbeat(say, length, expected, cfg.heartbeat_s)
         try:
             rc = cfg.launcher.run(argv, mounts=mounts, timeout_s=cfg.length_timeout_s, say=say)
             if rc != 0:
@@ -272,11 +305,14 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
         except LengthTimeout as exc:
             reason = f"timed out: {exc}"
         except KeyboardInterrupt:
+            ticker.stop()
             partial.unlink(missing_ok=True)
             state.event("interrupted", prompt_len=length, completed=done)
             _collect_logs(cfg, run)
             say(f"interrupted during length {length}; {len(done) + len(skipped)} complete length(s) kept, rerun to resume")
             raise
+        finally:
+            ticker.stop()
         elapsed = time.monotonic() - t0
         # A launcher that can tell the client's own run time (the container's
         # start to exit) lets container start-up count as the sweep's overhead.
