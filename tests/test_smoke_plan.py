@@ -120,3 +120,23 @@ def test_buffer_address_is_the_memory_the_engine_sees():
     assert bytes(buf.view[:4]) == b"kvkv"
     buf.zero(4)
     assert bytes(buf.view[:4]) == bytes(4)
+
+
+def test_interleaved_ways_take_turns_and_are_verified_separately():
+    n = MiB
+    data = pattern(3, n)
+    buf = agent.Buffer(n)
+    order = []
+
+    def good():
+        order.append("mooncake")
+        return _fill(buf, data)
+
+    def broken():
+        order.append("socket")
+        return _fill(buf, data, corrupt_at=0)
+
+    out = agent.measure_interleaved(n, 2, buf, digest(data), {"mooncake": good, "socket": broken})
+    assert order == ["mooncake", "socket"] * 3  # warm-up + 2 timed, alternating
+    assert out["mooncake"]["verified"] and len(out["mooncake"]["ms"]) == 2
+    assert not out["socket"]["verified"] and out["socket"]["failed_checks"] == 3

@@ -42,10 +42,16 @@ def register(subparsers) -> None:
     p.add_argument("--prompt-lens", help="comma-separated subset of the scenario's prompt lengths")
     p.add_argument("--repeats", type=int, default=None,
                    help="timed transfers per size, after one warm-up (default: the scenario's sweep.num_prompts)")
-    p.add_argument("--block-mib", type=int, default=16, help="block size of each engine batch in MiB, >= 1 (default 16)")
+    p.add_argument("--block-mib", type=int, default=128,
+                   help="the engine moves each transfer in blocks of this many MiB, >= 1 (default 128: one block "
+                        "up to the 32K-token size of the smoke scenario)")
     p.add_argument("--transport", choices=("auto", "tcp", "rdma"), default=os.environ.get("SMOKE_TRANSPORT", "auto"),
                    help="auto: whatever Mooncake finds; tcp: force TCP; rdma: fail unless RDMA is used "
                         "(default: $SMOKE_TRANSPORT or auto)")
+    p.add_argument("--wait", choices=("sleep", "spin"), default="sleep",
+                   help="how the decode side waits for each transfer: sleep (short sleeps between checks, default; "
+                        "leaves the CPU to the engine on small machines) or spin (the engine's busy-polling "
+                        "synchronous call, as SGLang uses it)")
     p.add_argument("--image", default=None, help="smoke image (default: SMOKE_IMAGE from versions.env)")
     p.add_argument("--results", default="results", help="folder for run directories (default: results)")
     p.add_argument("--compose-file", default=None, help="default: compose/smoke.yaml of this checkout")
@@ -86,5 +92,6 @@ def run(args) -> int:
         raise UserError("no smoke image named; pass --image or set SMOKE_IMAGE in docker/versions.env")
     opts = SmokeOptions(scenario=scenario, plan=plan, image=image, transport=args.transport,
                         results=Path(args.results), compose_file=find_compose_file(args.compose_file),
-                        memlock=memlock, timeout_s=args.timeout, host_ip=args.host_ip)
+                        memlock=memlock, timeout_s=args.timeout, host_ip=args.host_ip,
+                        wait=args.wait)
     return run_smoke(opts)

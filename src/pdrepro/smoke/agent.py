@@ -55,12 +55,16 @@ class Settings:
     results: Path
     timeout_s: float
     host_ip: str | None
+    wait: str = "sleep"     # how the initiator waits for the engine: sleep | spin
 
     @classmethod
     def from_env(cls, env=os.environ) -> "Settings":
         want = env.get("SMOKE_TRANSPORT", "auto")
         if want not in ("auto", "tcp", "rdma"):
             raise UserError(f"SMOKE_TRANSPORT={want!r}; use auto, tcp or rdma")
+        wait = env.get("SMOKE_WAIT", "sleep")
+        if wait not in ("sleep", "spin"):
+            raise UserError(f"SMOKE_WAIT={wait!r}; use sleep or spin")
         if "SMOKE_PLAN" not in env:
             raise UserError("SMOKE_PLAN is not set; start the agents with `pdrepro smoke`")
         return cls(
@@ -72,6 +76,7 @@ class Settings:
             results=Path(env.get("SMOKE_RESULTS", "/results")),
             timeout_s=float(env.get("SMOKE_TIMEOUT_S", "600")),
             host_ip=env.get("SMOKE_HOST_IP") or None,
+            wait=wait,
         )
 
 
@@ -289,17 +294,50 @@ def finish_target(settings: Settings) -> dict:
         return {}
 
 
-def mooncake_read(engine, segment: str, local: Buffer, remote_addr: int, nbytes: int, block_bytes: int) -> float:
+# Seconds between completion checks when waiting by sleeping.
+POLL_S = 0.0001
+
+
+def mooncake_read(engine, segment: str, local: Buffer, remote_addr: int, nbytes: int, block_bytes: int,
+                  wait: str = "sleep") -> float:
+    """Pull ``nbytes`` in blocks; return the seconds from submit to the last block's completion.
+
+    ``spin`` uses the engine's synchronous batch call, which busy-polls for
+    completion (what SGLang's transfer threads do). ``sleep`` submits one
+    single-block batch per block and checks them with short sleeps: on a
+    2-core machine a spinning waiter takes the CPU the engine's own I/O thread
+    needs, which measures the waiter rather than the engine.
+    """
     parts = blocks(nbytes, block_bytes)
-    locals_ = [local.addr + off for off, _ in parts]
-    remotes = [remote_addr + off for off, _ in parts]
-    lens = [n for _, n in parts]
+    if wait == "spin":
+        t0 = time.perf_counter()
+        rc = engine.batch_transfer_sync_read(segment, [local.addr + o for o, _ in parts],
+                                             [remote_addr + o for o, _ in parts], [n for _, n in parts])
+        dt = time.perf_counter() - t0
+        if rc != 0:
+            raise RuntimeError(f"batch_transfer_sync_read of {nbytes} B returned {rc}")
+        return dt
     t0 = time.perf_counter()
-    rc = engine.batch_transfer_sync_read(segment, locals_, remotes, lens)
-    dt = time.perf_counter() - t0
-    if rc != 0:
-        raise RuntimeError(f"batch_transfer_sync_read of {nbytes} B returned {rc}")
-    return dt
+    pending = []
+    for off, n in parts:
+        # One block per batch: the engine's status call reports on a batch's first task only in some builds.
+        batch = engine.batch_transfer_async_read(segment, [local.addr + off], [remote_addr + off], [n])
+        if batch <= 0:
+            raise RuntimeError(f"submitting a {n} B read at offset {off} failed")
+        pending.append(batch)
+    while pending:
+        still = []
+        for batch in pending:
+            status = engine.transfer_check_status(batch)
+            if status == 0:
+                still.append(batch)
+            elif status != 1:
+                raise RuntimeError(f"a block of the {nbytes} B read ended with status {status} "
+                                   "(-1 failed, -2 timed out)")
+        pending = still
+        if pending:
+            time.sleep(POLL_S)
+    return time.perf_counter() - t0
 
 
 def socket_read(conn: socket.socket, local: Buffer, nbytes: int) -> float:
@@ -314,21 +352,29 @@ def socket_read(conn: socket.socket, local: Buffer, nbytes: int) -> float:
     return time.perf_counter() - t0
 
 
-def measure(kind: str, nbytes: int, repeats: int, local: Buffer, want: str, once) -> dict:
-    """One warm-up, then ``repeats`` timed transfers; each one verified."""
-    times, ok = [], []
+def measure_interleaved(nbytes: int, repeats: int, local: Buffer, want: str, ways: dict) -> dict:
+    """One warm-up, then ``repeats`` timed transfers per way, the ways taking
+    turns so that both see the same load; every transfer is verified."""
+    times = {k: [] for k in ways}
+    ok = {k: [] for k in ways}
     for i in range(repeats + 1):
-        local.zero(nbytes)  # a transfer that moves nothing cannot pass the check
-        seconds = once()
-        good = digest(local.view[:nbytes]) == want
-        if i == 0:
-            if not good:
-                ok.append(False)
-            continue
-        times.append(seconds * 1000)
-        ok.append(good)
-    return {"kind": kind, "ms": times, "verified": all(ok), "failed_checks": ok.count(False),
-            "ms_median": statistics.median(times), "ms_mean": statistics.fmean(times)}
+        for kind, once in ways.items():
+            local.zero(nbytes)  # a transfer that moves nothing cannot pass the check
+            seconds = once()
+            good = digest(local.view[:nbytes]) == want
+            if i == 0:
+                if not good:
+                    ok[kind].append(False)
+                continue
+            times[kind].append(seconds * 1000)
+            ok[kind].append(good)
+    return {kind: {"kind": kind, "ms": times[kind], "verified": all(ok[kind]),
+                   "failed_checks": ok[kind].count(False), "ms_median": statistics.median(times[kind]),
+                   "ms_mean": statistics.fmean(times[kind])} for kind in ways}
+
+
+def measure(kind: str, nbytes: int, repeats: int, local: Buffer, want: str, once) -> dict:
+    return measure_interleaved(nbytes, repeats, local, want, {kind: once})[kind]
 
 
 def run_initiator(settings: Settings) -> int:
@@ -341,7 +387,8 @@ def run_initiator(settings: Settings) -> int:
     want = expected_digests(plan)
     local = Buffer(plan.max_bytes)
     engine, evidence = start_engine(settings, my_ip(settings))
-    result = {"role": "initiator", "requested_transport": settings.transport, "evidence": evidence.to_dict(),
+    result = {"role": "initiator", "requested_transport": settings.transport, "wait": settings.wait,
+              "evidence": evidence.to_dict(),
               "target_evidence": info["evidence"], "plan": json.loads(plan.to_json()),
               "memlock_bytes": memlock_limit(), "rows": [], "error": None}
     try:
@@ -351,14 +398,17 @@ def run_initiator(settings: Settings) -> int:
         if engine.register_memory(local.addr, local.nbytes) != 0:
             raise UserError(f"registering {local.nbytes} B with the engine failed; if it is RDMA, raise SMOKE_MEMLOCK")
         log(f"transport {evidence.transport}; {len(plan.rows)} sizes x {plan.repeats} transfers each, "
-            f"blocks of {plan.block_bytes} B")
+            f"blocks of {plan.block_bytes} B, waiting by {settings.wait}")
         peer_ip = info["segment"].rsplit(":", 1)[0]
         with socket.create_connection((peer_ip, info["data_port"]), timeout=settings.timeout_s) as conn:
             for row in plan.rows:
                 n = row.kv_bytes
-                mc = measure("mooncake", n, plan.repeats, local, want[row.prompt_len],
-                             lambda: mooncake_read(engine, info["segment"], local, info["addr"], n, plan.block_bytes))
-                sk = measure("socket", n, plan.repeats, local, want[row.prompt_len], lambda: socket_read(conn, local, n))
+                both = measure_interleaved(n, plan.repeats, local, want[row.prompt_len], {
+                    "mooncake": lambda: mooncake_read(engine, info["segment"], local, info["addr"], n,
+                                                      plan.block_bytes, settings.wait),
+                    "socket": lambda: socket_read(conn, local, n),
+                })
+                mc, sk = both["mooncake"], both["socket"]
                 result["rows"].append({"prompt_len": row.prompt_len, "kv_bytes": n, "mooncake": mc, "socket": sk})
                 write_json(out, result)
                 log(f"{row.prompt_len:>6} tokens {n:>11} B: mooncake {mc['ms_median']:8.2f} ms "

@@ -40,6 +40,7 @@ class SmokeOptions:
     memlock: str | None            # bytes, or -1 for unlimited; None = compose default
     timeout_s: float
     host_ip: str | None = None
+    wait: str = "sleep"
 
 
 def say(msg: str) -> None:
@@ -149,7 +150,7 @@ class Stack:
         files = [opts.compose_file]
         env = {**os.environ, "SMOKE_IMAGE": opts.image, "SMOKE_PLAN": opts.plan.to_json(),
                "SMOKE_TRANSPORT": opts.transport, "SMOKE_RUN_DIR": str(run.root.resolve()),
-               "SMOKE_TIMEOUT_S": str(int(opts.timeout_s))}
+               "SMOKE_TIMEOUT_S": str(int(opts.timeout_s)), "SMOKE_WAIT": opts.wait}
         if Path("/dev/infiniband").is_dir():
             env["SMOKE_IB_DEVICE"] = "/dev/infiniband"
         if opts.memlock is not None:
@@ -262,6 +263,7 @@ def provenance(opts: SmokeOptions, img: dict, run_id: str) -> dict:
         "memlock_bytes": opts.memlock,
         "block_bytes": opts.plan.block_bytes,
         "repeats": opts.plan.repeats,
+        "wait": opts.wait,
     }
 
 

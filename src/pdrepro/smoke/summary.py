@@ -100,6 +100,7 @@ def build_summary(scenario, initiator: dict, provenance: dict) -> dict:
             "hcas_found": (initiator.get("evidence") or {}).get("hcas_found"),
             "block_bytes": (initiator.get("plan") or {}).get("block_bytes"),
             "repeats": (initiator.get("plan") or {}).get("repeats"),
+            "wait": initiator.get("wait"),
             "all_verified": bool(rows) and all(r["verified"] and r["socket_verified"] for r in rows),
             "ratio_target": RATIO_TARGET,
             "mooncake_vs_socket_at_largest": ratio,
