@@ -95,6 +95,8 @@ class _Server:
                 if server.role == "router":
                     if self.path in ("/liveness", "/health"):
                         return self._send(200, "OK", "text/plain")
+                    if self.path == "/readiness" and not c.router_readiness:
+                        return self._send(404, {"detail": "Not Found"})
                     if self.path == "/readiness":
                         ok = server.healthy() and all(s.healthy() for s in c.workers)
                         return self._send(200 if ok else 503, {"ready": ok})
@@ -136,6 +138,7 @@ class FakeCluster:
     ready_after_s: float | None = 0.0
     never_ready: set[str] = field(default_factory=set)
     health_generate: bool = True
+    router_readiness: bool = True
     metrics: bool = False
 
     def __post_init__(self):

@@ -1,5 +1,7 @@
 """Waiting for the stack and proving the transport before the first length."""
 
+import json
+
 import pytest
 
 from pdrepro.errors import UserError
@@ -40,6 +42,13 @@ def test_worker_without_health_generate_falls_back_to_health(tmp_path):
     assert out.done == [128]
 
 
+def test_router_without_readiness_is_checked_with_health_generate(tmp_path):
+    with FakeCluster(tmp_path, short_scenario((128,)), router_readiness=False) as c:
+        out = run_sweep(config(tmp_path, c, FakeBench(c)))
+        assert ("GET", "/health_generate") in c.router.requests
+    assert out.done == [128]
+
+
 @pytest.mark.parametrize("transport, found", [
     ("tcp", "HCAs found [0]"),
     ("force-tcp", "'MC_FORCE_TCP is set'"),
@@ -56,6 +65,10 @@ def test_transport_not_rdma_stops_before_first_length(tmp_path, transport, found
     assert "MC_FORCE_TCP" in msg  # the fix is named
     assert bench.calls == []
     assert list((tmp_path / "run" / "bench").iterdir()) == []
+    # What was found is kept for debugging: the logs and the failed proof.
+    assert (tmp_path / "run" / "logs" / "prefill.log").is_file()
+    prov = json.loads((tmp_path / "run" / "provenance.json").read_text())
+    assert prov["transport"]["proven"] is False and found in prov["transport"]["servers"]["prefill"]["summary"]
 
 
 def test_no_logs_means_no_proof(tmp_path):

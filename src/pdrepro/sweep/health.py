@@ -11,7 +11,8 @@ import requests
 from ..errors import UserError
 
 # The router's /health answers OK with no worker behind it; /readiness does not.
-ROUTER_PATHS = ("/readiness",)
+# Routers older than /readiness answer it 404; /health_generate then stands in.
+ROUTER_PATHS = ("/readiness", "/health_generate")
 # Newer workers serve /health_generate (runs one token); /health is the fallback.
 WORKER_PATHS = ("/health_generate", "/health")
 

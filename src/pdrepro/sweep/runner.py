@@ -159,6 +159,12 @@ def _endpoints(cfg: SweepConfig) -> list[health.Endpoint]:
     return eps
 
 
+class TransportNotProven(UserError):
+    def __init__(self, message: str, facts: dict):
+        super().__init__(message)
+        self.facts = facts
+
+
 def _prove(cfg: SweepConfig, state: SweepState) -> dict | None:
     if not is_disaggregated(cfg.configuration):
         return None
@@ -178,7 +184,7 @@ def _prove(cfg: SweepConfig, state: SweepState) -> dict | None:
     proof = transport.prove({role: current_start(text) for role, text in logs.items()})
     state.event("transport", **proof.to_dict())
     if not proof.proven:
-        raise UserError(f"KV transport is not RDMA: {proof.describe()}; {transport.FIX_HINT}")
+        raise TransportNotProven(f"KV transport is not RDMA: {proof.describe()}; {transport.FIX_HINT}", proof.to_dict())
     cfg.say(f"transport: {proof.describe()}")
     return proof.to_dict()
 
@@ -267,7 +273,13 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
         say(f"waiting for the stack (up to {cfg.wait_timeout_s:.0f} s)")
         wait_s = health.wait_healthy(_endpoints(cfg), cfg.wait_timeout_s,
                                      log_tail=lambda role: tail(cfg.log_source, role), say=say)
-        transport_facts = _prove(cfg, state)
+        try:
+            transport_facts = _prove(cfg, state)
+        except TransportNotProven as exc:
+            # What was found stays in the run for whoever debugs the fabric.
+            _collect_logs(cfg, run)
+            _Provenance(cfg, run_root).write(exc.facts, state)
+            raise
     else:
         previous = next((e for e in reversed(state.events) if e.get("event") == "transport"), None)
         transport_facts = {k: v for k, v in previous.items() if k not in ("event", "at")} if previous else None
