@@ -255,7 +255,7 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
 
     todo, skipped = [], []
     for length in sweep.prompt_lens:
-        problem = result_problem(run.bench_file(length), sweep.num_prompts)
+        problem = result_problem(run.bench_file(length), sweep.num_prompts, length)
         if problem is None:
             skipped.append(length)
             continue
@@ -332,7 +332,7 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
         bench_s += min(client_s, elapsed) if client_s is not None else elapsed
         measured_cost += cost
         if reason is None:
-            problem = result_problem(partial, sweep.num_prompts)
+            problem = result_problem(partial, sweep.num_prompts, length)
             if problem is not None:
                 reason = f"result not valid: {problem}"
         if reason is None:

@@ -11,7 +11,7 @@ from pathlib import Path
 STATE_FILE = "sweep-state.json"
 
 
-def result_problem(path: Path, num_prompts: int) -> str | None:
+def result_problem(path: Path, num_prompts: int, prompt_len: int | None = None) -> str | None:
     """None if ``path`` holds one complete bench result, else what is wrong."""
     if not path.is_file():
         return "no result file"
@@ -27,6 +27,9 @@ def result_problem(path: Path, num_prompts: int) -> str | None:
         return "empty"
     if len(records) > 1:
         return f"{len(records)} runs appended in one file (the client appends); expected one"
+    asked = records[-1].get("random_input_len")
+    if prompt_len is not None and isinstance(asked, int) and asked != prompt_len:
+        return f"holds a run of prompt length {asked}, not {prompt_len}"
     completed = records[-1].get("completed")
     if completed != num_prompts:
         return f"completed {completed} of {num_prompts} requests"

@@ -1,0 +1,33 @@
+"""What makes a bench result complete, so that a rerun may skip its length."""
+
+import json
+
+from pdrepro.scenario import load_scenario
+from pdrepro.sweep.state import result_problem
+
+from runbuilder import build_run
+
+
+def _built(tmp_path, **opts):
+    sc = load_scenario("h20-qwen3-235b-1p1d")
+    return build_run(tmp_path, sc, **opts).bench_file(1024)
+
+
+def test_complete_published_result(tmp_path):
+    assert result_problem(_built(tmp_path), 50, 1024) is None
+
+
+def test_incomplete_results(tmp_path):
+    assert result_problem(tmp_path / "none.jsonl", 50) == "no result file"
+    assert result_problem(_built(tmp_path / "a", errors={1024: 2}), 50) == "completed 48 of 50 requests"
+    assert result_problem(_built(tmp_path / "b", truncate_bench={1024}), 50).endswith("is not JSON (cut short?)")
+    assert result_problem(_built(tmp_path / "c", empty_bench={1024}), 50) == "empty"
+    assert "2 runs appended" in result_problem(_built(tmp_path / "d", appended_runs={1024}), 50)
+
+
+def test_result_of_another_length_is_not_complete(tmp_path):
+    path = _built(tmp_path)
+    other = tmp_path / "result-2048.jsonl"
+    other.write_text(path.read_text())
+    assert result_problem(other, 50, 2048) == "holds a run of prompt length 1024, not 2048"
+    assert json.loads(other.read_text())["completed"] == 50
