@@ -58,9 +58,11 @@ def test_rerun_skips_complete_lengths_and_reruns_broken_one(tmp_path, cluster):
     assert out.skipped == [128, 512]
     assert (tmp_path / "run" / "bench" / "result-256.jsonl.invalid").is_file()
     assert any("resuming: 2 length(s) already complete" in l for l in lines)
+    prov = (tmp_path / "run" / "provenance.json").read_text()
     third = FakeBench(cluster)
     run_sweep(config(tmp_path, cluster, third))
     assert third.calls == []
+    assert (tmp_path / "run" / "provenance.json").read_text() == prov  # nothing ran: the record stays
 
 
 def test_interrupt_keeps_completed_lengths(tmp_path, cluster):

@@ -80,7 +80,9 @@ def run(args: argparse.Namespace) -> int:
     scenario = resolve_scenario(args.scenario, None, args.thresholds)
     if is_disaggregated(args.configuration) and not (args.prefill and args.decode):
         raise UserError("pass --prefill URL and --decode URL (the PD servers behind the router) so their health is checked")
-    launcher = DockerLauncher(args.image or default_image())
+    # Model and dataset are mounted: the client has no reason to reach a model hub.
+    offline = {"HF_HUB_OFFLINE": "1"} if Path(args.model_path).is_dir() else {}
+    launcher = DockerLauncher(args.image or default_image(), env=offline)
     cfg = SweepConfig(
         scenario=scenario,
         out=args.out,

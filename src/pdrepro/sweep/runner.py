@@ -285,7 +285,8 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
         transport_facts = {k: v for k, v in previous.items() if k not in ("event", "at")} if previous else None
     # A comparison's configurations ran on different stacks: each keeps its own.
     prov = _Provenance(cfg, run_root)
-    prov.write(transport_facts, state)
+    if todo or not (run_root / "provenance.json").is_file():
+        prov.write(transport_facts, state)
 
     done: list[int] = []
     bench_s = 0.0
@@ -351,8 +352,9 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
             say("stopping at the first failed length (--on-failure stop)")
             break
 
-    _collect_logs(cfg, run)
-    prov.write(transport_facts, state)
+    if todo:
+        _collect_logs(cfg, run)
+        prov.write(transport_facts, state)
     failed = {L: r for L, r in state.failed().items() if L not in done and L not in skipped}
     outcome = SweepOutcome(run, done, skipped, failed, bench_s, time.monotonic() - started, wait_s)
     _report(outcome, say)
