@@ -58,7 +58,7 @@ def test_smoke_moves_verified_kv_sized_buffers_over_tcp(tmp_path):
     assert "Mooncake against a plain socket copy" in report and "source: smoke" in report
     assert list((run / "plots").glob("*.png"))
     assert (run / "raw" / "initiator.json").is_file() and (run / "logs" / "decode.log").stat().st_size > 0
-    assert "Mooncake / socket at 32768 tokens" in proc.stdout
+    assert "Mooncake / socket at 4096 and 32768 tokens (pooled)" in proc.stdout
     assert "peak memory of the stack" in proc.stdout
     # The stack is gone afterwards.
     assert _leftovers(f"pdsmoke-{run.name.replace('smoke-', '')}") == ""

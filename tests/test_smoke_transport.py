@@ -94,3 +94,20 @@ def test_memlock_too_low_for_rdma_names_the_variable(monkeypatch):
         agent.check_memlock("rdma", 134_217_728)
     agent.check_memlock("tcp", 134_217_728)  # TCP pins nothing
     agent.check_memlock("rdma", 4 << 20)
+
+
+# Newer builds skip discovery under MC_FORCE_TCP and put the year in glog's prefix.
+FORCED_LOG = """\
+W20261129 15:36:19.106889 27706 transfer_engine_py.cpp:100] Using default malloc/free for protocol: tcp
+I20261129 15:36:19.111845 27706 transfer_engine_impl.cpp:182] Transfer Engine RPC using P2P handshake, listening on 127.0.0.1:15035
+E20261129 15:36:19.112051 27706 transfer_metadata.cpp:991] Local segment descriptor not found
+I20261129 15:36:19.112084 27706 tcp_transport.cpp:917] TcpTransport: listen on port 16317
+I20261129 15:36:19.112380 27706 transfer_engine_impl.cpp:218] MC_FORCE_TCP is set, using TCP transport only
+""".splitlines()
+
+
+def test_forced_tcp_in_the_newer_log_format():
+    ev = tp.detect(FORCED_LOG, force_tcp=True)
+    assert ev.transport == "tcp" and ev.hcas_found is None
+    assert any("MC_FORCE_TCP is set" in line for line in ev.lines)
+    assert "MC_FORCE_TCP=1" in tp.fallback_reason(ev, force_tcp=True, ib_dir_present=True)

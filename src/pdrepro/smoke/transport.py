@@ -17,6 +17,7 @@ _RDMA_DEVICE = re.compile(r"RDMA device: ([\w.-]+)")
 _GID = re.compile(r"Find best gid index: (-?\d+) on ([\w.-]+)")
 _TCP = re.compile(r"TcpTransport: listen on port (\d+)")
 _NO_DEVICES = re.compile(r"No RDMA devices found")
+_FORCED = re.compile(r"MC_FORCE_TCP is set")
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def detect(log_lines, force_tcp: bool = False) -> TransportEvidence:
                     devices.append(dev)
         if _TCP.search(line):
             tcp = True
-        if any(rx.search(line) for rx in (_HCAS, _RDMA_INSTALLED, _RDMA_DEVICE, _GID, _TCP, _NO_DEVICES)):
+        if any(rx.search(line) for rx in (_HCAS, _RDMA_INSTALLED, _RDMA_DEVICE, _GID, _TCP, _NO_DEVICES, _FORCED)):
             kept.append(line.strip())
     # RDMA wins when it was installed: TCP may sit next to it, but a segment
     # published with RDMA is read over RDMA. MC_FORCE_TCP overrides both.
