@@ -24,7 +24,8 @@ import requests
 from pdrepro.scenario import Scenario
 from pdrepro.sweep.launcher import LengthTimeout
 
-from runbuilder import Row, build_run, published_rows
+from pdrepro.parsers.reqstats import parse_line
+from runbuilder import Row, _metrics_text, build_run, published_rows
 
 
 def _glog(source: str, text: str, level: str = "I") -> str:
@@ -112,6 +113,8 @@ class _Server:
                 if self.path == "/metrics":
                     if not c.metrics:
                         return self._send(404, {"detail": "Not Found"})
+                    if server.role == "prefill":
+                        return self._send(200, _metrics_text(c.transfers), "text/plain")
                     return self._send(200, f'sglang:num_running_reqs{{engine_type="{server.role}",tp_rank="0"}} 0.0\n', "text/plain")
                 return self._send(404, {"detail": "Not Found"})
 
@@ -149,6 +152,8 @@ class FakeCluster:
             head = [f"server_args=ServerArgs(model_path='/models/{self.scenario.model.name}', disaggregation_mode='{role}', "
                     "disaggregation_transfer_backend='mooncake', enable_request_time_stats_logging=True)"]
             (self.log_dir / f"{role}.log").write_text("\n".join(head + mooncake_startup(self.transport)) + "\n")
+        # Every KV transfer since start-up, as the prefill server's histograms count them.
+        self.transfers = {"latency_ms": [], "total_mb": [], "speed_gb_s": []}
         self.router = _Server("router", self)
         self.prefill = _Server("prefill", self)
         self.decode = _Server("decode", self)
@@ -244,4 +249,10 @@ class FakeBench:
             for role, path in (("prefill", built.prefill_log), ("decode", built.decode_log)):
                 lines = [line for line in path.read_text().splitlines() if "Time Stats(" in line or "ReqTimeStats(" in line]
                 self.cluster.append_log(role, lines)
+                if role == "prefill":
+                    for stat in filter(None, map(parse_line, lines)):
+                        if stat.transfer_s is not None and not stat.is_health_check:
+                            self.cluster.transfers["latency_ms"].append(stat.transfer_s * 1000)
+                            self.cluster.transfers["total_mb"].append(stat.transfer_total_MiB)
+                            self.cluster.transfers["speed_gb_s"].append(stat.transfer_speed_GiB_s)
         return 0

@@ -137,11 +137,20 @@ def test_provenance_contents(tmp_path, cluster, monkeypatch):
     assert set(prov["sweep"]["lengths"]) == {"128", "256", "512"}
 
 
-def test_metrics_scraped_after_each_length(tmp_path, tmp_path_factory):
-    with FakeCluster(tmp_path, short_scenario((128,)), metrics=True) as c:
+def test_metrics_per_length_are_the_difference_of_scrapes(tmp_path):
+    from pdrepro.parsers.prom import parse_metrics_file
+
+    with FakeCluster(tmp_path, short_scenario((128, 1024)), metrics=True) as c:
         run_sweep(config(tmp_path, c, FakeBench(c), scrape_metrics=True))
-    prom = tmp_path / "run" / "metrics" / "prefill-after-128.prom"
-    assert 'engine_type="prefill"' in prom.read_text()
+    metrics = tmp_path / "run" / "metrics"
+    assert sorted(p.name for p in (metrics / "raw").iterdir()) == sorted(
+        f"{role}-{when}-{L}.prom" for role in ("decode", "prefill") for L in (128, 1024) for when in ("after", "before"))
+    for L, published_ms in ((128, 2.07), (1024, 3.96)):
+        lat = parse_metrics_file(metrics / f"prefill-{L}.prom")["latency_ms"]
+        assert lat.count == 51  # this length's 50 prompts and its warm-up, not the lengths before
+        assert lat.mean == pytest.approx(published_ms, rel=0.2)
+    after = parse_metrics_file(metrics / "raw" / "prefill-after-1024.prom")["latency_ms"]
+    assert after.count == 102
 
 
 def test_other_scenario_in_run_dir_is_refused(tmp_path, cluster):

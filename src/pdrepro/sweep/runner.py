@@ -15,7 +15,7 @@ import requests
 from ..errors import UserError
 from ..rundir import RunDir
 from ..scenario import Scenario
-from . import health, provenance, transport
+from . import health, metrics, provenance, transport
 from .benchcmd import BenchTarget, bench_argv
 from .launcher import BenchLauncher, LengthTimeout
 from .logsource import current_start, tail
@@ -189,10 +189,12 @@ def _prove(cfg: SweepConfig, state: SweepState) -> dict | None:
     return proof.to_dict()
 
 
-def _scrape(cfg: SweepConfig, run: RunDir, prompt_len: int) -> None:
+def _scrape(cfg: SweepConfig, run: RunDir, prompt_len: int, when: str) -> None:
+    """Keeps the raw scrape; after a length also writes its difference to the one before."""
     if not cfg.scrape_metrics:
         return
-    run.metrics_dir.mkdir(parents=True, exist_ok=True)
+    raw = run.metrics_dir / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
     for role, url in (("prefill", cfg.prefill_url), ("decode", cfg.decode_url)):
         if not url:
             continue
@@ -201,10 +203,13 @@ def _scrape(cfg: SweepConfig, run: RunDir, prompt_len: int) -> None:
         except requests.RequestException as exc:
             cfg.say(f"  metrics: {role} /metrics unreachable ({type(exc).__name__}); start it with --enable-metrics")
             continue
-        if resp.ok:
-            (run.metrics_dir / f"{role}-after-{prompt_len}.prom").write_text(resp.text)
-        else:
+        if not resp.ok:
             cfg.say(f"  metrics: {role} /metrics answered HTTP {resp.status_code}; start it with --enable-metrics")
+            continue
+        (raw / f"{role}-{when}-{prompt_len}.prom").write_text(resp.text)
+        before = raw / f"{role}-before-{prompt_len}.prom"
+        if when == "after" and before.is_file():
+            (run.metrics_dir / f"{role}-{prompt_len}.prom").write_text(metrics.difference(before.read_text(), resp.text))
 
 
 def _collect_logs(cfg: SweepConfig, run: RunDir) -> None:
@@ -307,6 +312,7 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
         mounts = {root: True, Path(cfg.target.dataset_path).resolve(): False}
         if Path(cfg.target.model_path).exists():
             mounts[Path(cfg.target.model_path).resolve()] = False
+        _scrape(cfg, run, length, "before")
         t0 = time.monotonic()
         reason = None
         expected = cost * bench_s / measured_cost if measured_cost > 0 else None
@@ -347,7 +353,7 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
             state.record(length, "failed", reason=reason, seconds=round(elapsed, 3))
             say(f"[{index}/{len(todo)}] prompt length {length}: FAILED ({reason})")
         _collect_logs(cfg, run)
-        _scrape(cfg, run, length)
+        _scrape(cfg, run, length, "after")
         if reason is not None and cfg.on_failure == "stop":
             say("stopping at the first failed length (--on-failure stop)")
             break
