@@ -31,3 +31,20 @@ def test_result_of_another_length_is_not_complete(tmp_path):
     other.write_text(path.read_text())
     assert result_problem(other, 50, 2048) == "holds a run of prompt length 1024, not 2048"
     assert json.loads(other.read_text())["completed"] == 50
+
+
+def test_metrics_difference_keeps_gauges_and_subtracts_counters():
+    from pdrepro.parsers.prom import parse_metrics_text
+    from pdrepro.sweep.metrics import difference
+
+    before = ('# TYPE sglang:kv_transfer_latency_ms histogram\n'
+              'sglang:kv_transfer_latency_ms_bucket{engine_type="prefill",le="10.0",tp_rank="0"} 40.0\n'
+              'sglang:kv_transfer_latency_ms_sum{engine_type="prefill",tp_rank="0"} 100.0\n'
+              'sglang:kv_transfer_latency_ms_count{engine_type="prefill",tp_rank="0"} 40.0\n'
+              'sglang:num_running_reqs{engine_type="prefill",tp_rank="0"} 1.0\n')
+    after = before.replace(" 40.0", " 60.0").replace(" 100.0", " 300.0").replace("num_running_reqs{engine_type=\"prefill\",tp_rank=\"0\"} 1.0", "num_running_reqs{engine_type=\"prefill\",tp_rank=\"0\"} 0.0")
+    delta = difference(before, after)
+    lat = parse_metrics_text(delta)["latency_ms"]
+    assert lat.count == 20 and lat.mean == 10.0
+    assert 'num_running_reqs{engine_type="prefill",tp_rank="0"} 0.0' in delta
+    assert delta.startswith("# TYPE sglang:kv_transfer_latency_ms histogram\n")
