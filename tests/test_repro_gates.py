@@ -111,10 +111,14 @@ def test_comparison_run_gates(tmp_path):
     proc = _gates("--run-dir", run)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert set(_junit(run)) == {"test_provenance_present", "test_comparison_configurations_measured",
-                                "test_comparison_completed"}
+                                "test_comparison_completed", "test_comparison_no_request_errors"}
     (run / "2-regular" / "provenance.json").unlink()
+    (run / "2-regular" / "bench" / "result-8192.jsonl").unlink()
     proc = _gates("--run-dir", run)
     assert proc.returncode == 1 and "2-regular/provenance.json missing from the run" in proc.stdout
+    assert "2-regular: no bench result in the run" in proc.stdout
+    assert {n for n, v in _junit(run).items() if v != "passed"} == {"test_provenance_present",
+                                                                    "test_comparison_configurations_measured"}
 
 
 def test_router_mode_runs_the_sweep_first_and_stops_on_its_error(tmp_path):
