@@ -82,5 +82,10 @@ def test_docker_log_source_reads_named_containers(tmp_path, image):
         facts = source.containers()["prefill"]
         assert sorted(facts["env"]) == ["MC_GID_INDEX=3", "NCCL_IB_HCA=mlx5_0"]
         assert facts["image_id"].startswith("sha256:")
+        # Logs read from a folder still record the local containers' image and environment.
+        from pdrepro.sweep.logsource import DirLogSource
+
+        folder = DirLogSource(tmp_path, {"decode": name, "router": f"{name}-absent"}).containers()
+        assert list(folder) == ["decode"] and folder["decode"]["image_id"] == facts["image_id"]
     finally:
         container.remove(force=True)

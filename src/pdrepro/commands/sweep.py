@@ -40,6 +40,7 @@ def register(sub) -> None:
                    help="the prefill log's source when it differs (the prefill server runs on the other node)")
     p.add_argument("--prefill-container", default="pdrepro-prefill", help="prefill container name for --logs-from docker")
     p.add_argument("--decode-container", default="pdrepro-decode", help="decode container name for --logs-from docker")
+    p.add_argument("--router-container", default="pdrepro-router", help="router container name (its image and environment go in the provenance)")
     p.add_argument("--length-timeout", type=float, metavar="SEC", help="stop a prompt length's client after SEC seconds")
     p.add_argument("--wait-timeout", type=float, default=900.0, metavar="SEC", help="how long to wait for the stack to be healthy (default 900)")
     p.add_argument("--on-failure", choices=("continue", "stop"), default="continue", help="after a failed length (default: continue)")
@@ -63,7 +64,7 @@ def default_image() -> str:
 def _log_source(args):
     from ..sweep.logsource import PerRoleLogSource, from_spec
 
-    names = {"prefill": args.prefill_container, "decode": args.decode_container}
+    names = {"prefill": args.prefill_container, "decode": args.decode_container, "router": args.router_container}
     if args.prefill_logs_from is None:
         return from_spec(args.logs_from, names) if args.logs_from is not None else None
     sources = {"prefill": from_spec(args.prefill_logs_from, names)}

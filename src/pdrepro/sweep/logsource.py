@@ -39,8 +39,9 @@ class DirLogSource:
     """A folder holding ``prefill.log`` and ``decode.log`` (the compose files
     mount one), e.g. an NFS share or a folder synced from the prefill node."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, names: dict[str, str] | None = None):
         self.folder = Path(folder)
+        self.names = dict(names or {})
         if not self.folder.is_dir():
             raise UserError(f"--logs-from {folder}: no such folder; give the folder the servers write prefill.log/decode.log into")
 
@@ -65,7 +66,13 @@ class DirLogSource:
         return {"kind": "folder", "folder": str(self.folder)}
 
     def containers(self) -> dict:
-        return {}
+        """Facts of the named containers on this host, when its engine runs them."""
+        if not self.names:
+            return {}
+        try:
+            return DockerLogSource(self.names).containers()
+        except Exception:  # no engine here: the folder is all there is
+            return {}
 
 
 class DockerLogSource:
@@ -164,7 +171,10 @@ class PerRoleLogSource:
     def containers(self) -> dict:
         facts = {}
         for role, source in self.sources.items():
-            facts.update({r: f for r, f in source.containers().items() if r == role})
+            found = source.containers()
+            facts.update({r: f for r, f in found.items() if r not in facts})
+            if role in found:
+                facts[role] = found[role]  # a role's own source knows its container best
         return facts
 
 
@@ -174,7 +184,7 @@ def from_spec(spec: str, names: dict[str, str]):
         return DockerLogSource(names)
     if spec.startswith("docker:"):
         return DockerLogSource(names, base_url=spec[len("docker:"):])
-    return DirLogSource(Path(spec))
+    return DirLogSource(Path(spec), names)
 
 
 def tail(source, role: str, n: int = 5) -> list[str]:
