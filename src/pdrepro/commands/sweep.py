@@ -32,7 +32,7 @@ def register(sub) -> None:
     p.add_argument("--served-model-name", help="name the servers serve the model under (default: the scenario's model name)")
     p.add_argument("--tokenizer", help="tokenizer path if not the model folder")
     p.add_argument("--dataset-path", required=True, help="ShareGPT JSON the random dataset draws token ids from")
-    p.add_argument("--image", help="GPU image to run the bench client in (default: the pinned sglang image from versions.env)")
+    p.add_argument("--image", help="GPU image to run the bench client in (default: GPU_IMAGE from versions.env, the image the servers run)")
     p.add_argument("--logs-from", metavar="DIR|docker|docker:ssh://HOST",
                    help="where the servers' logs are: a folder with prefill.log/decode.log, 'docker' (containers by "
                         "name on this host) or docker:ssh://user@host (another node's engine)")
@@ -44,7 +44,7 @@ def register(sub) -> None:
     p.add_argument("--length-timeout", type=float, metavar="SEC", help="stop a prompt length's client after SEC seconds")
     p.add_argument("--wait-timeout", type=float, default=900.0, metavar="SEC", help="how long to wait for the stack to be healthy (default 900)")
     p.add_argument("--on-failure", choices=("continue", "stop"), default="continue", help="after a failed length (default: continue)")
-    p.add_argument("--metrics", action="store_true", help="scrape the servers' /metrics after each length (needs --enable-metrics)")
+    p.add_argument("--metrics", action="store_true", help="scrape the servers' /metrics before and after each length; RUN/metrics/<role>-<L>.prom is the difference (needs --enable-metrics)")
     p.add_argument("--no-transport-proof", action="store_true",
                    help="do not check the logs for RDMA (the run then fails the transport gate)")
     p.add_argument("--no-analyze", action="store_true", help="skip `pdrepro analyze` at the end")
