@@ -183,3 +183,46 @@ def test_cli_rdma_without_device_fails_before_touching_docker(tmp_path):
                 env={**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"})
     assert proc.returncode == 2
     assert "softroce.sh up" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _stack_config(tmp_path, plan, transport):
+    import os
+
+    try:
+        smoke_run.compose_command()
+    except UserError as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    opts = smoke_run.SmokeOptions(scenario=None, plan=plan, image="pdrepro-smoke:test", transport=transport,
+                                  results=tmp_path, compose_file=smoke_run.find_compose_file(None),
+                                  memlock="8388608", timeout_s=60, host_ip="192.0.2.10")
+    stack = smoke_run.Stack(opts, RunDir(tmp_path / "run"), "pdsmoke-config-test")
+    import yaml
+    return yaml.safe_load(stack._compose("config").stdout)
+
+
+def test_compose_wiring_over_tcp(tmp_path, plan):
+    cfg = _stack_config(tmp_path, plan, "tcp")
+    for name in ("prefill", "decode"):
+        svc = cfg["services"][name]
+        assert "IPC_LOCK" in svc["cap_add"]
+        assert svc["ulimits"]["memlock"] == {"soft": 8388608, "hard": 8388608}
+        assert svc["environment"]["SMOKE_TRANSPORT"] == "tcp"
+        assert json.loads(svc["environment"]["SMOKE_PLAN"])["rows"][0]["kv_bytes"] == 524_288
+        assert svc["volumes"][0]["target"] == "/results"
+        assert svc["volumes"][0]["source"].endswith("run/raw")
+        assert "network_mode" not in svc and "smoke" in svc["networks"]
+    assert cfg["services"]["decode"]["environment"]["SMOKE_PEER"] == "prefill"
+
+
+def test_compose_wiring_for_rdma_uses_the_host_network(tmp_path, plan):
+    cfg = _stack_config(tmp_path, plan, "rdma")
+    ports = set()
+    for name in ("prefill", "decode"):
+        svc = cfg["services"][name]
+        assert svc["network_mode"] == "host" and not svc.get("networks")
+        assert svc["environment"]["SMOKE_HOST_IP"] == "192.0.2.10"
+        ports.add((svc["environment"]["SMOKE_CONTROL_PORT"], svc["environment"]["SMOKE_DATA_PORT"]))
+    assert len(ports) == 1 and "18080" not in ports.pop()  # free ports picked, the same on both sides
+    assert cfg["services"]["decode"]["environment"]["SMOKE_PEER"] == "192.0.2.10"

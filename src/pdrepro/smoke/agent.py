@@ -153,6 +153,8 @@ def start_engine(settings: Settings, host_ip: str):
     """Initialise the engine with the environment the TCP transport needs."""
     if settings.transport == "tcp":
         os.environ["MC_FORCE_TCP"] = "1"
+    elif settings.transport == "rdma":
+        os.environ.pop("MC_FORCE_TCP", None)
     # Without the pool, batches over TCP open a connection per slice.
     os.environ.setdefault("MC_TCP_ENABLE_CONNECTION_POOL", "1")
     # The transport is read from the engine's INFO lines; a quieter level hides it.

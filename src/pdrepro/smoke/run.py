@@ -151,11 +151,13 @@ class Stack:
         env = {**os.environ, "SMOKE_IMAGE": opts.image, "SMOKE_PLAN": opts.plan.to_json(),
                "SMOKE_TRANSPORT": opts.transport, "SMOKE_RUN_DIR": str(run.root.resolve()),
                "SMOKE_TIMEOUT_S": str(int(opts.timeout_s)), "SMOKE_WAIT": opts.wait}
-        if Path("/dev/infiniband").is_dir():
+        has_ib = Path("/dev/infiniband").is_dir()
+        if has_ib:
             env["SMOKE_IB_DEVICE"] = "/dev/infiniband"
         if opts.memlock is not None:
             env["SMOKE_MEMLOCK"] = str(opts.memlock)
-        if opts.transport == "rdma":
+        # Wherever the engine may pick RDMA, the containers need the host's RoCE GIDs.
+        if opts.transport == "rdma" or (opts.transport == "auto" and has_ib):
             files.append(opts.compose_file.with_name("smoke.host-net.yaml"))
             ip = opts.host_ip or socket.gethostbyname(socket.gethostname())
             env.update(SMOKE_HOST_IP=ip, SMOKE_PEER=ip, SMOKE_CONTROL_PORT=str(free_port()),
