@@ -78,8 +78,8 @@ start_daemon() {
   need_root
   log "starting dockerd in the background (log: /var/log/dockerd.log)"
   nohup dockerd >/var/log/dockerd.log 2>&1 &
-  local i
-  for i in $(seq 1 60); do
+  local _
+  for _ in $(seq 1 60); do
     if docker info >/dev/null 2>&1; then return; fi
     sleep 1
   done

@@ -124,3 +124,12 @@ def test_smoke_image_builds_and_works():
     assert report["os_packages"]["rdma-core"]["found"] is True
     assert report["libraries"]["ibverbs"]["found"] is True
     assert report["image"]["pdrepro_image"] == "smoke"
+
+
+def test_image_scripts_pass_shellcheck():
+    scripts = sorted((ROOT / "docker").glob("*.sh")) + [ROOT / ".ci" / "docker-engine.sh"]
+    assert len(scripts) >= 4
+    if not shutil.which("shellcheck"):
+        pytest.fail("shellcheck not installed (.ci/run installs it: apt-get install shellcheck)")
+    proc = subprocess.run(["shellcheck", *map(str, scripts)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
