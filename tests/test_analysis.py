@@ -152,3 +152,11 @@ def test_comparison_scenarios_are_dispatched(tmp_path, monkeypatch):
     fake.analyze_comparison = lambda run, s: {"dispatched": s.kind}
     monkeypatch.setitem(sys.modules, "pdrepro.comparison", fake)
     assert analyze_run(build_run(tmp_path / "r", SCENARIO), comparison) == {"dispatched": "comparison"}
+
+
+def test_measured_ceiling_from_baseline_reaches_the_report(tmp_path):
+    run = build_run(tmp_path, SCENARIO)
+    (run.root / "baseline.json").write_text(json.dumps({"baseline_GB_s": 178.64, "baseline_source": "transfer_engine_bench"}))
+    summary = analyze_run(run, SCENARIO)
+    assert summary["baseline_GB_s"] == 178.64
+    assert "178.64 GB/s" in run.report_file.read_text()

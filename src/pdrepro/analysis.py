@@ -20,6 +20,7 @@ import statistics
 from pathlib import Path
 
 from .errors import UserError
+from .fabric.baseline import load_ceiling
 from .parsers.bench import BenchResult, parse_bench_file, percentile
 from .parsers.prom import parse_metrics_file
 from .parsers.reqstats import ReqStat, parse_log
@@ -260,9 +261,10 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
         "issues": issues,
         "provenance": provenance,
     }
-    baseline = (provenance or {}).get("baseline_GB_s")
-    if isinstance(baseline, (int, float)) and not isinstance(baseline, bool):
-        summary["baseline_GB_s"] = float(baseline)
+    # `pdrepro baseline --out RUN` leaves the fabric's measured ceiling here.
+    baseline = load_ceiling(run.root)
+    if baseline is not None:
+        summary["baseline_GB_s"] = baseline
     metrics = _metrics(run, scenario, issues)
     if metrics is not None:
         summary["metrics"] = metrics
