@@ -77,7 +77,9 @@ start_daemon() {
   if docker info >/dev/null 2>&1; then return; fi
   need_root
   log "starting dockerd in the background (log: /var/log/dockerd.log)"
-  nohup dockerd >/var/log/dockerd.log 2>&1 &
+  # Its own session: a signal sent to the caller's process group (Ctrl-C, a job
+  # runner's kill) must not take the engine down with it.
+  setsid nohup dockerd >/var/log/dockerd.log 2>&1 < /dev/null &
   local _
   for _ in $(seq 1 60); do
     if docker info >/dev/null 2>&1; then return; fi
