@@ -10,6 +10,7 @@ import pytest
 from pdrepro.checks import evaluate
 from pdrepro.commands.smoke import as_run
 from pdrepro.errors import UserError
+from pdrepro.pins import load_pins
 from pdrepro.rundir import RunDir
 from pdrepro.scenario import load_scenario
 from pdrepro.smoke import run as smoke_run
@@ -194,7 +195,7 @@ def _stack_config(tmp_path, plan, transport):
         if os.environ.get("CI") == "true":
             pytest.fail(str(exc))
         pytest.skip(str(exc))
-    opts = smoke_run.SmokeOptions(scenario=None, plan=plan, image="pdrepro-smoke:test", transport=transport,
+    opts = smoke_run.SmokeOptions(scenario=None, plan=plan, image=load_pins()["SMOKE_IMAGE"], transport=transport,
                                   results=tmp_path, compose_file=smoke_run.find_compose_file(None),
                                   memlock="8388608", timeout_s=60, host_ip="192.0.2.10")
     stack = smoke_run.Stack(opts, RunDir(tmp_path / "run"), "pdsmoke-config-test")
