@@ -8,16 +8,9 @@ what it asked for.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-_HCAS = re.compile(r"Topology discovery complete\. Found (\d+) HCAs")
-_RDMA_INSTALLED = re.compile(r"installTransport, type=rdma\b")
-_RDMA_DEVICE = re.compile(r"RDMA device: ([\w.-]+)")
-_GID = re.compile(r"Find best gid index: (-?\d+) on ([\w.-]+)")
-_TCP = re.compile(r"TcpTransport: listen on port (\d+)")
-_NO_DEVICES = re.compile(r"No RDMA devices found")
-_FORCED = re.compile(r"MC_FORCE_TCP is set")
+from ..mooncake_log import scan
 
 
 @dataclass(frozen=True)
@@ -33,29 +26,9 @@ class TransportEvidence:
 
 
 def detect(log_lines, force_tcp: bool = False) -> TransportEvidence:
-    hcas = None
-    rdma = False
-    tcp = False
-    devices: list[str] = []
-    kept: list[str] = []
-    for line in log_lines:
-        m = _HCAS.search(line)
-        if m:
-            hcas = int(m.group(1))
-        if _RDMA_INSTALLED.search(line):
-            rdma = True
-        for rx in (_RDMA_DEVICE, _GID):
-            m = rx.search(line)
-            if m:
-                rdma = True
-                dev = m.group(1) if rx is _RDMA_DEVICE else m.group(2)
-                dev = dev.rstrip("/")
-                if dev not in devices:
-                    devices.append(dev)
-        if _TCP.search(line):
-            tcp = True
-        if any(rx.search(line) for rx in (_HCAS, _RDMA_INSTALLED, _RDMA_DEVICE, _GID, _TCP, _NO_DEVICES, _FORCED)):
-            kept.append(line.strip())
+    seen = scan("smoke", "\n".join(log_lines))
+    rdma = bool(seen.rdma_installed or seen.devices)
+    tcp = bool(seen.tcp_listens or seen.force_tcp)
     # RDMA wins when it was installed: TCP may sit next to it, but a segment
     # published with RDMA is read over RDMA. MC_FORCE_TCP overrides both.
     if force_tcp and tcp:
@@ -66,7 +39,8 @@ def detect(log_lines, force_tcp: bool = False) -> TransportEvidence:
         transport = "tcp"
     else:
         transport = None
-    return TransportEvidence(transport, hcas, tuple(devices), tuple(kept))
+    hcas = seen.hca_counts[-1] if seen.hca_counts else None
+    return TransportEvidence(transport, hcas, tuple(seen.devices), tuple(seen.evidence))
 
 
 def fallback_reason(evidence: TransportEvidence, force_tcp: bool, ib_dir_present: bool) -> str:
