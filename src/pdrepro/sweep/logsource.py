@@ -3,6 +3,7 @@ the Docker engine running them. Either way they land in RUN/logs/."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from pathlib import Path
 
 from ..errors import UserError
@@ -35,7 +36,26 @@ def merge_into(dest: Path, text: str) -> None:
     tmp.replace(dest)
 
 
-class DirLogSource:
+class _LogSource(ABC):
+    """What every source shares: copying each role's text into the run."""
+
+    @abstractmethod
+    def text(self, role: str) -> str | None:
+        """The role's current log text, or None where this source has none."""
+
+    def copy_to(self, logs_dir: Path) -> list[Path]:
+        logs_dir.mkdir(parents=True, exist_ok=True)
+        out = []
+        for role in ROLES:
+            text = self.text(role)
+            if text is not None:
+                dest = logs_dir / f"{role}.log"
+                merge_into(dest, text)
+                out.append(dest)
+        return out
+
+
+class DirLogSource(_LogSource):
     """A folder holding ``prefill.log`` and ``decode.log`` (the compose files
     mount one), e.g. an NFS share or a folder synced from the prefill node."""
 
@@ -52,16 +72,6 @@ class DirLogSource:
         p = self.path(role)
         return p.read_text(errors="replace") if p.is_file() else None
 
-    def copy_to(self, logs_dir: Path) -> list[Path]:
-        logs_dir.mkdir(parents=True, exist_ok=True)
-        out = []
-        for role in ROLES:
-            if self.path(role).is_file():
-                dest = logs_dir / f"{role}.log"
-                merge_into(dest, self.path(role).read_text(errors="replace"))
-                out.append(dest)
-        return out
-
     def describe(self) -> dict:
         return {"kind": "folder", "folder": str(self.folder)}
 
@@ -75,7 +85,7 @@ class DirLogSource:
             return {}
 
 
-class DockerLogSource:
+class DockerLogSource(_LogSource):
     """Containers by name, on this host's engine or on another node's through
     ``ssh://user@host`` (the prefill server runs on the other node)."""
 
@@ -113,17 +123,6 @@ class DockerLogSource:
         c = self._container(role)
         return c.logs().decode(errors="replace") if c is not None else None
 
-    def copy_to(self, logs_dir: Path) -> list[Path]:
-        logs_dir.mkdir(parents=True, exist_ok=True)
-        out = []
-        for role in ROLES:
-            text = self.text(role)
-            if text is not None:
-                dest = logs_dir / f"{role}.log"
-                merge_into(dest, text)
-                out.append(dest)
-        return out
-
     def describe(self) -> dict:
         return {"kind": "docker", "engine": self.base_url or "local", "containers": self.names}
 
@@ -144,7 +143,7 @@ class DockerLogSource:
         return facts
 
 
-class PerRoleLogSource:
+class PerRoleLogSource(_LogSource):
     """Each role's log from its own source (e.g. decode from the local folder,
     prefill from the prefill node's Docker engine)."""
 
@@ -154,16 +153,6 @@ class PerRoleLogSource:
     def text(self, role: str) -> str | None:
         source = self.sources.get(role)
         return source.text(role) if source is not None else None
-
-    def copy_to(self, logs_dir: Path) -> list[Path]:
-        logs_dir.mkdir(parents=True, exist_ok=True)
-        out = []
-        for role in ROLES:
-            text = self.text(role)
-            if text is not None:
-                merge_into(logs_dir / f"{role}.log", text)
-                out.append(logs_dir / f"{role}.log")
-        return out
 
     def describe(self) -> dict:
         return {role: source.describe() for role, source in self.sources.items()}
