@@ -48,3 +48,8 @@ def test_config_without_layers_is_refused(tmp_path):
     path.write_text("{}")
     with pytest.raises(UserError, match="num_hidden_layers"):
         geometry_from_config(path)
+
+
+def test_small_sizes_keep_their_figure():
+    assert human_bytes(524_288) == "0.52 MB"
+    assert human_bytes(49_283_072) == "49 MB"

@@ -55,6 +55,8 @@ def test_smoke_summary_renders_missing_ttft_as_dash(tmp_path):
     assert "—" in line and "29 MB" in line
     assert "image: pdrepro-smoke@sha256:abc" in report
     assert "Against the published run" not in report
+    # The SGLang method note (bench client, prefill log) does not describe a smoke run.
+    assert "prefill server's log" not in report and "median of the timed transfers" in report
     plots = render_plots(_smoke_summary(), tmp_path / "plots")
     assert [p.name for p in plots] == ["bandwidth.png", "transfer-vs-size.png"]
 

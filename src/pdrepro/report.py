@@ -140,6 +140,14 @@ def provenance_section(summary: dict) -> list[str]:
     return out + [""]
 
 
+def _method(summary: dict) -> str:
+    formulas = "bandwidth = KV size / transfer time; utilization = bandwidth / line rate"
+    if summary.get("source") == "sglang":
+        return ("TTFT is the bench client's mean; transfer time is the median per request from the prefill "
+                f"server's log (warm-up left out); {formulas}; transfer share = transfer time / mean TTFT.")
+    return f"Transfer time is the median of the timed transfers; {formulas}."
+
+
 def render_report(summary: dict) -> str:
     scenario = summary.get("scenario") or {}
     title = scenario.get("title") or scenario.get("name") or "run"
@@ -150,10 +158,7 @@ def render_report(summary: dict) -> str:
     if summary.get("line_rate_GB_s"):
         meta.append(f"line rate: {summary['line_rate_GB_s']:g} GB/s")
     parts += [", ".join(meta) + ".", "", "## Headline", "", *headline_lines(summary), "",
-              "## Measured", "", measured_table(summary), "",
-              "TTFT is the bench client's mean; transfer time is the median per request from the prefill "
-              "server's log (warm-up left out); bandwidth = KV size / transfer time; utilization = "
-              "bandwidth / line rate; transfer share = transfer time / mean TTFT.", ""]
+              "## Measured", "", measured_table(summary), "", _method(summary), ""]
     ref = reference_table(summary)
     if ref:
         parts += ["## Against the published run", "", ref, ""]

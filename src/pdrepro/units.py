@@ -19,6 +19,8 @@ def human_bytes(n: float) -> str:
     """Decimal size as the published table prints it: '49 MB', '1.58 GB'."""
     if n >= GB:
         return f"{n / GB:.2f} GB"
+    if n < 10 * MB:  # below the published sizes: whole MB would hide the figure
+        return f"{n / MB:.2f} MB"
     return f"{n / MB:.0f} MB"
 
 
