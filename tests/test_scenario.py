@@ -87,3 +87,8 @@ def test_thresholds_override_and_bad_threshold_file(tmp_path):
     bad.write_text("max_transfer_share_pct: 300\n")
     with pytest.raises(UserError, match="above the maximum 100"):
         load_thresholds(bad)
+
+
+def test_missing_run_directory_is_named_before_the_scenario(tmp_path):
+    with pytest.raises(UserError, match="no such run directory"):
+        resolve_scenario(None, tmp_path / "absent")

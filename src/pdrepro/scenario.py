@@ -306,6 +306,8 @@ def resolve_scenario(spec: str | None, run_dir: Path | None = None, thresholds: 
     """The one merge chain: explicit --scenario, else the run's own scenario.yaml; then --thresholds."""
     if spec is not None:
         scenario = load_scenario(spec)
+    elif run_dir is not None and not Path(run_dir).is_dir():
+        raise UserError(f"{run_dir}: no such run directory; give the folder holding bench/ and logs/")
     elif run_dir is not None and (Path(run_dir) / "scenario.yaml").is_file():
         scenario = load_scenario(Path(run_dir) / "scenario.yaml")
     else:
