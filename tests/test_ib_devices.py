@@ -108,3 +108,15 @@ def test_errors_name_the_fix(tmp_path, bin_dir, capsys):
     assert main(["ib-devices", "--sysfs-root", str(tmp_path / "empty"), "--out", str(tmp_path / "x.json")]) == 2
     assert "no RDMA device with an ACTIVE port" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_topo_and_query_as_recorded_on_a_real_gpu_node():
+    # Recorded from nvidia-smi (driver 580) on a single-GPU H200 machine without
+    # RDMA NICs: the header carries terminal underline escapes even in a file.
+    recorded = fakebin.RECORDED / "nvidia-smi"
+    raw = (recorded / "h200-topo-m.txt").read_text()
+    assert "\x1b[4m" in raw
+    topo = nvidia.parse_topo(raw)
+    assert topo.gpu_to_nic == {0: {}} and topo.nics == []
+    gpus = nvidia.parse_gpu_query((recorded / "h200-query-gpu.csv").read_text())
+    assert [(g.index, g.name, g.bus_id) for g in gpus] == [(0, "NVIDIA H200", "00000000:00:06.0")]

@@ -20,6 +20,7 @@ TOPO_MEANING = {
 }
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+):\s*(\S+)\s*$")
 _GPU = re.compile(r"^GPU\d+$")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,9 @@ def parse_topo(text: str) -> Topology:
     Newer drivers label NIC columns NIC0.. and resolve them in a "NIC Legend";
     older ones put the device names (mlx5_0) in the header.
     """
-    lines = text.splitlines()
+    # nvidia-smi underlines the header with terminal escapes even when its
+    # output goes to a pipe or a file.
+    lines = _ANSI.sub("", text).splitlines()
     legend = {m.group(1): m.group(2) for m in map(_NIC_LEGEND.match, lines) if m}
     header_i = next((i for i, l in enumerate(lines)
                      if "GPU0" in [c.strip() for c in l.split("\t")] and not l.split("\t")[0].strip()), None)
