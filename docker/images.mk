@@ -16,14 +16,14 @@ COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compos
 WHEEL_PLATFORMS := $(foreach v,36 35 34 31 28 27 24 17,--platform manylinux_2_$(v)_x86_64) \
                    --platform manylinux2014_x86_64 --platform linux_x86_64
 
-$(WHEELHOUSE)/.deps: docker/versions.env pyproject.toml
+$(WHEELHOUSE)/.deps: docker/versions.env pyproject.toml | setup
 	@mkdir -p $(WHEELHOUSE)
 	@echo "wheelhouse: downloading $(MOONCAKE_WHEEL)==$(MOONCAKE_WHEEL_VERSION) and the bundle's dependencies for CPython $(SMOKE_PYTHON_VERSION)"
 	$(PYTHON) -m pip download --quiet --disable-pip-version-check --only-binary=:all: \
 	  $(WHEEL_PLATFORMS) --python-version $(SMOKE_PYTHON_VERSION) --implementation cp \
 	  --abi cp$(subst .,,$(SMOKE_PYTHON_VERSION)) -d $(WHEELHOUSE) \
 	  "$(MOONCAKE_WHEEL)==$(MOONCAKE_WHEEL_VERSION)" \
-	  $$($(PYTHON) -c 'import tomllib; print(" ".join(repr(d) for d in tomllib.load(open("pyproject.toml","rb"))["project"]["dependencies"]))' | tr -d "'")
+	  $$($(BIN)/python -c 'from importlib.metadata import requires; print(" ".join(r.replace(" ", "") for r in requires("pdrepro") if "extra ==" not in r))')
 	@touch $@
 
 wheelhouse: $(WHEELHOUSE)/.deps ## Fill wheelhouse/ with every wheel the smoke image installs (offline build)
