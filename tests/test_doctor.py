@@ -234,9 +234,11 @@ def test_gpu_memory_registration(tmp_path, bin_dir):
 def test_ports_follow_the_scenario_launch(tmp_path):
     scen = load_scenario(SCENARIO)
     ctx = doctor.Context(sysfs_root=tmp_path, role="prefill", scenario=scen)
-    assert [p for p, _ in ctx.wanted_ports()] == [30000, 8998, 8000]
+    assert [p for p, _ in ctx.wanted_ports()] == [30000, 8998]
+    # The router runs on the decode node, next to the decode server (compose/decode.yaml).
     ctx = doctor.Context(sysfs_root=tmp_path, role="decode", scenario=scen)
-    assert [p for p, _ in ctx.wanted_ports()] == [30001]
+    assert [p for p, _ in ctx.wanted_ports()] == [30001, 8000]
+    assert [p for p, _ in doctor.Context(sysfs_root=tmp_path, role="decode").wanted_ports()] == [30001, 8000]
 
 
 def test_gpus_missing_or_too_few(tmp_path, bin_dir):
@@ -297,6 +299,32 @@ def test_port_in_use(tmp_path):
     assert c.status == "fail" and f"{port} (prefill server HTTP)" in c.detail
 
 
+def test_ports_held_by_the_running_stack_pass(tmp_path):
+    """`make repro` runs doctor on the decode node with the stack up: its servers hold the ports."""
+    import http.server
+    import threading
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/health" else 404)
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("0.0.0.0", 0), Health)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        port, other = srv.server_address[1], _free_port()
+        c = doctor.check_ports_free(_ctx(tmp_path, ports=[(port, "decode server HTTP"), (other, "router")]),
+                                    doctor.Facts(devices=[]))
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert c.status == "pass", c.detail
+    assert f"free: {other}" in c.detail and f"running server answering /health (the stack is up): {port}" in c.detail
+
+
 @pytest.mark.parametrize("ip,status,word", [("192.168.102.11", "pass", "ens12np0 (mlx5_2)"),
                                             ("127.0.0.1", "warn", "not on an RDMA netdev"),
                                             ("203.0.113.7", "fail", "not an address of this host")])
@@ -334,3 +362,24 @@ def test_unreadable_rate_counts_as_zero(tmp_path, bin_dir):
     ctx = _ctx(tmp_path)
     c = doctor.check_line_rate(ctx, doctor.gather(ctx))
     assert c.status == "warn" and "= 0 Gb/s = 0.00 GB/s" in c.detail
+
+
+def test_pinned_gid_index_is_judged_instead_of_the_auto_pick(tmp_path, bin_dir):
+    h20_node(tmp_path / "sys")
+    auto = doctor.check_gids(_ctx(tmp_path), doctor.gather(_ctx(tmp_path)))
+    assert auto.status == "pass" and "Mooncake auto pick" in auto.detail
+    # Index 1 is the link-local RoCE v2 GID: pinning it breaks every node-to-node connection.
+    ctx = _ctx(tmp_path, env={"MC_GID_INDEX": "1"})
+    c = doctor.check_gids(ctx, doctor.gather(ctx))
+    assert c.status == "fail" and "pinned by MC_GID_INDEX=1 (environment)" in c.detail, c.detail
+    assert "network-degraded" in c.detail and "unset MC_GID_INDEX" in c.fix and "index 3" in c.fix
+    # NCCL_IB_GID_INDEX counts when MC_GID_INDEX is unset; the good index passes.
+    ctx = _ctx(tmp_path, env={"NCCL_IB_GID_INDEX": "3"})
+    c = doctor.check_gids(ctx, doctor.gather(ctx))
+    assert c.status == "pass" and "pinned by NCCL_IB_GID_INDEX=3" in c.detail and "192.168.100.11" in c.detail
+    # An index past the table, and an out-of-range value the engine ignores.
+    ctx = _ctx(tmp_path, env={"MC_GID_INDEX": "9"})
+    c = doctor.check_gids(ctx, doctor.gather(ctx))
+    assert c.status == "fail" and "index 9 is empty" in c.detail
+    ctx = _ctx(tmp_path, env={"MC_GID_INDEX": "300"})
+    assert "Mooncake auto pick" in doctor.check_gids(ctx, doctor.gather(ctx)).detail

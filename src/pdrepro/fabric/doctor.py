@@ -29,10 +29,11 @@ ROCE_OVERHEAD = 96
 IB_MTUS = (256, 512, 1024, 2048, 4096)
 MOONCAKE_MTU = 4096
 
-# Ports the stack binds on a node, by role.
+# Ports the stack binds on a node, by role: the router runs next to the
+# decode server (compose/decode.yaml), the bootstrap server inside prefill.
 PORTS = {
-    "prefill": [(30000, "prefill server HTTP"), (8998, "disaggregation bootstrap"), (8000, "router")],
-    "decode": [(30001, "decode server HTTP")],
+    "prefill": [(30000, "prefill server HTTP"), (8998, "disaggregation bootstrap")],
+    "decode": [(30001, "decode server HTTP"), (8000, "router")],
 }
 
 
@@ -74,8 +75,8 @@ class Context:
             return PORTS[self.role] if self.role else PORTS["prefill"] + PORTS["decode"]
         p = launch.ports
         by_role = {
-            "prefill": [(p.prefill, "prefill server HTTP"), (p.bootstrap, "disaggregation bootstrap"), (p.router, "router")],
-            "decode": [(p.decode, "decode server HTTP")],
+            "prefill": [(p.prefill, "prefill server HTTP"), (p.bootstrap, "disaggregation bootstrap")],
+            "decode": [(p.decode, "decode server HTTP"), (p.router, "router")],
         }
         chosen = by_role[self.role] if self.role else by_role["prefill"] + by_role["decode"]
         return [(port, what) for port, what in chosen if port]
@@ -161,7 +162,9 @@ def check_gids(ctx: Context, f: Facts) -> Check:
     ports = f.active_ports
     if not ports:
         return Check("gid", ctx.need, "no active port to pick a GID on", "see port-state")
-    forced = ctx.server_env("MC_GID_INDEX")[0] or ctx.server_env("NCCL_IB_GID_INDEX")[0]
+    forced, forced_from = forced_gid_index(ctx)
+    if forced is not None:
+        return _check_forced_gid(ctx, ports, forced, forced_from)
     lines, bad = [], []
     for p in ports:
         choice = gid.pick(p)
@@ -174,8 +177,6 @@ def check_gids(ctx: Context, f: Facts) -> Check:
         if not choice.is_good:
             bad.append(p.name)
     detail = "Mooncake auto pick: " + "; ".join(lines)
-    if forced:
-        detail += f"; overridden by MC_GID_INDEX/NCCL_IB_GID_INDEX={forced}"
     if bad:
         better = []
         for p in ports:
@@ -187,6 +188,46 @@ def check_gids(ctx: Context, f: Facts) -> Check:
                "route between nodes")
         if better:
             fix += "; or pin a good index with MC_GID_INDEX (" + ", ".join(better) + ")"
+        return Check("gid", ctx.need, detail, fix)
+    return Check("gid", PASS, detail)
+
+
+def forced_gid_index(ctx: Context) -> tuple[int | None, str]:
+    """The GID index the servers pin, as the engine reads it: MC_GID_INDEX if set,
+    else NCCL_IB_GID_INDEX; a value outside 0..255 is ignored (auto pick)."""
+    for key in ("MC_GID_INDEX", "NCCL_IB_GID_INDEX"):
+        value, origin = ctx.server_env(key)
+        if value is None:
+            continue
+        try:
+            index = int(value.strip() or "0")
+        except ValueError:
+            return None, f"{key}={value!r} ({origin})"
+        return (index, f"{key}={value} ({origin})") if 0 <= index < 256 else (None, f"{key}={value} ({origin})")
+    return None, ""
+
+
+def _check_forced_gid(ctx: Context, ports: list[sysfs.Port], index: int, origin: str) -> Check:
+    """A pinned index replaces the auto pick on every device: it must be a usable GID on each port."""
+    lines, bad = [], []
+    for p in ports:
+        entry = next((g for g in p.gids if g.index == index), None)
+        klass = gid.classify(entry, p.link_layer) if entry is not None else None
+        if entry is None or entry.is_null:
+            bad.append(p.name)
+            lines.append(f"{p.name}: index {index} is empty (the engine skips this device)")
+            continue
+        kind = gid.verbs_type(entry, p.link_layer) or "unreadable type"
+        lines.append(f"{p.name}: index {index} ({kind}, {entry.ip or entry.gid} on {entry.ndev or 'no netdev'}, "
+                     f"{klass or 'not RoCE v2/IB'})")
+        if klass not in gid.GOOD_CLASSES:
+            bad.append(p.name)
+    detail = f"pinned by {origin}: " + "; ".join(lines)
+    if bad:
+        auto = [f"{p.name} index {c.index}" for p in ports for c in gid.rank(p)[:1] if c.is_good]
+        fix = (f"the pinned index is not a routable RoCE v2/IB GID on {', '.join(bad)} (device GID tables differ); "
+               "unset MC_GID_INDEX/NCCL_IB_GID_INDEX to let the engine pick per device"
+               + (f" (it would pick {', '.join(auto)})" if auto else ""))
         return Check("gid", ctx.need, detail, fix)
     return Check("gid", PASS, detail)
 
@@ -428,14 +469,32 @@ def port_in_use(port: int) -> bool:
     return False
 
 
+def answers_health(port: int, timeout: float = 2.0) -> bool:
+    """Whether what holds PORT is an HTTP server answering GET /health with 2xx,
+    as the servers, the router and the bootstrap server of a running stack do."""
+    import requests
+
+    try:
+        return requests.get(f"http://127.0.0.1:{port}/health", timeout=timeout).ok
+    except requests.RequestException:
+        return False
+
+
 def check_ports_free(ctx: Context, f: Facts) -> Check:
     wanted = ctx.wanted_ports()
-    busy = [f"{p} ({what})" for p, what in wanted if port_in_use(p)]
-    names = ", ".join(str(p) for p, _ in wanted)
+    held = [(p, what) for p, what in wanted if port_in_use(p)]
+    # `make repro` runs doctor with the stack up: its own servers hold these ports.
+    running = [(p, what) for p, what in held if answers_health(p)]
+    busy = [f"{p} ({what})" for p, what in held if (p, what) not in running]
+    free = [str(p) for p, what in wanted if (p, what) not in held]
     if busy:
         return Check("ports", FAIL, "in use: " + ", ".join(busy),
                      "stop what holds them (`ss -ltnp 'sport = :PORT'` names it) or change the ports in compose/example.env")
-    return Check("ports", PASS, f"free: {names} (the transfer engine picks its RPC port from the free ones in "
+    parts = [f"free: {', '.join(free)}"] if free else []
+    if running:
+        parts.append("held by a running server answering /health (the stack is up): "
+                     + ", ".join(f"{p} ({what})" for p, what in running))
+    return Check("ports", PASS, "; ".join(parts) + " (the transfer engine picks its RPC port from the free ones in "
                  "MC_MIN_RPC_PORT..MC_MAX_RPC_PORT, 15000-17000 by default)")
 
 
