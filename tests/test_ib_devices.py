@@ -58,7 +58,16 @@ def test_writes_map_from_nvidia_smi(tmp_path, bin_dir, capsys):
     assert json.loads(out.read_text()) == EXPECTED
     text = capsys.readouterr().out
     assert "GPU0 -> mlx5_0: PIX (same PCIe switch, one bridge, from nvidia-smi topo)" in text
-    assert "--disaggregation-ib-device" in text
+    assert f"--disaggregation-ib-device {out.resolve()} " in text
+
+
+def test_out_must_end_in_json_for_sglang_to_read_it_as_a_file(tmp_path, bin_dir, capsys):
+    h20_node(tmp_path / "sys")
+    fakebin.nvidia_smi(bin_dir)
+    out = tmp_path / "ib_devices.txt"
+    assert main(["ib-devices", "--sysfs-root", str(tmp_path / "sys"), "--out", str(out)]) == 2
+    assert "must end in .json" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_sysfs_gives_the_same_answer_without_topo(tmp_path, bin_dir, capsys):

@@ -49,6 +49,11 @@ def build_map(root: Path) -> tuple[dict[str, str], list[str]]:
 
 
 def run(args) -> int:
+    # SGLang reads --disaggregation-ib-device as a file only when it ends in
+    # .json; any other name is taken as a list of device names.
+    if args.out.suffix != ".json":
+        raise UserError(f"--out {args.out}: the name must end in .json, or SGLang's --disaggregation-ib-device "
+                        "takes it for a device list; e.g. --out ib_devices.json")
     mapping, reasons = build_map(args.sysfs_root)
     for line in reasons:
         print(line)
@@ -56,6 +61,7 @@ def run(args) -> int:
         args.out.write_text(json.dumps(mapping, indent=2) + "\n")
     except OSError as exc:
         raise UserError(f"--out {args.out}: cannot write ({exc.strerror}); choose a writable path") from None
-    print(f"wrote {args.out}: pass it as --disaggregation-ib-device {args.out.name} "
-          "(the file must exist at that path inside the server container)")
+    print(f"wrote {args.out}: pass it as --disaggregation-ib-device {args.out.resolve()} "
+          "(the file must exist at that path inside the server containers: `pdrepro render --ib-devices` with "
+          "this path mounts it there)")
     return 0
