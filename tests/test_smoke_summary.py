@@ -154,7 +154,18 @@ def test_memlock_default_is_the_docker_engines_cap(tmp_path):
     (tmp_path / "77").mkdir()
     (tmp_path / "77/comm").write_text("dockerd\n")
     (tmp_path / "77/limits").write_text(limits)
+    # An engine without CAP_SYS_RESOURCE (bit 24) cannot raise a container past its own limit.
+    (tmp_path / "77/status").write_text("Name:\tdockerd\nCapEff:\t000001fffeffffff\n")
     assert smoke_run.default_memlock(tmp_path) == "8388608"
+
+
+def test_memlock_default_is_unlimited_for_an_engine_that_can_raise_it(tmp_path):
+    """systemd starts dockerd with an 8 MiB memlock, yet as full root it grants containers unlimited."""
+    (tmp_path / "77").mkdir()
+    (tmp_path / "77/comm").write_text("dockerd\n")
+    (tmp_path / "77/limits").write_text("Max locked memory         8388608              8388608              bytes\n")
+    (tmp_path / "77/status").write_text("Name:\tdockerd\nCapEff:\t000001ffffffffff\n")
+    assert smoke_run.default_memlock(tmp_path) is None
 
 
 def test_no_docker_engine_says_how_to_get_one(monkeypatch):

@@ -90,17 +90,35 @@ def check_rdma_request(transport: str, plan: Plan, memlock: str | None, root: Pa
                         "or pass fewer --prompt-lens")
 
 
+CAP_SYS_RESOURCE = 24
+
+
+def _has_cap(status: str, cap: int) -> bool:
+    for line in status.splitlines():
+        if line.startswith("CapEff:"):
+            return bool(int(line.split()[1], 16) >> cap & 1)
+    return True  # no capability line: assume a normal root engine
+
+
 def default_memlock(proc: Path = Path("/proc")) -> str | None:
-    """The local Docker engine's memlock cap, when it has one: a container asking
-    for more does not start. None (compose's unlimited default) when the engine
-    is unlimited (systemd units usually are) or not a local process."""
+    """The local Docker engine's memlock cap, when containers cannot exceed it.
+
+    A root engine with CAP_SYS_RESOURCE (a normal systemd host, whose dockerd
+    itself often runs with systemd's 8 MiB default) raises a container's
+    limit to whatever it asks, so unlimited works: None. An engine without
+    that capability (inside another container, a restricted VM) cannot: a
+    container asking for more than the engine's own hard limit does not
+    start, so that limit becomes the default."""
     for comm in proc.glob("[0-9]*/comm"):
         try:
             if comm.read_text().strip() != "dockerd":
                 continue
             limits = (comm.parent / "limits").read_text()
+            status = (comm.parent / "status").read_text()
         except OSError:
             continue
+        if _has_cap(status, CAP_SYS_RESOURCE):
+            return None
         for line in limits.splitlines():
             if line.startswith("Max locked memory"):
                 hard = line.split()[4]
