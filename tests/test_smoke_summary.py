@@ -238,3 +238,26 @@ def test_compose_wiring_for_rdma_uses_the_host_network(tmp_path, plan):
         ports.add((svc["environment"]["SMOKE_CONTROL_PORT"], svc["environment"]["SMOKE_DATA_PORT"]))
     assert len(ports) == 1 and "18080" not in ports.pop()  # free ports picked, the same on both sides
     assert cfg["services"]["decode"]["environment"]["SMOKE_PEER"] == "192.0.2.10"
+
+
+class _Exited:
+    """A stopped container as the Docker SDK shows its log."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def logs(self, tail=None):
+        return self.text.encode()
+
+
+def test_a_dead_agent_leads_with_its_own_error_not_the_engine_chatter():
+    log = ("I1129 16:10:47.184582     1 transfer_engine_impl.cpp:252] Topology discovery complete. Found 0 HCAs.\n"
+           "[smoke prefill] error: RDMA was requested but Mooncake fell back to tcp: no /dev/infiniband in the "
+           "container\n"
+           "I1129 16:10:47.386174     1 transfer_metadata.cpp:485] removeSegmentDesc 172.17.0.2:15491 finish\n")
+    msg = smoke_run.died("prefill", 1, _Exited(log), " before the transfers finished")
+    first = msg.splitlines()[0]
+    assert first == ("the prefill container died (exit 1) before the transfers finished: RDMA was requested but "
+                     "Mooncake fell back to tcp: no /dev/infiniband in the container")
+    assert "removeSegmentDesc" in msg  # the context stays below
+    assert smoke_run.died("decode", 7, _Exited("boom\n")).splitlines()[0] == "the decode container died (exit 7)"

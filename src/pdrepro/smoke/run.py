@@ -208,6 +208,18 @@ def _tail(container, n: int = TAIL_LINES) -> str:
         return "(no log)"
 
 
+def died(role: str, code: int, container, when: str = "") -> str:
+    """Why a container stopped: the agent's own error line first (the engine's
+    log lines around it would bury it), then its last lines for context."""
+    tail = _tail(container) if container is not None else "(gone)"
+    marker = f"[smoke {role}] error: "
+    reasons = [line.split(marker, 1)[1] for line in tail.splitlines() if marker in line]
+    head = f"the {role} container died (exit {code}){when}"
+    if reasons:
+        head += f": {reasons[-1]}"
+    return f"{head}\nits last lines:\n{tail}"
+
+
 def _follow(container, stop: threading.Event) -> None:
     """Echo the agent's own progress lines, not the engine's glog chatter."""
     try:
@@ -241,8 +253,7 @@ def wait_for_decode(client, project: str, timeout_s: float) -> int:
                 return decode.attrs["State"]["ExitCode"]
             if prefill.status == "exited":
                 code = prefill.attrs["State"]["ExitCode"]
-                raise UserError(f"the prefill container died (exit {code}) before the transfers finished; its last "
-                                f"lines:\n{_tail(prefill)}")
+                raise UserError(died("prefill", code, prefill, " before the transfers finished"))
             if time.monotonic() > deadline:
                 raise UserError(f"the smoke did not finish within {timeout_s:.0f} s; raise --timeout or pass fewer "
                                 f"--prompt-lens. Last decode lines:\n{_tail(decode)}")
@@ -333,9 +344,7 @@ def run_smoke(opts: SmokeOptions) -> int:
         code = wait_for_decode(client, project, opts.timeout_s)
         collect(client, project, run)
         if code != 0 and not (run.root / "raw" / "initiator.json").is_file():
-            decode = _containers(client, project).get("decode")
-            raise UserError(f"the decode container failed (exit {code}); its last lines:\n"
-                            f"{_tail(decode) if decode else '(gone)'}")
+            raise UserError(died("decode", code, _containers(client, project).get("decode")))
     except BaseException:
         collect(client, project, run)
         raise
