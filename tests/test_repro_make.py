@@ -1,5 +1,6 @@
 """`make repro` wiring: reads the rendered decode.env, stops on bad input."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,3 +36,34 @@ def test_sweep_stop_ends_repro_with_the_sweep_message(tmp_path):
     assert "== 2/4 sweep: h20-qwen3-235b-1p1d against http://127.0.0.1:9" in proc.stdout
     assert "router at http://127.0.0.1:9 not healthy after 1 s" in proc.stderr
     assert "== 3/4" not in proc.stdout  # a stopped sweep is not analysed
+
+
+def test_failed_length_is_still_analysed_and_gated(tmp_path):
+    """A sweep that lost one length (exit 1) still ends in the report and the gates, which name it."""
+    deploy = tmp_path / "deploy"
+    deploy.mkdir()
+    (deploy / "decode.env").write_text(
+        f"GPU_IMAGE=pdrepro-gpu:0.1.0\nPREFILL_IP=127.0.0.1\nDECODE_IP=127.0.0.1\nPREFILL_PORT=9\nDECODE_PORT=9\n"
+        f"ROUTER_PORT=9\nMODEL_PATH={tmp_path}\nDATASET_PATH={tmp_path}/d.json\nLOG_DIR={tmp_path}\n")
+    # Stands in for `pdrepro sweep`: leaves the run a sweep leaves when 16384 timed out, exits 1 as it does.
+    fake = tmp_path / "pdrepro"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = sweep ]; then\n'
+        f'  PYTHONPATH="{REPO / "tests"}" "{sys.executable}" -c "$BUILD" "{tmp_path / "run"}"; exit 1\n'
+        "fi\n"
+        f'exec "{sys.executable}" -m pdrepro "$@"\n')
+    fake.chmod(0o755)
+    build = ("import sys, json; from pathlib import Path; from runbuilder import build_run; "
+             "from pdrepro.scenario import load_scenario; sc = load_scenario('h20-qwen3-235b-1p1d'); "
+             "prov = {'pins': {'sglang_commit': 'a', 'mooncake_commit': 'b'}, 'host': {}, 'environment': {}, "
+             "'endpoints': {}, 'scenario': {'name': sc.name}, 'transport': {'proven': True, 'servers': {}}}; "
+             "build_run(Path(sys.argv[1]), sc, drop_lengths={16384}, provenance=prov)")
+    proc = subprocess.run(["make", "-s", "-o", "setup", "repro", f"DEPLOY={deploy}", f"PDREPRO={fake}",
+                           f"PYTEST={sys.executable} -m pytest -p no:xdist", f"RUN={tmp_path / 'run'}", "SKIP_DOCTOR=1"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300, env={**os.environ, "BUILD": build})
+    assert proc.returncode != 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "== 3/4 analyze" in proc.stdout and "== 4/4 gates" in proc.stdout
+    assert f"report: {tmp_path / 'run'}/report.md" in proc.stdout
+    assert "test_bandwidth[L16384]" in proc.stdout and "no bench result for prompt length 16384" in proc.stdout
+    assert (tmp_path / "run" / "junit.xml").is_file() and (tmp_path / "run" / "report.md").is_file()
