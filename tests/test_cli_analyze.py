@@ -70,3 +70,13 @@ def test_no_run_directory_and_no_scenario(tmp_path):
     assert_one_line_error(pdrepro("analyze", tmp_path / "nope", "--scenario", SCENARIO.name), "analyze", "nope")
     (tmp_path / "bare").mkdir()
     assert_one_line_error(pdrepro("analyze", tmp_path / "bare"), "analyze", "--scenario")
+
+
+def test_length_the_sweep_failed_says_why_and_how_to_retry(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO, drop_lengths={32768})
+    (run.root / "sweep-state.json").write_text(json.dumps({"lengths": {
+        "16384": {"status": "done"},
+        "32768": {"status": "failed", "reason": "timed out: bench client ran past 1800 s"}}, "events": []}))
+    line = assert_one_line_error(pdrepro("analyze", run.root), "analyze", "result-32768.jsonl",
+                                 "sweep recorded prompt length 32768 as failed", "ran past 1800 s", "same --out")
+    assert "run the sweep for it" not in line

@@ -51,14 +51,29 @@ def nearest_length(input_len: int, lengths: list[int]) -> int | None:
     return best if abs(best - input_len) <= length_tolerance(best) else None
 
 
+def _sweep_failures(run: RunDir) -> dict[int, str]:
+    """Lengths `pdrepro sweep` recorded as failed, with its reason (timeout, client exit ...)."""
+    from .sweep.state import SweepState
+
+    try:
+        return SweepState(run.root).failed()
+    except (ValueError, TypeError, AttributeError):
+        return {}
+
+
 def _read_bench(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[int, BenchResult]:
     results = {}
     present = set(run.bench_lengths())
+    failures = _sweep_failures(run)
     for L in scenario.sweep.prompt_lens:
         if L not in present:
-            issues.append(issue(ERROR, "missing_length",
-                                f"{run.bench_file(L)}: missing; the run has no bench result for prompt length {L}: "
-                                "run the sweep for it, or analyse with the scenario the run used", L))
+            if L in failures:
+                why = (f"the sweep recorded prompt length {L} as failed ({failures[L]}); rerun `pdrepro sweep` "
+                       "with the same --out to retry it")
+            else:
+                why = (f"the run has no bench result for prompt length {L}: run the sweep for it, or analyse with "
+                       "the scenario the run used")
+            issues.append(issue(ERROR, "missing_length", f"{run.bench_file(L)}: missing; {why}", L))
             continue
         try:
             result, notes = parse_bench_file(run.bench_file(L))
