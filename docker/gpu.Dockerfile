@@ -87,7 +87,10 @@ RUN export LIBRARY_PATH=/usr/local/cuda/lib64/stubs${LIBRARY_PATH:+:${LIBRARY_PA
       -DPython3_EXECUTABLE=/opt/venv/bin/python ${MOONCAKE_CMAKE_FLAGS} \
  && cmake --build build
 # Upstream's packer (auditwheel-repaired wheel; leaves libibverbs, libnuma,
-# libcurl and CUDA to the image). Its Python tools go into the venv.
+# libcurl and CUDA to the image). Its Python tools (build, setuptools, wheel,
+# auditwheel) go into the venv, from the site wheels when WHEELS_ONLY is set;
+# copied only now so a new wheel never recompiles Mooncake.
+COPY wheelhouse/gpu/ /wheelhouse/
 RUN --mount=type=secret,id=extra_ca,required=false \
     if [ -n "${WHEELS_ONLY}" ]; then export PIP_NO_INDEX=1; fi \
  && PYTHON_VERSION="$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
@@ -123,11 +126,17 @@ RUN --mount=type=secret,id=extra_ca,required=false \
  && with-extra-ca pip install "./python[all]" \
  && with-extra-ca pip install "sglang-router==${SGLANG_ROUTER_VERSION}"
 # The engine built above replaces any Mooncake wheel a dependency pulled in.
+# The import check needs libcuda.so.1, which only the driver provides at run
+# time: the toolkit's link stub stands in for it, for this one command.
 COPY --from=mooncake /out/ /tmp/mooncake-wheel/
 RUN pip uninstall -y mooncake-transfer-engine mooncake-transfer-engine-non-cuda || true \
  && pip install --no-deps /tmp/mooncake-wheel/*.whl \
  && rm -rf /tmp/mooncake-wheel \
- && python -c "from mooncake.engine import TransferEngine"
+ && stub="$(mktemp -d)" \
+ && ln -s /usr/local/cuda/lib64/stubs/libcuda.so "${stub}/libcuda.so.1" \
+ && LD_LIBRARY_PATH="${stub}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}" \
+    python -c "from mooncake.engine import TransferEngine" \
+ && rm -rf "${stub}"
 
 # --------------------------------------------------------------------------
 # runtime: base + the environment; no compilers for Mooncake, no sources.
@@ -137,7 +146,10 @@ COPY --from=python-env /opt/venv /opt/venv
 # Only this layer and the labels change when the bundle changes.
 COPY dist/pdrepro-*.whl /tmp/bundle/
 ARG WHEELS_ONLY=
+# The site wheels are mounted, not copied: the bundle's own dependencies may
+# come from them, and none of them is left in a layer.
 RUN --mount=type=secret,id=extra_ca,required=false \
+    --mount=type=bind,source=wheelhouse/gpu,target=/wheelhouse \
     if [ -n "${WHEELS_ONLY}" ]; then export PIP_NO_INDEX=1; fi \
  && with-extra-ca pip install /tmp/bundle/pdrepro-*.whl \
  && rm -rf /tmp/bundle \

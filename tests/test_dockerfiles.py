@@ -78,6 +78,41 @@ def test_gpu_builds_the_pinned_sources():
         assert re.search(rf"\b{re.escape(package)}\b", GPU), package
 
 
+def _gpu_stages() -> dict[str, str]:
+    parts = re.split(r"^FROM \S+ AS (\S+)$", GPU, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def _run_instructions(stage: str) -> list[tuple[int, str]]:
+    """(offset in the stage, text with continuation lines joined) of each RUN."""
+    return [(m.start(), m.group(0).replace("\\\n", " "))
+            for m in re.finditer(r"^RUN (?:[^\n]*\\\n)*[^\n]*$", stage, flags=re.M)]
+
+
+def test_air_gapped_pip_always_sees_the_site_wheels():
+    # With WHEELS_ONLY pip has no index: every stage that installs must see
+    # wheelhouse/gpu, either copied into /wheelhouse before or mounted there.
+    checked = 0
+    for name, body in _gpu_stages().items():
+        for start, run in _run_instructions(body):
+            if "PIP_NO_INDEX=1" not in run:
+                continue
+            checked += 1
+            copied = "COPY wheelhouse/gpu/ /wheelhouse/" in body[:start]
+            mounted = "--mount=type=bind,source=wheelhouse/gpu,target=/wheelhouse" in run
+            assert copied or mounted, f"stage {name}: pip runs offline without the site wheels"
+    assert checked >= 3
+
+
+def test_gpu_engine_import_check_has_a_libcuda():
+    # engine.so built with USE_CUDA needs libcuda.so.1, which a build has no
+    # driver for: the check must run against the toolkit's stub.
+    (run,) = [r for _, r in _run_instructions(_gpu_stages()["python-env"]) if "from mooncake.engine import" in r]
+    assert "/usr/local/cuda/lib64/stubs/libcuda.so" in run and "libcuda.so.1" in run
+    check = run[run.index("from mooncake.engine import") - 200:]
+    assert "LD_LIBRARY_PATH=" in check
+
+
 def test_gpu_labels_and_secret_handling():
     for label in ("org.pdrepro.sglang.commit", "org.pdrepro.mooncake.commit",
                   "org.opencontainers.image.base.digest", "org.opencontainers.image.version"):
