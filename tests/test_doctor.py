@@ -211,14 +211,29 @@ def test_dev_infiniband_missing_and_not_char(tmp_path, bin_dir):
     assert "--device /dev/infiniband" in c.fix
 
 
+def _dockerd(tmp_path, cap_eff: str) -> Path:
+    proc = tmp_path / f"proc-{cap_eff}"
+    (proc / "812").mkdir(parents=True)
+    (proc / "812/comm").write_text("dockerd\n")
+    (proc / "812/limits").write_text("Max locked memory         8388608              8388608              bytes\n")
+    (proc / "812/status").write_text(f"Name:\tdockerd\nCapEff:\t{cap_eff}\n")
+    return proc
+
+
 def test_memlock(tmp_path, bin_dir):
     (tmp_path / "sys").mkdir()
     limited = (8 * 2**20, 8 * 2**20)
     f = doctor.Facts(devices=[])
-    c = doctor.check_memlock(_ctx(tmp_path, memlock=limited), f)
-    assert c.status == "fail" and "8 MiB" in c.detail and "memlock=-1" in c.fix
-    assert doctor.check_memlock(_ctx(tmp_path, memlock=limited, role=None), f).status == "warn"
-    assert doctor.check_memlock(_ctx(tmp_path), f).status == "pass"
+    # A login shell capped at 8 MiB on a normal systemd host: the containers still get unlimited.
+    capable = _dockerd(tmp_path, "000001ffffffffff")
+    c = doctor.check_memlock(_ctx(tmp_path, memlock=limited, proc_root=capable), f)
+    assert c.status == "warn" and "8 MiB" in c.detail and "can grant it" in c.detail and "memlock=-1" in c.fix
+    # An engine without CAP_SYS_RESOURCE (bit 24) holds every container to its own limit.
+    capped = _dockerd(tmp_path, "000001fffeffffff")
+    c = doctor.check_memlock(_ctx(tmp_path, memlock=limited, proc_root=capped), f)
+    assert c.status == "fail" and "without CAP_SYS_RESOURCE" in c.detail and "LimitMEMLOCK=infinity" in c.fix
+    assert doctor.check_memlock(_ctx(tmp_path, memlock=limited, proc_root=capped, role=None), f).status == "warn"
+    assert doctor.check_memlock(_ctx(tmp_path, proc_root=capped), f).status == "pass"
 
 
 def test_gpu_memory_registration(tmp_path, bin_dir):

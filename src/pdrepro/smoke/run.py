@@ -24,6 +24,7 @@ from ..errors import UserError
 from ..rundir import RunDir
 from ..units import GB
 from . import summary as sm
+from ..fabric.limits import engine_memlock_cap
 from .plan import Plan
 
 TAIL_LINES = 30
@@ -90,40 +91,10 @@ def check_rdma_request(transport: str, plan: Plan, memlock: str | None, root: Pa
                         "or pass fewer --prompt-lens")
 
 
-CAP_SYS_RESOURCE = 24
-
-
-def _has_cap(status: str, cap: int) -> bool:
-    for line in status.splitlines():
-        if line.startswith("CapEff:"):
-            return bool(int(line.split()[1], 16) >> cap & 1)
-    return True  # no capability line: assume a normal root engine
-
-
 def default_memlock(proc: Path = Path("/proc")) -> str | None:
-    """The local Docker engine's memlock cap, when containers cannot exceed it.
-
-    A root engine with CAP_SYS_RESOURCE (a normal systemd host, whose dockerd
-    itself often runs with systemd's 8 MiB default) raises a container's
-    limit to whatever it asks, so unlimited works: None. An engine without
-    that capability (inside another container, a restricted VM) cannot: a
-    container asking for more than the engine's own hard limit does not
-    start, so that limit becomes the default."""
-    for comm in proc.glob("[0-9]*/comm"):
-        try:
-            if comm.read_text().strip() != "dockerd":
-                continue
-            limits = (comm.parent / "limits").read_text()
-            status = (comm.parent / "status").read_text()
-        except OSError:
-            continue
-        if _has_cap(status, CAP_SYS_RESOURCE):
-            return None
-        for line in limits.splitlines():
-            if line.startswith("Max locked memory"):
-                hard = line.split()[4]
-                return None if hard == "unlimited" else hard
-    return None
+    """The memlock the containers ask for when the user does not say: the local
+    Docker engine's own cap where it cannot grant more, else None (unlimited)."""
+    return engine_memlock_cap(proc)
 
 
 def find_compose_file(explicit: str | None) -> Path:
