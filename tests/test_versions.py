@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata as md
 import json
 
+import fakebin
 import pytest
 
 from pdrepro import __version__, versions_report as vr
@@ -76,6 +77,20 @@ def test_shared_library():
 
 def test_os_package():
     assert vr.os_package("no-such-package-xyz")["found"] is False
+
+
+def test_os_package_under_its_ubuntu_noble_name(tmp_path, monkeypatch):
+    # The GPU image is Ubuntu 24.04, where librdmacm1 is installed as librdmacm1t64.
+    fakebin.install(tmp_path, "dpkg-query", """case "$3" in
+  librdmacm1t64) printf 'install ok installed\\t50.0-2build2';;
+  *) echo "dpkg-query: no packages found matching $3" >&2; exit 1;;
+esac
+""")
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    entry = vr.os_package(*vr.OS_PACKAGES["librdmacm1"])
+    assert entry == {"found": True, "version": "50.0-2build2", "manager": "dpkg", "package": "librdmacm1t64"}
+    missing = vr.os_package(*vr.OS_PACKAGES["perftest"])
+    assert missing["found"] is False and "perftest" in missing["reason"]
 
 
 def test_mooncake_engine_import_is_checked_in_a_child(tmp_path, monkeypatch):

@@ -36,8 +36,16 @@ PACKAGES: dict[str, tuple[str, ...]] = {
 # Shared libraries the GPU and RDMA paths load from the host or image.
 LIBRARIES = ("cuda", "nvidia-ml", "cudart", "ibverbs", "mlx5", "rdmacm", "numa")
 
-# OS packages of the RDMA userspace.
-OS_PACKAGES = ("rdma-core", "libibverbs1", "ibverbs-providers", "librdmacm1", "perftest", "infiniband-diags")
+# OS packages of the RDMA userspace, each under the names distributions use
+# (Ubuntu 24.04 and Debian 13 ship librdmacm1 as librdmacm1t64).
+OS_PACKAGES: dict[str, tuple[str, ...]] = {
+    "rdma-core": ("rdma-core",),
+    "libibverbs1": ("libibverbs1", "libibverbs1t64"),
+    "ibverbs-providers": ("ibverbs-providers",),
+    "librdmacm1": ("librdmacm1", "librdmacm1t64", "librdmacm"),
+    "perftest": ("perftest",),
+    "infiniband-diags": ("infiniband-diags",),
+}
 
 # Kernel modules whose presence changes what Mooncake can do.
 KERNEL_MODULES = ("nvidia", "nvidia_peermem", "ib_uverbs", "rdma_rxe", "mlx5_ib")
@@ -165,14 +173,16 @@ def shared_library(name: str, known: dict[str, str]) -> dict:
     return _found(version, soname=soname)
 
 
-def os_package(name: str) -> dict:
-    code, out = _run(["dpkg-query", "-W", "-f=${Status}\t${Version}", name])
-    if code == 0 and out.startswith("install ok installed"):
-        return _found(out.split("\t", 1)[1], manager="dpkg")
-    code, out = _run(["rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}", name])
-    if code == 0:
-        return _found(out, manager="rpm")
-    return _found(None, reason="not installed (or no dpkg/rpm)")
+def os_package(*names: str) -> dict:
+    """The first of NAMES that dpkg or rpm has installed."""
+    for name in names:
+        code, out = _run(["dpkg-query", "-W", "-f=${Status}\t${Version}", name])
+        if code == 0 and out.startswith("install ok installed"):
+            return _found(out.split("\t", 1)[1], manager="dpkg", package=name)
+        code, out = _run(["rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}", name])
+        if code == 0:
+            return _found(out, manager="rpm", package=name)
+    return _found(None, reason=f"not installed ({' / '.join(names)}; or no dpkg/rpm)")
 
 
 def kernel_module(name: str, sys_module: Path = Path("/sys/module")) -> dict:
@@ -200,7 +210,7 @@ def collect_versions() -> dict:
         "cuda_toolkit": cuda_toolkit(),
         "nvidia_driver": nvidia_driver(),
         "libraries": {name: shared_library(name, libs) for name in LIBRARIES},
-        "os_packages": {name: os_package(name) for name in OS_PACKAGES},
+        "os_packages": {label: os_package(*names) for label, names in OS_PACKAGES.items()},
         "kernel_modules": {name: kernel_module(name) for name in KERNEL_MODULES},
     }
 
@@ -230,7 +240,8 @@ def table_rows(report: dict) -> list[tuple[str, str, str]]:
     for name, entry in report["libraries"].items():
         rows.append((f"lib{name}", _cell(entry), entry.get("path") or entry.get("soname") or entry.get("reason", "")))
     for name, entry in report["os_packages"].items():
-        rows.append((name, _cell(entry), entry.get("manager") or entry.get("reason", "")))
+        detail = f"{entry['manager']} {entry.get('package', name)}" if entry.get("found") else entry.get("reason", "")
+        rows.append((name, _cell(entry), detail))
     for name, entry in report["kernel_modules"].items():
         rows.append((f"module {name}", "loaded" if entry["loaded"] else "not loaded", entry.get("version") or ""))
     for key, value in report["pins"].items():
