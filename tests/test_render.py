@@ -67,6 +67,12 @@ def test_given_paths_are_checked_and_written(tmp_path, capsys):
     assert "note:" not in capsys.readouterr().out
 
 
+def test_loopback_is_fine_on_one_node(tmp_path, capsys):
+    out = tmp_path / "deploy"
+    assert main([*ARGS[:4], "127.0.0.1", "--decode-ip", "127.0.0.1", "--out", str(out)]) == 0
+    assert "--prefill http://127.0.0.1:30000 8998" in capsys.readouterr().out
+
+
 def test_same_node_splits_gpus():
     scenario = load_scenario("h20-qwen3-235b-1p1d")
     site = launch.Site(prefill_ip="192.0.2.10", decode_ip="192.0.2.10", model_path="/m", dataset_path="/d",
@@ -101,6 +107,9 @@ BAD = {
     "not an ip": (lambda t: [*ARGS[:4], "node-a", *ARGS[5:]], "'node-a' is not an IP address"),
     "ipv6": (lambda t: [*ARGS[:4], "2001:db8::1", *ARGS[5:]], "IPv6 is not supported"),
     "short ip": (lambda t: [*ARGS[:6], "192.0.2"], "--decode-ip '192.0.2'"),
+    "unspecified ip": (lambda t: [*ARGS[:4], "0.0.0.0", *ARGS[5:]], "--prefill-ip '0.0.0.0' is not a host address"),
+    "multicast ip": (lambda t: [*ARGS[:6], "239.1.1.1"], "--decode-ip '239.1.1.1' is not a host address"),
+    "loopback on two nodes": (lambda t: [*ARGS[:6], "127.0.0.1"], "--decode-ip 127.0.0.1: a loopback address"),
     "model without config": (lambda t: [*ARGS, "--model", _model_without_config(t)], "no config.json"),
     "tp above gpus": (lambda t: [*ARGS, "--gpus", "0,1,2,3"], "TP is 8, larger than the 4 GPUs"),
     "same node too few gpus": (lambda t: [*ARGS[:6], "192.0.2.10", "--gpus", "0,1,2,3,4,5,6,7"], "needs 16 GPUs"),

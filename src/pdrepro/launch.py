@@ -49,7 +49,20 @@ def parse_ip(value: str | None, option: str) -> str:
     if address.version != 4:
         # The compose files build URLs as http://IP:PORT, which IPv6 would need bracketed.
         raise UserError(f"{option} {value!r}: IPv6 is not supported by the compose files; give the node's IPv4 address")
+    if address.is_unspecified or address.is_multicast or str(address) == "255.255.255.255":
+        # Each server advertises this address to the other side (SGLANG_HOST_IP).
+        raise UserError(f"{option} {value!r} is not a host address the other node can reach; give the node's RDMA-reachable address")
     return str(address)
+
+
+def check_two_node_ips(prefill_ip: str, decode_ip: str) -> None:
+    """A loopback address reaches the other node only when both are the same node."""
+    if prefill_ip == decode_ip:
+        return
+    for option, ip in (("--prefill-ip", prefill_ip), ("--decode-ip", decode_ip)):
+        if ipaddress.ip_address(ip).is_loopback:
+            raise UserError(f"{option} {ip}: a loopback address cannot be reached from the other node; "
+                            "give the node's RDMA-reachable address (or the same address twice for one node)")
 
 
 def parse_gpus(value: str, option: str = "--gpus") -> tuple[int, ...]:

@@ -42,6 +42,7 @@ def _abs(path: str) -> str:
 def build_site(args, scenario) -> launch.Site:
     prefill_ip = launch.parse_ip(args.prefill_ip, "--prefill-ip")
     decode_ip = launch.parse_ip(args.decode_ip, "--decode-ip")
+    launch.check_two_node_ips(prefill_ip, decode_ip)
     if args.model:
         model = Path(args.model).expanduser()
         if not (model / "config.json").is_file():
