@@ -108,6 +108,10 @@ def _sweep(config, root: Path) -> None:
         rc = main(argv)
     if rc == 2:
         pytest.fail(f"pdrepro sweep stopped (exit 2); its message is above. Command: pdrepro {' '.join(argv)}", pytrace=False)
+    if rc == 130:
+        # Gates on a half-swept run would only list the lengths not reached yet.
+        pytest.exit(f"pdrepro sweep interrupted; completed lengths are kept in {root}: run the same command again "
+                    "to resume", returncode=130)
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@ published figures: they pass as published and fail, naming the length, when
 one length degrades."""
 
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -133,3 +134,18 @@ def test_router_mode_runs_the_sweep_first_and_stops_on_its_error(tmp_path):
     assert "pdrepro sweep stopped (exit 2)" in proc.stdout
     assert (run / "scenario.yaml").is_file() and (run / "junit.xml").is_file()
     assert "passed" not in proc.stdout.splitlines()[-1]
+
+
+def test_interrupted_sweep_stops_the_gates(tmp_path):
+    """Ctrl-C during `pytest repro/ --router ...`: no gates are judged on the half-swept run."""
+    plugin = tmp_path / "interrupted_sweep.py"
+    # The sweep's entry point answers as it does after Ctrl-C (status 130, results kept).
+    plugin.write_text("import pdrepro.cli\npdrepro.cli.main = lambda argv: 130\n")
+    run = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "repro/", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "-p", "interrupted_sweep", "--router", "http://127.0.0.1:9", "--run-dir", str(run)],
+                          cwd=REPO, capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert proc.returncode == 130, proc.stdout[-2000:]
+    assert "pdrepro sweep interrupted" in proc.stdout + proc.stderr
+    assert "test_bandwidth" not in proc.stdout
