@@ -50,7 +50,7 @@ def transfer_engine_bench(bin_dir: Path, log: Path | None = None, broken: bool =
     """Target: prints its startup log and waits; initiator: prints the recorded run (on stderr, like glog)."""
     init = shlex.quote(str(RECORDED / "mooncake" / "te-initiator.log"))
     target = shlex.quote(str(RECORDED / "mooncake" / "te-target.log"))
-    log_cmd = f'echo "$*" >> {shlex.quote(str(log))}\n' if log else ""
+    log_cmd = f'echo "$* MC_TE_FILTERS=$MC_TE_FILTERS" >> {shlex.quote(str(log))}\n' if log else ""
     if broken:
         return install(bin_dir, "transfer_engine_bench", log_cmd +
                        'echo "E1129 09:41:02.530913 231877 transfer_engine_bench.cpp:391] Unable to get target segment ID, please recheck" >&2; exit 1\n')

@@ -70,6 +70,8 @@ def test_client_measures_and_writes_baseline_json(node, capsys):
     assert sorted(c.split("-p ")[1].split()[0] for c in calls) == ["18515", "18516", "18517", "18518"]
     te = (tmp_path / "te.log").read_text()
     assert "--mode initiator" in te and f"--segment_id {PEER}:16999" in te and "--use_vram" in te
+    # Every GPU's buffer needs a NIC: discovery maps each GPU to its nearest, limited to the measured NICs.
+    assert "--auto_discovery" in te and "--gpu_id -1" in te and "MC_TE_FILTERS=mlx5_0,mlx5_1,mlx5_2,mlx5_3" in te
     assert (tmp_path / "run" / "baseline" / "ib_write_bw-mlx5_2.txt").read_text().count("mlx5_2") == 1
     out = capsys.readouterr().out
     assert "aggregate: 184.70 GB/s" in out and "89.3 % of the 200.0 GB/s line rate" in out
@@ -124,7 +126,8 @@ def test_server_side_starts_both_and_reports_segment(node, capsys):
     assert "ib_write_bw mlx5_1: finished (exit 0)" in out
     calls = (tmp_path / "ib.log").read_text().splitlines()
     assert len(calls) == 2 and not any(c.endswith("192.168.100.11") for c in calls)  # servers take no peer
-    assert "--mode target" in (tmp_path / "te.log").read_text()
+    te = (tmp_path / "te.log").read_text()
+    assert "--mode target" in te and "--auto_discovery" in te and "MC_TE_FILTERS=mlx5_0,mlx5_1" in te
 
 
 def test_load_ceiling(node):

@@ -92,11 +92,20 @@ def te_argv(plan: Plan, client: bool) -> list[str]:
     argv = [TE_BENCH, "--mode", "initiator" if client else "target", "--metadata_server", "P2PHANDSHAKE",
             "--protocol", "rdma", "--device_name", ",".join(plan.nics)]
     if plan.use_vram:
-        argv += ["--use_vram", "--gpu_id", "-1"]
+        # One buffer on every GPU ("cuda:N"). Without discovery the bench's NIC
+        # table names only cuda:0, so buffers on other GPUs find no NIC; with it
+        # each GPU gets its nearest NICs, as in SGLang, and te_env limits the
+        # NICs to the measured ones.
+        argv += ["--auto_discovery", "--use_vram", "--gpu_id", "-1"]
     if client:
         argv += ["--segment_id", plan.segment_id or f"{plan.peer}:{plan.te_port}", "--operation", "write",
                  "--duration", str(plan.duration), "--report_unit", "GB"]
     return argv + plan.te_args
+
+
+def te_env(plan: Plan, **extra: str) -> dict[str, str]:
+    """The bench's environment: discovery sees only the NICs being measured."""
+    return dict(os.environ, MC_TE_FILTERS=",".join(plan.nics), **extra)
 
 
 def _require(tool: str, how: str) -> None:
@@ -160,7 +169,7 @@ def run_te_client(plan: Plan) -> dict:
     _progress(f"transfer_engine_bench: write {'GPU to GPU' if plan.use_vram else 'host to host'} to "
               f"{argv[argv.index('--segment_id') + 1]} for {plan.duration} s ...")
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=plan.duration + 180)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=plan.duration + 180, env=te_env(plan))
         text = proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as exc:
         text = "".join(part.decode(errors="replace") if isinstance(part, bytes) else (part or "")
@@ -229,7 +238,7 @@ def run_server(plan: Plan) -> int:
                       f"{plan.base_port + len(plan.nics) - 1}); waiting for the client")
         if not plan.skip_te:
             # Pinning the RPC port range to one port makes the segment id predictable for the client.
-            env = dict(os.environ, MC_MIN_RPC_PORT=str(plan.te_port), MC_MAX_RPC_PORT=str(plan.te_port))
+            env = te_env(plan, MC_MIN_RPC_PORT=str(plan.te_port), MC_MAX_RPC_PORT=str(plan.te_port))
             te = subprocess.Popen(te_argv(plan, client=False), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   text=True, env=env)
             segment = _wait_segment(te, timeout=60)
