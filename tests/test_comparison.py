@@ -83,3 +83,21 @@ def test_analyze_command_dispatches_comparison(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pdrepro", "analyze", str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "294.89" in (tmp_path / "report.md").read_text()
+
+
+def test_unreadable_configuration_keeps_the_other_and_exits_2(tmp_path):
+    sc = load_scenario("a10-qwen25-7b-rate1")
+    run = _run_as_published(tmp_path, sc)
+    cut = tmp_path / "2-regular" / "bench" / "result-8192.jsonl"
+    cut.write_text(cut.read_text()[:40])  # the client was killed mid-write
+    proc = subprocess.run([sys.executable, "-m", "pdrepro", "analyze", str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    error = [l for l in proc.stderr.splitlines() if l.startswith("pdrepro analyze: error:")]
+    assert len(error) == 1 and "2-regular" in error[0] and str(cut) in error[0]
+    summary = json.loads(run.summary_file.read_text())
+    assert summary["configurations"]["1P1D"]["measured"]["mean_itl_ms"] == 7.23
+    assert summary["configurations"]["2-regular"]["measured"] is None
+    cut.write_text("")
+    (tmp_path / "1P1D" / "bench" / "result-8192.jsonl").unlink()
+    with pytest.raises(UserError, match="2-regular.*empty"):
+        analyze_comparison(run, sc)

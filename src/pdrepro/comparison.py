@@ -51,7 +51,12 @@ def _measure(run: RunDir, scenario: Scenario, name: str, issues: list[str]) -> d
         return None
     # Comparison scenarios run one workload; with several lengths the first one present counts.
     length = next(L for L in lengths if sub.bench_file(L).is_file())
-    result, notes = parse_bench_file(sub.bench_file(length))
+    try:
+        result, notes = parse_bench_file(sub.bench_file(length))
+    except UserError as exc:
+        # The other configuration's figures are still worth a report.
+        issues.append(_issue("error", "bench_unreadable", f"{name}: {exc}"))
+        return None
     issues.extend(_issue("warning", "bench_note", f"{name}: {n}") for n in notes)
     raw = result.raw
     measured = {metric: _num(raw.get(key)) for metric, (key, *_rest) in METRICS.items()}
@@ -85,6 +90,9 @@ def analyze_comparison(run: RunDir, scenario: Scenario) -> dict:
     issues: list[str] = []
     measured = {name: _measure(run, scenario, name, issues) for name in names}
     if all(m is None for m in measured.values()):
+        unreadable = [i["message"] for i in issues if i["severity"] == "error"]
+        if unreadable:
+            raise UserError(unreadable[0])
         raise UserError(f"{run.root}: no configuration of {scenario.name} has results; run `pdrepro sweep --configuration "
                         f"{names[0]}` (and {names[1]}) with --out {run.root}")
     a, b = names
