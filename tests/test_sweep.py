@@ -3,6 +3,7 @@ are in the upstream formats, with the bench client substituted."""
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -217,3 +218,29 @@ def test_heartbeat_reports_elapsed_and_time_left_during_a_length(tmp_path, clust
     later = [l for l in lines if l.startswith("  prompt length 512:")]
     assert first and all(l.endswith("elapsed") for l in first)  # nothing measured yet: no estimate
     assert later and ("left" in later[0] or "over the estimate" in later[0])
+
+
+def test_client_paths_are_absolute_and_each_mounted_at_itself(tmp_path, cluster, monkeypatch):
+    """The client's container does not share our working folder: relative paths given on the
+    command line must reach it as absolute ones, and a separate tokenizer must be mounted too."""
+    import dataclasses
+
+    from sweephelp import dataset
+
+    (tmp_path / "models" / cluster.scenario.model.name).mkdir(parents=True)
+    (tmp_path / "tok").mkdir()
+    dataset(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    bench = FakeBench(cluster)
+    cfg = config(tmp_path, cluster, bench)
+    cfg.target = dataclasses.replace(cfg.target, model_path=f"models/{cluster.scenario.model.name}",
+                                     dataset_path="ShareGPT_V3_unfiltered_cleaned_split.json", tokenizer="tok")
+    run_sweep(cfg)
+    argv, mounts = bench.argvs[0], bench.mounts[0]
+    for flag, expected in (("--model", tmp_path / "models" / cluster.scenario.model.name),
+                           ("--tokenizer", tmp_path / "tok"),
+                           ("--dataset-path", tmp_path / "ShareGPT_V3_unfiltered_cleaned_split.json")):
+        value = argv[argv.index(flag) + 1]
+        assert value == str(expected), flag
+        assert mounts.get(Path(value)) is False, flag  # read-only, at the same path
+    assert argv[argv.index("--served-model-name") + 1] == cluster.scenario.model.name

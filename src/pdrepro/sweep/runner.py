@@ -308,10 +308,12 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
         say(f"[{index}/{len(todo)}] prompt length {length}: {sweep.num_prompts} prompts; {eta}")
         partial = run.bench_dir / f".result-{length}.jsonl.partial"
         partial.unlink(missing_ok=True)
-        argv = bench_argv(cfg.scenario, length, _with_base(cfg), partial)
-        mounts = {root: True, Path(cfg.target.dataset_path).resolve(): False}
-        if Path(cfg.target.model_path).exists():
-            mounts[Path(cfg.target.model_path).resolve()] = False
+        target = _with_base(cfg)
+        argv = bench_argv(cfg.scenario, length, target, partial)
+        mounts = {root: True}
+        for path in (target.dataset_path, target.model_path, target.tokenizer):
+            if path and Path(path).exists():
+                mounts[Path(path)] = False
         _scrape(cfg, run, length, "before")
         t0 = time.monotonic()
         reason = None
@@ -372,9 +374,18 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
     return outcome
 
 
+def _host_path(path: str | None) -> str | None:
+    """An existing host path made absolute, so that mounted at itself it means the same in the
+    client's container (whose working folder is not ours); anything else (a hub id) as given."""
+    if path and Path(path).exists():
+        return str(Path(path).absolute())
+    return path
+
+
 def _with_base(cfg: SweepConfig) -> BenchTarget:
     t = cfg.target
-    return BenchTarget(cfg.router_url, t.model_path, t.served_model_name, t.dataset_path, t.tokenizer, t.python)
+    return BenchTarget(cfg.router_url, _host_path(t.model_path), t.served_model_name, _host_path(t.dataset_path),
+                       _host_path(t.tokenizer), t.python)
 
 
 def _report(outcome: SweepOutcome, say) -> None:
