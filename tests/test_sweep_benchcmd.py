@@ -21,7 +21,7 @@ def test_published_loop_matches_golden_argv():
 def test_published_flags_and_values():
     argv = _argv(4096)
     flags = dict(zip(argv[3::1], argv[4::1]))
-    assert argv[:3] == ["python3", "-m", "sglang.benchmark.serving"]
+    assert argv[:3] == ["python", "-m", "sglang.benchmark.serving"]
     assert flags["--random-input-len"] == "4096"
     assert flags["--num-prompts"] == "50" and flags["--random-output-len"] == "128"
     assert flags["--request-rate"] == "inf" and flags["--max-concurrency"] == "1"

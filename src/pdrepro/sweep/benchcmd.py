@@ -23,7 +23,8 @@ class BenchTarget:
     served_model_name: str
     dataset_path: str
     tokenizer: str | None = None
-    python: str = "python3"
+    # As in the published loop; the GPU image's virtual environment provides it.
+    python: str = "python"
 
 
 def _number(value: float) -> str:
