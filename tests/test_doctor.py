@@ -284,6 +284,10 @@ def test_docker_unreachable_and_runtime_missing(tmp_path, bin_dir, docker_engine
     d, rt = doctor.check_docker(_ctx(tmp_path), doctor.Facts(devices=[]))
     assert d.status == "pass" and "24.0.7" in d.detail
     assert rt.status == "fail" and "nvidia-ctk runtime configure" in rt.fix
+    # The toolkit's hook alone serves compose's GPU device requests (driver: nvidia).
+    fakebin.install(bin_dir, "nvidia-container-runtime-hook", "exit 0\n")
+    d, rt = doctor.check_docker(_ctx(tmp_path), doctor.Facts(devices=[]))
+    assert rt.status == "pass" and "nvidia-container-runtime-hook present" in rt.detail
 
 
 def test_model_and_dataset_problems(tmp_path, bin_dir):

@@ -12,6 +12,7 @@ import errno
 import json
 import os
 import resource
+import shutil
 import socket
 import stat
 from dataclasses import asdict, dataclass, field
@@ -28,6 +29,8 @@ PASS, WARN, FAIL = "pass", "warn", "fail"
 ROCE_OVERHEAD = 96
 IB_MTUS = (256, 512, 1024, 2048, 4096)
 MOONCAKE_MTU = 4096
+# What the NVIDIA container toolkit installs for `docker run --gpus` / compose device requests.
+NVIDIA_HOOK = "nvidia-container-runtime-hook"
 
 # Ports the stack binds on a node, by role: the router runs next to the
 # decode server (compose/decode.yaml), the bootstrap server inside prefill.
@@ -414,11 +417,18 @@ def check_docker(ctx: Context, f: Facts) -> list[Check]:
                       "/var/run/docker.sock (or set DOCKER_HOST)")]
     out = [Check("docker", PASS, f"Docker {info.get('ServerVersion', '?')}, {info.get('Containers', 0)} containers")]
     runtimes = sorted((info.get("Runtimes") or {}).keys())
+    # The compose files ask for GPUs as device requests (driver: nvidia), which
+    # the engine serves through the toolkit's prestart hook; a registered
+    # `nvidia` runtime is the other way to get them.
+    hook = shutil.which(NVIDIA_HOOK)
     if "nvidia" in runtimes:
         out.append(Check("nvidia-runtime", PASS, f"runtimes: {', '.join(runtimes)}"))
+    elif hook:
+        out.append(Check("nvidia-runtime", PASS, f"{hook} present: the engine serves GPU device requests "
+                         f"(runtimes: {', '.join(runtimes)})"))
     else:
         out.append(Check("nvidia-runtime", ctx.need if (ctx.role or f.gpus) else PASS,
-                         f"no nvidia runtime (runtimes: {', '.join(runtimes) or 'none'})"
+                         f"no nvidia runtime (runtimes: {', '.join(runtimes) or 'none'}) and no {NVIDIA_HOOK}"
                          + ("" if (ctx.role or f.gpus) else "; not needed without GPUs"),
                          "install nvidia-container-toolkit, then `nvidia-ctk runtime configure --runtime=docker` "
                          "and restart dockerd" if (ctx.role or f.gpus) else ""))
