@@ -261,3 +261,14 @@ def test_a_dead_agent_leads_with_its_own_error_not_the_engine_chatter():
                      "Mooncake fell back to tcp: no /dev/infiniband in the container")
     assert "removeSegmentDesc" in msg  # the context stays below
     assert smoke_run.died("decode", 7, _Exited("boom\n")).splitlines()[0] == "the decode container died (exit 7)"
+
+
+def test_an_unresolvable_host_name_asks_for_smoke_host_ip(monkeypatch):
+    import socket
+
+    def fail(name):
+        raise socket.gaierror(-2, "Name or service not known")
+
+    monkeypatch.setattr(socket, "gethostbyname", fail)
+    with pytest.raises(UserError, match="set SMOKE_HOST_IP"):
+        smoke_run.host_address()

@@ -130,6 +130,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def host_address() -> str:
+    """This host's address by its name: where the host-network agents reach each other."""
+    name = socket.gethostname()
+    try:
+        return socket.gethostbyname(name)
+    except OSError:
+        raise UserError(f"this host's name {name!r} does not resolve to an address; set SMOKE_HOST_IP (or "
+                        "--host-ip) to the address on the RDMA netdev") from None
+
+
 class Stack:
     """One compose project; ``down`` is safe to call at any point, twice."""
 
@@ -148,7 +158,7 @@ class Stack:
         # Wherever the engine may pick RDMA, the containers need the host's RoCE GIDs.
         if opts.transport == "rdma" or (opts.transport == "auto" and has_ib):
             files.append(opts.compose_file.with_name("smoke.host-net.yaml"))
-            ip = opts.host_ip or socket.gethostbyname(socket.gethostname())
+            ip = opts.host_ip or host_address()
             env.update(SMOKE_HOST_IP=ip, SMOKE_PEER=ip, SMOKE_CONTROL_PORT=str(free_port()),
                        SMOKE_DATA_PORT=str(free_port()))
         self.env = env
