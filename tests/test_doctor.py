@@ -402,3 +402,12 @@ def test_pinned_gid_index_is_judged_instead_of_the_auto_pick(tmp_path, bin_dir):
     assert c.status == "fail" and "index 9 is empty" in c.detail
     ctx = _ctx(tmp_path, env={"MC_GID_INDEX": "300"})
     assert "Mooncake auto pick" in doctor.check_gids(ctx, doctor.gather(ctx)).detail
+
+
+def test_advertise_ip_of_a_copied_node_is_not_judged_by_this_hosts_addresses(tmp_path, bin_dir):
+    h20_node(tmp_path / "sys")
+    ctx = _ctx(tmp_path, advertise_ip="192.168.101.11", dev_dir=None)
+    assert doctor.check_advertise_ip(ctx, doctor.gather(ctx)).status == "pass"
+    ctx = _ctx(tmp_path, advertise_ip="10.9.9.9", dev_dir=None)
+    c = doctor.check_advertise_ip(ctx, doctor.gather(ctx))
+    assert c.status == "warn" and "copied node" in c.detail and "192.168.100.11" in c.fix

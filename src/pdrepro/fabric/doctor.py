@@ -544,6 +544,9 @@ def check_advertise_ip(ctx: Context, f: Facts) -> Check:
                      "or pass --advertise-ip to check one" if ctx.role else "")
     if ip in rdma_ips:
         return Check("advertise-ip", PASS, f"{ip} is on {rdma_ips[ip]}")
+    if ctx.dev_dir is None:  # a copied tree: this host's addresses say nothing about that node
+        return Check("advertise-ip", WARN, f"{ip} is on none of the copied node's RDMA netdevs",
+                     "advertise an RDMA-netdev address" + (f" such as {example}" if example else ""))
     if _local(ip):
         return Check("advertise-ip", WARN, f"{ip} is local but not on an RDMA netdev",
                      "the peer then bootstraps over a non-RDMA network; advertise an RDMA-netdev address"
