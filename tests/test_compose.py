@@ -72,7 +72,11 @@ def test_pd_server_wiring(role):
     assert svc["ulimits"]["memlock"] == -1
     (gpu,) = svc["deploy"]["resources"]["reservations"]["devices"]
     assert gpu["driver"] == "nvidia" and gpu["capabilities"] == ["gpu"]
-    assert gpu["device_ids"] == [ex["PREFILL_GPU_IDS" if role == "prefill" else "DECODE_GPU_IDS"]]
+    # All GPUs reserved (count: all), the server's set chosen through CUDA: a
+    # comma-joined device id would be one invalid CDI name on newer engines.
+    assert gpu["count"] == -1 and "device_ids" not in gpu
+    assert env["CUDA_VISIBLE_DEVICES"] == ex["PREFILL_GPU_IDS" if role == "prefill" else "DECODE_GPU_IDS"]
+    assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     mounts = _mounts(svc)
     for path in (ex["MODEL_PATH"], ex["DATASET_PATH"], ex["IB_DEVICES_FILE"]):
         assert mounts[path]["source"] == path and mounts[path]["read_only"] is True
@@ -202,12 +206,15 @@ def test_regular_stack_argv_agrees(tmp_path, same_node):
     assert services["regular-1"]["command"] == plan.regular_argv(0)
     assert services["regular-2"]["command"] == plan.regular_argv(1)
     assert services["regular-router"]["command"] == plan.regular_router_argv()
-    gpus = [services[n]["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] for n in ("regular-1", "regular-2")]
-    assert gpus == ([["0,1,2,3"], ["4,5,6,7"]] if same_node else [["0,1,2,3"], ["0,1,2,3"]])
+    for i, name in enumerate(("regular-1", "regular-2")):
+        env = {k: v for k, v in services[name]["environment"].items() if k.startswith("CUDA_")}
+        assert env == plan.server_env("regular", i)
+    gpus = [services[n]["environment"]["CUDA_VISIBLE_DEVICES"] for n in ("regular-1", "regular-2")]
+    assert gpus == (["0,1,2,3", "4,5,6,7"] if same_node else ["0,1,2,3", "0,1,2,3"])
     # The disaggregated stack on one node gets disjoint GPU sets too.
     decode = config(FILES["decode"], out / "decode.env")["services"]["decode"]
     prefill = config(FILES["prefill"], out / "prefill.env")["services"]["prefill"]
-    ids = [s["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"][0] for s in (prefill, decode)]
+    ids = [s["environment"]["CUDA_VISIBLE_DEVICES"] for s in (prefill, decode)]
     assert (ids[0] != ids[1]) == same_node
 
 

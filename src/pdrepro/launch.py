@@ -241,13 +241,19 @@ class Plan:
                 "--policy", self.launch.router_policy]
 
     # ---- environment ----------------------------------------------------
-    def server_env(self, role: str) -> dict[str, str]:
+    @staticmethod
+    def gpu_env(gpus: tuple[int, ...]) -> dict[str, str]:
+        """The server's GPUs: the container reserves all of them, CUDA picks these."""
+        return {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus))}
+
+    def server_env(self, role: str, instance: int = 0) -> dict[str, str]:
         """What the servers see besides the image's own environment."""
         if role == "regular":
-            return {}
+            return self.gpu_env(self.regular_gpus[instance])
         env = {"SGLANG_HOST_IP": self.site.prefill_ip if role == "prefill" else self.site.decode_ip}
         env.update({k: self.launch.env[k] for k in LAUNCH_ENV_FIXED})
         env.update({k: v for k, v in self.launch.env.items() if k in LAUNCH_ENV_TUNABLES})
+        env.update(self.gpu_env(self.prefill_gpus if role == "prefill" else self.decode_gpus))
         return env
 
     # ---- compose variables ----------------------------------------------
@@ -278,7 +284,7 @@ class Plan:
             ("BOOTSTRAP_PORT", str(ports.bootstrap), "prefill's KV-transfer bootstrap port, given to the router"),
             ("PREFILL_TP", str(self.scenario.parallel.prefill_tp), ""),
             ("DECODE_TP", str(self.scenario.parallel.decode_tp), ""),
-            ("PREFILL_GPU_IDS", ",".join(map(str, self.prefill_gpus)), "host GPU ids; inside the container they are 0..TP-1"),
+            ("PREFILL_GPU_IDS", ",".join(map(str, self.prefill_gpus)), "host GPU ids (CUDA_VISIBLE_DEVICES); SGLang numbers them 0..TP-1"),
             ("DECODE_GPU_IDS", ",".join(map(str, self.decode_gpus)), ""),
             ("IB_DEVICES_FILE", s.ib_devices_file, "GPU-to-RDMA-device map (JSON), mounted read-only at the same path"),
             ("TRANSFER_BACKEND", self.launch.transfer_backend, ""),
@@ -385,10 +391,12 @@ def commands_text(plan: Plan, env_dir: str) -> str:
         base = f"docker compose -f {COMPOSE_FILES['regular']} --env-file {env_dir}/regular.env up -d --wait"
         if ip1 == ip2:
             block(f"regular stack, node {ip1}", base,
-                  [("regular-1", {}, plan.regular_argv(0)), ("regular-2", {}, plan.regular_argv(1)),
+                  [("regular-1", plan.server_env("regular", 0), plan.regular_argv(0)),
+                   ("regular-2", plan.server_env("regular", 1), plan.regular_argv(1)),
                    ("regular-router", {}, plan.regular_router_argv())])
         else:
-            block(f"regular stack, node {ip1}", f"{base} regular-1", [("regular-1", {}, plan.regular_argv(0))])
+            block(f"regular stack, node {ip1}", f"{base} regular-1", [("regular-1", plan.server_env("regular", 0), plan.regular_argv(0))])
             block(f"regular stack, node {ip2} (after regular-1 is healthy)", f"{base} regular-2 regular-router",
-                  [("regular-2", {}, plan.regular_argv(1)), ("regular-router", {}, plan.regular_router_argv())])
+                  [("regular-2", plan.server_env("regular", 1), plan.regular_argv(1)),
+                   ("regular-router", {}, plan.regular_router_argv())])
     return "\n".join(blocks)
