@@ -91,6 +91,8 @@ def test_no_unexpected_lengths(checks):
 def test_transport_proven(summary):
     transport = summary.get("transport") or (summary.get("provenance") or {}).get("transport")
     _require(transport, "the run records no transport proof (provenance.json has no 'transport'); run it with `pdrepro sweep`")
+    _require(not transport.get("skipped"),
+             "KV transport not checked: the sweep ran with --no-transport-proof; rerun it without that flag")
     servers = transport.get("servers") or {}
     found = "; ".join(s.get("summary", "") for s in servers.values()) or "nothing found"
     _require(transport.get("proven") is True, f"KV transport not proven to be RDMA: {found}")

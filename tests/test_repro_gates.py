@@ -70,6 +70,16 @@ def test_tcp_transport_fails_the_transport_gate(tmp_path):
     assert "KV transport not proven to be RDMA: prefill: tcp (HCAs found [0])" in proc.stdout
 
 
+def test_transport_not_checked_fails_saying_so(tmp_path):
+    sc = load_scenario("h20-qwen3-235b-1p1d")
+    prov = dict(_provenance(sc), transport={"proven": False, "skipped": True})
+    run = build_run(tmp_path / "run", sc, provenance=prov).root
+    proc = _gates("--run-dir", run, "-rf")
+    assert proc.returncode == 1
+    assert [n for n, v in _junit(run).items() if v != "passed"] == ["test_transport_proven"]
+    assert "KV transport not checked: the sweep ran with --no-transport-proof" in proc.stdout
+
+
 def test_missing_length_fails_its_gates(tmp_path):
     sc = load_scenario("h20-qwen3-235b-1p1d")
     run = build_run(tmp_path / "run", sc, provenance=_provenance(sc), drop_lengths={16384}).root
