@@ -237,7 +237,7 @@ def _check_forced_gid(ctx: Context, ports: list[sysfs.Port], index: int, origin:
 
 
 def line_rate_GB_s(f: Facts) -> float:
-    return sum(p.rate_GB_s for p in f.active_ports)
+    return sum((p.rate_GB_s for p in f.active_ports), 0.0)
 
 
 def check_line_rate(ctx: Context, f: Facts) -> Check:
