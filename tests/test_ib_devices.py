@@ -129,3 +129,18 @@ def test_topo_and_query_as_recorded_on_a_real_gpu_node():
     assert topo.gpu_to_nic == {0: {}} and topo.nics == []
     gpus = nvidia.parse_gpu_query((recorded / "h200-query-gpu.csv").read_text())
     assert [(g.index, g.name, g.bus_id) for g in gpus] == [(0, "NVIDIA H200", "00000000:00:06.0")]
+
+
+def test_a_second_server_on_the_node_gets_keys_from_zero(tmp_path, bin_dir, capsys):
+    """SGLang numbers the GPUs it is given from 0; the map's keys must follow, not nvidia-smi's ids."""
+    h20_node(tmp_path / "sys")
+    fakebin.nvidia_smi(bin_dir)
+    out = tmp_path / "decode.json"
+    assert main(["ib-devices", "--sysfs-root", str(tmp_path / "sys"), "--out", str(out), "--gpus", "4,5,6,7"]) == 0
+    assert json.loads(out.read_text()) == {"0": "mlx5_2", "1": "mlx5_2", "2": "mlx5_3", "3": "mlx5_3"}
+    printed = capsys.readouterr().out
+    assert "GPU4 -> mlx5_2: PIX" in printed and printed.split("GPU4 -> ")[1].splitlines()[0].endswith("(key 0)")
+    assert main(["ib-devices", "--sysfs-root", str(tmp_path / "sys"), "--out", str(out), "--gpus", "4,12"]) == 2
+    assert "GPU 12 is not on this node" in capsys.readouterr().err
+    assert main(["ib-devices", "--sysfs-root", str(tmp_path / "sys"), "--out", str(out), "--gpus", "4,x"]) == 2
+    assert "comma list" in capsys.readouterr().err

@@ -17,10 +17,24 @@ def register(sub) -> None:
                                    "why, and write the JSON object SGLang's --disaggregation-ib-device accepts.")
     p.add_argument("--sysfs-root", type=Path, default=Path("/sys"), help="read a tree shaped like /sys instead of /sys")
     p.add_argument("--out", type=Path, default=Path("ib_devices.json"), help="file to write (default: ib_devices.json)")
+    p.add_argument("--gpus", help="comma list of the GPUs (nvidia-smi ids) one server uses, e.g. 8,9,...,15 for the "
+                                  "second server on a node; written as 0,1,... as SGLang numbers them (default: all)")
     p.set_defaults(func=run)
 
 
-def build_map(root: Path) -> tuple[dict[str, str], list[str]]:
+def _gpu_ids(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        ids = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"--gpus {text!r}: give nvidia-smi GPU ids as a comma list, e.g. 0,1,2,3") from None
+    if not ids or len(set(ids)) != len(ids):
+        raise UserError(f"--gpus {text!r}: give each GPU id once, e.g. 0,1,2,3")
+    return ids
+
+
+def build_map(root: Path, wanted: list[int] | None = None) -> tuple[dict[str, str], list[str]]:
     devices = sysfs.read_rdma_devices(root)
     nics = affinity.usable_nics(devices)
     if not nics:
@@ -35,6 +49,17 @@ def build_map(root: Path) -> tuple[dict[str, str], list[str]]:
         raise UserError(f"nvidia-smi failed: {exc}; check the driver with `nvidia-smi -L`") from None
     if not gpus:
         raise UserError("nvidia-smi lists no GPU; check the driver with `nvidia-smi -L`")
+    # SGLang numbers the GPUs a server is given from 0 (CUDA_VISIBLE_DEVICES
+    # order), and those numbers are the map's keys.
+    key = {g.index: str(g.index) for g in gpus}
+    if wanted is not None:
+        by_index = {g.index: g for g in gpus}
+        missing = [i for i in wanted if i not in by_index]
+        if missing:
+            raise UserError(f"--gpus: GPU {missing[0]} is not on this node (nvidia-smi lists "
+                            f"{', '.join(str(g.index) for g in gpus)})")
+        gpus = [by_index[i] for i in wanted]
+        key = {i: str(n) for n, i in enumerate(wanted)}
     try:
         topo = nvidia.query_topology()
     except (ToolMissing, ToolFailed, ValueError):
@@ -44,8 +69,8 @@ def build_map(root: Path) -> tuple[dict[str, str], list[str]]:
     if skipped:
         reasons.append(f"skipped (no ACTIVE port): {', '.join(skipped)}")
     placements = affinity.place(gpus, nics, topo, root)
-    reasons += [p.reason() for p in placements]
-    return {str(p.gpu): p.nic for p in placements}, reasons
+    reasons += [p.reason() + (f" (key {key[p.gpu]})" if key[p.gpu] != str(p.gpu) else "") for p in placements]
+    return {key[p.gpu]: p.nic for p in sorted(placements, key=lambda p: int(key[p.gpu]))}, reasons
 
 
 def run(args) -> int:
@@ -54,7 +79,7 @@ def run(args) -> int:
     if args.out.suffix != ".json":
         raise UserError(f"--out {args.out}: the name must end in .json, or SGLang's --disaggregation-ib-device "
                         "takes it for a device list; e.g. --out ib_devices.json")
-    mapping, reasons = build_map(args.sysfs_root)
+    mapping, reasons = build_map(args.sysfs_root, _gpu_ids(args.gpus))
     for line in reasons:
         print(line)
     try:
