@@ -89,3 +89,41 @@ def test_docker_log_source_reads_named_containers(tmp_path, image):
         assert list(folder) == ["decode"] and folder["decode"]["image_id"] == facts["image_id"]
     finally:
         container.remove(force=True)
+
+
+def test_server_container_reports_its_node(tmp_path, image):
+    """The prefill server runs on the other node: its kernel and host come from inside its container."""
+    import platform
+    import socket
+
+    client = docker.from_env()
+    name = f"pdrepro-test-node-{uuid.uuid4().hex[:8]}"
+    container = client.containers.run(image, ["sleep", "60"], name=name, detach=True, network_mode="host")
+    try:
+        facts = DockerLogSource({"prefill": name}, client=client).containers()["prefill"]["node"]
+        assert facts["kernel"] == platform.release()
+        assert facts["hostname"] == socket.gethostname()  # host network: the node's own name
+        assert "driver" not in facts  # no nvidia-smi in this image: nothing claimed
+        assert "exit_status" not in facts
+    finally:
+        container.remove(force=True)
+    from pdrepro.sweep.logsource import node_facts
+
+    assert "could not run" in node_facts(container)["error"]
+
+
+def test_node_facts_read_driver_cuda_and_nic_rates():
+    from pdrepro.sweep.logsource import node_facts
+
+    class Running:
+        name = "pdrepro-prefill"
+
+        def exec_run(self, argv):
+            assert argv[:2] == ["sh", "-c"]
+            return 0, (b"kernel=5.15.0-119-generic\nhostname=h20-a\ndriver=570.133.20\ncuda=12.9\n"
+                       b"nic.mlx5_0.fw_ver=28.43.2026\nnic.mlx5_0.port.1=400 Gb/sec (4X NDR)\n"
+                       b"nic.mlx5_1.fw_ver=28.43.2026\nnic.mlx5_1.port.1=400 Gb/sec (4X NDR)\n")
+
+    facts = node_facts(Running())
+    assert facts["driver"] == "570.133.20" and facts["cuda"] == "12.9" and facts["hostname"] == "h20-a"
+    assert facts["nics"]["mlx5_1"] == {"fw_ver": "28.43.2026", "ports": {"1": {"rate": "400 Gb/sec (4X NDR)"}}}

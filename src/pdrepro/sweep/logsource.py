@@ -139,8 +139,54 @@ class DockerLogSource(_LogSource):
                 "image": attrs.get("Config", {}).get("Image"),
                 "image_id": attrs.get("Image"),
                 "env": [e for e in attrs.get("Config", {}).get("Env", []) or [] if e.split("=", 1)[0].startswith(("MC_", "SGLANG_", "NCCL_"))],
+                "node": node_facts(c),
             }
         return facts
+
+
+# Run inside a server container: its node's kernel, GPU driver, CUDA and NIC
+# firmware/rates (sysfs is the host's under host networking). The sweep runs on
+# one node; this is how the other node's facts reach the provenance.
+_NODE_SCRIPT = r"""
+echo "kernel=$(uname -r)"
+echo "hostname=$(hostname)"
+if command -v nvidia-smi >/dev/null 2>&1; then
+  echo "driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
+  echo "cuda=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' | head -n 1)"
+fi
+for d in /sys/class/infiniband/*; do
+  [ -e "$d" ] || continue
+  echo "nic.${d##*/}.fw_ver=$(cat "$d/fw_ver" 2>/dev/null)"
+  for p in "$d"/ports/*; do
+    if [ -e "$p" ]; then echo "nic.${d##*/}.port.${p##*/}=$(cat "$p/rate" 2>/dev/null)"; fi
+  done
+done
+"""
+
+
+def node_facts(container) -> dict:
+    """The facts _NODE_SCRIPT prints, from a running container; why not, otherwise."""
+    try:
+        code, out = container.exec_run(["sh", "-c", _NODE_SCRIPT])
+    except Exception as exc:  # stopped container, engine gone: the rest of the record still counts
+        return {"error": f"could not run in {getattr(container, 'name', 'the container')} ({type(exc).__name__})"}
+    facts: dict = {"nics": {}}
+    for line in (out or b"").decode(errors="replace").splitlines():
+        key, sep, value = line.partition("=")
+        if not sep:
+            continue
+        if key.startswith("nic."):
+            parts = key.split(".")
+            nic = facts["nics"].setdefault(parts[1], {"ports": {}})
+            if parts[2] == "fw_ver":
+                nic["fw_ver"] = value or None
+            elif parts[2] == "port" and len(parts) == 4:
+                nic["ports"][parts[3]] = {"rate": value or None}
+        else:
+            facts[key] = value or None
+    if code != 0:
+        facts["exit_status"] = code
+    return facts
 
 
 class PerRoleLogSource(_LogSource):
