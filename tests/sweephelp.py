@@ -37,6 +37,8 @@ def dataset(tmp_path: Path) -> Path:
 
 def config(tmp_path: Path, cluster: FakeCluster, bench: FakeBench, lines: list[str] | None = None, **kw) -> SweepConfig:
     lines = lines if lines is not None else []
+    model = tmp_path / "models" / cluster.scenario.model.name
+    model.mkdir(parents=True, exist_ok=True)  # the client reads its tokenizer there
     defaults = dict(
         scenario=cluster.scenario,
         out=tmp_path / "run",

@@ -227,7 +227,6 @@ def test_client_paths_are_absolute_and_each_mounted_at_itself(tmp_path, cluster,
 
     from sweephelp import dataset
 
-    (tmp_path / "models" / cluster.scenario.model.name).mkdir(parents=True)
     (tmp_path / "tok").mkdir()
     dataset(tmp_path)
     monkeypatch.chdir(tmp_path)

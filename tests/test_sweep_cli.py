@@ -63,3 +63,13 @@ def test_prefill_log_from_another_source(tmp_path):
     assert "installTransport, type=rdma" in out.run.prefill_log.read_text()
     assert from_spec("docker:ssh://root@10.0.0.1", {"prefill": "p"}).describe() == \
         {"kind": "docker", "engine": "ssh://root@10.0.0.1", "containers": {"prefill": "p"}}
+
+
+def test_missing_model_folder_is_named_before_any_length_runs(tmp_path):
+    args = _base(tmp_path)
+    args[args.index("--model-path") + 1] = tmp_path / "models" / "Qwen3-235B-A22B-Instruct-2507"
+    proc = _sweep("--scenario", "h20-qwen3-235b-1p1d", "--prefill", "http://127.0.0.1:9", "--decode", "http://127.0.0.1:9",
+                  *args)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("pdrepro sweep: error: --model-path") and "Qwen3-235B-A22B-Instruct-2507: no such folder" in proc.stderr
+    assert not (tmp_path / "run" / "bench").exists()

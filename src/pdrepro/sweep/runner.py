@@ -128,6 +128,11 @@ def _check_inputs(cfg: SweepConfig) -> None:
         raise UserError(
             f"--dataset-path {cfg.target.dataset_path}: no such file; download the ShareGPT JSON once and give its path "
             "(the client would otherwise try to fetch it from a hub during the run)")
+    for flag, value in (("--model-path", cfg.target.model_path), ("--tokenizer", cfg.target.tokenizer)):
+        # A hub id (Org/Name) is fetched by the client; a path must be there to be mounted.
+        if value and value.startswith(("/", "./", "../", "~")) and not Path(value).expanduser().exists():
+            raise UserError(f"{flag} {value}: no such folder on this host; give the model folder the servers load "
+                            "(the bench client reads its tokenizer there, mounted at the same path)")
     if cfg.length_timeout_s is not None and cfg.length_timeout_s <= 0:
         raise UserError(f"--length-timeout {cfg.length_timeout_s}: give a positive number of seconds")
 
