@@ -164,8 +164,11 @@ def test_memlock_default_is_unlimited_for_an_engine_that_can_raise_it(tmp_path):
     (tmp_path / "77").mkdir()
     (tmp_path / "77/comm").write_text("dockerd\n")
     (tmp_path / "77/limits").write_text("Max locked memory         8388608              8388608              bytes\n")
-    (tmp_path / "77/status").write_text("Name:\tdockerd\nCapEff:\t000001ffffffffff\n")
+    (tmp_path / "77/status").write_text("Name:\tdockerd\nUid:\t0\t0\t0\t0\nCapEff:\t000001ffffffffff\n")
     assert smoke_run.default_memlock(tmp_path) is None
+    # Rootless Docker: full capabilities, but only in its own user namespace (a non-zero uid here).
+    (tmp_path / "77/status").write_text("Name:\tdockerd\nUid:\t1000\t1000\t1000\t1000\nCapEff:\t000001ffffffffff\n")
+    assert smoke_run.default_memlock(tmp_path) == "8388608"
 
 
 def test_no_docker_engine_says_how_to_get_one(monkeypatch):

@@ -12,11 +12,18 @@ from pathlib import Path
 CAP_SYS_RESOURCE = 24
 
 
-def _has_cap(status: str, cap: int) -> bool:
-    for line in status.splitlines():
-        if line.startswith("CapEff:"):
-            return bool(int(line.split()[1], 16) >> cap & 1)
-    return True  # no capability line: assume a normal root engine
+def _can_raise_limits(status: str) -> bool:
+    """Root on the host with CAP_SYS_RESOURCE. A rootless engine holds its
+    capabilities only inside its own user namespace and shows a non-zero uid
+    here: it cannot raise a limit past the user's."""
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    uid = fields.get("Uid", "0").split()
+    if uid and uid[0] != "0":
+        return False
+    cap_eff = fields.get("CapEff")
+    if cap_eff is None:
+        return True  # no capability line: assume a normal root engine
+    return bool(int(cap_eff.strip(), 16) >> CAP_SYS_RESOURCE & 1)
 
 
 def engine_memlock_cap(proc: Path = Path("/proc")) -> str | None:
@@ -25,7 +32,7 @@ def engine_memlock_cap(proc: Path = Path("/proc")) -> str | None:
     A root engine with CAP_SYS_RESOURCE (a normal systemd host, whose dockerd
     itself often runs with systemd's 8 MiB default) raises a container's
     limit to whatever it asks, so unlimited works: None. An engine without
-    that capability (inside another container, a restricted VM) cannot: a
+    that capability (inside another container, rootless Docker) cannot: a
     container asking for more than the engine's own hard limit does not
     start, so that limit becomes the default."""
     for comm in proc.glob("[0-9]*/comm"):
@@ -36,7 +43,7 @@ def engine_memlock_cap(proc: Path = Path("/proc")) -> str | None:
             status = (comm.parent / "status").read_text()
         except OSError:
             continue
-        if _has_cap(status, CAP_SYS_RESOURCE):
+        if _can_raise_limits(status):
             return None
         for line in limits.splitlines():
             if line.startswith("Max locked memory"):
