@@ -340,8 +340,9 @@ def check_memlock(ctx: Context, f: Facts) -> Check:
     cap = limits.engine_memlock_cap(ctx.proc_root)
     if cap is not None:
         return Check("memlock", ctx.need,
-                     detail + f"; the Docker engine runs without CAP_SYS_RESOURCE, so no container gets more than "
-                     f"its own {_fmt_limit(int(cap))} (RDMA registration pins every KV buffer)",
+                     detail + f"; the Docker engine cannot raise a container's limit (rootless, or without "
+                     f"CAP_SYS_RESOURCE), so no container gets more than its own {_fmt_limit(int(cap))} "
+                     "(RDMA registration pins every KV buffer)",
                      "raise the engine's limit (systemd: `systemctl edit docker`, add `LimitMEMLOCK=infinity` under "
                      "[Service], restart docker) or run it with CAP_SYS_RESOURCE; until then set MEMLOCK in the "
                      "deploy env (SMOKE_MEMLOCK for the smoke test) to a value within that limit")
