@@ -402,6 +402,10 @@ def test_pinned_gid_index_is_judged_instead_of_the_auto_pick(tmp_path, bin_dir):
     assert c.status == "fail" and "index 9 is empty" in c.detail
     ctx = _ctx(tmp_path, env={"MC_GID_INDEX": "300"})
     assert "Mooncake auto pick" in doctor.check_gids(ctx, doctor.gather(ctx)).detail
+    # The engine reads the value with atoi: a word is index 0, the IB/RoCE v1 link-local GID.
+    ctx = _ctx(tmp_path, env={"MC_GID_INDEX": "auto"})
+    c = doctor.check_gids(ctx, doctor.gather(ctx))
+    assert c.status == "fail" and "index 0 (roce_v1" in c.detail
 
 
 def test_advertise_ip_of_a_copied_node_is_not_judged_by_this_hosts_addresses(tmp_path, bin_dir):

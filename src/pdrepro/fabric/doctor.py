@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import resource
 import shutil
 import socket
@@ -203,10 +204,9 @@ def forced_gid_index(ctx: Context) -> tuple[int | None, str]:
         value, origin = ctx.server_env(key)
         if value is None:
             continue
-        try:
-            index = int(value.strip() or "0")
-        except ValueError:
-            return None, f"{key}={value!r} ({origin})"
+        # The engine reads it with atoi: leading digits count, anything else is 0.
+        m = re.match(r"\s*([+-]?\d+)", value)
+        index = int(m.group(1)) if m else 0
         return (index, f"{key}={value} ({origin})") if 0 <= index < 256 else (None, f"{key}={value} ({origin})")
     return None, ""
 
