@@ -36,6 +36,10 @@ def pytest_configure(config):
         raise pytest.UsageError(
             "repro gates need a run: pass --run-dir RUN (a finished `pdrepro sweep`), or --router URL with "
             "--prefill/--decode/--model-path/--dataset-path to run the sweep first")
+    if router and getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        # Each xdist worker would run its own sweep against the one stack and run folder.
+        raise pytest.UsageError("--router runs the sweep once, in one process: drop -n (pytest-xdist), "
+                                "or sweep first and judge the run with --run-dir and -n")
     if not run_dir:
         run_dir = str(Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
         config.option.run_dir = run_dir

@@ -159,3 +159,21 @@ def test_interrupted_sweep_stops_the_gates(tmp_path):
     assert proc.returncode == 130, proc.stdout[-2000:]
     assert "pdrepro sweep interrupted" in proc.stdout + proc.stderr
     assert "test_bandwidth" not in proc.stdout
+
+
+def test_router_mode_refuses_parallel_workers(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "pytest", "repro/", "-p", "no:cacheprovider", "-n", "2",
+                           "--router", "http://127.0.0.1:9", "--run-dir", str(tmp_path / "run")],
+                          cwd=REPO, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 4
+    assert "--router runs the sweep once, in one process: drop -n" in proc.stderr
+    assert not (tmp_path / "run" / "scenario.yaml").exists()
+
+
+def test_published_run_passes_under_xdist(tmp_path):
+    sc = load_scenario("h20-qwen3-235b-1p1d")
+    run = build_run(tmp_path / "run", sc, provenance=_provenance(sc)).root
+    proc = subprocess.run([sys.executable, "-m", "pytest", "repro/", "-p", "no:cacheprovider", "-n", "2", "--run-dir", str(run)],
+                          cwd=REPO, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert set(_junit(run).values()) == {"passed"} and len(_junit(run)) >= 6 * 9 + 5
