@@ -34,11 +34,15 @@ wheelhouse: $(WHEELHOUSE)/.deps ## Fill wheelhouse/ with every wheel the smoke i
 smoke-base: ## Make the smoke image's Debian base from the host's apt mirror (no registry needed)
 	bash docker/smoke-base.sh $(SMOKE_DEBIAN_SUITE) $(SMOKE_BASE_LOCAL)
 
-# Rebuilds only when the Dockerfile, the wheels or a pin changed (hash label);
-# a lock keeps parallel callers from building the same tag twice.
-smoke-image: wheelhouse ## Build the CPU smoke image (SMOKE_IMAGE in docker/versions.env); prints its size
+# Rebuilds only when the Dockerfile, the wheels or a pin changed (hash label).
+# One lock covers refreshing the wheelhouse and building: a parallel caller
+# must not replace the bundle's wheel while another build reads it.
+smoke-image: ## Build the CPU smoke image (SMOKE_IMAGE in docker/versions.env); prints its size
 	@mkdir -p build
-	@flock build/.smoke-image.lock bash docker/build-smoke.sh \
+	@flock build/.smoke-image.lock $(MAKE) --no-print-directory smoke-image-locked
+
+smoke-image-locked: wheelhouse
+	@bash docker/build-smoke.sh \
 	  "$(SMOKE_IMAGE)" "$(SMOKE_BASE)" "$(SMOKE_BASE_LOCAL)" "$(SMOKE_DEBIAN_SUITE)" "$(WHEELHOUSE)" \
 	  --build-arg SMOKE_PYTHON_VERSION=$(SMOKE_PYTHON_VERSION) \
 	  --build-arg MOONCAKE_WHEEL=$(MOONCAKE_WHEEL) \
@@ -79,4 +83,4 @@ build: ## Build the GPU image GPU_IMAGE (SGLang + Mooncake at the pins; needs Bu
 lint: setup ## Lint every Dockerfile with hadolint (error level)
 	$(HADOLINT) --failure-threshold error docker/*.Dockerfile
 
-.PHONY: wheelhouse smoke-base smoke-image build lint
+.PHONY: smoke-image-locked wheelhouse smoke-base smoke-image build lint
