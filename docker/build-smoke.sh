@@ -9,6 +9,12 @@ say() { printf 'smoke-image: %s\n' "$*" >&2; }
 
 has_image() { docker image inspect "$1" >/dev/null 2>&1; }
 
+# Without an engine every check below fails for the wrong reason; say so first.
+if ! docker info >/dev/null 2>&1; then
+  say "no Docker engine answers 'docker info': install Docker (with compose v2) and start it, or check DOCKER_HOST and your access to its socket"
+  exit 2
+fi
+
 # The pinned digest when it is here or can be pulled; otherwise a base made
 # from the host's apt mirror (registry-less hosts).
 if has_image "$pinned"; then

@@ -4,6 +4,7 @@ image really built and working."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -168,3 +169,11 @@ def test_image_scripts_pass_shellcheck():
         pytest.fail("shellcheck not installed (.ci/run installs it: apt-get install shellcheck)")
     proc = subprocess.run(["shellcheck", *map(str, scripts)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_smoke_build_without_an_engine_says_so_before_anything_else(tmp_path):
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}
+    proc = subprocess.run(["bash", str(ROOT / "docker" / "build-smoke.sh"), "img", "base", "local", "bookworm", str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 2
+    assert "no Docker engine answers" in proc.stderr and "debootstrap" not in proc.stderr
