@@ -48,6 +48,17 @@ def pytest_configure(config):
     if not getattr(config.option, "xmlpath", None):
         Path(run_dir).mkdir(parents=True, exist_ok=True)
         config.option.xmlpath = str(Path(run_dir) / "junit.xml")
+    if router is None and not hasattr(config, "workerinput"):
+        # Analyse once, here: xdist workers then only read the current summary
+        # instead of rewriting the same files at the same time.
+        from pdrepro.analysis import load_or_analyze
+        from pdrepro.errors import UserError
+        from pdrepro.rundir import RunDir
+
+        try:
+            load_or_analyze(RunDir(Path(run_dir)), _scenario(config))
+        except UserError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
 
 def _scenario(config):

@@ -6,6 +6,7 @@ import pytest
 from runbuilder import build_run
 
 from pdrepro.analysis import analyze_run, compute_summary, input_errors, load_or_analyze, nearest_length
+from pdrepro.rundir import RunDir
 from pdrepro.scenario import load_scenario
 from pdrepro.units import human_bytes
 
@@ -151,7 +152,11 @@ def test_comparison_scenarios_are_dispatched(tmp_path, monkeypatch):
     fake = types.ModuleType("pdrepro.comparison")
     fake.analyze_comparison = lambda run, s: {"dispatched": s.kind}
     monkeypatch.setitem(sys.modules, "pdrepro.comparison", fake)
-    assert analyze_run(build_run(tmp_path / "r", SCENARIO), comparison) == {"dispatched": "comparison"}
+    run = build_run(tmp_path / "r", SCENARIO)
+    summary = analyze_run(run, comparison)
+    assert summary["dispatched"] == "comparison"
+    # Stamped with its inputs, so `check` and the gates reuse it until one changes.
+    assert json.loads(run.summary_file.read_text())["inputs_signature"] == summary["inputs_signature"]
 
 
 def test_measured_ceiling_from_baseline_reaches_the_report(tmp_path):
@@ -160,3 +165,26 @@ def test_measured_ceiling_from_baseline_reaches_the_report(tmp_path):
     summary = analyze_run(run, SCENARIO)
     assert summary["baseline_GB_s"] == 178.64
     assert "178.64 GB/s" in run.report_file.read_text()
+
+
+def test_summary_is_stale_once_an_input_is_deleted(tmp_path):
+    """Deleting a file makes nothing newer; the summary must still be redone (a length or provenance gone)."""
+    run = build_run(tmp_path / "r", SCENARIO, provenance={"pins": {}})
+    first = analyze_run(run, SCENARIO)
+    assert first["provenance"] == {"pins": {}}
+    (run.root / "junit.xml").write_text("<testsuites/>")  # the gates' output is not an input
+    assert load_or_analyze(run, SCENARIO)["inputs_signature"] == first["inputs_signature"]
+    run.provenance_file.unlink()
+    assert load_or_analyze(run, SCENARIO)["provenance"] is None
+    run.bench_file(512).unlink()
+    assert 512 not in [r["prompt_len"] for r in load_or_analyze(run, SCENARIO)["rows"] if r["requests"] is not None]
+
+
+def test_smoke_summary_is_taken_as_written(tmp_path):
+    """`pdrepro check` on a smoke run judges the smoke's own summary; it has no bench/ or logs/ to redo it from."""
+    smoke = load_scenario("smoke-tcp")
+    summary = {"schema_version": 1, "scenario": smoke.to_dict(), "scenario_fingerprint": smoke.fingerprint,
+               "source": "smoke", "transport": "tcp", "rows": [], "issues": []}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "smoke.log").write_text("newer than the summary\n")
+    assert load_or_analyze(RunDir(tmp_path), smoke)["transport"] == "tcp"

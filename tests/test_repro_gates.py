@@ -177,3 +177,22 @@ def test_published_run_passes_under_xdist(tmp_path):
                           cwd=REPO, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert set(_junit(run).values()) == {"passed"} and len(_junit(run)) >= 6 * 9 + 5
+
+
+def test_gates_twice_analyse_once(tmp_path):
+    """The gates' own junit.xml is an output, not an input: a second judgement reuses the summary."""
+    sc = load_scenario("h20-qwen3-235b-1p1d")
+    run = build_run(tmp_path / "run", sc, provenance=_provenance(sc)).root
+    assert _gates("--run-dir", run).returncode == 0
+    first = (run / "summary.json").stat().st_mtime_ns
+    assert (run / "junit.xml").stat().st_mtime_ns > first
+    assert _gates("--run-dir", run).returncode == 0
+    assert (run / "summary.json").stat().st_mtime_ns == first
+
+
+def test_unknown_scenario_is_a_usage_error(tmp_path):
+    sc = load_scenario("h20-qwen3-235b-1p1d")
+    run = build_run(tmp_path / "run", sc).root
+    proc = _gates("--run-dir", run, "--scenario", "no-such-scenario")
+    assert proc.returncode == 4 and "unknown scenario 'no-such-scenario'" in proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
