@@ -21,7 +21,7 @@ def pytest_addoption(parser):
     g.addoption("--run-dir", help="run directory to judge (made by `pdrepro sweep`)")
     g.addoption("--router", help="router URL: run `pdrepro sweep` against it first (into --run-dir or runs/<time>)")
     g.addoption("--scenario", help=f"scenario name or YAML (default: the run's scenario.yaml, else {DEFAULT_SCENARIO})")
-    g.addoption("--thresholds", help="YAML file replacing the scenario's thresholds")
+    g.addoption("--thresholds", help="YAML file of thresholds laid over the scenario's (keys it names win)")
     g.addoption("--sweep-args", default="", help='with --router: more `pdrepro sweep` flags, e.g. "--wait-timeout 60 --metrics"')
     for opt in ("--prefill", "--decode", "--model-path", "--dataset-path", "--image", "--logs-from", "--configuration"):
         g.addoption(f"--sweep{opt}" if opt in ("--image", "--configuration") else opt,

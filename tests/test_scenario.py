@@ -82,7 +82,19 @@ def test_thresholds_override_and_bad_threshold_file(tmp_path):
     good.write_text("max_transfer_share_pct: 3.0\n")
     assert load_thresholds(good).max_transfer_share_pct == 3.0
     s = resolve_scenario("h20-qwen3-235b-1p1d", None, str(good))
-    assert s.thresholds.max_transfer_share_pct == 3.0 and s.thresholds.min_bandwidth_GB_s == {}
+    published = load_scenario("h20-qwen3-235b-1p1d").thresholds
+    # Only what the file names changes: the per-length gates stay.
+    assert s.thresholds.max_transfer_share_pct == 3.0
+    assert s.thresholds.min_bandwidth_GB_s == published.min_bandwidth_GB_s
+    per_length = tmp_path / "bw.yaml"
+    per_length.write_text("thresholds:\n  min_bandwidth_GB_s: {32768: 150.0}\n")
+    s = resolve_scenario("h20-qwen3-235b-1p1d", None, str(per_length))
+    assert s.thresholds.min_bandwidth_GB_s == {**published.min_bandwidth_GB_s, 32768: 150.0}
+    assert s.thresholds.max_ttft_ms == published.max_ttft_ms
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("min_bandwidth_GB_s: {65536: 1.0}\n")
+    with pytest.raises(UserError, match="65536"):
+        resolve_scenario("h20-qwen3-235b-1p1d", None, str(outside))
     bad = tmp_path / "bad.yaml"
     bad.write_text("max_transfer_share_pct: 300\n")
     with pytest.raises(UserError, match="above the maximum 100"):

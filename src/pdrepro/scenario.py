@@ -294,12 +294,29 @@ def load_scenario(spec: str | Path) -> Scenario:
     return scenario_from_dict(_read_yaml(path, "scenario"), str(path), path.parent)
 
 
-def load_thresholds(path: str | Path) -> Thresholds:
-    path = Path(path)
+def _thresholds_data(path: Path) -> dict:
     data = _read_yaml(path, "thresholds")
     if isinstance(data, dict) and set(data) == {"thresholds"}:
         data = data["thresholds"]
-    return typedload.build(Thresholds, data, "thresholds", str(path))
+    return data
+
+
+def load_thresholds(path: str | Path) -> Thresholds:
+    path = Path(path)
+    return typedload.build(Thresholds, _thresholds_data(path), "thresholds", str(path))
+
+
+def merge_thresholds(base: Thresholds, path: str | Path) -> Thresholds:
+    """Thresholds from ``path`` laid over ``base``: a key the file names wins,
+    per prompt length for the per-length bounds; every other bound stays."""
+    path = Path(path)
+    data = _thresholds_data(path)
+    override = typedload.build(Thresholds, data, "thresholds", str(path))
+    changes = {}
+    for key in data:
+        old, new = getattr(base, key), getattr(override, key)
+        changes[key] = {**old, **new} if isinstance(old, dict) else new
+    return dataclasses.replace(base, **changes)
 
 
 def resolve_scenario(spec: str | None, run_dir: Path | None = None, thresholds: str | None = None) -> Scenario:
@@ -314,7 +331,8 @@ def resolve_scenario(spec: str | None, run_dir: Path | None = None, thresholds: 
         where = f"{run_dir} has no scenario.yaml; " if run_dir is not None else ""
         raise UserError(f"{where}pass --scenario NAME_OR_PATH (shipped: {', '.join(shipped_names())})")
     if thresholds is not None:
-        scenario = scenario.with_thresholds(load_thresholds(thresholds))
+        scenario = scenario.with_thresholds(merge_thresholds(scenario.thresholds, thresholds))
+        scenario.validate(str(thresholds))
     return scenario
 
 

@@ -21,7 +21,7 @@ def register(sub) -> None:
         ),
     )
     p.add_argument("--scenario", required=True, help="shipped scenario name or path to a scenario YAML")
-    p.add_argument("--thresholds", help="YAML file whose thresholds replace the scenario's (kept in RUN/scenario.yaml)")
+    p.add_argument("--thresholds", help="YAML file of thresholds laid over the scenario's (keys it names win; kept in RUN/scenario.yaml)")
     p.add_argument("--router", required=True, metavar="URL", help="router URL the bench client sends to, e.g. http://10.0.0.2:8000")
     p.add_argument("--prefill", metavar="URL", help="prefill server URL (health check, /metrics)")
     p.add_argument("--decode", metavar="URL", help="decode server URL (health check, /metrics)")
