@@ -21,6 +21,14 @@ def _title(summary: dict) -> str:
     return f"({name})" if name else ""
 
 
+def _finish(fig, ax, title: str, path: Path) -> None:
+    """Every plot ends the same way: titled, laid out, written, closed."""
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def _bandwidth(summary: dict, path: Path) -> Path | None:
     rows = _rows(summary, "bandwidth_GB_s")
     if not rows:
@@ -52,10 +60,7 @@ def _bandwidth(summary: dict, path: Path) -> Path | None:
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
-    ax.set_title(f"KV transfer bandwidth vs prompt length {_title(summary)}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _finish(fig, ax, f"KV transfer bandwidth vs prompt length {_title(summary)}", path)
     return path
 
 
@@ -78,10 +83,7 @@ def _ttft_split(summary: dict, path: Path) -> Path | None:
     ax.set_ylabel("mean TTFT (ms)")
     ax.set_ylim(bottom=0)
     ax.legend(loc="upper left", fontsize=8)
-    ax.set_title(f"TTFT split: KV transfer vs the rest {_title(summary)}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _finish(fig, ax, f"TTFT split: KV transfer vs the rest {_title(summary)}", path)
     return path
 
 
@@ -105,10 +107,7 @@ def _transfer_vs_size(summary: dict, path: Path) -> Path | None:
     ax.set_ylabel("transfer time (ms)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    ax.set_title(f"KV transfer time vs KV size {_title(summary)}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _finish(fig, ax, f"KV transfer time vs KV size {_title(summary)}", path)
     return path
 
 
