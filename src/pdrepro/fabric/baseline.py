@@ -113,6 +113,14 @@ def _require(tool: str, how: str) -> None:
         raise UserError(f"{tool} not found on PATH; {how}, or skip it with --skip-{'perftest' if tool == IB_WRITE_BW else 'te'}")
 
 
+def _require_tools(plan: Plan) -> None:
+    """Both tools checked before either runs, so a missing one stops the run before any measuring."""
+    if not plan.skip_perftest:
+        _require(IB_WRITE_BW, INSTALL_PERFTEST)
+    if not plan.skip_te:
+        _require(TE_BENCH, INSTALL_TE)
+
+
 def _save(out: Path | None, name: str, text: str) -> None:
     if out is not None:
         (out / "baseline").mkdir(parents=True, exist_ok=True)
@@ -120,7 +128,6 @@ def _save(out: Path | None, name: str, text: str) -> None:
 
 
 def run_perftest_client(plan: Plan) -> dict:
-    _require(IB_WRITE_BW, INSTALL_PERFTEST)
     pairs = list(zip(plan.nics, plan.remote_nics))
     mode = "one pair at a time" if plan.serial else "all pairs at once"
     _progress(f"ib_write_bw: {len(pairs)} NIC pair(s), {mode}, {plan.msg_bytes} B messages, {plan.qps} QPs, "
@@ -164,7 +171,6 @@ def run_perftest_client(plan: Plan) -> dict:
 
 
 def run_te_client(plan: Plan) -> dict:
-    _require(TE_BENCH, INSTALL_TE)
     argv = te_argv(plan, client=True)
     _progress(f"transfer_engine_bench: write {'GPU to GPU' if plan.use_vram else 'host to host'} to "
               f"{argv[argv.index('--segment_id') + 1]} for {plan.duration} s ...")
@@ -191,10 +197,7 @@ def run_client(plan: Plan) -> dict:
     result: dict = {"schema_version": 1, "peer": plan.peer,
                     "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                     "nics": plan.nics, "line_rate_GB_s": round(plan.line_rate_GB_s or 0.0, 3)}
-    if not plan.skip_perftest:
-        _require(IB_WRITE_BW, INSTALL_PERFTEST)
-    if not plan.skip_te:
-        _require(TE_BENCH, INSTALL_TE)
+    _require_tools(plan)
     if plan.out is not None:
         plan.out.mkdir(parents=True, exist_ok=True)
     if not plan.skip_perftest:
@@ -224,10 +227,7 @@ def _write(out: Path | None, result: dict) -> None:
 def run_server(plan: Plan) -> int:
     procs: list[tuple[str, subprocess.Popen]] = []
     te: subprocess.Popen | None = None
-    if not plan.skip_perftest:
-        _require(IB_WRITE_BW, INSTALL_PERFTEST)
-    if not plan.skip_te:
-        _require(TE_BENCH, INSTALL_TE)
+    _require_tools(plan)
     try:
         for i, nic in enumerate([] if plan.skip_perftest else plan.nics):
             argv = perftest_argv(plan, i, nic, client=False)
