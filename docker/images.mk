@@ -9,8 +9,6 @@ SMOKE_BASE_LOCAL ?= pdrepro-base:$(SMOKE_DEBIAN_SUITE)-slim-local
 SMOKE_BASE ?= $(SMOKE_BASE_IMAGE)@$(SMOKE_BASE_DIGEST)
 GPU_BASE ?= $(CUDA_BASE_IMAGE)@$(CUDA_BASE_DIGEST)
 HADOLINT ?= $(BIN)/hadolint
-# One compose command for the whole bundle: the v2 plugin, else the standalone binary.
-COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 
 # Wheels for the smoke image's Debian Python (manylinux up to its glibc 2.36).
 WHEEL_PLATFORMS := $(foreach v,36 35 34 31 28 27 24 17,--platform manylinux_2_$(v)_x86_64) \
