@@ -3,6 +3,10 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# Shared by the launch (compose/stacks.mk) and repro (repro/repro.mk) targets.
+SCENARIO ?= h20-qwen3-235b-1p1d
+DEPLOY ?= deploy
+PDREPRO ?= $(BIN)/pdrepro
 
 # Image targets (build, wheelhouse, smoke-base, smoke-image, lint) and pins.
 include docker/images.mk

@@ -1,8 +1,5 @@
 # Two-node launch targets, included by the top-level Makefile. The env files
 # come from `make render`; compose reads them with --env-file.
-SCENARIO ?= h20-qwen3-235b-1p1d
-DEPLOY ?= deploy
-PDREPRO ?= $(BIN)/pdrepro
 # The v2 plugin, else the standalone binary.
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 STACK_PROJECTS := pdrepro-prefill pdrepro-decode pdrepro-regular

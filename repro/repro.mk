@@ -3,9 +3,6 @@
 # Values come from DEPLOY/decode.env (written by `make render`); ROUTER,
 # SCENARIO and RUN override them. The prefill server's log is read from the
 # prefill node's Docker engine over ssh unless PREFILL_LOGS names a folder.
-SCENARIO ?= h20-qwen3-235b-1p1d
-DEPLOY ?= deploy
-PDREPRO ?= $(BIN)/pdrepro
 REPRO_STAMP := $(shell date +%Y%m%d-%H%M%S)
 RUN ?= runs/$(REPRO_STAMP)
 ROUTER ?=
