@@ -13,6 +13,13 @@ from pathlib import Path
 RECORDED = Path(__file__).parent / "recorded"
 
 
+def first_on_path(bin_dir: Path, monkeypatch) -> Path:
+    """BIN_DIR made and put before the system's directories on PATH (and no others)."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    return bin_dir
+
+
 def install(bin_dir: Path, name: str, body: str) -> Path:
     bin_dir.mkdir(parents=True, exist_ok=True)
     path = bin_dir / name

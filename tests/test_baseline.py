@@ -16,9 +16,7 @@ PEER = "192.168.100.12"
 
 @pytest.fixture
 def node(tmp_path, monkeypatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    bin_dir = fakebin.first_on_path(tmp_path / "bin", monkeypatch)
     h20_node(tmp_path / "sys")
     return tmp_path, bin_dir
 

@@ -23,10 +23,7 @@ SCENARIO = "h20-qwen3-235b-1p1d"
 
 @pytest.fixture
 def bin_dir(tmp_path, monkeypatch):
-    d = tmp_path / "bin"
-    d.mkdir()
-    monkeypatch.setenv("PATH", f"{d}:/usr/bin:/bin")
-    return d
+    return fakebin.first_on_path(tmp_path / "bin", monkeypatch)
 
 
 @pytest.fixture

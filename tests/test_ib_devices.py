@@ -27,9 +27,7 @@ OLD_STYLE_TOPO = (
 
 @pytest.fixture
 def bin_dir(tmp_path, monkeypatch):
-    d = tmp_path / "bin"
-    monkeypatch.setenv("PATH", f"{d}:/usr/bin:/bin")
-    return d
+    return fakebin.first_on_path(tmp_path / "bin", monkeypatch)
 
 
 def test_parse_topo_with_nic_legend():
