@@ -15,20 +15,6 @@ need_root() {
   fi
 }
 
-# The mirror the host already uses for Debian, so no registry host is hard-coded.
-debian_mirror() {
-  local uri=""
-  if compgen -G '/etc/apt/sources.list.d/*.sources' >/dev/null; then
-    uri=$(awk '/^URIs:/ {print $2}' /etc/apt/sources.list.d/*.sources \
-          | grep -v -- '-security' | grep -i debian | head -n1 || true)
-  fi
-  if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
-    uri=$(awk '$1 == "deb" && $3 !~ /security/ {print $2}' /etc/apt/sources.list | head -n1 || true)
-  fi
-  [ -n "$uri" ] || { log "no Debian mirror found in the apt sources"; exit 2; }
-  printf '%s\n' "$uri"
-}
-
 apt_updated=0
 apt_update_once() {
   if [ "$apt_updated" -eq 0 ]; then apt-get update -qq; apt_updated=1; fi
@@ -51,7 +37,9 @@ install_compose() {
   if have_compose; then return; fi
   need_root
   local mirror
-  mirror=$(debian_mirror)
+  # The mirror the host already uses for Debian, so no registry host is hard-coded.
+  mirror=$(bash "$(dirname "$0")/../docker/debian-mirror.sh") || {
+    log "no Debian mirror found in the apt sources"; exit 2; }
   log "installing compose v2 from trixie (mirror $mirror, pinned low)"
   if [ ! -f /etc/apt/sources.list.d/trixie-compose.sources ]; then
     cat > /etc/apt/sources.list.d/trixie-compose.sources <<SRC

@@ -20,14 +20,7 @@ command -v debootstrap >/dev/null 2>&1 || {
   say "debootstrap is not installed: apt-get install debootstrap"; exit 2; }
 [ "$(id -u)" -eq 0 ] || { say "debootstrap needs root"; exit 2; }
 
-mirror=${DEBIAN_MIRROR:-}
-if [ -z "$mirror" ]; then
-  mirror=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null \
-           | awk '/^URIs:/ {print $2}' | grep -v -- '-security' | grep -i debian | head -n1 || true)
-fi
-if [ -z "$mirror" ] && [ -f /etc/apt/sources.list ]; then
-  mirror=$(awk '$1 == "deb" && $3 !~ /security/ {print $2}' /etc/apt/sources.list | head -n1 || true)
-fi
+mirror=${DEBIAN_MIRROR:-$(bash "$(dirname "$0")/debian-mirror.sh" || true)}
 [ -n "$mirror" ] || { say "no Debian mirror in the apt sources; set DEBIAN_MIRROR=<uri>"; exit 2; }
 
 root=$(mktemp -d)
