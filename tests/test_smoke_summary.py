@@ -10,6 +10,7 @@ import pytest
 from pdrepro.checks import evaluate
 from pdrepro.commands.smoke import as_run
 from pdrepro.errors import UserError
+from pdrepro.fabric.limits import engine_memlock_cap
 from pdrepro.pins import load_pins
 from pdrepro.rundir import RunDir
 from pdrepro.scenario import load_scenario
@@ -150,13 +151,13 @@ def test_memlock_default_is_the_docker_engines_cap(tmp_path):
     (tmp_path / "1").mkdir()
     (tmp_path / "1/comm").write_text("systemd\n")
     (tmp_path / "1/limits").write_text(limits.replace("8388608", "unlimited"))
-    assert smoke_run.default_memlock(tmp_path) is None
+    assert engine_memlock_cap(tmp_path) is None
     (tmp_path / "77").mkdir()
     (tmp_path / "77/comm").write_text("dockerd\n")
     (tmp_path / "77/limits").write_text(limits)
     # An engine without CAP_SYS_RESOURCE (bit 24) cannot raise a container past its own limit.
     (tmp_path / "77/status").write_text("Name:\tdockerd\nCapEff:\t000001fffeffffff\n")
-    assert smoke_run.default_memlock(tmp_path) == "8388608"
+    assert engine_memlock_cap(tmp_path) == "8388608"
 
 
 def test_memlock_default_is_unlimited_for_an_engine_that_can_raise_it(tmp_path):
@@ -165,10 +166,10 @@ def test_memlock_default_is_unlimited_for_an_engine_that_can_raise_it(tmp_path):
     (tmp_path / "77/comm").write_text("dockerd\n")
     (tmp_path / "77/limits").write_text("Max locked memory         8388608              8388608              bytes\n")
     (tmp_path / "77/status").write_text("Name:\tdockerd\nUid:\t0\t0\t0\t0\nCapEff:\t000001ffffffffff\n")
-    assert smoke_run.default_memlock(tmp_path) is None
+    assert engine_memlock_cap(tmp_path) is None
     # Rootless Docker: full capabilities, but only in its own user namespace (a non-zero uid here).
     (tmp_path / "77/status").write_text("Name:\tdockerd\nUid:\t1000\t1000\t1000\t1000\nCapEff:\t000001ffffffffff\n")
-    assert smoke_run.default_memlock(tmp_path) == "8388608"
+    assert engine_memlock_cap(tmp_path) == "8388608"
 
 
 def test_no_docker_engine_says_how_to_get_one(monkeypatch):

@@ -68,7 +68,8 @@ def run(args) -> int:
     from ..pins import load_pins
     from ..scenario import load_scenario
     from ..smoke.plan import make_plan
-    from ..smoke.run import SmokeOptions, default_memlock, find_compose_file, run_smoke
+    from ..fabric.limits import engine_memlock_cap
+    from ..smoke.run import SmokeOptions, find_compose_file, run_smoke
 
     scenario = load_scenario(args.scenario)
     if scenario.kind != "kv-sweep":
@@ -78,7 +79,8 @@ def run(args) -> int:
         raise UserError(f"--repeats {repeats}: give at least 1")
     if args.block_mib < 1:
         raise UserError(f"--block-mib {args.block_mib}: the TCP transport needs blocks of >= 1 MiB")
-    memlock = args.memlock if args.memlock is not None else default_memlock()
+    # Unsaid, the containers ask for what the local Docker engine can grant: its own cap, else unlimited.
+    memlock = args.memlock if args.memlock is not None else engine_memlock_cap()
     if memlock is not None:
         try:
             int(memlock)

@@ -24,7 +24,6 @@ from ..errors import UserError
 from ..rundir import RunDir
 from ..units import GB
 from . import summary as sm
-from ..fabric.limits import engine_memlock_cap
 from .plan import Plan
 
 TAIL_LINES = 30
@@ -89,12 +88,6 @@ def check_rdma_request(transport: str, plan: Plan, memlock: str | None, root: Pa
         raise UserError(f"memlock {memlock} B is below the {plan.max_bytes} B RDMA must pin per container; "
                         "raise SMOKE_MEMLOCK (bytes, -1 = unlimited; the Docker engine's own memlock limit must allow it) "
                         "or pass fewer --prompt-lens")
-
-
-def default_memlock(proc: Path = Path("/proc")) -> str | None:
-    """The memlock the containers ask for when the user does not say: the local
-    Docker engine's own cap where it cannot grant more, else None (unlimited)."""
-    return engine_memlock_cap(proc)
 
 
 def find_compose_file(explicit: str | None) -> Path:
