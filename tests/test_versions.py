@@ -93,20 +93,22 @@ esac
     assert missing["found"] is False and "perftest" in missing["reason"]
 
 
+def _mooncake_on_path(root, monkeypatch, engine_source: str) -> None:
+    """A `mooncake` package whose engine module is ENGINE_SOURCE, first on PYTHONPATH."""
+    package = root / "mooncake"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "engine.py").write_text(engine_source)
+    monkeypatch.setenv("PYTHONPATH", str(root))
+
+
 def test_mooncake_engine_import_is_checked_in_a_child(tmp_path, monkeypatch):
-    good = tmp_path / "good" / "mooncake"
-    good.mkdir(parents=True)
-    (good / "__init__.py").write_text("")
-    (good / "engine.py").write_text("class TransferEngine: pass\n")
-    monkeypatch.setenv("PYTHONPATH", str(good.parent))
+    _mooncake_on_path(tmp_path / "good", monkeypatch, "class TransferEngine: pass\n")
     entry = vr.mooncake_engine()
     assert entry["importable"] is True and entry["module"].endswith("engine.py")
 
-    bad = tmp_path / "bad" / "mooncake"
-    bad.mkdir(parents=True)
-    (bad / "__init__.py").write_text("")
-    (bad / "engine.py").write_text("raise ImportError('libibverbs.so.1: cannot open shared object file')\n")
-    monkeypatch.setenv("PYTHONPATH", str(bad.parent))
+    _mooncake_on_path(tmp_path / "bad", monkeypatch,
+                      "raise ImportError('libibverbs.so.1: cannot open shared object file')\n")
     entry = vr.mooncake_engine()
     assert entry["importable"] is False and "libibverbs.so.1" in entry["reason"]
 
