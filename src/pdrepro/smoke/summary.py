@@ -9,7 +9,7 @@ ceiling the shared report and plots already know how to show.
 from __future__ import annotations
 
 from ..analysis import SCHEMA_VERSION, headline, issue
-from ..units import GB
+from ..units import GB, bandwidth_GB_s
 
 ERROR, WARNING = "error", "warning"
 # Mooncake over TCP should get at least this share of what a plain socket gets.
@@ -18,7 +18,7 @@ LAPTOP_BYTES = 8 * GB
 
 
 def _bw(nbytes: int, ms: float | None) -> float | None:
-    return None if not ms else nbytes / (ms / 1000) / GB
+    return None if not ms else bandwidth_GB_s(nbytes, ms / 1000)
 
 
 def build_rows(initiator: dict, line_rate_GB_s: float | None) -> list[dict]:
