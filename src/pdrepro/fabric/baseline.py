@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import UserError
-from . import gid, perftest, sysfs, tebench
+from . import affinity, gid, perftest, sysfs, tebench
 
 BASELINE_FILE = "baseline.json"
 IB_WRITE_BW = "ib_write_bw"
@@ -54,7 +54,7 @@ class Plan:
 def local_nics(root: Path, wanted: list[str] | None) -> tuple[list[str], dict[str, int], float]:
     """Active NICs (or the WANTED ones, checked), the GID index Mooncake would pick on each, their line rate."""
     devices = {d.name: d for d in sysfs.read_rdma_devices(root)}
-    active = [n for n, d in devices.items() if any(p.is_active for p in d.ports)]
+    active = [d.name for d in affinity.usable_nics(list(devices.values()))]
     if wanted:
         unknown = [n for n in wanted if n not in devices]
         if unknown:
