@@ -46,6 +46,14 @@ def repo_text_files() -> list[Path]:
     return files
 
 
+def repo_lines():
+    """(path relative to the checkout, line number, line) for every line of repo_text_files()."""
+    for path in repo_text_files():
+        rel = path.relative_to(ROOT)
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            yield rel, number, line
+
+
 def dockerfile_args(path: Path) -> dict[str, list[str]]:
     """ARG defaults, joining continuation lines; every declaration kept."""
     text = re.sub(r"\\\n", " ", path.read_text())
@@ -87,32 +95,30 @@ def test_image_tags_carry_the_bundle_version():
 
 def test_every_commit_sha_in_the_repo_is_a_pin():
     offenders = []
-    for path in repo_text_files():
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            for sha in SHA40.findall(line):
-                # Test data (recorded upstream output) may hold unrelated hashes.
-                if sha not in COMMITS and path.relative_to(ROOT).parts[0] != "tests":
-                    offenders.append(f"{path.relative_to(ROOT)}:{number}: {sha}")
-            # Short or full mentions of a pinned commit must match it all the way.
-            for run in HEX_RUN.findall(line):
-                for pin in COMMITS:
-                    if run[:8] == pin[:8] and not pin.startswith(run):
-                        offenders.append(f"{path.relative_to(ROOT)}:{number}: {run} disagrees with {pin}")
+    for rel, number, line in repo_lines():
+        for sha in SHA40.findall(line):
+            # Test data (recorded upstream output) may hold unrelated hashes.
+            if sha not in COMMITS and rel.parts[0] != "tests":
+                offenders.append(f"{rel}:{number}: {sha}")
+        # Short or full mentions of a pinned commit must match it all the way.
+        for run in HEX_RUN.findall(line):
+            for pin in COMMITS:
+                if run[:8] == pin[:8] and not pin.startswith(run):
+                    offenders.append(f"{rel}:{number}: {run} disagrees with {pin}")
     assert not offenders, "commits that are not the pins in docker/versions.env:\n" + "\n".join(offenders)
 
 
 def test_every_image_digest_in_the_repo_is_the_pinned_one():
     seen = 0
     offenders = []
-    for path in repo_text_files():
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            for image, digest in IMAGE_REF.findall(line):
-                seen += 1
-                expected = IMAGE_DIGESTS.get(image)
-                if expected is None:
-                    offenders.append(f"{path.relative_to(ROOT)}:{number}: {image} is not pinned in versions.env")
-                elif digest != expected:
-                    offenders.append(f"{path.relative_to(ROOT)}:{number}: {image}@{digest} != {expected}")
+    for rel, number, line in repo_lines():
+        for image, digest in IMAGE_REF.findall(line):
+            seen += 1
+            expected = IMAGE_DIGESTS.get(image)
+            if expected is None:
+                offenders.append(f"{rel}:{number}: {image} is not pinned in versions.env")
+            elif digest != expected:
+                offenders.append(f"{rel}:{number}: {image}@{digest} != {expected}")
     assert not offenders, "\n".join(offenders)
     assert seen >= 2, "expected the Dockerfiles' digest-pinned bases"
 
@@ -146,11 +152,10 @@ def test_image_names_elsewhere_use_the_pinned_tags():
              PINS["GPU_IMAGE"].rpartition(":")[0]: PINS["GPU_IMAGE"]}
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r"):([A-Za-z0-9_.-]+)")
     offenders = []
-    for path in repo_text_files():
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            for name, tag in pattern.findall(line):
-                if f"{name}:{tag}" != names[name]:
-                    offenders.append(f"{path.relative_to(ROOT)}:{number}: {name}:{tag}")
+    for rel, number, line in repo_lines():
+        for name, tag in pattern.findall(line):
+            if f"{name}:{tag}" != names[name]:
+                offenders.append(f"{rel}:{number}: {name}:{tag}")
     assert not offenders, "image tags that disagree with versions.env:\n" + "\n".join(offenders)
 
 
