@@ -133,7 +133,7 @@ def pci_path_of(target: Path) -> tuple[str, ...]:
     return ()
 
 
-def _device_dir(root: Path, dev_dir: Path) -> Path | None:
+def _device_dir(dev_dir: Path) -> Path | None:
     link = dev_dir / "device"
     if not link.exists():
         return None
@@ -201,7 +201,7 @@ def read_rdma_devices(root: Path = DEFAULT_ROOT) -> list[RdmaDevice]:
     uverbs = _uverbs_map(Path(root))
     devices = []
     for dev_dir in sorted(base.iterdir(), key=lambda p: p.name):
-        pci_dir = _device_dir(Path(root), dev_dir)
+        pci_dir = _device_dir(dev_dir)
         ports_dir = dev_dir / "ports"
         ports = []
         if ports_dir.is_dir():
