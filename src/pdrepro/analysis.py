@@ -304,11 +304,8 @@ def write_outputs(run: RunDir, summary: dict) -> list[Path]:
 def analyze_run(run: RunDir, scenario: Scenario) -> dict:
     """Parse and compute a run, write summary.json, report.md and plots; return the summary."""
     if scenario.kind == "comparison":
-        try:
-            from .comparison import analyze_comparison
-        except ImportError:
-            raise UserError(f"scenario {scenario.name} is a comparison; comparison analysis is unavailable in this "
-                            "build: analyse with a kv-sweep scenario") from None
+        from .comparison import analyze_comparison
+
         signature = inputs_signature(run) if run.root.is_dir() else None
         summary = analyze_comparison(run, scenario)
         if signature is not None:

@@ -12,6 +12,7 @@ from typing import Callable
 
 import requests
 
+from ..analysis import analyze_run
 from ..errors import UserError
 from ..rundir import RunDir
 from ..scenario import Scenario
@@ -399,17 +400,8 @@ def _report(outcome: SweepOutcome, say) -> None:
         say(f"  failed: prompt length {length}: {reason}")
 
 
-def _analyze(cfg: SweepConfig, root: Path, run: RunDir) -> dict | None:
-    if cfg.scenario.kind == "comparison":
-        from ..comparison import analyze_comparison
-
-        summary = analyze_comparison(RunDir(root), cfg.scenario)
-    else:
-        try:
-            from ..analysis import analyze_run
-        except ImportError:
-            cfg.say("analysis: not available in this installation; run `pdrepro analyze` later")
-            return None
-        summary = analyze_run(run, cfg.scenario)
+def _analyze(cfg: SweepConfig, root: Path, run: RunDir) -> dict:
+    # A comparison is analysed over all its configurations, which live under the run's root.
+    summary = analyze_run(RunDir(root) if cfg.scenario.kind == "comparison" else run, cfg.scenario)
     cfg.say(f"analysis: report in {RunDir(root).report_file}")
     return summary
