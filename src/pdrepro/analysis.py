@@ -27,7 +27,7 @@ from .parsers.prom import parse_metrics_file
 from .parsers.reqstats import ReqStat, parse_log
 from .rundir import RunDir
 from .scenario import Scenario
-from .units import GB, MiB, human_bytes
+from .units import MiB, bandwidth_GB_s, human_bytes
 
 SCHEMA_VERSION = 1
 ERROR, WARNING = "error", "warning"
@@ -169,7 +169,7 @@ def _row(L: int, scenario: Scenario, bench: BenchResult | None, samples: list[Re
         ms = sorted(s.transfer_s * 1000 for s in timed)
         median_ms = statistics.median(ms)
         row.update(transfer_ms_median=median_ms, transfer_ms_mean=statistics.fmean(ms), transfer_ms_p99=percentile(ms, 99))
-        row["bandwidth_GB_s"] = kv / (median_ms / 1000) / GB
+        row["bandwidth_GB_s"] = bandwidth_GB_s(kv, median_ms / 1000)
         if line_rate:
             row["utilization_pct"] = row["bandwidth_GB_s"] / line_rate * 100
         if row["ttft_ms_mean"]:
@@ -214,7 +214,7 @@ def _metrics(run: RunDir, scenario: Scenario, issues: list[dict]) -> list[dict] 
         }
         if total and total.mean and lat.mean:
             # Bytes over time of the average transfer, all ranks, decimal: comparable to the table.
-            entry["bandwidth_GB_s"] = total.mean * MiB * scenario.parallel.prefill_tp / (lat.mean / 1000) / GB
+            entry["bandwidth_GB_s"] = bandwidth_GB_s(total.mean * MiB * scenario.parallel.prefill_tp, lat.mean / 1000)
         out.append(entry)
     return out
 

@@ -11,10 +11,6 @@ GiB = 2**30
 MiB = 2**20
 
 
-def bytes_to_GB(n: float) -> float:
-    return n / GB
-
-
 def human_bytes(n: float) -> str:
     """Decimal size as the published table prints it: '49 MB', '1.58 GB'."""
     if n >= GB:
