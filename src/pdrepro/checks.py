@@ -38,11 +38,10 @@ def _check(name, L, figure, op, bound, unit, what) -> CheckResult:
     return CheckResult(name, L, figure, bound, unit, passed, detail, op)
 
 
-def _issue_kinds(summary: dict, severity: str | None = None) -> dict[str, list[dict]]:
+def _issue_kinds(summary: dict) -> dict[str, list[dict]]:
     kinds: dict[str, list[dict]] = {}
     for i in summary.get("issues", []):
-        if severity is None or i.get("severity") == severity:
-            kinds.setdefault(i.get("kind", ""), []).append(i)
+        kinds.setdefault(i.get("kind", ""), []).append(i)
     return kinds
 
 
