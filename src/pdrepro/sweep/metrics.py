@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 _SAMPLE = re.compile(r"^(?P<key>[A-Za-z_:][A-Za-z0-9_:]*(?:\{.*\})?)\s+(?P<value>\S+)(?:\s+\d+)?\s*$")
-_CUMULATIVE = ("_bucket", "_sum", "_count", "_total", "_created")
+_CUMULATIVE = ("_bucket", "_sum", "_count", "_total")
 
 
 def _samples(text: str) -> dict[str, float]:
@@ -29,8 +29,7 @@ def _samples(text: str) -> dict[str, float]:
 
 
 def _cumulative(key: str) -> bool:
-    name = key.split("{", 1)[0]
-    return name.endswith(_CUMULATIVE) and not name.endswith("_created")
+    return key.split("{", 1)[0].endswith(_CUMULATIVE)
 
 
 def difference(before: str, after: str) -> str:
