@@ -16,6 +16,7 @@ import os
 
 from tabulate import tabulate
 
+from .analysis import ERROR, WARNING, issue
 from .errors import UserError
 from .parsers.bench import parse_bench_file
 from .rundir import RunDir
@@ -33,20 +34,15 @@ METRICS = {
 }
 
 
-def _issue(severity: str, kind: str, message: str) -> dict:
-    # Same shape as the kv-sweep analysis's issues, so `pdrepro check` reads both.
-    return {"severity": severity, "kind": kind, "prompt_len": None, "message": message}
-
-
 def configuration_run(run: RunDir, name: str) -> RunDir:
     return RunDir(run.root / name)
 
 
-def _measure(run: RunDir, scenario: Scenario, name: str, issues: list[str]) -> dict | None:
+def _measure(run: RunDir, scenario: Scenario, name: str, issues: list[dict]) -> dict | None:
     sub = configuration_run(run, name)
     lengths = scenario.sweep.prompt_lens
     if not any(sub.bench_file(L).is_file() for L in lengths):
-        issues.append(_issue("warning", "configuration_missing",
+        issues.append(issue(WARNING, "configuration_missing",
                              f"{name}: no bench result under {sub.bench_dir}; run `pdrepro sweep --configuration {name}` into this run"))
         return None
     # Comparison scenarios run one workload; with several lengths the first one present counts.
@@ -55,15 +51,15 @@ def _measure(run: RunDir, scenario: Scenario, name: str, issues: list[str]) -> d
         result, notes = parse_bench_file(sub.bench_file(length))
     except UserError as exc:
         # The other configuration's figures are still worth a report.
-        issues.append(_issue("error", "bench_unreadable", f"{name}: {exc}"))
+        issues.append(issue(ERROR, "bench_unreadable", f"{name}: {exc}"))
         return None
-    issues.extend(_issue("warning", "bench_note", f"{name}: {n}") for n in notes)
+    issues.extend(issue(WARNING, "bench_note", f"{name}: {n}") for n in notes)
     raw = result.raw
     measured = {metric: _num(raw.get(key)) for metric, (key, *_rest) in METRICS.items()}
     if result.completed != scenario.sweep.num_prompts:
-        issues.append(_issue("warning", "incomplete", f"{name}: completed {result.completed} of {scenario.sweep.num_prompts} requests"))
+        issues.append(issue(WARNING, "incomplete", f"{name}: completed {result.completed} of {scenario.sweep.num_prompts} requests"))
     if result.errors:
-        issues.append(_issue("warning", "request_errors",
+        issues.append(issue(WARNING, "request_errors",
                              f"{name}: {len(result.errors)} request(s) failed, first: {result.errors[0][:120]}"))
     return {"prompt_len": length, "completed": result.completed, "errors": len(result.errors),
             "bench_file": str(sub.bench_file(length).relative_to(run.root)), **measured}
@@ -87,10 +83,10 @@ def analyze_comparison(run: RunDir, scenario: Scenario) -> dict:
     names = list(published)
     if len(names) != 2:
         raise UserError(f"scenario {scenario.name}: reference.configurations must name exactly two configurations, found {len(names)}")
-    issues: list[str] = []
+    issues: list[dict] = []
     measured = {name: _measure(run, scenario, name, issues) for name in names}
     if all(m is None for m in measured.values()):
-        unreadable = [i["message"] for i in issues if i["severity"] == "error"]
+        unreadable = [i["message"] for i in issues if i["severity"] == ERROR]
         if unreadable:
             raise UserError(unreadable[0])
         raise UserError(f"{run.root}: no configuration of {scenario.name} has results; run `pdrepro sweep --configuration "
