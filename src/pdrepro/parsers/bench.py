@@ -20,15 +20,12 @@ from ..errors import UserError
 class BenchResult:
     path: Path
     completed: int
-    duration_s: float | None
     # Per-request TTFT in seconds of the successful requests (empty without --output-details).
     ttfts_s: tuple[float, ...]
-    input_lens: tuple[int, ...]
     errors: tuple[str, ...]
     mean_ttft_ms: float | None
     median_ttft_ms: float | None
     p99_ttft_ms: float | None
-    objects_in_file: int
     raw: dict = field(repr=False, compare=False, default_factory=dict)
 
     @property
@@ -108,21 +105,17 @@ def parse_bench_file(path: Path) -> tuple[BenchResult, list[str]]:
         raise UserError(f"{path}: the last JSON object has no 'completed' key; is this a sglang.benchmark.serving --output-file?")
     errors = tuple(str(e) for e in (obj.get("errors") or []) if e)
     ttfts = obj.get("ttfts") or []
-    input_lens = obj.get("input_lens") or []
     # Failed requests carry ttft 0 and an error: they are not first tokens.
     raw_errors = obj.get("errors") or [""] * len(ttfts)
     good = tuple(float(t) for t, e in zip(ttfts, raw_errors) if not e and isinstance(t, (int, float)) and t > 0)
     result = BenchResult(
         path=path,
         completed=int(obj["completed"]),
-        duration_s=_number(obj, "duration"),
         ttfts_s=good,
-        input_lens=tuple(int(n) for n in input_lens if isinstance(n, int)),
         errors=errors,
         mean_ttft_ms=_number(obj, "mean_ttft_ms"),
         median_ttft_ms=_number(obj, "median_ttft_ms"),
         p99_ttft_ms=_number(obj, "p99_ttft_ms"),
-        objects_in_file=len(objects),
         raw=obj,
     )
     return result, notes
