@@ -55,7 +55,7 @@ class ReqStat:
         """Seconds the KV transfer took: rank 0's bytes over rank 0's speed."""
         if not self.transfer_total_MiB or not self.transfer_speed_GiB_s:
             return None
-        return self.transfer_total_MiB * MiB / (self.transfer_speed_GiB_s * GiB)
+        return self.transfer_bytes_rank0 / (self.transfer_speed_GiB_s * GiB)
 
 
 def _head(text: str) -> dict[str, str]:
