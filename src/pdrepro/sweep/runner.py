@@ -15,7 +15,7 @@ import requests
 from ..analysis import analyze_run
 from ..errors import UserError
 from ..rundir import RunDir
-from ..scenario import Scenario
+from ..scenario import Scenario, load_scenario
 from . import health, metrics, provenance, transport
 from .benchcmd import BenchTarget, bench_argv
 from .launcher import BenchLauncher, LengthTimeout
@@ -141,8 +141,6 @@ def _check_inputs(cfg: SweepConfig) -> None:
 def _write_scenario(cfg: SweepConfig, root: Path) -> None:
     path = root / "scenario.yaml"
     if path.is_file():
-        from ..scenario import load_scenario
-
         previous = load_scenario(path)
         if previous.fingerprint != cfg.scenario.fingerprint:
             raise UserError(
@@ -233,15 +231,8 @@ class _Provenance:
     def write(self, transport_facts, state: SweepState) -> None:
         cfg = self.cfg
         if self.facts is None:
-            endpoints = {"router": cfg.router_url}
-            if cfg.prefill_url:
-                endpoints["prefill"] = cfg.prefill_url
-            if cfg.decode_url:
-                endpoints["decode"] = cfg.decode_url
-            for i, url in enumerate(cfg.worker_urls, start=1):
-                endpoints[f"worker{i}"] = url
             self.facts = provenance.collect(
-                scenario=cfg.scenario, endpoints=endpoints, bench_image=cfg.bench_image,
+                scenario=cfg.scenario, endpoints={e.role: e.url for e in _endpoints(cfg)}, bench_image=cfg.bench_image,
                 containers=cfg.log_source.containers() if cfg.log_source is not None else {},
                 transport=transport_facts,
                 log_source=cfg.log_source.describe() if cfg.log_source is not None else None,
