@@ -395,7 +395,7 @@ def run_initiator(settings: Settings) -> int:
               "memlock_bytes": memlock_limit(), "rows": [], "error": None}
     try:
         require_transport(settings, evidence)
-        require_transport(settings, tp.TransportEvidence(**{**info["evidence"], "rdma_devices": tuple(info["evidence"]["rdma_devices"]), "lines": ()}))
+        require_transport(settings, tp.TransportEvidence.from_dict(info["evidence"]))
         check_memlock(evidence.transport, plan.max_bytes)
         if engine.register_memory(local.addr, local.nbytes) != 0:
             raise UserError(f"registering {local.nbytes} B with the engine failed; if it is RDMA, raise SMOKE_MEMLOCK")

@@ -24,6 +24,11 @@ class TransportEvidence:
         return {"transport": self.transport, "hcas_found": self.hcas_found,
                 "rdma_devices": list(self.rdma_devices), "lines": list(self.lines)}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "TransportEvidence":
+        """The other side's evidence as ``to_dict`` sent it."""
+        return cls(data["transport"], data["hcas_found"], tuple(data["rdma_devices"]), tuple(data["lines"]))
+
 
 def detect(log_lines, force_tcp: bool = False) -> TransportEvidence:
     seen = scan("smoke", "\n".join(log_lines))
