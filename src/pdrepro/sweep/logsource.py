@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 
 from ..errors import UserError
+from .provenance import ENV_PREFIXES
 
 ROLES = ("prefill", "decode")
 
@@ -138,7 +139,7 @@ class DockerLogSource(_LogSource):
                 "name": c.name,
                 "image": attrs.get("Config", {}).get("Image"),
                 "image_id": attrs.get("Image"),
-                "env": [e for e in attrs.get("Config", {}).get("Env", []) or [] if e.split("=", 1)[0].startswith(("MC_", "SGLANG_", "NCCL_"))],
+                "env": [e for e in attrs.get("Config", {}).get("Env", []) or [] if e.split("=", 1)[0].startswith(ENV_PREFIXES)],
                 "node": node_facts(c),
             }
         return facts
