@@ -14,6 +14,7 @@ from pathlib import Path
 import requests
 
 from ..pins import load_pins
+from ..versions_report import collect_versions
 
 ENV_PREFIXES = ("MC_", "SGLANG_", "NCCL_")
 
@@ -67,11 +68,7 @@ def server_info(url: str) -> dict | None:
         return {"error": type(exc).__name__}
 
 
-def versions() -> dict | None:
-    try:
-        from ..versions_report import collect_versions
-    except ImportError:
-        return None
+def versions() -> dict:
     try:
         return collect_versions()
     except Exception as exc:  # a report of versions must not sink the run
