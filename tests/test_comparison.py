@@ -1,8 +1,6 @@
 """The A10 comparison scenarios and their two-configuration report."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -10,6 +8,8 @@ from pdrepro.comparison import analyze_comparison
 from pdrepro.errors import UserError
 from pdrepro.rundir import RunDir
 from pdrepro.scenario import load_scenario
+
+from clihelp import assert_one_line_error, pdrepro_process
 
 PUBLISHED = {
     "a10-qwen25-7b-rate1": (4, 8192, 50, 1.0, 7.23, 10.30),
@@ -80,8 +80,8 @@ def test_no_results_at_all_is_a_user_error(tmp_path):
 def test_analyze_command_dispatches_comparison(tmp_path):
     sc = load_scenario("a10-qwen25-7b-rate4")
     _run_as_published(tmp_path, sc)
-    proc = subprocess.run([sys.executable, "-m", "pdrepro", "analyze", str(tmp_path)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    proc = pdrepro_process("analyze", tmp_path)
+    assert proc.rc == 0, proc.err
     assert "294.89" in (tmp_path / "report.md").read_text()
 
 
@@ -90,10 +90,7 @@ def test_unreadable_configuration_keeps_the_other_and_exits_2(tmp_path):
     run = _run_as_published(tmp_path, sc)
     cut = tmp_path / "2-regular" / "bench" / "result-8192.jsonl"
     cut.write_text(cut.read_text()[:40])  # the client was killed mid-write
-    proc = subprocess.run([sys.executable, "-m", "pdrepro", "analyze", str(tmp_path)], capture_output=True, text=True)
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    error = [l for l in proc.stderr.splitlines() if l.startswith("pdrepro analyze: error:")]
-    assert len(error) == 1 and "2-regular" in error[0] and str(cut) in error[0]
+    assert_one_line_error(pdrepro_process("analyze", tmp_path), "analyze", "2-regular", str(cut))
     summary = json.loads(run.summary_file.read_text())
     assert summary["configurations"]["1P1D"]["measured"]["mean_itl_ms"] == 7.23
     assert summary["configurations"]["2-regular"]["measured"] is None
