@@ -54,10 +54,9 @@ def register(sub) -> None:
 def default_image() -> str:
     from ..pins import load_pins
 
-    pins = load_pins()
-    for key in ("SGLANG_IMAGE", "GPU_IMAGE", "IMAGE_SGLANG"):
-        if pins.get(key):
-            return pins[key]
+    image = load_pins().get("GPU_IMAGE")
+    if image:
+        return image
     raise UserError("no GPU image named in versions.env; pass --image NAME:TAG (the image the servers run)")
 
 
