@@ -97,9 +97,6 @@ class Reference:
     # For comparison scenarios: configuration name -> metric -> published value.
     configurations: dict[str, dict[str, float]] = field(default_factory=dict)
 
-    def row(self, prompt_len: int) -> ReferenceRow | None:
-        return next((r for r in self.rows if r.prompt_len == prompt_len), None)
-
 
 @dataclass(frozen=True)
 class Thresholds:
