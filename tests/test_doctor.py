@@ -130,9 +130,9 @@ def test_bad_sysfs_root_is_a_user_error(tmp_path, capsys):
     assert "--sysfs-root" in capsys.readouterr().err
 
 
-def test_one_port_down_warns_and_lowers_line_rate(tmp_path, bin_dir):
+def test_one_port_down_lowers_line_rate(tmp_path, bin_dir):
     h20_node(tmp_path / "sys", down=("mlx5_2",))
-    ctx = _ctx(tmp_path)
+    ctx = _ctx(tmp_path, role=None)
     f = doctor.gather(ctx)
     c = doctor.check_ports(ctx, f)
     assert c.status == "warn" and "mlx5_2/1 DOWN/Disabled" in c.detail
@@ -141,7 +141,7 @@ def test_one_port_down_warns_and_lowers_line_rate(tmp_path, bin_dir):
 
 def test_line_rate_differs_from_scenario(tmp_path, bin_dir):
     h20_node(tmp_path / "sys", rate="200 Gb/sec (4X HDR)")
-    ctx = _ctx(tmp_path)
+    ctx = _ctx(tmp_path, role=None)
     c = doctor.check_line_rate(ctx, doctor.gather(ctx))
     assert c.status == "warn" and "100.0 GB/s" in c.detail and "= 200.0 GB/s" in c.detail
 
@@ -375,9 +375,13 @@ def test_saved_sysfs_copy_checks_like_the_original(tmp_path, bin_dir, docker_eng
 
 def test_unreadable_rate_counts_as_zero(tmp_path, bin_dir):
     h20_node(tmp_path / "sys", rate="")
-    ctx = _ctx(tmp_path)
+    ctx = _ctx(tmp_path, role=None)
     c = doctor.check_line_rate(ctx, doctor.gather(ctx))
     assert c.status == "warn" and "= 0 Gb/s = 0.00 GB/s" in c.detail
+    # A GPU node cannot meet any bandwidth threshold at 0 GB/s: a fail naming the ports.
+    node = _ctx(tmp_path)
+    c = doctor.check_line_rate(node, doctor.gather(node))
+    assert c.status == "fail" and "mlx5_0/1 at an unreadable rate" in c.detail
 
 
 def test_pinned_gid_index_is_judged_instead_of_the_auto_pick(tmp_path, bin_dir):
@@ -412,3 +416,50 @@ def test_advertise_ip_of_a_copied_node_is_not_judged_by_this_hosts_addresses(tmp
     ctx = _ctx(tmp_path, advertise_ip="10.9.9.9", dev_dir=None)
     c = doctor.check_advertise_ip(ctx, doctor.gather(ctx))
     assert c.status == "warn" and "copied node" in c.detail and "192.168.100.11" in c.fix
+
+
+def test_no_devices_on_a_copied_tree_names_no_none_path(tmp_path, bin_dir):
+    (tmp_path / "sys").mkdir()
+    ctx = _ctx(tmp_path, dev_dir=None)
+    c = doctor.check_dev_infiniband(ctx, doctor.gather(ctx))
+    assert "None" not in c.detail
+    assert "/dev/infiniband/uverbs*" in c.detail
+
+
+def test_down_port_fails_by_name_with_a_role(tmp_path, bin_dir):
+    h20_node(tmp_path / "sys", down=("mlx5_2",))
+    ctx = _ctx(tmp_path)
+    f = doctor.gather(ctx)
+    c = doctor.check_ports(ctx, f)
+    assert c.status == "fail" and "mlx5_2/1" in c.detail
+    # Without a role (a laptop) it stays a warning.
+    laptop = _ctx(tmp_path, role=None, scenario=None)
+    assert doctor.check_ports(laptop, doctor.gather(laptop)).status == "warn"
+
+
+def test_line_rate_too_low_for_the_scenario_thresholds_fails_naming_the_ports(tmp_path, bin_dir):
+    # 3 of 4 ports: 150 GB/s; 147.9 GB/s peak at the published 82.2 % utilization needs ~180 GB/s.
+    h20_node(tmp_path / "sys", down=("mlx5_2",))
+    ctx = _ctx(tmp_path)
+    c = doctor.check_line_rate(ctx, doctor.gather(ctx))
+    assert c.status == "fail"
+    assert "this node's 150.0 GB/s" in c.detail and "takes 180.0 GB/s of line rate" in c.detail
+    assert "mlx5_2/1 DOWN" in c.detail
+    # Every port up but negotiated at half rate: 100 GB/s, also short.
+    slow = tmp_path / "slow"
+    h20_node(slow / "sys", rate="200 Gb/sec (4X HDR)")
+    ctx = _ctx(slow)
+    c = doctor.check_line_rate(ctx, doctor.gather(ctx))
+    assert c.status == "fail" and "100.0 GB/s" in c.detail
+
+
+def test_extra_port_down_beyond_the_scenarios_nics_only_warns(tmp_path, bin_dir):
+    fs = h20_node(tmp_path / "sys")
+    from sysfs_builder import roce_gids, switch_chain
+    fs.nic("mlx5_bond_mgmt", switch_chain(0, 3), 0, "eno1", gids=roce_gids("eno1", "10.0.0.5", 9),
+           rate="25 Gb/sec (1X EDR)", state="1: DOWN", phys_state="3: Disabled")
+    ctx = _ctx(tmp_path)
+    f = doctor.gather(ctx)
+    c = doctor.check_ports(ctx, f)
+    assert c.status == "warn" and "mlx5_bond_mgmt/1" in c.detail
+    assert doctor.check_line_rate(ctx, f).status == "pass"
