@@ -80,3 +80,19 @@ def test_length_the_sweep_failed_says_why_and_how_to_retry(tmp_path):
     line = assert_one_line_error(pdrepro("analyze", run.root), "analyze", "result-32768.jsonl",
                                  "sweep recorded prompt length 32768 as failed", "ran past 1800 s", "same --out")
     assert "run the sweep for it" not in line
+
+
+def test_another_lengths_bench_run_is_never_reported_under_this_length(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO)
+    run.bench_file(1024).write_text(run.bench_file(2048).read_text())
+    assert_one_line_error(pdrepro("analyze", run.root), "analyze", "result-1024.jsonl", "no run of prompt length 1024",
+                          "input length 2048")
+    row = next(r for r in json.loads(run.summary_file.read_text())["rows"] if r["prompt_len"] == 1024)
+    assert row["ttft_ms_mean"] is None
+
+
+def test_cut_off_run_after_an_older_complete_one_is_bad_input(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO)
+    complete = run.bench_file(1024).read_text()
+    run.bench_file(1024).write_text(complete + complete[: len(complete) // 3])
+    assert_one_line_error(pdrepro("analyze", run.root), "analyze", "result-1024.jsonl", "cut off")

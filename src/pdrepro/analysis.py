@@ -77,7 +77,8 @@ def _read_bench(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[int
             issues.append(issue(ERROR, "missing_length", f"{run.bench_file(L)}: missing; {why}", L))
             continue
         try:
-            result, notes = parse_bench_file(run.bench_file(L))
+            result, notes = parse_bench_file(run.bench_file(L), prompt_len=L, num_prompts=scenario.sweep.num_prompts,
+                                             output_len=scenario.sweep.output_len)
         except UserError as exc:
             issues.append(issue(ERROR, "bench_unreadable", str(exc), L))
             continue

@@ -48,7 +48,8 @@ def _measure(run: RunDir, scenario: Scenario, name: str, issues: list[dict]) -> 
     # Comparison scenarios run one workload; with several lengths the first one present counts.
     length = next(L for L in lengths if sub.bench_file(L).is_file())
     try:
-        result, notes = parse_bench_file(sub.bench_file(length))
+        result, notes = parse_bench_file(sub.bench_file(length), prompt_len=length,
+                                         num_prompts=scenario.sweep.num_prompts, output_len=scenario.sweep.output_len)
     except UserError as exc:
         # The other configuration's figures are still worth a report.
         issues.append(issue(ERROR, "bench_unreadable", f"{name}: {exc}"))
