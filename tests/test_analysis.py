@@ -1,6 +1,7 @@
 """Analysing a run built in the upstream formats from the published figures gives the published table."""
 
 import json
+import re
 
 import pytest
 from runbuilder import build_run
@@ -188,3 +189,60 @@ def test_smoke_summary_is_taken_as_written(tmp_path):
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     (tmp_path / "smoke.log").write_text("newer than the summary\n")
     assert load_or_analyze(RunDir(tmp_path), smoke)["transport"] == "tcp"
+
+
+def _edit_prefill(run, edit):
+    lines = run.prefill_log.read_text().splitlines()
+    run.prefill_log.write_text("\n".join(edit(lines)) + "\n")
+
+
+def _reqstats_of(lines, L):
+    return [i for i, l in enumerate(lines) if "ReqTimeStats(" in l and f"input_len={L}," in l]
+
+
+def test_negative_transfer_speed_is_bad_input(tmp_path):
+    run = build_run(tmp_path / "r", SCENARIO)
+
+    def negate(lines):
+        i = _reqstats_of(lines, 4096)[3]
+        lines[i] = re.sub(r"transfer_speed=", "transfer_speed=-", lines[i])
+        return lines
+    _edit_prefill(run, negate)
+    summary = compute_summary(run, SCENARIO)
+    errors = input_errors(summary)
+    assert any("transfer_speed=-" in e["message"] and "prefill.log" in e["message"] for e in errors), errors
+
+
+def test_zero_transfer_speed_is_not_called_missing(tmp_path):
+    run = build_run(tmp_path / "r", SCENARIO)
+
+    def zero(lines):
+        for i in _reqstats_of(lines, 128):
+            lines[i] = re.sub(r"transfer_speed=[\d.]+", "transfer_speed=0.00", lines[i])
+        return lines
+    _edit_prefill(run, zero)
+    summary = compute_summary(run, SCENARIO)
+    messages = [i["message"] for i in summary["issues"] if i["prompt_len"] == 128]
+    assert not any("carry no transfer_speed" in m for m in messages), messages
+    assert any("transfer_speed=0.00" in m for m in messages), messages
+
+
+def test_a_log_concatenated_with_its_rotated_copy_gives_the_same_table_with_a_note(tmp_path):
+    clean = compute_summary(build_run(tmp_path / "a", SCENARIO), SCENARIO)
+    run = build_run(tmp_path / "b", SCENARIO)
+    _edit_prefill(run, lambda lines: lines + lines)
+    doubled = compute_summary(run, SCENARIO)
+    assert [r["transfer_ms_median"] for r in doubled["rows"]] == [r["transfer_ms_median"] for r in clean["rows"]]
+    assert not input_errors(doubled)
+    assert any(i["kind"] == "duplicate_reqstats" for i in doubled["issues"])
+
+
+def test_conflicting_duplicate_request_stats_are_an_error(tmp_path):
+    run = build_run(tmp_path / "r", SCENARIO)
+
+    def conflict(lines):
+        i = _reqstats_of(lines, 8192)[2]
+        return lines + [re.sub(r"transfer_speed=([\d.]+)", "transfer_speed=99.99", lines[i])]
+    _edit_prefill(run, conflict)
+    errors = input_errors(compute_summary(run, SCENARIO))
+    assert any(e["kind"] == "conflicting_reqstats" and "rid=" in e["message"] for e in errors), errors

@@ -70,3 +70,28 @@ def test_log_scan_counts_lines_and_flags_broken_stats_lines(tmp_path):
 
 def test_health_checks_are_recognised():
     assert parse_line(CURRENT.replace("rid=9f2c", "rid=HEALTH_CHECK_abc")).is_health_check
+
+
+def _log(tmp_path, *lines):
+    path = tmp_path / "prefill.log"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_identical_duplicate_lines_are_dropped_and_counted(tmp_path):
+    # A log concatenated with its rotated copy repeats every line verbatim.
+    other = CURRENT.replace("rid=9f2c", "rid=77aa")
+    scan = parse_log(_log(tmp_path, CURRENT, other, "noise", CURRENT, other))
+    assert [s.rid for s in scan.stats] == ["9f2c", "77aa"]
+    assert scan.duplicates == 2 and scan.conflicts == ()
+
+
+def test_conflicting_duplicates_are_reported_with_both_lines(tmp_path):
+    scan = parse_log(_log(tmp_path, CURRENT, CURRENT.replace("transfer_speed=19.13", "transfer_speed=9.13")))
+    assert scan.conflicts == (("9f2c", 1, 2),)
+
+
+def test_negative_figures_are_invalid_not_measurements(tmp_path):
+    scan = parse_log(_log(tmp_path, CURRENT.replace("transfer_speed=19.13", "transfer_speed=-19.13"), OLD))
+    assert [s.rid for s in scan.stats] == ["x"]
+    assert scan.invalid == ((1, "transfer_speed=-19.13"),)

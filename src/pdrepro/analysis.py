@@ -104,6 +104,19 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
         issues.append(issue(WARNING, "unparseable_lines",
                             f"{path}: {len(scan.unreadable)} request-stats line(s) could not be read "
                             f"(first at line {scan.unreadable[0]}); they were skipped"))
+    if scan.invalid:
+        line, text = scan.invalid[0]
+        issues.append(issue(ERROR, "invalid_reqstats",
+                            f"{path}: line {line} logs {text} ({len(scan.invalid)} such line(s)); a negative figure is no "
+                            "measurement: the log is damaged or edited, use the server's own log"))
+    if scan.duplicates:
+        issues.append(issue(WARNING, "duplicate_reqstats",
+                            f"{path}: {scan.duplicates} request-stats line(s) repeat an earlier request's line (a log "
+                            "concatenated with its rotated copy?); each request was counted once"))
+    for rid, first, later in scan.conflicts[:1]:
+        issues.append(issue(ERROR, "conflicting_reqstats",
+                            f"{path}: request rid={rid} is logged at lines {first} and {later} with different figures "
+                            f"({len(scan.conflicts)} such request(s)); logs of different runs were mixed: keep one run's log"))
     prefill = [s for s in scan.stats if not s.is_health_check and s.kind in ("prefill", "")]
     if not prefill:
         issues.append(issue(ERROR, "no_reqstats",
@@ -162,7 +175,13 @@ def _row(L: int, scenario: Scenario, bench: BenchResult | None, samples: list[Re
                                 f"{bench.path}: {len(bench.errors)} request(s) failed, e.g. {first!r}", L))
     timed = [s for s in samples if s.transfer_s]
     row["transfer_samples"] = len(timed)
-    if samples and not timed:
+    zero = [s for s in samples if s.transfer_speed_GiB_s == 0 and s.transfer_total_MiB]
+    if zero:
+        issues.append(issue(ERROR, "zero_transfer_speed",
+                            f"{log_path}: {len(zero)} prefill line(s) of length {L} log transfer_speed=0.00 GB/s (first at "
+                            f"line {zero[0].line_no}): too slow to print or no transfer at all, so no transfer time "
+                            "follows; check the KV path with `pdrepro doctor` and rerun this length", L))
+    if samples and not timed and not zero:
         issues.append(issue(ERROR, "no_transfer_figures",
                             f"{log_path}: the prefill lines of length {L} carry no transfer_speed/transfer_total; "
                             "run a disaggregated prefill server of a build that logs them", L))
@@ -348,17 +367,64 @@ def _write_json(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
+def _stored_summary(path: Path) -> dict | None:
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return summary if isinstance(summary, dict) else None
+
+
+# What a verdict is derived from; a stored summary must match a fresh analysis in all of these.
+_VERDICT_KEYS = ("rows", "headline", "transport", "line_rate_GB_s", "witness")
+
+
+def _disagreement(stored: dict, fresh: dict) -> str | None:
+    """The first part of a stored summary that its run's inputs do not reproduce, or None."""
+    plain = json.loads(json.dumps(fresh))
+    for key in _VERDICT_KEYS:
+        if stored.get(key) != plain.get(key):
+            if key == "rows":
+                old = {r.get("prompt_len"): r for r in stored.get("rows") or [] if isinstance(r, dict)}
+                for row in plain["rows"]:
+                    if old.get(row["prompt_len"]) != row:
+                        return f"its row for prompt length {row['prompt_len']}"
+            return f"its {key!r}"
+    def kinds(summary):
+        return sorted((i.get("severity"), i.get("kind"), i.get("prompt_len") or 0)
+                      for i in summary.get("issues") or [] if isinstance(i, dict))
+    if kinds(stored) != kinds(plain):
+        return "its list of issues"
+    return None
+
+
 def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
-    """The run's summary.json when it is current for these inputs and scenario; else analyse again."""
+    """The summary a verdict may be drawn from.
+
+    Where the run holds its raw inputs (bench/, logs/), they are analysed again (cheap) and
+    the fresh summary is what counts: a stored summary.json is only a cache of it. A stored
+    summary stamped with these very inputs that says something else was edited after the
+    analysis: that is an error, not a verdict. Without raw inputs (a smoke test summarises
+    as it measures) the stored summary is all there is.
+    """
     path = run.summary_file
-    if path.is_file() and run.root.is_dir():
-        try:
-            summary = json.loads(path.read_text())
-        except json.JSONDecodeError:
-            summary = None
-        if isinstance(summary, dict) and summary.get("scenario_fingerprint") == scenario.fingerprint \
-                and summary.get("schema_version") == SCHEMA_VERSION:
-            # The smoke test measures and summarises in one go: there is nothing here to re-read.
-            if summary.get("source") == "smoke" or summary.get("inputs_signature") == inputs_signature(run):
-                return summary
+    stored = _stored_summary(path) if path.is_file() and run.root.is_dir() else None
+    if scenario.kind != "comparison" and run.root.is_dir() and (run.bench_dir.is_dir() or run.logs_dir.is_dir()):
+        signature = inputs_signature(run)
+        fresh = compute_summary(run, scenario)
+        fresh["inputs_signature"] = signature
+        if stored is not None and stored.get("inputs_signature") == signature \
+                and stored.get("scenario_fingerprint") == scenario.fingerprint:
+            where = _disagreement(stored, fresh)
+            if where is not None:
+                raise UserError(f"{path}: {where} disagrees with what the run's own bench/ and logs/ give; the file "
+                                f"was changed after the analysis: rerun `pdrepro analyze {run.root}` to rewrite it "
+                                "from the inputs (or restore the original)")
+            return fresh
+        write_outputs(run, fresh)
+        return fresh
+    if isinstance(stored, dict) and stored.get("scenario_fingerprint") == scenario.fingerprint \
+            and stored.get("schema_version") == SCHEMA_VERSION:
+        if stored.get("source") == "smoke" or stored.get("inputs_signature") == inputs_signature(run):
+            return stored
     return analyze_run(run, scenario)

@@ -119,12 +119,29 @@ class LogScan:
     lines: int
     # Lines that named ReqTimeStats but could not be read (e.g. no input_len).
     unreadable: tuple[int, ...]
+    # Lines repeating an earlier request's line with the same figures (a log
+    # concatenated with its rotated copy): dropped, counted here.
+    duplicates: int = 0
+    # (rid, first line, later line) of requests logged twice with different figures.
+    conflicts: tuple[tuple[str, int, int], ...] = ()
+    # (line, the offending key=value) of lines with a figure no measurement can have.
+    invalid: tuple[tuple[int, str], ...] = ()
+
+
+_NEGATIVE = re.compile(r"(#?[A-Za-z_]\w*)\s*[=(]\s*(-\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
+
+
+def _figures(stat: ReqStat) -> tuple:
+    return (stat.input_len, stat.cached_input_len, stat.output_len, sorted(stat.durations_s.items()),
+            stat.transfer_speed_GiB_s, stat.transfer_total_MiB, stat.retries)
 
 
 def parse_log(path: Path) -> LogScan:
     """All request-stats lines in a server log; other lines are skipped."""
     path = Path(path)
-    stats, unreadable = [], []
+    stats, unreadable, invalid, conflicts = [], [], [], []
+    seen: dict[tuple[str, str], ReqStat] = {}
+    duplicates = 0
     count = 0
     with path.open(errors="replace") as fh:
         for count, line in enumerate(fh, 1):
@@ -133,6 +150,20 @@ def parse_log(path: Path) -> LogScan:
             stat = parse_line(line.rstrip("\n"), count)
             if stat is None or stat.input_len is None:
                 unreadable.append(count)
-            else:
-                stats.append(stat)
-    return LogScan(path=path, stats=tuple(stats), lines=count, unreadable=tuple(unreadable))
+                continue
+            negative = _NEGATIVE.search(line[line.index("Stats("):])
+            if negative:
+                invalid.append((count, f"{negative.group(1)}={negative.group(2)}"))
+                continue
+            key = (stat.rid, stat.kind)
+            if stat.rid and key in seen:
+                first = seen[key]
+                if _figures(first) == _figures(stat):
+                    duplicates += 1
+                else:
+                    conflicts.append((stat.rid, first.line_no, count))
+                continue
+            seen[key] = stat
+            stats.append(stat)
+    return LogScan(path=path, stats=tuple(stats), lines=count, unreadable=tuple(unreadable), duplicates=duplicates,
+                   conflicts=tuple(conflicts), invalid=tuple(invalid))
