@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from pdrepro import launch
+from pdrepro.targets import compose
 from pdrepro.cli import main
 from pdrepro.pins import load_pins, parse_env_file
 from pdrepro.scenario import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, load_scenario
@@ -17,7 +18,7 @@ from pdrepro.scenario import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, load_scenari
 from composecli import REPO, config, run_config
 
 EXAMPLE = REPO / "compose" / "example.env"
-FILES = {name: REPO / rel for name, rel in launch.COMPOSE_FILES.items()}
+FILES = {name: REPO / rel for name, rel in compose.COMPOSE_FILES.items()}
 PREFILL_IP, DECODE_IP = "192.0.2.10", "192.0.2.20"
 
 
@@ -29,7 +30,7 @@ def _render(tmp_path: Path, *extra: str, scenario: str = "h20-qwen3-235b-1p1d") 
 
 
 def _site(**kw) -> launch.Site:
-    values = dict(prefill_ip=PREFILL_IP, decode_ip=DECODE_IP,
+    values = dict(prefill_hosts=(PREFILL_IP,), decode_hosts=(DECODE_IP,),
                   model_path="/models/Qwen3-235B-A22B-Instruct-2507", dataset_path=launch.DEFAULT_DATASET,
                   ib_devices_file=launch.DEFAULT_IB_DEVICES, gpus=tuple(range(8)), image=load_pins()["GPU_IMAGE"])
     values.update(kw)
@@ -202,7 +203,7 @@ def test_regular_stack_argv_agrees(tmp_path, same_node):
     assert main(["render", "--scenario", str(scenario), "--prefill-ip", PREFILL_IP, "--decode-ip", decode_ip,
                  "--gpus", ",".join(map(str, range(16 if same_node else 8))), "--out", str(out)]) == 0
     services = config(FILES["regular"], out / "regular.env")["services"]
-    plan = launch.Plan(load_scenario(scenario), _site(decode_ip=decode_ip, gpus=tuple(range(16 if same_node else 8))))
+    plan = launch.Plan(load_scenario(scenario), _site(decode_hosts=(decode_ip,), gpus=tuple(range(16 if same_node else 8))))
     assert services["regular-1"]["command"] == plan.regular_argv(0)
     assert services["regular-2"]["command"] == plan.regular_argv(1)
     assert services["regular-router"]["command"] == plan.regular_router_argv()

@@ -16,27 +16,10 @@ from pdrepro import launch
 from pdrepro.cli import main
 from pdrepro.scenario import load_scenario, shipped_names
 
-GOLDEN = Path(__file__).parent / "golden" / "render-h20-qwen3-235b-1p1d"
+from render_targets import render_argv
+
+GOLDEN = Path(__file__).parent / "golden" / "render" / "h20-qwen3-235b-1p1d" / "compose"
 ARGS = ["render", "--scenario", "h20-qwen3-235b-1p1d", "--prefill-ip", "192.0.2.10", "--decode-ip", "192.0.2.20"]
-
-
-def _normalise(text: str, out: Path) -> str:
-    return text.replace(str(out), "<OUT>")
-
-
-def test_golden_published_launch(tmp_path, capsys):
-    out = tmp_path / "deploy"
-    assert main([*ARGS, "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
-    produced = {p.name: _normalise(p.read_text(), out) for p in sorted(out.iterdir())}
-    assert set(produced) == {"prefill.env", "decode.env", "commands.txt"}
-    assert produced["commands.txt"] in _normalise(printed, out)
-    if os.environ.get("PDREPRO_UPDATE_GOLDEN") == "1":
-        GOLDEN.mkdir(parents=True, exist_ok=True)
-        for name, text in produced.items():
-            (GOLDEN / name).write_text(text)
-    expected = {p.name: p.read_text() for p in sorted(GOLDEN.iterdir())}
-    assert produced == expected, "the rendered launch changed; review the diff, then rerun with PDREPRO_UPDATE_GOLDEN=1"
 
 
 def test_golden_holds_the_published_flags():
@@ -75,7 +58,7 @@ def test_loopback_is_fine_on_one_node(tmp_path, capsys):
 
 def test_same_node_splits_gpus():
     scenario = load_scenario("h20-qwen3-235b-1p1d")
-    site = launch.Site(prefill_ip="192.0.2.10", decode_ip="192.0.2.10", model_path="/m", dataset_path="/d",
+    site = launch.Site(prefill_hosts=("192.0.2.10",), decode_hosts=("192.0.2.10",), model_path="/m", dataset_path="/d",
                        ib_devices_file="/i.json", gpus=tuple(range(16)), image="img")
     plan = launch.Plan(scenario, site)
     assert plan.prefill_gpus == tuple(range(8)) and plan.decode_gpus == tuple(range(8, 16))
@@ -123,6 +106,13 @@ BAD = {
     "ib devices not json name": (lambda t: [*ARGS, "--ib-devices", _ib(t, "{}", "ib.txt")], "must end in .json"),
     "ib devices missing gpu": (lambda t: [*ARGS, "--ib-devices", _ib(t, '{"0": "mlx5_0"}')], "GPU 1 has no device"),
     "ib devices bad json": (lambda t: [*ARGS, "--ib-devices", _ib(t, "{not json")], "not readable JSON"),
+    # SGLang int()s every key: "default" and "*" make the server raise at start-up.
+    "ib devices default key": (lambda t: [*ARGS, "--ib-devices", _ib(t, '{"default": "mlx5_0"}')],
+                               "key 'default' is not a GPU id"),
+    "ib devices star key": (lambda t: [*ARGS, "--ib-devices", _ib(t, '{"*": "mlx5_0", "0": "mlx5_1"}')],
+                            "key '*' is not a GPU id"),
+    "ib devices superscript key": (lambda t: [*ARGS, "--ib-devices", _ib(t, '{"\u00b2": "mlx5_0"}')],
+                                   "is not a GPU id"),
     "ib devices missing": (lambda t: [*ARGS, "--ib-devices", str(t / "absent.json")], "no such file"),
     "dataset missing": (lambda t: [*ARGS, "--dataset", str(t / "absent.json")], "--dataset"),
 }
@@ -166,6 +156,7 @@ def test_regular_only_scenario_on_one_node(tmp_path, capsys):
 @pytest.mark.parametrize("name", [n for n in shipped_names() if load_scenario(n).launch is not None])
 def test_every_shipped_launch_renders(name, tmp_path):
     out = tmp_path / "deploy"
-    assert main(["render", "--scenario", name, "--prefill-ip", "192.0.2.10", "--decode-ip", "192.0.2.20",
-                 "--out", str(out)]) == 0
-    assert (out / "commands.txt").read_text().count("python -m sglang.launch_server") >= 2
+    assert main(render_argv(name, "compose", out)) == 0
+    t = load_scenario(name).topology
+    servers = t.prefill.nodes * t.prefill.servers_per_node + t.decode.nodes * t.decode.servers_per_node
+    assert (out / "commands.txt").read_text().count("python -m sglang.launch_server") >= servers

@@ -50,6 +50,28 @@ class Parallel:
 
 
 @dataclass(frozen=True)
+class RoleNodes:
+    """How many nodes one role (prefill or decode) runs on, and how many
+    servers each of those nodes runs (each with that role's TP)."""
+
+    nodes: int = field(default=1, **_meta(min=1, max=256))
+    servers_per_node: int = field(default=1, **_meta(min=1, max=64))
+
+
+@dataclass(frozen=True)
+class Topology:
+    """xPyD: prefill and decode nodes behind one router. TP per server is
+    ``parallel``; unset, both roles run one server on one node (1P1D)."""
+
+    prefill: RoleNodes = field(default_factory=RoleNodes)
+    decode: RoleNodes = field(default_factory=RoleNodes)
+
+    @property
+    def label(self) -> str:
+        return f"{self.prefill.nodes * self.prefill.servers_per_node}P{self.decode.nodes * self.decode.servers_per_node}D"
+
+
+@dataclass(frozen=True)
 class Link:
     """The fabric of one node; the utilization denominator is derived from it."""
 
@@ -196,8 +218,10 @@ class Scenario:
     reference: Reference | None = None
     thresholds: Thresholds = field(default_factory=Thresholds)
     launch: Launch | None = None
+    topology: Topology = field(default_factory=Topology)
 
     def validate(self, source: str) -> None:
+        self._validate_port_ranges(source)
         if self.kind == "kv-sweep" and self.link is None:
             raise UserError(f"{source}: a kv-sweep scenario needs link (nics_per_node, nic_rate_Gb_s) for utilization")
         lens = set(self.sweep.prompt_lens)
@@ -208,6 +232,23 @@ class Scenario:
                     f"{source}: thresholds.{key} names prompt length {extra[0]}, which sweep.prompt_lens lacks; "
                     "remove it or add the length to the sweep"
                 )
+
+    def _validate_port_ranges(self, source: str) -> None:
+        # Server k of a node listens on the role's port + k (bootstrap too), so
+        # with several servers per node the ranges must not run into each other.
+        if self.launch is None or "disaggregated" not in self.launch.stacks:
+            return
+        p, t = self.launch.ports, self.topology
+        ranges = {"prefill": (p.prefill, t.prefill.servers_per_node), "bootstrap": (p.bootstrap, t.prefill.servers_per_node),
+                  "decode": (p.decode, t.decode.servers_per_node), "router": (p.router, 1)}
+        names = list(ranges)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                (pa, na), (pb, nb) = ranges[a], ranges[b]
+                if pa < pb + nb and pb < pa + na:
+                    raise UserError(
+                        f"{source}: launch.ports.{a} and launch.ports.{b} overlap: server k of a node uses port + k "
+                        f"(topology servers_per_node); space them at least servers_per_node apart")
 
     # Derived figures, so that no later step recomputes them its own way.
     @property

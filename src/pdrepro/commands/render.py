@@ -1,5 +1,6 @@
-"""``pdrepro render``: per-node env files for the compose stacks, and the exact
-commands each node will run."""
+"""``pdrepro render``: the launch of a scenario, placed by a target: compose
+env files per node (default), or Kubernetes manifests. Every target renders
+the same ``launch.LaunchPlan``."""
 
 from __future__ import annotations
 
@@ -7,31 +8,42 @@ import os
 import shutil
 from pathlib import Path
 
-from .. import launch
+from .. import launch, siteinput
 from ..errors import UserError
 from ..scenario import load_scenario
+from ..targets import compose
 
-HELP = "write the compose env files for both nodes and print the commands they will run"
+HELP = "write a scenario's launch for a target (compose env files per node, or Kubernetes manifests)"
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("render", help=HELP, description=HELP[0].upper() + HELP[1:] + ".")
+    p.add_argument("--target", choices=sorted(RENDERERS), default="compose",
+                   help="where the launch runs (default %(default)s)")
     p.add_argument("--scenario", default="h20-qwen3-235b-1p1d",
                    help="shipped scenario name or path to a scenario YAML (default %(default)s)")
     p.add_argument("--prefill-ip", default=os.environ.get("PREFILL_IP"),
-                   help="RDMA-reachable address of the prefill node (also the first regular instance's); env PREFILL_IP")
+                   help="compose: RDMA-reachable address of each prefill node, comma-separated (the first also runs the "
+                        "first regular instance); env PREFILL_IP")
     p.add_argument("--decode-ip", default=os.environ.get("DECODE_IP"),
-                   help="RDMA-reachable address of the decode node, which runs the router; env DECODE_IP")
+                   help="compose: RDMA-reachable address of each decode node, comma-separated; the first runs the router; env DECODE_IP")
     p.add_argument("--model", help="model folder on the nodes; checked here for config.json when given "
                    f"(default {launch.DEFAULT_MODEL_ROOT}/<model name>, not checked)")
     p.add_argument("--dataset", help=f"ShareGPT JSON on the nodes; checked when given (default {launch.DEFAULT_DATASET}, not checked)")
-    p.add_argument("--gpus", help="GPU ids per node, comma-separated (default 0..TP-1; on a single node, both servers' sets)")
+    p.add_argument("--gpus", help="compose: GPU ids per node, comma-separated (default 0..TP-1; servers sharing a node split them)")
     p.add_argument("--ib-devices", help="GPU-to-RDMA-device JSON (from `pdrepro ib-devices`), same path on the nodes; "
                    f"checked and copied into --out when given (default {launch.DEFAULT_IB_DEVICES}, not checked)")
     p.add_argument("--log-dir", default=launch.DEFAULT_LOG_DIR, help="host folder on each node receiving the server logs (default %(default)s)")
     p.add_argument("--memlock", type=int, default=launch.MEMLOCK_UNLIMITED,
-                   help="locked-memory limit for the servers in bytes (default -1 = unlimited)")
-    p.add_argument("--out", default="deploy", help="folder for the env files and commands.txt (default %(default)s)")
+                   help="compose: locked-memory limit for the servers in bytes (default -1 = unlimited)")
+    k8s = p.add_argument_group("Kubernetes (--target k8s)")
+    k8s.add_argument("--namespace", default="pdrepro", help="namespace of every object (default %(default)s)")
+    k8s.add_argument("--rdma-resource", default="rdma/hca",
+                     help="device-plugin resource giving a pod the RDMA devices, one per pod; 'none' for a TCP-only "
+                          "cluster (default %(default)s)")
+    k8s.add_argument("--logs-claim", default="pdrepro-logs",
+                     help="ReadWriteMany PersistentVolumeClaim the servers log to and the sweep Job reads (default %(default)s)")
+    p.add_argument("--out", default="deploy", help="folder for the rendered files (default %(default)s)")
     p.set_defaults(func=run)
 
 
@@ -39,10 +51,7 @@ def _abs(path: str) -> str:
     return str(Path(path).expanduser().absolute())
 
 
-def build_site(args, scenario) -> launch.Site:
-    prefill_ip = launch.parse_ip(args.prefill_ip, "--prefill-ip")
-    decode_ip = launch.parse_ip(args.decode_ip, "--decode-ip")
-    launch.check_two_node_ips(prefill_ip, decode_ip)
+def build_site(args, scenario, prefill_hosts: tuple[str, ...], decode_hosts: tuple[str, ...]) -> launch.Site:
     if args.model:
         model = Path(args.model).expanduser()
         if not (model / "config.json").is_file():
@@ -56,16 +65,22 @@ def build_site(args, scenario) -> launch.Site:
         dataset = _abs(args.dataset)
     else:
         dataset = launch.DEFAULT_DATASET
+    t = scenario.topology
     tps = [scenario.parallel.prefill_tp, scenario.parallel.decode_tp]
     if scenario.launch and scenario.launch.regular_tp:
         tps.append(scenario.launch.regular_tp)
     if args.gpus is not None:
-        gpus = launch.parse_gpus(args.gpus)
+        gpus = siteinput.parse_gpus(args.gpus)
     else:
-        per_server = max(tps)
-        gpus = tuple(range(2 * per_server if prefill_ip == decode_ip else per_server))
+        # Enough for the busiest node: servers sharing a node split its GPUs.
+        per_host: dict[str, int] = {}
+        for hosts, tp, per_node in ((prefill_hosts, tps[0], t.prefill.servers_per_node), (decode_hosts, tps[1], t.decode.servers_per_node)):
+            for host in hosts:
+                per_host[host] = per_host.get(host, 0) + tp * per_node
+        regular = 2 * max(tps) if prefill_hosts[0] == decode_hosts[0] else max(tps)
+        gpus = tuple(range(max(regular if len(tps) > 2 else 0, *per_host.values())))
     if args.ib_devices:
-        launch.check_ib_devices(Path(args.ib_devices).expanduser(), max(tps))
+        siteinput.check_ib_devices(Path(args.ib_devices).expanduser(), max(tps))
         ib_devices = _abs(args.ib_devices)
     else:
         ib_devices = launch.DEFAULT_IB_DEVICES
@@ -74,29 +89,37 @@ def build_site(args, scenario) -> launch.Site:
     if not args.log_dir or not args.log_dir.startswith("/"):
         raise UserError(f"--log-dir {args.log_dir!r}: give an absolute folder path on the nodes")
     return launch.Site(
-        prefill_ip=prefill_ip, decode_ip=decode_ip, model_path=model_path, dataset_path=dataset,
-        ib_devices_file=ib_devices, gpus=gpus, image=launch.gpu_image(), log_dir=args.log_dir, memlock=args.memlock,
+        prefill_hosts=prefill_hosts, decode_hosts=decode_hosts, model_path=model_path, dataset_path=dataset,
+        ib_devices_file=ib_devices, gpus=gpus, image=siteinput.gpu_image(), log_dir=args.log_dir, memlock=args.memlock,
     )
 
 
-def run(args) -> int:
-    scenario = load_scenario(args.scenario)
-    site = build_site(args, scenario)
-    plan = launch.Plan(scenario, site)
-    out = Path(args.out)
+def _mkdir(out: Path, option: str) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UserError(f"--out {args.out}: cannot create it ({exc.strerror}); choose a writable folder") from None
+        raise UserError(f"{option} {out}: cannot create it ({exc.strerror}); choose a writable folder") from None
+
+
+def _compose(args, scenario) -> int:
+    t = scenario.topology
+    prefill_ips = siteinput.parse_ips(args.prefill_ip, "--prefill-ip", t.prefill.nodes)
+    decode_ips = siteinput.parse_ips(args.decode_ip, "--decode-ip", t.decode.nodes)
+    siteinput.check_node_ips(prefill_ips, decode_ips)
+    site = build_site(args, scenario, prefill_ips, decode_ips)
+    plan = launch.Plan(scenario, site)
+    files = compose.env_files(plan)
+    out = Path(args.out)
+    _mkdir(out, "--out")
     written = []
-    for name, rows in plan.env_files().items():
-        (out / name).write_text(launch.format_env_file(name, rows, scenario))
+    for name, rows in files.items():
+        (out / name).write_text(compose.format_env_file(name, rows, scenario))
         written.append(out / name)
     if args.ib_devices:
         # A reference copy, so the folder shipped to the nodes is complete.
         shutil.copyfile(Path(args.ib_devices).expanduser(), out / "ib_devices.json")
         written.append(out / "ib_devices.json")
-    text = launch.commands_text(plan, str(out))
+    text = compose.commands_text(plan, str(out))
     (out / "commands.txt").write_text(text)
     written.append(out / "commands.txt")
     print(text)
@@ -105,7 +128,17 @@ def run(args) -> int:
     if not args.model:
         notes.append(f"model path {site.model_path} is a default, not checked: pass --model")
     if not args.ib_devices:
-        notes.append(f"{site.ib_devices_file} must exist on both nodes: `pdrepro ib-devices --out {site.ib_devices_file}`")
+        notes.append(f"{site.ib_devices_file} must exist on every node: `pdrepro ib-devices --out {site.ib_devices_file}`")
     for note in notes:
         print(f"note: {note}")
     return 0
+
+
+# Target name -> renderer(args, scenario) -> exit status. A new target adds
+# itself here and renders from launch.Plan(...).launch_plan().
+RENDERERS = {"compose": _compose}
+
+
+def run(args) -> int:
+    scenario = load_scenario(args.scenario)
+    return RENDERERS[args.target](args, scenario)
