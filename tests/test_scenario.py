@@ -104,3 +104,51 @@ def test_thresholds_override_and_bad_threshold_file(tmp_path):
 def test_missing_run_directory_is_named_before_the_scenario(tmp_path):
     with pytest.raises(UserError, match="no such run directory"):
         resolve_scenario(None, tmp_path / "absent")
+
+
+@pytest.mark.parametrize("change, needle", [
+    ({"num_key_value_heads": 0}, "num_key_value_heads"),
+    ({"num_key_value_heads": -4}, "num_key_value_heads"),
+    ({"head_dim": 0}, "head_dim"),
+    ({"num_attention_heads": 48, "num_key_value_heads": 3}, "TP 8"),   # 3 KV heads over 8 ranks: no even split
+    ({"num_attention_heads": 64, "num_key_value_heads": 5}, "num_attention_heads"),   # 64 query heads, 5 KV groups
+])
+def test_geometry_that_cannot_be_a_model_is_refused_at_load(tmp_path, change, needle):
+    data = _shipped()
+    data["model"]["geometry"].update(change)
+    assert needle in _error(tmp_path, data)
+
+
+def test_nan_ratio_and_nan_rate_are_refused(tmp_path):
+    data = _shipped()
+    data["sweep"]["random_range_ratio"] = float("nan")
+    assert "sweep.random_range_ratio" in _error(tmp_path, data)
+    data = _shipped()
+    data["link"]["nic_rate_Gb_s"] = float("nan")
+    assert "link.nic_rate_Gb_s" in _error(tmp_path, data)
+
+
+def test_infinity_only_where_it_means_unbounded(tmp_path):
+    data = _shipped()
+    data["link"]["nic_rate_Gb_s"] = "inf"
+    assert "link.nic_rate_Gb_s" in _error(tmp_path, data)
+
+
+def test_prompt_length_beyond_any_model_is_refused(tmp_path):
+    data = _shipped()
+    data["sweep"]["prompt_lens"] = [128, 50_000_000]
+    assert "sweep.prompt_lens" in _error(tmp_path, data)
+
+
+def test_non_utf8_scenario_file_is_one_line(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_bytes(yaml.safe_dump(_shipped()).encode() + b"# caf\xe9 latin-1\n")
+    with pytest.raises(UserError, match="UTF-8") as info:
+        load_scenario(path)
+    assert str(path) in str(info.value)
+
+
+def test_negative_timeouts_in_the_launch_environment_are_refused(tmp_path):
+    data = _shipped()
+    data["launch"]["env"]["SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT"] = "-30"
+    assert "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT" in _error(tmp_path, data)

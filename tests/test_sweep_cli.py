@@ -73,3 +73,23 @@ def test_missing_model_folder_is_named_before_any_length_runs(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("pdrepro sweep: error: --model-path") and "Qwen3-235B-A22B-Instruct-2507: no such folder" in proc.stderr
     assert not (tmp_path / "run" / "bench").exists()
+
+
+@pytest.mark.parametrize("flag", ["--length-timeout", "--wait-timeout"])
+def test_negative_or_zero_timeouts_are_refused(tmp_path, flag):
+    for value in ("-5", "0"):
+        proc = _sweep("--scenario", "h20-qwen3-235b-1p1d", "--prefill", "http://127.0.0.1:9", "--decode",
+                      "http://127.0.0.1:9", flag, value, *_base(tmp_path))
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        errors = [l for l in proc.stderr.splitlines() if l.startswith("pdrepro sweep: error:")]
+        assert len(errors) == 1 and flag in errors[0] and "above 0" in errors[0], proc.stderr
+        assert not (tmp_path / "run").exists()
+
+
+def test_out_naming_an_existing_file_is_one_line(tmp_path):
+    (tmp_path / "run").write_text("notes\n")
+    proc = _sweep("--scenario", "h20-qwen3-235b-1p1d", "--prefill", "http://127.0.0.1:9", "--decode", "http://127.0.0.1:9",
+                  "--wait-timeout", "1", *_base(tmp_path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("pdrepro sweep: error: --out") and "is a file" in proc.stderr
+    assert (tmp_path / "run").read_text() == "notes\n"

@@ -40,8 +40,12 @@ class Geometry:
         return self.kv_lora_rank is not None
 
     def validate(self, source: str) -> None:
-        if self.num_hidden_layers < 1:
-            raise UserError(f"{source}: num_hidden_layers must be >= 1, got {self.num_hidden_layers}")
+        # A zero would not fail later: `kv_heads or attention_heads` would quietly take the wrong count.
+        for name in ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size",
+                     "kv_lora_rank", "qk_rope_head_dim"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise UserError(f"{source}: {name} must be >= 1, got {value}; copy it from the model's config.json")
         if self.is_mla:
             if self.qk_rope_head_dim is None:
                 raise UserError(f"{source}: an MLA geometry (kv_lora_rank) also needs qk_rope_head_dim")
@@ -50,6 +54,13 @@ class Geometry:
             raise UserError(f"{source}: geometry needs num_key_value_heads (or num_attention_heads)")
         if self.head_dim is None and (self.hidden_size is None or self.num_attention_heads is None):
             raise UserError(f"{source}: geometry needs head_dim, or hidden_size and num_attention_heads")
+        heads, kv_heads = self.num_attention_heads, self.num_key_value_heads
+        if heads is not None and kv_heads is not None and (kv_heads > heads or heads % kv_heads):
+            raise UserError(f"{source}: num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}, "
+                            "which no attention layout has; copy both from the model's config.json")
+        if self.head_dim is None and self.hidden_size % heads:
+            raise UserError(f"{source}: hidden_size {self.hidden_size} does not divide by num_attention_heads {heads}; "
+                            "give head_dim from the model's config.json")
 
 
 def dtype_bytes(dtype: str, source: str = "scenario") -> int:

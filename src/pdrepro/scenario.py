@@ -85,11 +85,12 @@ class Link:
 
 @dataclass(frozen=True)
 class Sweep:
-    prompt_lens: tuple[int, ...] = field(**_meta(min=1))
+    # No released model reads more than about 10 M tokens; a longer "length" is a typo.
+    prompt_lens: tuple[int, ...] = field(**_meta(min=1, max=10_000_000))
     num_prompts: int = field(**_meta(min=1))
     output_len: int = field(**_meta(min=1))
     max_concurrency: int | None = field(**_meta(min=1))
-    request_rate: float = field(**_meta(min=0))
+    request_rate: float = field(**_meta(min=0, unbounded=True))
     random_range_ratio: float = field(**_meta(min=0, max=1))
     seed: int
     warmup_requests: int = field(**_meta(min=0))
@@ -197,6 +198,9 @@ class Launch:
         if "regular" in self.stacks and (len(p.regular) != 2 or len({*p.regular, p.router}) != 3):
             raise UserError(f"{source}: launch.ports.regular must list two ports, different from each other and from the router's")
         allowed = LAUNCH_ENV_FIXED + LAUNCH_ENV_TUNABLES
+        for key, value in self.env.items():
+            if key.endswith("_TIMEOUT") and not _positive_number(value):
+                raise UserError(f"{source}: launch.env.{key} is {value!r}; give a timeout in seconds above 0")
         unknown = sorted(set(self.env) - set(allowed))
         if unknown:
             raise UserError(
@@ -291,11 +295,16 @@ def shipped_names() -> list[str]:
 
 def _read_yaml(path: Path, what: str) -> object:
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UserError(f"{path}: no such {what} file; check the path") from None
     except IsADirectoryError:
         raise UserError(f"{path}: is a directory; give the {what} YAML file") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}); save the {what} "
+                        "file as UTF-8") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the {what} file ({exc.strerror}); fix the path or its permissions") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -315,7 +324,8 @@ def scenario_from_dict(data: object, source: str, base_dir: Path | None = None) 
             config = (base_dir / config).resolve()
         model = dataclasses.replace(scenario.model, config_json=str(config))
         scenario = dataclasses.replace(scenario, model=model)
-        scenario.geometry  # fail now, at the edge, if the config is unreadable
+    # Fail now, at the edge: an unreadable config, or heads that do not split over the TP ranks.
+    kv_bytes_per_token(scenario.geometry, scenario.model.dtype, scenario.parallel.prefill_tp, source)
     return scenario
 
 
@@ -372,6 +382,14 @@ def resolve_scenario(spec: str | None, run_dir: Path | None = None, thresholds: 
         scenario = scenario.with_thresholds(merge_thresholds(scenario.thresholds, thresholds))
         scenario.validate(str(thresholds))
     return scenario
+
+
+def _positive_number(value: str) -> bool:
+    try:
+        number = float(value)
+    except ValueError:
+        return False
+    return math.isfinite(number) and number > 0
 
 
 def is_unbounded(rate: float) -> bool:

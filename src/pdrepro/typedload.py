@@ -2,7 +2,8 @@
 
 Validation happens once, here, at the edge: unknown keys are rejected by name,
 missing keys are reported by their dotted path, and a field's ``metadata`` may
-carry ``min``/``max`` bounds and ``choices``. Code downstream trusts the objects.
+carry ``min``/``max`` bounds and ``choices``, and ``unbounded`` where infinity
+is a meaningful value (NaN never is). Code downstream trusts the objects.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ def _convert(tp: Any, value: Any, where: str, source: str) -> Any:
             return math.inf
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise SchemaError(f"{source}: {where}: expected a number, got {value!r}")
+        if math.isnan(value):
+            raise SchemaError(f"{source}: {where}: is NaN (.nan), which is no figure; give a number")
         return float(value)
     if tp is str:
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
@@ -93,6 +96,9 @@ def _check_bounds(field: dataclasses.Field, value: Any, where: str, source: str)
             raise SchemaError(f"{source}: {where}: {v} is below the minimum {meta['min']}")
         if "max" in meta and isinstance(v, (int, float)) and v > meta["max"]:
             raise SchemaError(f"{source}: {where}: {v} is above the maximum {meta['max']}")
+        # Infinity means "unbounded" and is only meaningful where a field says so (a request rate).
+        if isinstance(v, float) and math.isinf(v) and not meta.get("unbounded"):
+            raise SchemaError(f"{source}: {where}: {v} is infinite; give a finite number")
 
 
 def build(cls: type, data: Any, where: str, source: str):

@@ -6,6 +6,7 @@ import dataclasses
 import os
 from pathlib import Path
 
+from ..cliargs import seconds
 from ..errors import UserError
 from ..units import MiB
 
@@ -60,7 +61,7 @@ def register(subparsers) -> None:
                         "local Docker engine's own cap when it has one, else unlimited)")
     p.add_argument("--host-ip", default=os.environ.get("SMOKE_HOST_IP"),
                    help="RDMA only: the host's address on the RDMA netdev (default: $SMOKE_HOST_IP or the hostname's)")
-    p.add_argument("--timeout", type=float, default=600, help="seconds before the run is abandoned (default 600)")
+    p.add_argument("--timeout", type=seconds, default=600, help="seconds before the run is abandoned (default 600)")
     p.set_defaults(func=run)
 
 

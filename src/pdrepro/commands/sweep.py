@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..cliargs import seconds
 from ..errors import UserError
 from ..scenario import resolve_scenario
 
@@ -41,8 +42,8 @@ def register(sub) -> None:
     p.add_argument("--prefill-container", default="pdrepro-prefill", help="prefill container name for --logs-from docker")
     p.add_argument("--decode-container", default="pdrepro-decode", help="decode container name for --logs-from docker")
     p.add_argument("--router-container", default="pdrepro-router", help="router container name (its image and environment go in the provenance)")
-    p.add_argument("--length-timeout", type=float, metavar="SEC", help="stop a prompt length's client after SEC seconds")
-    p.add_argument("--wait-timeout", type=float, default=900.0, metavar="SEC", help="how long to wait for the stack to be healthy (default 900)")
+    p.add_argument("--length-timeout", type=seconds, metavar="SEC", help="stop a prompt length's client after SEC seconds")
+    p.add_argument("--wait-timeout", type=seconds, default=900.0, metavar="SEC", help="how long to wait for the stack to be healthy (default 900)")
     p.add_argument("--on-failure", choices=("continue", "stop"), default="continue", help="after a failed length (default: continue)")
     p.add_argument("--metrics", action="store_true", help="scrape the servers' /metrics before and after each length; RUN/metrics/<role>-<L>.prom is the difference (needs --enable-metrics)")
     p.add_argument("--no-transport-proof", action="store_true",
@@ -77,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
     from ..sweep.launcher import DockerLauncher
     from ..sweep.runner import SweepConfig, is_disaggregated, run_sweep
 
+    if args.out.exists() and not args.out.is_dir():
+        raise UserError(f"--out {args.out}: is a file, not a run directory; give a folder (new, or a run to resume)")
     scenario = resolve_scenario(args.scenario, None, args.thresholds)
     if is_disaggregated(args.configuration) and not (args.prefill and args.decode):
         raise UserError("pass --prefill URL and --decode URL (the PD servers behind the router) so their health is checked")
