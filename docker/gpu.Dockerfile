@@ -5,12 +5,17 @@
 #   make build                        # pins come from docker/versions.env
 #   make build EXTRA_CA=corp-ca.pem   # TLS-intercepting proxy (build secret)
 #   make build WHEELS_ONLY=1          # air-gapped: pip reads wheelhouse/gpu/ only
+#   make build MOONCAKE_SOURCE=local  # Mooncake from build/mooncake-src (no GitHub)
+#   make mooncake-stage               # only the Mooncake stage, wheel in build/
 #
 # Needs BuildKit (secret mounts). Stage order keeps the slow parts cached:
 # the Mooncake build and the SGLang install do not depend on the bundle's
 # sources, so editing the bundle rebuilds only the last two layers.
 
-ARG GPU_BASE=nvidia/cuda:12.9.1-cudnn-devel-ubuntu24.04@sha256:a2e1e2360c85298ac47ec2543b406ab1e8cec42e31ee47e4d32140ebc82e1067
+ARG GPU_BASE=nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04@sha256:8b2705ea7a8653ad3451b46ab835eced92d77b44e671b9cf3ad4f95fbb2efe5e
+# git: fetch the pinned commit from MOONCAKE_REPO; local: build/mooncake-src,
+# assembled by docker/mooncake-src.sh from a checkout on this host.
+ARG MOONCAKE_SOURCE=git
 
 # --------------------------------------------------------------------------
 # base: CUDA + cuDNN devel (flashinfer compiles kernels at run time, so the
@@ -22,14 +27,22 @@ ARG DEBIAN_FRONTEND=noninteractive
 ARG GPU_PYTHON_VERSION=3.12
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY docker/with-extra-ca.sh /usr/local/bin/with-extra-ca
+# Package names common to Ubuntu 24.04 and Debian, so the Mooncake stage can
+# also be proven on a Debian stand-in base (docker/cuda-substitute.Dockerfile).
+# hadolint ignore=DL3008
 RUN --mount=type=secret,id=extra_ca,required=false \
     with-extra-ca apt-get update \
  && with-extra-ca apt-get install -y --no-install-recommends \
-      ca-certificates git \
-      "python${GPU_PYTHON_VERSION}" "python${GPU_PYTHON_VERSION}-venv" "python${GPU_PYTHON_VERSION}-dev" \
+      ca-certificates git curl python3 python3-venv python3-dev \
       rdma-core libibverbs1 ibverbs-providers librdmacm1 ibverbs-utils infiniband-diags perftest \
-      libnuma1 liburing2 libyaml-0-2 libcurl4t64 iproute2 pciutils numactl \
+      libnuma1 liburing2 libyaml-0-2 iproute2 pciutils numactl \
  && rm -rf /var/lib/apt/lists/*
+# The lock (docker/gpu-requirements.lock) is resolved for one Python; a base
+# whose python3 is another would install wheels built for the wrong ABI.
+RUN have="$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
+ && if [ "${have}" != "${GPU_PYTHON_VERSION}" ]; then \
+      echo "base image has Python ${have}, the image is pinned to ${GPU_PYTHON_VERSION} (GPU_PYTHON_VERSION in docker/versions.env)" >&2; \
+      exit 1; fi
 # One virtual environment for everything Python (Ubuntu 24.04 refuses
 # system-wide pip installs). /wheelhouse is always searched first; with
 # WHEELS_ONLY=1 it is the only source.
@@ -38,32 +51,34 @@ ENV VIRTUAL_ENV=/opt/venv \
     PIP_FIND_LINKS=/wheelhouse \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1
-RUN "python${GPU_PYTHON_VERSION}" -m venv /opt/venv && mkdir -p /wheelhouse
+RUN python3 -m venv /opt/venv && mkdir -p /wheelhouse
 
 # --------------------------------------------------------------------------
-# mooncake: Transfer Engine from source at the pin, packed as a wheel.
+# mooncake-deps: Mooncake's build dependencies as its dependencies.sh lists
+# them for Debian and Ubuntu, from apt directly (its Go download only serves
+# etcd, which PD does not use).
 # --------------------------------------------------------------------------
-FROM base AS mooncake
+FROM base AS mooncake-deps
 ARG DEBIAN_FRONTEND=noninteractive
-ARG MOONCAKE_REPO=https://github.com/kvcache-ai/Mooncake.git
-ARG MOONCAKE_COMMIT=6e3a11b97a3ece7f7734cca4374406be2a6a930b
-ARG MOONCAKE_CMAKE_FLAGS="-DUSE_CUDA=ON -DWITH_EP=OFF -DUSE_ETCD=OFF -DWITH_STORE=OFF -DWITH_STORE_RUST=OFF -DBUILD_UNIT_TESTS=OFF -DBUILD_BENCHMARK=OFF"
-ARG GITHUB_MIRROR=
-ARG WHEELS_ONLY=
-# Build dependencies as Mooncake's dependencies.sh lists them for Debian and
-# Ubuntu, taken from apt directly (its Go download only serves etcd, unused).
+# hadolint ignore=DL3008
 RUN --mount=type=secret,id=extra_ca,required=false \
     with-extra-ca apt-get update \
  && with-extra-ca apt-get install -y --no-install-recommends \
-      build-essential cmake ninja-build pkg-config patchelf unzip \
+      build-essential cmake ninja-build pkg-config patchelf unzip file \
       libibverbs-dev libnuma-dev libgoogle-glog-dev libgtest-dev libjsoncpp-dev \
       libunwind-dev libboost-all-dev libssl-dev libgrpc-dev libgrpc++-dev \
       libprotobuf-dev protobuf-compiler-grpc libyaml-cpp-dev libcurl4-openssl-dev \
       libhiredis-dev liburing-dev libjemalloc-dev libmsgpack-dev libzmq3-dev \
       libzstd-dev libasio-dev libxxhash-dev \
  && rm -rf /var/lib/apt/lists/*
+
+# The two ways to get the sources; BuildKit runs only the one selected.
+FROM mooncake-deps AS mooncake-src-git
+ARG MOONCAKE_REPO=https://github.com/kvcache-ai/Mooncake.git
+ARG MOONCAKE_COMMIT=6e3a11b97a3ece7f7734cca4374406be2a6a930b
+ARG GITHUB_MIRROR=
 WORKDIR /src/mooncake
-# Fetch exactly the pinned commit (and its submodules: pybind11, yalantinglibs).
+# Exactly the pinned commit and its submodules (pybind11, yalantinglibs).
 RUN --mount=type=secret,id=extra_ca,required=false \
     if [ -n "${GITHUB_MIRROR}" ]; then \
       git config --global url."${GITHUB_MIRROR%/}/".insteadOf https://github.com/; fi \
@@ -73,6 +88,24 @@ RUN --mount=type=secret,id=extra_ca,required=false \
  && git checkout -q FETCH_HEAD \
  && test "$(git rev-parse HEAD)" = "${MOONCAKE_COMMIT}" \
  && with-extra-ca git submodule update -q --init --recursive --depth 1
+
+FROM mooncake-deps AS mooncake-src-local
+ARG MOONCAKE_COMMIT=6e3a11b97a3ece7f7734cca4374406be2a6a930b
+COPY build/mooncake-src/ /src/mooncake/
+# The stamp is written by docker/mooncake-src.sh from the commit it archived.
+RUN grep -qx "mooncake=${MOONCAKE_COMMIT}" /src/mooncake/.pdrepro-source \
+ || { echo "build/mooncake-src is not Mooncake ${MOONCAKE_COMMIT}; run 'make mooncake-src'" >&2; exit 1; }
+
+# --------------------------------------------------------------------------
+# mooncake: Transfer Engine from source at the pin, packed as a wheel into
+# /out, with the engine's own data validator next to it.
+# --------------------------------------------------------------------------
+# hadolint ignore=DL3006
+FROM mooncake-src-${MOONCAKE_SOURCE} AS mooncake
+ARG MOONCAKE_CMAKE_FLAGS="-DUSE_CUDA=ON -DWITH_EP=OFF -DUSE_ETCD=OFF -DWITH_STORE=OFF -DWITH_STORE_RUST=OFF -DBUILD_UNIT_TESTS=OFF -DBUILD_BENCHMARK=OFF"
+ARG WHEELS_ONLY=
+ARG BUILD_JOBS=
+WORKDIR /src/mooncake
 # yalantinglibs is a header library Mooncake expects to find installed.
 RUN cmake -S extern/yalantinglibs -B /tmp/ylt -G Ninja \
       -DBUILD_EXAMPLES=OFF -DBUILD_BENCHMARK=OFF -DBUILD_UNIT_TESTS=OFF \
@@ -85,18 +118,24 @@ RUN cmake -S extern/yalantinglibs -B /tmp/ylt -G Ninja \
 RUN export LIBRARY_PATH=/usr/local/cuda/lib64/stubs${LIBRARY_PATH:+:${LIBRARY_PATH}} \
  && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DPython3_EXECUTABLE=/opt/venv/bin/python ${MOONCAKE_CMAKE_FLAGS} \
- && cmake --build build
+ && cmake --build build ${BUILD_JOBS:+--parallel ${BUILD_JOBS}}
 # Upstream's packer (auditwheel-repaired wheel; leaves libibverbs, libnuma,
-# libcurl and CUDA to the image). Its Python tools (build, setuptools, wheel,
-# auditwheel) go into the venv, from the site wheels when WHEELS_ONLY is set;
-# copied only now so a new wheel never recompiles Mooncake.
+# libcurl and CUDA to the image). Its Python tools come from the hash-locked
+# list, from the site wheels when WHEELS_ONLY is set; copied only now so a new
+# wheel never recompiles Mooncake.
 COPY wheelhouse/gpu/ /wheelhouse/
+COPY docker/mooncake-build-tools.lock /tmp/mooncake-build-tools.lock
 RUN --mount=type=secret,id=extra_ca,required=false \
     if [ -n "${WHEELS_ONLY}" ]; then export PIP_NO_INDEX=1; fi \
+ && with-extra-ca pip install --require-hashes -r /tmp/mooncake-build-tools.lock \
+ && sed -e 's/ *\\$//' -e '/^ *--hash/d' /tmp/mooncake-build-tools.lock > /tmp/build-tools.constraints \
+ && export PIP_CONSTRAINT=/tmp/build-tools.constraints \
  && PYTHON_VERSION="$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
     OUTPUT_DIR=dist with-extra-ca bash scripts/build_wheel.sh \
- && mkdir -p /out \
- && cp mooncake-wheel/dist/*.whl /out/
+ && mkdir -p /out/validator \
+ && cp mooncake-wheel/dist/*.whl /out/ \
+ && cp build/mooncake-transfer-engine/example/transfer_engine_validator /out/validator/ \
+ && cp .pdrepro-source /out/SOURCE 2>/dev/null || git rev-parse HEAD > /out/SOURCE
 
 # --------------------------------------------------------------------------
 # sglang: cloned at the pin, installed from python/ with the `all` extra, so

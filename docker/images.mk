@@ -82,3 +82,18 @@ lint: setup ## Lint every Dockerfile with hadolint (error level)
 	$(HADOLINT) --failure-threshold error docker/*.Dockerfile
 
 .PHONY: smoke-image-locked wheelhouse smoke-base smoke-image build lint
+
+# The Mooncake stage of the GPU image, proven without the CUDA base or GitHub:
+# sources from a local clone (MOONCAKE_GIT, assembled by docker/mooncake-src.sh),
+# a CUDA stand-in base (docker/cuda-substitute.Dockerfile), hash-locked tools.
+MOONCAKE_GIT ?=
+MOONCAKE_SUBMODULES ?=
+mooncake-stage: ## Build the GPU image's Mooncake stage here (USE_CUDA=ON wheel into build/mooncake-stage/; ~25 min on 2 cores)
+	@MOONCAKE_COMMIT=$(MOONCAKE_COMMIT) MOONCAKE_CMAKE_FLAGS="$(MOONCAKE_CMAKE_FLAGS)" \
+	  CUDA_VERSION=$(CUDA_VERSION) CUDA_SUBSTITUTE_WHEELS="$(CUDA_SUBSTITUTE_WHEELS)" \
+	  CUDA_SUBSTITUTE_IMAGE=$(CUDA_SUBSTITUTE_IMAGE) SMOKE_BASE_LOCAL=$(SMOKE_BASE_LOCAL) \
+	  SMOKE_DEBIAN_SUITE=$(SMOKE_DEBIAN_SUITE) SMOKE_PYTHON_VERSION=$(SMOKE_PYTHON_VERSION) \
+	  MOONCAKE_GIT="$(MOONCAKE_GIT)" MOONCAKE_SUBMODULES="$(MOONCAKE_SUBMODULES)" PYTHON=$(PYTHON) \
+	  bash docker/mooncake-stage.sh build/mooncake-stage
+
+.PHONY: mooncake-stage

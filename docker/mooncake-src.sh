@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Assemble Mooncake's sources at one commit, submodules included, as plain
+# files under OUT, for builds that cannot reach GitHub (MOONCAKE_SOURCE=local).
+# The submodule commits are the ones the Mooncake commit records, so the tree
+# is exactly what `git clone --recursive` + checkout would give.
+#
+# Usage: mooncake-src.sh MOONCAKE_GIT COMMIT OUT [SUBMODULE_PATH=GIT_DIR ...]
+#   MOONCAKE_GIT  a clone (bare or not) that holds COMMIT
+#   SUBMODULE_PATH=GIT_DIR  where a submodule's commits live when the clone has
+#                 no initialised submodule there (e.g. extern/pybind11=/src/pybind11)
+set -euo pipefail
+
+say() { printf 'mooncake-src: %s\n' "$*" >&2; }
+die() { say "$*"; exit 2; }
+
+repo=${1:-} commit=${2:-} out=${3:-}
+[ -n "$repo" ] && [ -n "$commit" ] && [ -n "$out" ] ||
+  die "usage: mooncake-src.sh MOONCAKE_GIT COMMIT OUT [SUBMODULE_PATH=GIT_DIR ...]"
+shift 3
+declare -A override=()
+for pair in "$@"; do
+  [[ "$pair" == *=* ]] || die "'$pair' is not SUBMODULE_PATH=GIT_DIR"
+  override[${pair%%=*}]=${pair#*=}
+done
+
+git -C "$repo" rev-parse --git-dir >/dev/null 2>&1 ||
+  die "MOONCAKE_GIT=$repo is not a git clone; clone kvcache-ai/Mooncake there (or point at one)"
+git -C "$repo" cat-file -e "${commit}^{commit}" 2>/dev/null ||
+  die "$repo does not hold commit $commit; fetch it there first (git -C $repo fetch origin $commit)"
+
+stamp="$out/.pdrepro-source"
+if [ -f "$stamp" ] && grep -qx "mooncake=$commit" "$stamp"; then
+  say "$out already holds Mooncake $commit"
+  exit 0
+fi
+
+tmp="$out.tmp.$$"
+rm -rf "$tmp"
+mkdir -p "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+# Partial mirrors can lack a few large blobs (trace data, papers); a build
+# never reads them, so leave them out by name instead of failing.
+missing=$(git -C "$repo" ls-tree -r "$commit" | awk '$2 == "blob" {print $3}' |
+  git -C "$repo" cat-file --batch-check | awk '$2 == "missing" {print $1}')
+excludes=()
+if [ -n "$missing" ]; then
+  while read -r _mode _type blob path; do
+    if grep -qx "$blob" <<<"$missing"; then
+      excludes+=(":(exclude)$path")
+      say "left out $path (its blob is not in $repo)"
+    fi
+  done < <(git -C "$repo" ls-tree -r "$commit")
+fi
+git -C "$repo" archive --format=tar "$commit" -- . "${excludes[@]}" | tar -x -C "$tmp"
+{ echo "mooncake=$commit"; } >"$tmp/.pdrepro-source.new"
+
+# Each gitlink (mode 160000) in the tree is a submodule at a recorded commit.
+while read -r _mode _type sub_commit path; do
+  src=${override[$path]:-}
+  if [ -z "$src" ]; then
+    if git -C "$repo/$path" rev-parse --git-dir >/dev/null 2>&1; then
+      src="$repo/$path"
+    else
+      die "submodule $path ($sub_commit) is not initialised in $repo; run 'git submodule update --init' there or pass $path=GIT_DIR"
+    fi
+  fi
+  git -C "$src" cat-file -e "${sub_commit}^{commit}" 2>/dev/null ||
+    die "$src does not hold $path's commit $sub_commit; fetch it there first"
+  mkdir -p "$tmp/$path"
+  git -C "$src" archive --format=tar "$sub_commit" | tar -x -C "$tmp/$path"
+  echo "$path=$sub_commit" >>"$tmp/.pdrepro-source.new"
+  say "$path at $sub_commit"
+done < <(git -C "$repo" ls-tree -r "$commit" | awk '$1 == "160000"')
+
+mv "$tmp/.pdrepro-source.new" "$tmp/.pdrepro-source"
+rm -rf "$out"
+mkdir -p "$(dirname "$out")"
+mv "$tmp" "$out"
+trap - EXIT
+say "Mooncake $commit assembled in $out ($(du -sh "$out" | cut -f1))"
