@@ -142,3 +142,26 @@ def test_a_second_server_on_the_node_gets_keys_from_zero(tmp_path, bin_dir, caps
     assert "GPU 12 is not on this node" in capsys.readouterr().err
     assert main(["ib-devices", "--sysfs-root", str(tmp_path / "sys"), "--out", str(out), "--gpus", "4,x"]) == 2
     assert "comma list" in capsys.readouterr().err
+
+
+def test_written_map_is_one_render_accepts(tmp_path, bin_dir):
+    from pdrepro.siteinput import check_ib_devices
+
+    h20_node(tmp_path / "sys")
+    fakebin.nvidia_smi(bin_dir)
+    out = tmp_path / "ib_devices.json"
+    assert main(["ib-devices", "--sysfs-root", str(tmp_path / "sys"), "--out", str(out)]) == 0
+    check_ib_devices(out, 8)
+    assert all(k.isascii() and k.isdigit() for k in json.loads(out.read_text()))
+
+
+@pytest.mark.parametrize("key", ["default", "*"])
+def test_a_key_sglang_refuses_is_never_written(tmp_path, bin_dir, capsys, monkeypatch, key):
+    from pdrepro.commands import ib_devices
+
+    monkeypatch.setattr(ib_devices, "build_map", lambda root, wanted=None: ({"0": "mlx5_0", key: "mlx5_1"}, []))
+    out = tmp_path / "ib_devices.json"
+    assert main(["ib-devices", "--sysfs-root", str(tmp_path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"key {key!r} is not a GPU id" in err[0]
+    assert not out.exists()

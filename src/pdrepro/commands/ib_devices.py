@@ -8,6 +8,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..fabric import affinity, nvidia, sysfs
 from ..fabric.tools import ToolFailed, ToolMissing
+from ..siteinput import ib_device_key_problem
 
 
 def register(sub) -> None:
@@ -80,6 +81,11 @@ def run(args) -> int:
         raise UserError(f"--out {args.out}: the name must end in .json, or SGLang's --disaggregation-ib-device "
                         "takes it for a device list; e.g. --out ib_devices.json")
     mapping, reasons = build_map(args.sysfs_root, _gpu_ids(args.gpus))
+    for key in mapping:
+        # SGLang raises on any key but an integer GPU index ("default" and "*" included).
+        problem = ib_device_key_problem(key)
+        if problem:
+            raise UserError(f"--out {args.out}: not written, {problem}")
     for line in reasons:
         print(line)
     try:
