@@ -381,7 +381,7 @@ _VERDICT_KEYS = ("rows", "headline", "transport", "line_rate_GB_s", "witness")
 
 def _disagreement(stored: dict, fresh: dict) -> str | None:
     """The first part of a stored summary that its run's inputs do not reproduce, or None."""
-    plain = json.loads(json.dumps(fresh))
+    plain = fresh
     for key in _VERDICT_KEYS:
         if stored.get(key) != plain.get(key):
             if key == "rows":
@@ -413,6 +413,7 @@ def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
         signature = inputs_signature(run)
         fresh = compute_summary(run, scenario)
         fresh["inputs_signature"] = signature
+        fresh = json.loads(json.dumps(fresh))  # as it reads back from summary.json
         if stored is not None and stored.get("inputs_signature") == signature \
                 and stored.get("scenario_fingerprint") == scenario.fingerprint:
             where = _disagreement(stored, fresh)
