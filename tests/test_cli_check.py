@@ -54,3 +54,32 @@ def test_bad_input_exits_2_after_printing_the_checks(tmp_path):
     assert_one_line_error(result, "check", "result-16384.jsonl")
     assert any(l.startswith("length_present") and "16384" in l and l.endswith("FAIL") for l in result.out.splitlines())
     assert len(json.loads(run.summary_file.read_text())["rows"]) == 8
+
+
+def _edited_to_pass(tmp_path, keep_signature=True):
+    """A failing run whose summary.json got a passing run's rows and headline pasted in."""
+    good = build_run(tmp_path / "good", SCENARIO)
+    assert pdrepro("check", good.root).rc == 0
+    run = build_run(tmp_path / "run", SCENARIO, transfer_factor={32768: 2.0})
+    assert pdrepro("check", run.root).rc == 1
+    passing = json.loads(good.summary_file.read_text())
+    edited = json.loads(run.summary_file.read_text())
+    edited.update(rows=passing["rows"], headline=passing["headline"])
+    if not keep_signature:
+        edited.pop("inputs_signature")
+    run.summary_file.write_text(json.dumps(edited, indent=2))
+    return run
+
+
+def test_hand_edited_summary_is_an_error_naming_it(tmp_path):
+    run = _edited_to_pass(tmp_path)
+    result = pdrepro("check", run.root)
+    assert_one_line_error(result, "check", "summary.json", "pdrepro analyze")
+    assert "PASS" not in result.out  # no verdict printed from an edited summary
+
+
+def test_summary_without_a_stamp_is_judged_from_the_inputs(tmp_path):
+    run = _edited_to_pass(tmp_path, keep_signature=False)
+    result = pdrepro("check", run.root)
+    assert result.rc == 1, result.out + result.err
+    assert any(l.startswith("FAIL ") and "32768" in l for l in result.out.splitlines())

@@ -196,3 +196,18 @@ def test_unknown_scenario_is_a_usage_error(tmp_path):
     proc = _gates("--run-dir", run, "--scenario", "no-such-scenario")
     assert proc.returncode == 4 and "unknown scenario 'no-such-scenario'" in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_hand_edited_summary_stops_the_gates(tmp_path):
+    sc = load_scenario("h20-qwen3-235b-1p1d")
+    good = build_run(tmp_path / "good", sc, provenance=_provenance(sc)).root
+    assert _gates("--run-dir", good).returncode == 0
+    run = build_run(tmp_path / "run", sc, provenance=_provenance(sc), transfer_factor={8192: 1.4}).root
+    assert _gates("--run-dir", run).returncode == 1
+    passing = json.loads((good / "summary.json").read_text())
+    edited = json.loads((run / "summary.json").read_text())
+    edited.update(rows=passing["rows"], headline=passing["headline"])
+    (run / "summary.json").write_text(json.dumps(edited))
+    proc = _gates("--run-dir", run)
+    assert proc.returncode not in (0, 1), proc.stdout[-2000:]
+    assert "summary.json" in proc.stdout + proc.stderr
