@@ -24,6 +24,7 @@ from .errors import UserError
 from .fabric.baseline import load_ceiling
 from .parsers.bench import BenchResult, parse_bench_file, percentile
 from .parsers.prom import parse_metrics_file
+from .outputlens import output_figures
 from .parsers.reqstats import ReqStat, parse_log
 from .rundir import RunDir
 from .scenario import Scenario
@@ -169,6 +170,8 @@ def _row(L: int, scenario: Scenario, bench: BenchResult | None, samples: list[Re
         row["request_errors"] = len(bench.errors)
         mean, median, p99 = bench.ttft_stats_ms()
         row.update(ttft_ms_mean=mean, ttft_ms_median=median, ttft_ms_p99=p99)
+        row.update(output_figures(bench.raw, bench.completed, scenario.sweep.output_len,
+                                  scenario.sweep.random_range_ratio))
         if bench.errors:
             first = bench.errors[0].strip().splitlines()[-1][:160]
             issues.append(issue(WARNING, "request_errors",
