@@ -60,6 +60,12 @@ def test_no_request_errors(checks, prompt_len):
 
 
 @pytestmark_sweep
+def test_outputs_generated(checks, prompt_len):
+    """HTTP 200 is not success: each request must have generated the tokens it asked for."""
+    _gate(checks, "output_tokens", prompt_len)
+
+
+@pytestmark_sweep
 def test_plausible(checks, prompt_len):
     """Figures that cannot be true: above line rate, TTFT not positive, KV size off the model's."""
     _present(checks, prompt_len)

@@ -76,6 +76,8 @@ class BuildOptions:
     provenance: dict | None = None
     write_scenario: bool = True
     tokens_off: int = 0
+    # Tokens each successful request generated at length L (default: the requested output length).
+    output_tokens: dict[int, int] = field(default_factory=dict)
 
 
 def build_run(root: Path, scenario: Scenario, *, rows: list[Row] | None = None, **overrides) -> RunDir:
@@ -216,6 +218,7 @@ def _write_bench(run: RunDir, scenario: Scenario, opts: BuildOptions, L: int, in
         path.write_text("")
         return
     out = sweep.output_len
+    gen = opts.output_tokens.get(L, out)
     itl = 0.024
     e2e = [t + (out - 1) * itl for t in ttfts]
     ttft_ms = _stats([t * 1000 for t in ttfts])
@@ -227,8 +230,8 @@ def _write_bench(run: RunDir, scenario: Scenario, opts: BuildOptions, L: int, in
         "max_concurrency": sweep.max_concurrency, "sharegpt_output_len": None,
         "random_input_len": L, "random_output_len": out, "random_range_ratio": sweep.random_range_ratio,
         "duration": duration, "completed": n_ok,
-        "total_input_tokens": input_len * n_ok, "total_output_tokens": out * n_ok,
-        "total_output_tokens_retokenized": out * n_ok,
+        "total_input_tokens": input_len * n_ok, "total_output_tokens": gen * n_ok,
+        "total_output_tokens_retokenized": gen * n_ok,
         "request_throughput": n_ok / duration, "input_throughput": input_len * n_ok / duration,
         "output_throughput": out * n_ok / duration, "total_throughput": (input_len + out) * n_ok / duration,
         "mean_e2e_latency_ms": e2e_ms["mean"], "median_e2e_latency_ms": e2e_ms["median"],
@@ -241,7 +244,8 @@ def _write_bench(run: RunDir, scenario: Scenario, opts: BuildOptions, L: int, in
         "concurrency": sum(e2e) / duration,
     }
     if opts.output_details:
-        ok = [{"len": input_len, "out": out, "ttft": round(t, 6), "itl": [itl] * (out - 1), "text": "lorem " * 3, "err": ""} for t in ttfts]
+        ok = [{"len": input_len, "out": gen, "ttft": round(t, 6), "itl": [itl] * max(gen - 1, 0),
+               "text": "lorem " * min(gen, 3), "err": ""} for t in ttfts]
         bad = [{"len": input_len, "out": 0, "ttft": 0.0, "itl": [], "text": "",
                 "err": "Traceback: aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected"}] * n_err
         reqs = ok[: n_ok // 2] + bad + ok[n_ok // 2:]

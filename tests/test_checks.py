@@ -84,3 +84,21 @@ def test_comparison_summary_is_judged_on_completeness():
     assert all(names[1] in r.detail for r in bad)
     summary["configurations"][names[1]]["measured"] = None
     assert [r.name for r in failed(evaluate(summary, comparison))] == ["configuration_present"]
+
+
+def test_responses_without_tokens_fail_by_name(tmp_path):
+    """HTTP 200 for every request, yet nothing generated (a KV transfer that never arrived)."""
+    bad = failed(_failures(tmp_path, output_tokens={4096: 0}))
+    assert [(r.name, r.prompt_len) for r in bad] == [("output_tokens", 4096)]
+    assert bad[0].figure == 0 and bad[0].bound == 128 and "tokens" in bad[0].detail
+
+
+def test_outputs_short_of_the_requested_length_fail(tmp_path):
+    bad = failed(_failures(tmp_path, output_tokens={512: 17}))
+    assert [(r.name, r.prompt_len) for r in bad] == [("output_tokens", 512)]
+    assert bad[0].figure == 17
+
+
+def test_output_shortfall_is_seen_without_output_details(tmp_path):
+    bad = failed(_failures(tmp_path, output_tokens={512: 0}, output_details=False))
+    assert ("output_tokens", 512) in [(r.name, r.prompt_len) for r in bad]

@@ -211,3 +211,13 @@ def test_hand_edited_summary_stops_the_gates(tmp_path):
     proc = _gates("--run-dir", run)
     assert proc.returncode not in (0, 1), proc.stdout[-2000:]
     assert "summary.json" in proc.stdout + proc.stderr
+
+
+def test_empty_responses_fail_their_gate(tmp_path):
+    sc = load_scenario("h20-qwen3-235b-1p1d")
+    run = build_run(tmp_path / "run", sc, provenance=_provenance(sc), output_tokens={2048: 0}).root
+    proc = _gates("--run-dir", run, "-rf")
+    assert proc.returncode == 1
+    failed = sorted(name for name, verdict in _junit(run).items() if verdict != "passed")
+    assert failed == ["test_outputs_generated[L2048]"]
+    assert "length 2048: generated output" in proc.stdout

@@ -116,6 +116,12 @@ def evaluate(summary: dict, scenario: Scenario) -> list[CheckResult]:
             fraction = row["requests"] / expected if expected else None
             out.append(_check("completed", L, fraction, ">=", t.min_completed_fraction, "of prompts",
                               f"{row['requests']}/{expected} completed:"))
+        if row.get("requested_output_len_min") is not None:
+            tokens = row.get("output_tokens_min")
+            basis = row.get("output_tokens_basis") or "not reported by the bench client"
+            out.append(_check("output_tokens", L, None if tokens is None else float(tokens), ">=",
+                              float(row["requested_output_len_min"]), "tokens",
+                              f"generated output ({basis}):"))
         if row.get("request_errors") is not None:
             out.append(_check("request_errors", L, float(row["request_errors"]), "<=", float(t.max_request_errors),
                               "errors", "failed requests"))
