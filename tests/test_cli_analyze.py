@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 from clihelp import assert_one_line_error, pdrepro, pdrepro_process
@@ -96,3 +97,52 @@ def test_cut_off_run_after_an_older_complete_one_is_bad_input(tmp_path):
     complete = run.bench_file(1024).read_text()
     run.bench_file(1024).write_text(complete + complete[: len(complete) // 3])
     assert_one_line_error(pdrepro("analyze", run.root), "analyze", "result-1024.jsonl", "cut off")
+
+
+def test_nan_in_a_metrics_scrape_is_named_and_left_out(tmp_path):
+    # /metrics is the optional second source: a broken scrape is a warning naming it, the table still stands.
+    run = build_run(tmp_path / "run", SCENARIO, metrics=True)
+    prom = next(run.metrics_dir.glob("*.prom"))
+    prom.write_text(re.sub(r"(kv_transfer_latency_ms_sum\{[^}]*\}) \S+", r"\1 NaN", prom.read_text()))
+    result = pdrepro("analyze", run.root)
+    assert result.rc == 0 and "Traceback" not in result.err
+    summary = json.loads(run.summary_file.read_text())
+    assert summary["metrics"] == []
+    assert any(i["kind"] == "metrics_unreadable" and prom.name in i["message"] and "NaN" in i["message"]
+               for i in summary["issues"])
+
+
+def test_nan_reaching_the_summary_is_one_line_naming_the_figure(tmp_path):
+    from pdrepro.analysis import compute_summary, write_outputs
+    from pdrepro.errors import UserError
+
+    run = build_run(tmp_path / "run", SCENARIO)
+    summary = compute_summary(run, SCENARIO)
+    summary["rows"][2]["ttft_ms_mean"] = float("nan")
+    with pytest.raises(UserError) as info:
+        write_outputs(run, summary)
+    message = str(info.value)
+    assert "summary.json" in message and "rows[2].ttft_ms_mean" in message and "\n" not in message
+
+
+def test_read_only_run_directory_says_summary_cannot_be_written(tmp_path, monkeypatch):
+    import pathlib
+
+    run = build_run(tmp_path / "run", SCENARIO)
+    real = pathlib.Path.write_text
+
+    def read_only(self, *args, **kwargs):
+        # What the kernel answers for a file in a folder the user may not write (as root, chmod would not do it).
+        if run.root in self.parents:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(pathlib.Path, "write_text", read_only)
+    line = assert_one_line_error(pdrepro("analyze", run.root), "analyze", "summary.json", "cannot be written",
+                                 "Permission denied")
+    assert "writable" in line
+
+
+def test_nan_ceiling_in_baseline_json_is_one_line(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO)
+    (run.root / "baseline.json").write_text('{"baseline_GB_s": NaN}\n')
+    assert_one_line_error(pdrepro("analyze", run.root), "analyze", "baseline.json", "nan")

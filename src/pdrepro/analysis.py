@@ -20,6 +20,7 @@ import os
 import statistics
 from pathlib import Path
 
+from . import jsonout
 from .errors import UserError
 from .fabric.baseline import load_ceiling
 from .parsers.bench import BenchResult, parse_bench_file, percentile
@@ -315,13 +316,17 @@ def write_outputs(run: RunDir, summary: dict) -> list[Path]:
     from .plots import render_plots
     from .report import render_csv, render_report
 
-    run.root.mkdir(parents=True, exist_ok=True)
-    tmp = run.summary_file.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, run.summary_file)
-    run.report_file.write_text(render_report(summary))
-    (run.root / "summary.csv").write_text(render_csv(summary))
-    return render_plots(summary, run.plots_dir)
+    text = jsonout.dumps(summary, run.summary_file, indent=2)
+    try:
+        run.root.mkdir(parents=True, exist_ok=True)
+        tmp = run.summary_file.with_suffix(".json.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, run.summary_file)
+        run.report_file.write_text(render_report(summary))
+        (run.root / "summary.csv").write_text(render_csv(summary))
+        return render_plots(summary, run.plots_dir)
+    except OSError as exc:
+        raise jsonout.unwritable(Path(exc.filename or run.summary_file), exc, run.root) from None
 
 
 def analyze_run(run: RunDir, scenario: Scenario) -> dict:
@@ -365,9 +370,13 @@ def inputs_signature(run: RunDir) -> str:
 
 
 def _write_json(path: Path, data: dict) -> None:
+    text = jsonout.dumps(data, path, indent=2, sort_keys=True)
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise jsonout.unwritable(path, exc, path.parent) from None
 
 
 def _stored_summary(path: Path) -> dict | None:

@@ -16,6 +16,7 @@ import os
 
 from tabulate import tabulate
 
+from . import jsonout
 from .analysis import ERROR, WARNING, issue
 from .errors import UserError
 from .parsers.bench import parse_bench_file
@@ -112,7 +113,7 @@ def analyze_comparison(run: RunDir, scenario: Scenario) -> dict:
         "issues": issues,
         "provenance": _provenance(run, names),
     }
-    _write(run.summary_file, json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    _write(run.summary_file, jsonout.dumps(summary, run.summary_file, indent=2, sort_keys=True))
     _write(run.report_file, render_comparison(summary))
     return summary
 
@@ -131,8 +132,11 @@ def _provenance(run: RunDir, names: list[str]) -> dict:
 
 def _write(path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise jsonout.unwritable(path, exc, path.parent) from None
 
 
 def _fmt(value, digits=2) -> str:

@@ -8,6 +8,7 @@ the client side, which measures and writes RUN/baseline.json.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .. import jsonout
 from ..errors import UserError
 from . import affinity, gid, perftest, sysfs, tebench
 
@@ -221,7 +223,11 @@ def run_client(plan: Plan) -> dict:
 
 def _write(out: Path | None, result: dict) -> None:
     if out is not None:
-        (out / BASELINE_FILE).write_text(json.dumps(result, indent=2) + "\n")
+        path = out / BASELINE_FILE
+        try:
+            path.write_text(jsonout.dumps(result, path, indent=2))
+        except OSError as exc:
+            raise jsonout.unwritable(path, exc, out) from None
 
 
 def run_server(plan: Plan) -> int:
@@ -300,4 +306,9 @@ def load_ceiling(run_dir: Path) -> float | None:
         value = json.loads(path.read_text()).get("baseline_GB_s")
     except (OSError, ValueError, AttributeError) as exc:
         raise UserError(f"{path}: unreadable ({exc}); re-run `pdrepro baseline --out {run_dir}` or delete the file") from None
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    if not math.isfinite(value) or value <= 0:
+        raise UserError(f"{path}: baseline_GB_s is {value}, not a measured ceiling; re-run `pdrepro baseline --out "
+                        f"{run_dir}` or delete the file")
+    return float(value)

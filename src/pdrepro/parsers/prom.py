@@ -46,6 +46,9 @@ def parse_metrics_text(text: str, source: str = "metrics") -> dict[str, Histogra
             value = float(m.group("value"))
         except ValueError:
             raise UserError(f"{source}: line {number} has a non-numeric value; save the scrape of /metrics unchanged") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise UserError(f"{source}: line {number} holds {m.group('value')}, not a figure; scrape /metrics again "
+                            "(a server that restarted mid-run resets its histograms)")
         if name.endswith("_sum"):
             base = name[:-4]
             sums[base] = sums.get(base, 0.0) + value
