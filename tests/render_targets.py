@@ -1,9 +1,12 @@
 """How the golden and cross-target tests render each shipped scenario for
-each target: the CLI arguments (documentation addresses) and which
-scenarios a target renders. A new target adds one entry to TARGETS."""
+each target: the CLI arguments (documentation addresses), which scenarios a
+target renders, and how to read back what each rendered server and router
+runs. A new target adds one entry to TARGETS and one to LAUNCHED."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from pdrepro.scenario import Scenario, load_scenario, shipped_names
@@ -23,6 +26,10 @@ def _compose_args(scenario: Scenario) -> list[str]:
     return ["--prefill-ip", prefill, "--decode-ip", decode]
 
 
+def _k8s_args(scenario: Scenario) -> list[str]:
+    return []
+
+
 def _disaggregated(scenario: Scenario) -> bool:
     return scenario.launch is not None and "disaggregated" in scenario.launch.stacks
 
@@ -30,6 +37,7 @@ def _disaggregated(scenario: Scenario) -> bool:
 # target -> (extra `pdrepro render` arguments, which scenarios it renders)
 TARGETS = {
     "compose": (_compose_args, lambda s: s.launch is not None),
+    "k8s": (_k8s_args, _disaggregated),
 }
 
 
@@ -46,3 +54,71 @@ def cases(targets=None) -> list[tuple[str, str]]:
 def render_argv(name: str, target: str, out: Path) -> list[str]:
     make_args, _ = TARGETS[target]
     return ["render", "--target", target, "--scenario", name, *make_args(load_scenario(name)), "--out", str(out)]
+
+
+# ---- what a rendered target runs, read back from its files -----------------
+
+@dataclass
+class Launched:
+    """Server name (prefill-0, decode-1-1, ...) -> (argv, env), and the router's
+    argv, with every node address replaced by <node name>."""
+
+    servers: dict[str, tuple[list[str], dict[str, str]]]
+    router: list[str]
+
+
+def _swap(words, addresses: dict[str, str]) -> list[str]:
+    pattern = re.compile("|".join(re.escape(a) for a in sorted(addresses, key=len, reverse=True)))
+    return [pattern.sub(lambda m: f"<{addresses[m.group(0)]}>", w) for w in words]
+
+
+def launched_compose(out: Path, scenario: Scenario) -> Launched:
+    """Through the real compose CLI, from each node's env file."""
+    from composecli import REPO, config
+    from pdrepro.targets import compose
+
+    prefill, decode = node_ips(scenario)
+    t = scenario.topology
+    single = (t.prefill.nodes, t.decode.nodes) == (1, 1)
+    addresses = {ip: f"prefill-{i}" for i, ip in enumerate(prefill.split(","))}
+    addresses.update({ip: f"decode-{i}" for i, ip in enumerate(decode.split(","))})
+    servers, router = {}, []
+    for role, n in (("prefill", t.prefill.nodes), ("decode", t.decode.nodes)):
+        for i in range(n):
+            env_file = out / (f"{role}.env" if single else f"{role}-{i}.env")
+            services = config(REPO / compose.COMPOSE_FILES[role], env_file)["services"]
+            svc = services[role]
+            env = {k: v for k, v in svc["environment"].items() if v is not None and k != "PYTHONUNBUFFERED"}
+            env = dict(zip(env, _swap(env.values(), addresses)))
+            servers[f"{role}-{i}"] = (_swap(svc["command"], addresses), env)
+            if role == "decode" and i == 0:
+                router = _swap(services["router"]["command"], addresses)
+    return Launched(servers, router)
+
+
+def launched_k8s(out: Path, scenario: Scenario) -> Launched:
+    import yaml
+    from pdrepro.targets import k8s
+
+    t = scenario.topology
+    addresses = {k8s.pod_host(role, i): f"{role}-{i}"
+                 for role, n in (("prefill", t.prefill.nodes), ("decode", t.decode.nodes)) for i in range(n)}
+    objects = [o for f in sorted(out.glob("*.yaml")) for o in yaml.safe_load_all(f.read_text())]
+    servers, router = {}, []
+    for obj in objects:
+        spec = obj.get("spec", {}).get("template", {}).get("spec", {})
+        if obj["kind"] == "StatefulSet":
+            role = obj["metadata"]["labels"]["app.kubernetes.io/component"]
+            for i in range(obj["spec"]["replicas"]):
+                for c in spec["containers"]:
+                    name = f"{role}-{i}" if c["name"] == role else f"{role}-{i}-{c['name'].rsplit('-', 1)[1]}"
+                    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in c["env"]}
+                    servers[name] = (_swap(k8s.container_argv(c), addresses),
+                                     {k: v for k, v in env.items() if k not in ("POD_NAME", "PYTHONUNBUFFERED")})
+        elif obj["kind"] == "Deployment" and obj["metadata"]["name"].endswith("-router"):
+            router = _swap(k8s.container_argv(spec["containers"][0]), addresses)
+    return Launched(servers, router)
+
+
+# target -> reader of its rendered files; compose is the reference the others are held to
+LAUNCHED = {"compose": launched_compose, "k8s": launched_k8s}

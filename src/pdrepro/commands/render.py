@@ -5,13 +5,15 @@ the same ``launch.LaunchPlan``."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
+from importlib import resources
 from pathlib import Path
 
 from .. import launch, siteinput
 from ..errors import UserError
 from ..scenario import load_scenario
-from ..targets import compose
+from ..targets import compose, k8s
 
 HELP = "write a scenario's launch for a target (compose env files per node, or Kubernetes manifests)"
 
@@ -36,13 +38,14 @@ def register(subparsers) -> None:
     p.add_argument("--log-dir", default=launch.DEFAULT_LOG_DIR, help="host folder on each node receiving the server logs (default %(default)s)")
     p.add_argument("--memlock", type=int, default=launch.MEMLOCK_UNLIMITED,
                    help="compose: locked-memory limit for the servers in bytes (default -1 = unlimited)")
-    k8s = p.add_argument_group("Kubernetes (--target k8s)")
-    k8s.add_argument("--namespace", default="pdrepro", help="namespace of every object (default %(default)s)")
-    k8s.add_argument("--rdma-resource", default="rdma/hca",
-                     help="device-plugin resource giving a pod the RDMA devices, one per pod; 'none' for a TCP-only "
-                          "cluster (default %(default)s)")
-    k8s.add_argument("--logs-claim", default="pdrepro-logs",
-                     help="ReadWriteMany PersistentVolumeClaim the servers log to and the sweep Job reads (default %(default)s)")
+    group = p.add_argument_group("Kubernetes (--target k8s)")
+    group.add_argument("--namespace", default="pdrepro", help="namespace of every object (default %(default)s)")
+    group.add_argument("--rdma-resource", default="rdma/hca",
+                       help="device-plugin resource giving each server container the RDMA devices (one unit); 'none' "
+                            "for a cluster without one (default %(default)s)")
+    group.add_argument("--shared-claim", default="pdrepro-shared",
+                       help="ReadWriteMany PersistentVolumeClaim (rendered) holding the server logs and the sweep's run "
+                            "folder (default %(default)s)")
     p.add_argument("--out", default="deploy", help="folder for the rendered files (default %(default)s)")
     p.set_defaults(func=run)
 
@@ -134,9 +137,50 @@ def _compose(args, scenario) -> int:
     return 0
 
 
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_RESOURCE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+def scenario_text(spec: str) -> str:
+    """The scenario file as written (load_scenario has read it already)."""
+    path = Path(spec)
+    if not path.is_file():
+        path = Path(str(resources.files("pdrepro") / "scenarios" / f"{spec}.yaml"))
+    return path.read_text()
+
+
+def _k8s(args, scenario) -> int:
+    for option, value in (("--namespace", args.namespace), ("--shared-claim", args.shared_claim)):
+        if not _DNS_LABEL.match(value or ""):
+            raise UserError(f"{option} {value!r}: not a Kubernetes name; use lower-case letters, digits and '-' (at most 63)")
+    rdma = None if args.rdma_resource == "none" else args.rdma_resource
+    if rdma is not None and not _RESOURCE.match(rdma):
+        raise UserError(f"--rdma-resource {rdma!r}: expected a device-plugin resource such as rdma/hca, or none")
+    t = scenario.topology
+    hosts = [tuple(k8s.pod_host(role, i) for i in range(n)) for role, n in (("prefill", t.prefill.nodes), ("decode", t.decode.nodes))]
+    site = build_site(args, scenario, *hosts)
+    plan = launch.Plan(scenario, site).launch_plan()
+    cluster = k8s.Cluster(namespace=args.namespace, image=site.image, model_path=site.model_path,
+                          dataset_path=site.dataset_path, ib_devices_file=site.ib_devices_file, rdma_resource=rdma,
+                          shared_claim=args.shared_claim, scenario_yaml=scenario_text(args.scenario),
+                          configuration=plan.topology if scenario.kind == "comparison" else None)
+    out = Path(args.out)
+    _mkdir(out, "--out")
+    written = []
+    for name, objects in k8s.manifests(plan, cluster).items():
+        (out / name).write_text(k8s.dump(objects))
+        written.append(out / name)
+    text = k8s.steps_text(plan, cluster, str(out))
+    (out / "steps.txt").write_text(text)
+    written.append(out / "steps.txt")
+    print(text)
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
 # Target name -> renderer(args, scenario) -> exit status. A new target adds
 # itself here and renders from launch.Plan(...).launch_plan().
-RENDERERS = {"compose": _compose}
+RENDERERS = {"compose": _compose, "k8s": _k8s}
 
 
 def run(args) -> int:
