@@ -146,3 +146,36 @@ def test_nan_ceiling_in_baseline_json_is_one_line(tmp_path):
     run = build_run(tmp_path / "run", SCENARIO)
     (run.root / "baseline.json").write_text('{"baseline_GB_s": NaN}\n')
     assert_one_line_error(pdrepro("analyze", run.root), "analyze", "baseline.json", "nan")
+
+
+def test_a_directory_where_a_log_file_belongs_is_not_called_missing(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO)
+    run.prefill_log.unlink()
+    run.prefill_log.mkdir()
+    line = assert_one_line_error(pdrepro("analyze", run.root), "analyze", "prefill.log", "is a directory")
+    assert "missing" not in line
+
+
+def test_a_file_where_the_bench_folder_belongs_is_not_called_missing(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO)
+    import shutil
+    shutil.rmtree(run.bench_dir)
+    run.bench_dir.write_text("")
+    line = assert_one_line_error(pdrepro("analyze", run.root), "analyze", "bench", "is a file, not a directory")
+    assert "missing" not in line
+
+
+def test_a_file_given_as_the_run_directory_is_named_as_such(tmp_path):
+    not_a_run = tmp_path / "run.tar"
+    not_a_run.write_text("")
+    line = assert_one_line_error(pdrepro("analyze", not_a_run, "--scenario", "h20-qwen3-235b-1p1d"), "analyze",
+                                 "run.tar", "is a file, not a directory")
+    assert "no such" not in line
+
+
+def test_a_directory_given_as_the_scenario_is_named_as_such(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO)
+    run.scenario_file.unlink()
+    run.scenario_file.mkdir()
+    line = assert_one_line_error(pdrepro("analyze", run.root), "analyze", "scenario.yaml", "is a directory")
+    assert "has no" not in line

@@ -27,7 +27,7 @@ from .parsers.bench import BenchResult, parse_bench_file, percentile
 from .parsers.prom import parse_metrics_file
 from .outputlens import output_figures
 from .parsers.reqstats import ReqStat, parse_log
-from .rundir import RunDir
+from .rundir import RunDir, why_absent
 from .scenario import Scenario
 from .units import MiB, bandwidth_GB_s, human_bytes
 
@@ -98,7 +98,7 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
     path = run.prefill_log
     if not path.is_file():
         issues.append(issue(ERROR, "prefill_log_missing",
-                            f"{path}: missing; save the prefill server's log there (it must run with "
+                            f"{path}: {why_absent(path)}; save the prefill server's log there (it must run with "
                             "--enable-request-time-stats-logging)"))
         return {}
     scan = parse_log(path)
@@ -276,7 +276,8 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
     bench = _read_bench(run, scenario, issues)
     groups = _read_prefill(run, scenario, issues)
     if run.prefill_log.is_file() and not run.decode_log.is_file():
-        issues.append(issue(WARNING, "decode_log_missing", f"{run.decode_log}: missing; keep the decode server's log too"))
+        issues.append(issue(WARNING, "decode_log_missing",
+                            f"{run.decode_log}: {why_absent(run.decode_log)}; keep the decode server's log there too"))
     rows = []
     for L in scenario.sweep.prompt_lens:
         stats = groups.get(L, [])
@@ -341,7 +342,12 @@ def analyze_run(run: RunDir, scenario: Scenario) -> dict:
             _write_json(run.summary_file, summary)
         return summary
     if not run.root.is_dir():
-        raise UserError(f"{run.root}: no such run directory; give the folder holding bench/ and logs/")
+        why = why_absent(run.root, "directory").replace("missing", "no such run directory")
+        raise UserError(f"{run.root}: {why}; give the folder holding bench/ and logs/")
+    for folder in (run.bench_dir, run.logs_dir):
+        if folder.exists() and not folder.is_dir():
+            raise UserError(f"{folder}: {why_absent(folder, 'directory')}; the run keeps its bench results and logs in "
+                            "folders of these names: move the file away")
     if not run.bench_dir.is_dir() and not run.logs_dir.is_dir():
         raise UserError(f"{run.root}: has neither bench/ nor logs/; is this a run directory?")
     # Taken before reading, so an input that changes meanwhile makes the summary stale.

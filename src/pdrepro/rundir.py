@@ -7,12 +7,14 @@ RUN/
   logs/prefill.log         prefill server log (ReqTimeStats lines)
   logs/decode.log          decode server log
   metrics/*.prom           optional /metrics scrapes
+  counters/<L>.json        RDMA port counters of each node before and after length L
   summary.json             analysis result (machine-readable)
   report.md, plots/*.png   analysis result (for people)
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,13 @@ class RunDir:
     @property
     def metrics_dir(self) -> Path:
         return self.root / "metrics"
+
+    @property
+    def counters_dir(self) -> Path:
+        return self.root / "counters"
+
+    def counters_file(self, prompt_len: int) -> Path:
+        return self.counters_dir / f"{prompt_len}.json"
 
     @property
     def plots_dir(self) -> Path:
@@ -73,3 +82,16 @@ class RunDir:
             return []
         found = (_BENCH.match(p.name) for p in self.bench_dir.iterdir())
         return sorted(int(m.group(1)) for m in found if m)
+
+
+def why_absent(path: Path, want: str = "file") -> str:
+    """Why ``path`` cannot be read as a ``want`` ("file" or "directory"); "missing" only when nothing is there,
+    so a folder where a file belongs (or the reverse) is not reported as missing."""
+    path = Path(path)
+    if path.is_symlink() and not path.exists():
+        return f"a symlink to {os.readlink(path)}, which does not resolve"
+    if want == "file" and path.is_dir():
+        return "is a directory, not a file"
+    if want == "directory" and path.exists() and not path.is_dir():
+        return "is a file, not a directory"
+    return "missing"

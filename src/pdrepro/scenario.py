@@ -332,6 +332,8 @@ def scenario_from_dict(data: object, source: str, base_dir: Path | None = None) 
 def load_scenario(spec: str | Path) -> Scenario:
     """``spec`` is a shipped scenario name or a path to a scenario YAML file."""
     path = Path(spec)
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, not a scenario file; give the scenario YAML file in it")
     if not path.is_file():
         if str(spec) in shipped_names():
             path = Path(str(resources.files("pdrepro") / "scenarios" / f"{spec}.yaml"))
@@ -372,8 +374,9 @@ def resolve_scenario(spec: str | None, run_dir: Path | None = None, thresholds: 
     if spec is not None:
         scenario = load_scenario(spec)
     elif run_dir is not None and not Path(run_dir).is_dir():
-        raise UserError(f"{run_dir}: no such run directory; give the folder holding bench/ and logs/")
-    elif run_dir is not None and (Path(run_dir) / "scenario.yaml").is_file():
+        why = "is a file, not a directory" if Path(run_dir).exists() else "no such run directory"
+        raise UserError(f"{run_dir}: {why}; give the folder holding bench/ and logs/")
+    elif run_dir is not None and (Path(run_dir) / "scenario.yaml").exists():
         scenario = load_scenario(Path(run_dir) / "scenario.yaml")
     else:
         where = f"{run_dir} has no scenario.yaml; " if run_dir is not None else ""
