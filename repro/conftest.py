@@ -33,18 +33,18 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "kind(name): gate applies to scenarios of this kind only")
     run_dir, router = config.getoption("--run-dir"), config.getoption("--router")
     if not run_dir and not router:
-        raise pytest.UsageError(
+        _bad_input(
             "repro gates need a run: pass --run-dir RUN (a finished `pdrepro sweep`), or --router URL with "
             "--prefill/--decode/--model-path/--dataset-path to run the sweep first")
     if router and getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         # Each xdist worker would run its own sweep against the one stack and run folder.
-        raise pytest.UsageError("--router runs the sweep once, in one process: drop -n (pytest-xdist), "
+        _bad_input("--router runs the sweep once, in one process: drop -n (pytest-xdist), "
                                 "or sweep first and judge the run with --run-dir and -n")
     if not run_dir:
         run_dir = str(Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
         config.option.run_dir = run_dir
     if router is None and not Path(run_dir).is_dir():
-        raise pytest.UsageError(f"--run-dir {run_dir}: no such folder; give the run directory `pdrepro sweep --out` made")
+        _bad_input(f"--run-dir {run_dir}: no such folder; give the run directory `pdrepro sweep --out` made")
     if not getattr(config.option, "xmlpath", None):
         Path(run_dir).mkdir(parents=True, exist_ok=True)
         config.option.xmlpath = str(Path(run_dir) / "junit.xml")
@@ -58,7 +58,12 @@ def pytest_configure(config):
         try:
             load_or_analyze(RunDir(Path(run_dir)), _scenario(config))
         except UserError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            _bad_input(str(exc))
+
+
+def _bad_input(message: str) -> None:
+    # pytest's own usage errors exit 4; the gates keep the CLI's promise: bad input or environment is 2.
+    pytest.exit(f"pdrepro gates: error: {message}", returncode=2)
 
 
 def _scenario(config):

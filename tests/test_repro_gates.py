@@ -165,7 +165,7 @@ def test_router_mode_refuses_parallel_workers(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pytest", "repro/", "-p", "no:cacheprovider", "-n", "2",
                            "--router", "http://127.0.0.1:9", "--run-dir", str(tmp_path / "run")],
                           cwd=REPO, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 4
+    assert proc.returncode == 2
     assert "--router runs the sweep once, in one process: drop -n" in proc.stderr
     assert not (tmp_path / "run" / "scenario.yaml").exists()
 
@@ -194,7 +194,7 @@ def test_unknown_scenario_is_a_usage_error(tmp_path):
     sc = load_scenario("h20-qwen3-235b-1p1d")
     run = build_run(tmp_path / "run", sc).root
     proc = _gates("--run-dir", run, "--scenario", "no-such-scenario")
-    assert proc.returncode == 4 and "unknown scenario 'no-such-scenario'" in proc.stderr
+    assert proc.returncode == 2 and "unknown scenario 'no-such-scenario'" in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
 
 
