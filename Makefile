@@ -10,6 +10,8 @@ PDREPRO ?= $(BIN)/pdrepro
 
 # Image targets (build, wheelhouse, smoke-base, smoke-image, lint) and pins.
 include docker/images.mk
+# The GPU image's Python lock and its wheelhouse (lock, gpu-wheelhouse).
+include docker/lock.mk
 # Two-node launch targets (render, up-prefill, up-decode, down).
 include compose/stacks.mk
 # Reproduction on the two nodes (repro: doctor, sweep, analyze, gates).

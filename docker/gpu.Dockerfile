@@ -138,18 +138,29 @@ RUN --mount=type=secret,id=extra_ca,required=false \
  && cp .pdrepro-source /out/SOURCE 2>/dev/null || git rev-parse HEAD > /out/SOURCE
 
 # --------------------------------------------------------------------------
-# sglang: cloned at the pin, installed from python/ with the `all` extra, so
-# torch, sglang-kernel, flashinfer come at the versions that commit declares.
+# python-env: the hash-locked environment (docker/gpu-requirements.lock), then
+# SGLang cloned at the pin and installed from python/ on top of it, without
+# extras: diffusion, http2 and tracing serve no part of text PD serving.
 # --------------------------------------------------------------------------
 FROM base AS python-env
 ARG SGLANG_REPO=https://github.com/sgl-project/sglang.git
 ARG SGLANG_COMMIT=43124cdd90e543ea79b63800390e917063809510
-ARG SGLANG_ROUTER_VERSION=0.3.2
+ARG SGLANG_NEAREST_RELEASE=0.5.15.post1
 ARG GITHUB_MIRROR=
 ARG WHEELS_ONLY=
 # Site wheels (air-gapped/proxy builds); empty by default. A separate folder
 # from the smoke wheelhouse so `make wheelhouse` does not invalidate this stage.
 COPY wheelhouse/gpu/ /wheelhouse/
+# Every Python package of the image, sglang-router and the bundle's own
+# dependencies included, exactly as locked: hashes required, and --no-deps so
+# pip adds nothing the lock lacks (`pip check` below names any gap). First,
+# so the GB-sized layer is reused while the SGLang checkout changes.
+COPY docker/gpu-requirements.lock /tmp/gpu-requirements.lock
+RUN --mount=type=secret,id=extra_ca,required=false \
+    if [ -n "${WHEELS_ONLY}" ]; then export PIP_NO_INDEX=1; fi \
+ && with-extra-ca pip install --require-hashes --no-deps --only-binary=:all: \
+      -r /tmp/gpu-requirements.lock \
+ && rm /tmp/gpu-requirements.lock
 WORKDIR /src/sglang
 RUN --mount=type=secret,id=extra_ca,required=false \
     if [ -n "${GITHUB_MIRROR}" ]; then \
@@ -159,11 +170,16 @@ RUN --mount=type=secret,id=extra_ca,required=false \
  && with-extra-ca git fetch -q --depth 1 origin "${SGLANG_COMMIT}" \
  && git checkout -q FETCH_HEAD \
  && test "$(git rev-parse HEAD)" = "${SGLANG_COMMIT}"
-RUN --mount=type=secret,id=extra_ca,required=false \
-    if [ -n "${WHEELS_ONLY}" ]; then export PIP_NO_INDEX=1; fi \
- && with-extra-ca pip install --upgrade pip setuptools wheel \
- && with-extra-ca pip install "./python[all]" \
- && with-extra-ca pip install "sglang-router==${SGLANG_ROUTER_VERSION}"
+# SGLang itself from the checkout, nothing else: no index, no dependencies,
+# the build backend from the lock (--no-build-isolation). The lock leaves out
+# setuptools-rust, so the optional gRPC extension is not compiled and no Rust
+# or protoc is needed (versions.env, SGLANG_NEAREST_RELEASE, says why). A
+# pinned fetch has no tags, so the version is given: release + commit.
+# `pip check` then holds the lock to what this commit declares and stops the
+# build on a drift, naming the package.
+RUN SETUPTOOLS_SCM_PRETEND_VERSION_FOR_SGLANG="${SGLANG_NEAREST_RELEASE}+g${SGLANG_COMMIT}" \
+    pip install --no-index --no-deps --no-build-isolation ./python \
+ && pip check
 # The engine built above replaces any Mooncake wheel a dependency pulled in.
 # The import check needs libcuda.so.1, which only the driver provides at run
 # time: the toolkit's link stub stands in for it, for this one command.
@@ -175,7 +191,8 @@ RUN pip uninstall -y mooncake-transfer-engine mooncake-transfer-engine-non-cuda 
  && ln -s /usr/local/cuda/lib64/stubs/libcuda.so "${stub}/libcuda.so.1" \
  && LD_LIBRARY_PATH="${stub}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}" \
     python -c "from mooncake.engine import TransferEngine" \
- && rm -rf "${stub}"
+ && rm -rf "${stub}" \
+ && pip check
 
 # --------------------------------------------------------------------------
 # runtime: base + the environment; no compilers for Mooncake, no sources.
@@ -185,17 +202,19 @@ COPY --from=python-env /opt/venv /opt/venv
 # Only this layer and the labels change when the bundle changes.
 COPY dist/pdrepro-*.whl /tmp/bundle/
 ARG WHEELS_ONLY=
-# The site wheels are mounted, not copied: the bundle's own dependencies may
-# come from them, and none of them is left in a layer.
+# The bundle's dependencies are in the lock, installed above: the wheel goes
+# in alone and `pip check` proves nothing is missing. The site wheels stay
+# mounted (not copied) for an offline pip all the same.
 RUN --mount=type=secret,id=extra_ca,required=false \
     --mount=type=bind,source=wheelhouse/gpu,target=/wheelhouse \
     if [ -n "${WHEELS_ONLY}" ]; then export PIP_NO_INDEX=1; fi \
- && with-extra-ca pip install /tmp/bundle/pdrepro-*.whl \
+ && with-extra-ca pip install --no-deps /tmp/bundle/pdrepro-*.whl \
+ && pip check \
  && rm -rf /tmp/bundle \
  && pdrepro --version
 ENV PYTHONUNBUFFERED=1
 ARG GPU_BASE
-ARG CUDA_BASE_DIGEST=sha256:a2e1e2360c85298ac47ec2543b406ab1e8cec42e31ee47e4d32140ebc82e1067
+ARG CUDA_BASE_DIGEST=sha256:8b2705ea7a8653ad3451b46ab835eced92d77b44e671b9cf3ad4f95fbb2efe5e
 ARG MOONCAKE_COMMIT=6e3a11b97a3ece7f7734cca4374406be2a6a930b
 ARG SGLANG_COMMIT=43124cdd90e543ea79b63800390e917063809510
 ARG SGLANG_ROUTER_VERSION=0.3.2

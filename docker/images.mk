@@ -68,6 +68,7 @@ build: ## Build the GPU image GPU_IMAGE (SGLang + Mooncake at the pins; needs Bu
 	  --build-arg "MOONCAKE_CMAKE_FLAGS=$(MOONCAKE_CMAKE_FLAGS)" \
 	  --build-arg SGLANG_REPO=$(SGLANG_REPO) \
 	  --build-arg SGLANG_COMMIT=$(SGLANG_COMMIT) \
+	  --build-arg SGLANG_NEAREST_RELEASE=$(SGLANG_NEAREST_RELEASE) \
 	  --build-arg SGLANG_ROUTER_VERSION=$(SGLANG_ROUTER_VERSION) \
 	  --build-arg BUNDLE_VERSION=$(BUNDLE_VERSION) \
 	  --build-arg WHEELS_ONLY=$(WHEELS_ONLY) \

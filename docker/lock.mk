@@ -1,0 +1,40 @@
+# The GPU image's hash-locked Python environment and the air-gapped wheelhouse
+# filled from it. Included by the top-level Makefile after docker/images.mk,
+# which reads the pins.
+GPU_LOCK := docker/gpu-requirements.lock
+GPU_LOCK_IN := docker/gpu-requirements.in
+MOONCAKE_BUILD_LOCK := docker/mooncake-build-tools.lock
+MOONCAKE_BUILD_IN := docker/mooncake-build-tools.in
+UV := $(BIN)/uv
+# Resolved for the image, not for this host: wheels only (the image compiles
+# no Python package), for its Python and glibc, PyPI as it
+# stood at the pin (--upgrade: the answer depends on the inputs only, not on
+# the lock being replaced).
+UV_LOCK_FLAGS := --quiet --upgrade --generate-hashes --only-binary :all: --custom-compile-command "make lock" \
+  --python-version $(GPU_PYTHON_VERSION) --python-platform x86_64-$(GPU_WHEEL_PLATFORM:_x86_64=) \
+  --exclude-newer $(GPU_LOCK_EXCLUDE_NEWER)
+
+# The router's pin and the bundle's own dependencies keep their one place
+# (versions.env, pyproject.toml) and are handed to the resolver from there.
+lock: setup ## Re-resolve docker/gpu-requirements.lock and the Mooncake build tools' lock from PyPI (uv)
+	$(BIN)/pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+	echo "sglang-router==$(SGLANG_ROUTER_VERSION)" | $(UV) pip compile $(UV_LOCK_FLAGS) \
+	  -o $(GPU_LOCK) $(GPU_LOCK_IN) - pyproject.toml
+	$(UV) pip compile $(UV_LOCK_FLAGS) --constraint $(GPU_LOCK) \
+	  -o $(MOONCAKE_BUILD_LOCK) $(MOONCAKE_BUILD_IN)
+	@echo "lock: $$(grep -c '^[A-Za-z0-9]' $(GPU_LOCK)) packages in $(GPU_LOCK)"
+
+# Every wheel the GPU image installs, checked against the lock's hashes, for
+# `make build WHEELS_ONLY=1` on a site without PyPI (several GB: torch and
+# the CUDA 13 libraries).
+# pip takes a manylinux tag literally: list every glibc tag the image's glibc accepts.
+GPU_GLIBC_MINOR := $(word 3,$(subst _, ,$(GPU_WHEEL_PLATFORM)))
+GPU_PIP_PLATFORMS := $(foreach v,$(shell seq $(GPU_GLIBC_MINOR) -1 5),--platform manylinux_2_$(v)_x86_64)
+gpu-wheelhouse: ## Download every wheel of docker/gpu-requirements.lock into wheelhouse/gpu/ (air-gapped GPU build)
+	@mkdir -p $(WHEELHOUSE)/gpu
+	$(PYTHON) -m pip download --disable-pip-version-check --require-hashes --no-deps \
+	  --only-binary=:all: --implementation cp --python-version $(GPU_PYTHON_VERSION) \
+	  --abi cp$(subst .,,$(GPU_PYTHON_VERSION)) $(GPU_PIP_PLATFORMS) \
+	  -d $(WHEELHOUSE)/gpu -r $(GPU_LOCK)
+
+.PHONY: lock gpu-wheelhouse
