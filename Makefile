@@ -18,6 +18,8 @@ include compose/stacks.mk
 include repro/repro.mk
 # The smoke test without GPUs (smoke).
 include compose/smoke.mk
+# The SLURM proof on a local 3-container cluster (slurm-image, slurm-smoke).
+include compose/slurm.mk
 
 .DEFAULT_GOAL := help
 
