@@ -27,4 +27,42 @@ up-decode: ## On the decode node, after up-prefill: start decode server + router
 down: ## Stop and remove this node's stack containers (the logs in LOG_DIR stay)
 	@for p in $(STACK_PROJECTS); do $(COMPOSE) -p $$p down; done
 
-.PHONY: render up-prefill up-decode down
+# ---- one box with two or more GPUs -----------------------------------------
+ONEBOX_SCENARIO ?= onebox-qwen25-0.5b
+ONEBOX_DEPLOY ?= $(DEPLOY)/onebox
+ONEBOX_IP ?= 127.0.0.1
+ONEBOX_GPUS ?= 0,1
+# Non-empty: KV over TCP even when the node has RDMA devices.
+FORCE_TCP ?=
+ONEBOX_COMPOSE = $(COMPOSE) -f compose/onebox.yaml --env-file $(ONEBOX_DEPLOY)/onebox.env
+
+onebox: setup ## One node, 2+ GPUs: real SGLang prefill+decode+router on a small model: make onebox MODEL=dir [ONEBOX_GPUS=0,1 FORCE_TCP=1]
+	@test -n "$(MODEL)" || { echo "make onebox: pass MODEL=/path/to/model (the small model's folder, e.g. Qwen2.5-0.5B-Instruct, holding config.json)" >&2; exit 2; }
+	$(PDREPRO) render --target onebox --scenario $(ONEBOX_SCENARIO) --prefill-ip $(ONEBOX_IP) --model "$(MODEL)" \
+	  $(if $(DATASET),--dataset "$(DATASET)") --gpus $(ONEBOX_GPUS) --out $(ONEBOX_DEPLOY)
+	@set -u; if [ -d /dev/infiniband ] && [ -z "$(FORCE_TCP)" ]; then \
+	  echo "make onebox: RDMA devices found: KV moves over RDMA"; \
+	  cmd="$(ONEBOX_COMPOSE) -f compose/onebox.rdma.yaml"; unset MC_FORCE_TCP; \
+	else \
+	  echo "make onebox: no /dev/infiniband (or FORCE_TCP set): KV moves over TCP (MC_FORCE_TCP=1)"; \
+	  cmd="$(ONEBOX_COMPOSE)"; export MC_FORCE_TCP=1; \
+	fi; \
+	$$cmd up -d --wait || { echo "make onebox: the stack did not become healthy; last log lines:" >&2; \
+	  $$cmd logs --no-color --tail 40 >&2; exit 1; }; \
+	echo "make onebox: router ready at http://$(ONEBOX_IP):8000; next: make onebox-repro DATASET=..."
+
+onebox-repro: setup ## With `make onebox` up: sweep, analyze and gates against it (DATASET=ShareGPT json)
+	@test -n "$(DATASET)" || { echo "make onebox-repro: pass DATASET=/path/to/ShareGPT_V3_unfiltered_cleaned_split.json" >&2; exit 2; }
+	@set -a; . $(ONEBOX_DEPLOY)/onebox.env; set +a; run="$(RUN)"; \
+	$(PDREPRO) sweep --scenario $(ONEBOX_SCENARIO) --router "http://$$BOX_IP:$$ROUTER_PORT" \
+	  --prefill "http://$$BOX_IP:$$PREFILL_PORT" --decode "http://$$BOX_IP:$$DECODE_PORT" \
+	  --model-path "$$MODEL_PATH" --dataset-path "$(DATASET)" --image "$$GPU_IMAGE" \
+	  --logs-from "$$LOG_DIR" --out "$$run" --no-analyze; rc=$$?; [ $$rc -eq 2 ] && exit 2; \
+	$(PDREPRO) analyze "$$run"; analyzed=$$?; \
+	$(PYTEST) repro/ --run-dir "$$run" -p no:cacheprovider -q; gates=$$?; \
+	for s in $$rc $$analyzed $$gates; do [ $$s -eq 0 ] || exit $$s; done
+
+onebox-down: ## Stop and remove the one-box stack (the logs in LOG_DIR stay)
+	$(COMPOSE) -p pdrepro-onebox down
+
+.PHONY: render up-prefill up-decode down onebox onebox-repro onebox-down

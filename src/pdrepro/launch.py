@@ -40,7 +40,8 @@ class Site:
     decode_hosts: tuple[str, ...]
     model_path: str
     dataset_path: str
-    ib_devices_file: str
+    # GPU-to-RDMA-device map; None leaves the choice to Mooncake (one box, TCP).
+    ib_devices_file: str | None
     gpus: tuple[int, ...]
     image: str
     log_dir: str = DEFAULT_LOG_DIR
@@ -230,20 +231,23 @@ class Plan:
             extra.append("--enable-metrics")
         return extra
 
+    def _ib_device(self) -> list[str]:
+        return [] if self.site.ib_devices_file is None else ["--disaggregation-ib-device", self.site.ib_devices_file]
+
     def prefill_argv(self, server: int = 0) -> list[str]:
         ports = self._ports("prefill", server)
         return [*self._server_common(ports["server"], self.tp("prefill")),
                 "--disaggregation-mode", "prefill",
                 "--disaggregation-bootstrap-port", str(ports["bootstrap"]),
                 "--disaggregation-transfer-backend", self.launch.transfer_backend,
-                "--disaggregation-ib-device", self.site.ib_devices_file,
+                *self._ib_device(),
                 *self._server_tail()]
 
     def decode_argv(self, server: int = 0) -> list[str]:
         return [*self._server_common(self._ports("decode", server)["server"], self.tp("decode")),
                 "--disaggregation-mode", "decode",
                 "--disaggregation-transfer-backend", self.launch.transfer_backend,
-                "--disaggregation-ib-device", self.site.ib_devices_file,
+                *self._ib_device(),
                 *self._server_tail()]
 
     def router_argv(self) -> list[str]:

@@ -4,6 +4,7 @@ the same ``launch.LaunchPlan``."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -13,7 +14,7 @@ from pathlib import Path
 from .. import launch, siteinput
 from ..errors import UserError
 from ..scenario import load_scenario
-from ..targets import compose, k8s
+from ..targets import compose, k8s, onebox
 
 HELP = "write a scenario's launch for a target (compose env files per node, or Kubernetes manifests)"
 
@@ -178,9 +179,32 @@ def _k8s(args, scenario) -> int:
     return 0
 
 
+def _onebox(args, scenario) -> int:
+    onebox.check_scenario(scenario)
+    given = {ip for ip in (args.prefill_ip, args.decode_ip) if ip}
+    if len(given) > 1:
+        raise UserError("--prefill-ip and --decode-ip: the one-box target runs everything on one node; give one address (or neither)")
+    ip = siteinput.parse_ip(given.pop() if given else "127.0.0.1", "--prefill-ip")
+    if args.ib_devices:
+        raise UserError("--ib-devices: the one-box target lets Mooncake pick the RDMA devices itself; drop the option")
+    site = dataclasses.replace(build_site(args, scenario, (ip,), (ip,)), ib_devices_file=None)
+    plan = launch.Plan(scenario, site)
+    rows = onebox.env_rows(plan)
+    out = Path(args.out)
+    _mkdir(out, "--out")
+    (out / onebox.ENV_FILE).write_text(compose.format_env_file(onebox.ENV_FILE, rows, scenario))
+    text = onebox.commands_text(plan, str(out))
+    (out / "commands.txt").write_text(text)
+    print(text)
+    print(f"wrote {out / onebox.ENV_FILE}, {out / 'commands.txt'}")
+    if not args.model:
+        print(f"note: model path {site.model_path} is a default, not checked: pass --model")
+    return 0
+
+
 # Target name -> renderer(args, scenario) -> exit status. A new target adds
 # itself here and renders from launch.Plan(...).launch_plan().
-RENDERERS = {"compose": _compose, "k8s": _k8s}
+RENDERERS = {"compose": _compose, "k8s": _k8s, "onebox": _onebox}
 
 
 def run(args) -> int:

@@ -1,0 +1,66 @@
+"""The one-box target: prefill, decode and router of a 1P1D plan on one node,
+for compose/onebox.yaml (one env file, onebox.env, and the recipe)."""
+
+from __future__ import annotations
+
+from ..errors import UserError
+from ..launch import LaunchPlan, Plan, shell_line
+from ..scenario import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, Scenario
+from .compose import Rows, _common_vars
+
+COMPOSE_FILE = "compose/onebox.yaml"
+RDMA_FILE = "compose/onebox.rdma.yaml"
+ENV_FILE = "onebox.env"
+
+
+def check_scenario(scenario: Scenario) -> None:
+    t = scenario.topology
+    counts = (t.prefill.nodes, t.prefill.servers_per_node, t.decode.nodes, t.decode.servers_per_node)
+    if scenario.launch is None or "disaggregated" not in scenario.launch.stacks or counts != (1, 1, 1, 1):
+        raise UserError(f"scenario {scenario.name}: the one-box target runs one prefill and one decode server (1P1D); "
+                        f"this one is {t.label if scenario.launch else 'without a launch section'}")
+
+
+def check(plan: Plan) -> LaunchPlan:
+    check_scenario(plan.scenario)
+    if len({*plan.site.prefill_hosts, *plan.site.decode_hosts}) != 1:
+        raise UserError("--prefill-ip and --decode-ip: the one-box target runs everything on one node; give one address (or neither)")
+    return plan.launch_plan()
+
+
+def env_rows(plan: Plan) -> Rows:
+    lp = check(plan)
+    prefill, decode = lp.role("prefill")[0].servers[0], lp.role("decode")[0].servers[0]
+    ports = plan.launch.ports
+    rows = _common_vars(plan) + [
+        ("BOX_IP", prefill.host, "this node's address: both servers advertise it, the router reaches them at it"),
+        ("PREFILL_PORT", str(ports.prefill), ""),
+        ("DECODE_PORT", str(ports.decode), ""),
+        ("BOOTSTRAP_PORT", str(ports.bootstrap), "prefill's KV-transfer bootstrap port, given to the router"),
+        ("PREFILL_TP", str(plan.tp("prefill")), ""),
+        ("DECODE_TP", str(plan.tp("decode")), ""),
+        ("PREFILL_GPU_IDS", ",".join(map(str, prefill.gpus)), "host GPU ids of each server (CUDA_VISIBLE_DEVICES), disjoint"),
+        ("DECODE_GPU_IDS", ",".join(map(str, decode.gpus)), ""),
+        ("TRANSFER_BACKEND", plan.launch.transfer_backend, ""),
+    ]
+    rows += [(k, plan.launch.env[k], "") for k in LAUNCH_ENV_FIXED]
+    rows += [(k, v, "") for k, v in plan.launch.env.items() if k in LAUNCH_ENV_TUNABLES]
+    return rows
+
+
+def commands_text(plan: Plan, env_dir: str) -> str:
+    lp = check(plan)
+    prefill, decode = lp.role("prefill")[0].servers[0], lp.role("decode")[0].servers[0]
+    up = f"docker compose -f {COMPOSE_FILE} --env-file {env_dir}/{ENV_FILE}"
+    lines = [
+        f"## one box {prefill.host}: prefill on GPU {','.join(map(str, prefill.gpus))}, decode on GPU {','.join(map(str, decode.gpus))}",
+        "# with RDMA devices (/dev/infiniband):",
+        f"$ {up} -f {RDMA_FILE} up -d --wait",
+        "# without (KV over TCP):",
+        f"$ MC_FORCE_TCP=1 {up} up -d --wait",
+        "",
+    ]
+    for name, env, argv in (("prefill", prefill.env, prefill.argv), ("decode", decode.env, decode.argv),
+                            ("router", {}, lp.router_argv)):
+        lines += [f"# {name} runs:", shell_line(env, argv), ""]
+    return "\n".join(lines)
