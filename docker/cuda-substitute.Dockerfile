@@ -1,7 +1,7 @@
 # A stand-in for the CUDA devel base, for proving the GPU image's Mooncake
 # stage where the real base cannot be pulled (no registry) and no GPU exists.
 # It is NOT a base for running anything on a GPU: it holds the CUDA runtime
-# headers and libcudart of the pinned major version, taken from NVIDIA's PyPI
+# headers, libcudart and nvcc of the pinned major version, taken from NVIDIA's PyPI
 # wheels, laid out where the real image has them (/usr/local/cuda), plus a
 # link-time libcuda stub made from those headers (the driver provides the real
 # libcuda.so.1 at run time, as in NVIDIA's own images).
@@ -21,6 +21,8 @@ RUN apt-get update \
  && for w in /tmp/cuda-wheels/*.whl; do unzip -qo "$w" -d /tmp/cuda-unpacked; done \
  && cp -a /tmp/cuda-unpacked/nvidia/cu*/include "${cuda}/include" \
  && cp -a /tmp/cuda-unpacked/nvidia/cu*/lib/. "${cuda}/lib64/" \
+ && cp -a /tmp/cuda-unpacked/nvidia/cu*/bin "${cuda}/bin" \
+ && ln -s lib64 "${cuda}/lib" \
  && ln -s "libcudart.so.${CUDA_VERSION%%.*}" "${cuda}/lib64/libcudart.so" \
  && bash /tmp/cuda-stub.sh "${cuda}/include/cuda.h" "${cuda}/lib64/stubs/libcuda.so" \
  && ln -s "${cuda}" /usr/local/cuda \

@@ -1,0 +1,85 @@
+"""``pdrepro gpu-check``: GPU-to-GPU KV transfers through Mooncake on one box with two GPUs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ..cliargs import seconds
+from ..errors import UserError
+from ..units import MiB
+
+
+def _gpus(text: str) -> tuple[int, int]:
+    try:
+        a, b = (int(x) for x in text.split(","))
+    except ValueError:
+        raise UserError(f"--gpus {text!r}: give two GPU ids, prefill first, e.g. 0,1") from None
+    if a == b or min(a, b) < 0:
+        raise UserError(f"--gpus {text!r}: give two different GPU ids >= 0")
+    return a, b
+
+
+def _sizes(scenario, lens_text: str | None) -> tuple[tuple[int, int], ...]:
+    lens = scenario.sweep.prompt_lens
+    if lens_text:
+        try:
+            lens = tuple(int(x) for x in lens_text.split(",") if x.strip())
+        except ValueError:
+            raise UserError(f"--prompt-lens {lens_text!r}: give comma-separated token counts") from None
+        if not lens or min(lens) < 1:
+            raise UserError(f"--prompt-lens {lens_text!r}: give token counts >= 1")
+    tp = scenario.parallel.prefill_tp
+    # One prefill rank's share: what one GPU of the prefill node sends.
+    return tuple((n, scenario.kv_bytes(n) // tp) for n in sorted(lens))
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "gpu-check", help="move KV-sized buffers GPU to GPU through Mooncake on one box (before a cluster run)",
+        description="Start two processes on two GPUs of this host; the first (prefill) writes one TP rank's KV "
+                    "cache per prompt length into the second's (decode) GPU memory through the Mooncake Transfer "
+                    "Engine; every received byte is checked. Checks GPU memory registration and the engine's data "
+                    "path; run it in the GPU image.")
+    p.add_argument("--scenario", default="h20-qwen3-235b-1p1d", help="sizes come from its model and prefill TP")
+    p.add_argument("--prompt-lens", help="comma-separated subset or other lengths (default: the scenario's)")
+    p.add_argument("--gpus", default="0,1", help="prefill GPU, decode GPU (default 0,1)")
+    p.add_argument("--repeats", type=int, default=3, help="timed transfers per length after one warm-up")
+    p.add_argument("--block-mib", type=int, default=64, help="the engine moves each transfer in blocks of N MiB")
+    p.add_argument("--transport", choices=("auto", "tcp", "rdma"), default="auto",
+                   help="tcp sets MC_FORCE_TCP=1; auto lets the engine pick RDMA when it finds an HCA")
+    p.add_argument("--direction", choices=("write", "read"), default="write",
+                   help="write: the prefill side pushes, as SGLang does (default); read: the decode side pulls")
+    p.add_argument("--memory", choices=("gpu", "host"), default="gpu",
+                   help="host rehearses the check without GPUs (e.g. in the smoke image)")
+    p.add_argument("--timeout", type=seconds, default=600.0, help="seconds one step may take")
+    p.add_argument("--out", type=Path, help="where result.json and the engine logs go "
+                                           "(default results/gpu-check-<UTC time>)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..gpucheck.run import Settings, run as check
+    from ..scenario import load_scenario
+
+    if args.repeats < 1:
+        raise UserError(f"--repeats {args.repeats}: give at least 1")
+    if args.block_mib < 1:
+        raise UserError(f"--block-mib {args.block_mib}: give at least 1")
+    scenario = load_scenario(args.scenario)
+    out = args.out or Path("results") / time.strftime("gpu-check-%Y%m%dT%H%M%SZ", time.gmtime())
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file; name a directory")
+    settings = Settings(sizes=_sizes(scenario, args.prompt_lens), repeats=args.repeats,
+                        block_bytes=args.block_mib * MiB, gpus=_gpus(args.gpus), memory=args.memory,
+                        transport=args.transport, direction=args.direction, seed=scenario.sweep.seed, timeout_s=args.timeout, out=out)
+    largest = max(n for _, n in settings.sizes)
+    route = (f"GPU {settings.gpus[0]} -> GPU {settings.gpus[1]}" if settings.memory == "gpu"
+             else "host memory, process to process (no GPU used)")
+    print(f"gpu-check: {scenario.name}, one prefill TP rank's KV (TP {scenario.parallel.prefill_tp}); "
+          f"{route}; largest buffer "
+          f"{largest / 1e9:.2f} GB; sizes in decimal MB/GB, bandwidth in decimal GB/s", flush=True)
+    result = check(settings, progress=lambda line: print(line, flush=True))
+    print(f"gpu-check: transport {result['transport'] or 'unknown'}; "
+          f"{'all bytes verified' if result['ok'] else 'FAILED'}; details in {out / 'result.json'}")
+    return 0 if result["ok"] else 1

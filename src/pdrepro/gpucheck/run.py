@@ -1,0 +1,159 @@
+"""Drive the two sides: size the buffers from a scenario, move, verify, report."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..errors import UserError
+from ..smoke.transport import detect
+from ..units import bandwidth_GB_s, human_bytes
+from . import pattern
+
+
+@dataclass(frozen=True)
+class Settings:
+    sizes: tuple[tuple[int, int], ...]   # (prompt_len, bytes one TP rank sends)
+    repeats: int
+    block_bytes: int
+    gpus: tuple[int, int]                # (initiator = prefill, target = decode)
+    memory: str                          # gpu | host
+    transport: str                       # auto | tcp | rdma
+    direction: str                       # write: prefill pushes | read: decode pulls
+    seed: int
+    timeout_s: float
+    out: Path
+
+
+@dataclass
+class Row:
+    prompt_len: int
+    nbytes: int
+    seconds: list[float] = field(default_factory=list)
+    verified: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def median_GB_s(self) -> float | None:
+        return bandwidth_GB_s(self.nbytes, statistics.median(self.seconds)) if self.seconds else None
+
+
+class Side:
+    """A child process speaking one JSON line per request."""
+
+    def __init__(self, role: str, gpu: int, fill: bool, settings: Settings, env: dict) -> None:
+        self.role = role
+        self.log_path = settings.out / f"{role}.log"
+        self._log = self.log_path.open("w")
+        nbytes = max(n for _, n in settings.sizes)
+        cmd = [sys.executable, "-m", "pdrepro.gpucheck.side", role, "--gpu", str(gpu), "--bytes", str(nbytes),
+               "--memory", settings.memory, "--seed", str(settings.seed)] + (["--fill"] if fill else [])
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+                                     text=True, env=env)
+        self.timeout_s = settings.timeout_s
+
+    def ask(self, **req) -> dict:
+        if req:
+            self.proc.stdin.write(json.dumps(req) + "\n")
+            self.proc.stdin.flush()
+        answer: list[str] = []
+        reader = threading.Thread(target=lambda: answer.append(self.proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(self.timeout_s)
+        if not answer:
+            raise UserError(f"the {self.role} side did not answer within {self.timeout_s:.0f} s; "
+                            f"its log is {self.log_path} (raise --timeout for slow links)")
+        if not answer[0]:
+            raise UserError(f"the {self.role} side exited (code {self.proc.wait()}); its log is {self.log_path}")
+        data = json.loads(answer[0])
+        if "error" in data:
+            raise UserError(f"{self.role} side: {data['error']}")
+        return data
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
+                self.proc.stdin.close()
+                self.proc.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+        self._log.close()
+
+
+def _env(settings: Settings, gpu: int) -> dict:
+    env = dict(os.environ)
+    # The engine's start-up lines say which transport it installed.
+    env["MC_LOG_LEVEL"] = "INFO"
+    env.setdefault("MC_TCP_ENABLE_CONNECTION_POOL", "1")
+    if settings.transport == "tcp":
+        env["MC_FORCE_TCP"] = "1"
+    elif settings.transport == "rdma":
+        env.pop("MC_FORCE_TCP", None)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run(settings: Settings, progress=print) -> dict:
+    settings.out.mkdir(parents=True, exist_ok=True)
+    prefill_gpu, decode_gpu = settings.gpus
+    # The initiator issues the transfers: prefill when it pushes (write),
+    # decode when it pulls (read). The receiving side is zeroed and checked.
+    pushes = settings.direction == "write"
+    init_gpu, target_gpu = (prefill_gpu, decode_gpu) if pushes else (decode_gpu, prefill_gpu)
+    target = Side("target", target_gpu, not pushes, settings, _env(settings, target_gpu))
+    initiator = None
+    rows = [Row(n, b) for n, b in settings.sizes]
+    try:
+        ready = target.ask()
+        initiator = Side("initiator", init_gpu, pushes, settings, _env(settings, init_gpu))
+        initiator.ask()
+        receiver = target if pushes else initiator
+        for row in rows:
+            expected = pattern.digest(settings.seed, row.nbytes)
+            for i in range(settings.repeats + 1):  # the first one warms the connection
+                receiver.ask(op="zero")
+                done = initiator.ask(op=settings.direction, bytes=row.nbytes, block_bytes=settings.block_bytes,
+                                     segment=ready["segment"], peer_addr=ready["addr"])
+                got = receiver.ask(op="digest", bytes=row.nbytes)["digest"]
+                if done["rc"] != 0:
+                    row.failures.append(f"transfer {i} returned {done['rc']}")
+                elif got != expected:
+                    row.failures.append(f"transfer {i}: received bytes differ from the sent pattern")
+                elif i > 0:
+                    row.seconds.append(done["seconds"])
+                    row.verified += 1
+            progress(_line(row, settings))
+    finally:
+        for side in (initiator, target):
+            if side is not None:
+                side.close()
+    logs = target.log_path.read_text(errors="replace").splitlines()
+    evidence = detect(logs, force_tcp=settings.transport == "tcp")
+    result = {
+        "memory": settings.memory, "direction": settings.direction,
+        "gpus": {"prefill": prefill_gpu, "decode": decode_gpu},
+        "transport_requested": settings.transport, "transport": evidence.transport,
+        "block_bytes": settings.block_bytes, "repeats": settings.repeats,
+        "rows": [{**asdict(r), "median_GB_s": r.median_GB_s} for r in rows],
+        "ok": all(r.verified == settings.repeats and not r.failures for r in rows),
+    }
+    (settings.out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def _line(row: Row, settings: Settings) -> str:
+    if row.seconds:
+        ms = statistics.median(row.seconds) * 1e3
+        speed = f"{ms:9.1f} ms  {row.median_GB_s:6.2f} GB/s"
+    else:
+        speed = f"{'-':>9}     {'-':>6}     "
+    status = "ok" if not row.failures else "; ".join(row.failures[:2])
+    return (f"{row.prompt_len:>7} tokens  {human_bytes(row.nbytes):>9}  {speed}  "
+            f"verified {row.verified}/{settings.repeats}  {status}")
