@@ -57,7 +57,7 @@ onebox-repro: setup ## With `make onebox` up: sweep, analyze and gates against i
 	$(PDREPRO) sweep --scenario $(ONEBOX_SCENARIO) --router "http://$$BOX_IP:$$ROUTER_PORT" \
 	  --prefill "http://$$BOX_IP:$$PREFILL_PORT" --decode "http://$$BOX_IP:$$DECODE_PORT" \
 	  --model-path "$$MODEL_PATH" --dataset-path "$(DATASET)" --image "$$GPU_IMAGE" \
-	  --logs-from "$$LOG_DIR" --out "$$run" --no-analyze; rc=$$?; [ $$rc -eq 2 ] && exit 2; \
+	  --logs-from "$$LOG_DIR" --out "$$run" --no-analyze $(SWEEP_ARGS); rc=$$?; [ $$rc -eq 2 ] && exit 2; \
 	$(PDREPRO) analyze "$$run"; analyzed=$$?; \
 	$(PYTEST) repro/ --run-dir "$$run" -p no:cacheprovider -q; gates=$$?; \
 	for s in $$rc $$analyzed $$gates; do [ $$s -eq 0 ] || exit $$s; done
