@@ -72,7 +72,7 @@ def test_sysfs_gives_the_same_answer_without_topo(tmp_path, bin_dir, capsys):
     h20_node(tmp_path / "sys")
     fakebin.nvidia_smi(bin_dir, fail_topo=True)
     out = tmp_path / "m.json"
-    assert main(["ib-devices", "--sysfs-root", str(tmp_path / "sys"), "--out", str(out)]) == 0
+    assert main(["ib-devices", "--sysfs-root", str(tmp_path / "sys"), "--out", str(out), "--from-sysfs"]) == 0
     assert json.loads(out.read_text()) == EXPECTED
     assert "from sysfs" in capsys.readouterr().out
 
@@ -159,7 +159,7 @@ def test_written_map_is_one_render_accepts(tmp_path, bin_dir):
 def test_a_key_sglang_refuses_is_never_written(tmp_path, bin_dir, capsys, monkeypatch, key):
     from pdrepro.commands import ib_devices
 
-    monkeypatch.setattr(ib_devices, "build_map", lambda root, wanted=None: ({"0": "mlx5_0", key: "mlx5_1"}, []))
+    monkeypatch.setattr(ib_devices, "build_map", lambda root, wanted=None, **_: ({"0": "mlx5_0", key: "mlx5_1"}, []))
     out = tmp_path / "ib_devices.json"
     assert main(["ib-devices", "--sysfs-root", str(tmp_path), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

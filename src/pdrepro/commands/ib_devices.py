@@ -18,6 +18,9 @@ def register(sub) -> None:
                                    "why, and write the JSON object SGLang's --disaggregation-ib-device accepts.")
     p.add_argument("--sysfs-root", type=Path, default=Path("/sys"), help="read a tree shaped like /sys instead of /sys")
     p.add_argument("--out", type=Path, default=Path("ib_devices.json"), help="file to write (default: ib_devices.json)")
+    p.add_argument("--from-sysfs", action="store_true",
+                   help="derive GPU-NIC distances from sysfs PCI paths only, when nvidia-smi topo -m cannot be read "
+                        "or does not name the NICs (without it that is an error, never a silent guess)")
     p.add_argument("--gpus", help="comma list of the GPUs (nvidia-smi ids) one server uses, e.g. 8,9,...,15 for the "
                                   "second server on a node; written as 0,1,... as SGLang numbers them (default: all)")
     p.set_defaults(func=run)
@@ -35,7 +38,30 @@ def _gpu_ids(text: str | None) -> list[int] | None:
     return ids
 
 
-def build_map(root: Path, wanted: list[int] | None = None) -> tuple[dict[str, str], list[str]]:
+def _topology(nics, gpus, from_sysfs: bool) -> nvidia.Topology | None:
+    """nvidia-smi's matrix, covering every GPU and usable NIC; None only when asked to use sysfs."""
+    if from_sysfs:
+        return None
+    fix = "fix nvidia-smi, or pass --from-sysfs to derive the distances from sysfs PCI paths instead"
+    try:
+        topo = nvidia.query_topology()
+    except ToolMissing:
+        raise UserError(f"nvidia-smi topo -m: nvidia-smi not found; {fix}") from None
+    except (ToolFailed, ValueError) as exc:
+        raise UserError(f"nvidia-smi topo -m could not be read ({exc}); {fix}") from None
+    for gpu in gpus:
+        row = topo.gpu_to_nic.get(gpu.index)
+        if row is None:
+            raise UserError(f"nvidia-smi topo -m has no row for GPU{gpu.index}; {fix}")
+        absent = [n.name for n in nics if n.name not in row]
+        if absent:
+            raise UserError(f"nvidia-smi topo -m does not name {', '.join(absent)} (its NIC columns: "
+                            f"{', '.join(row) or 'none'}; a NIC Legend maps NICn to device names); {fix}")
+    return topo
+
+
+def build_map(root: Path, wanted: list[int] | None = None,
+              from_sysfs: bool = False) -> tuple[dict[str, str], list[str]]:
     devices = sysfs.read_rdma_devices(root)
     nics = affinity.usable_nics(devices)
     if not nics:
@@ -61,11 +87,8 @@ def build_map(root: Path, wanted: list[int] | None = None) -> tuple[dict[str, st
                             f"{', '.join(str(g.index) for g in gpus)})")
         gpus = [by_index[i] for i in wanted]
         key = {i: str(n) for n, i in enumerate(wanted)}
-    try:
-        topo = nvidia.query_topology()
-    except (ToolMissing, ToolFailed, ValueError):
-        topo = None  # sysfs PCI paths still give the answer
-    reasons = []
+    topo = _topology(nics, gpus, from_sysfs)
+    reasons = ["distances from sysfs PCI paths (--from-sysfs), not from nvidia-smi topo -m"] if from_sysfs else []
     skipped = [d.name for d in devices if d not in nics]
     if skipped:
         reasons.append(f"skipped (no ACTIVE port): {', '.join(skipped)}")
@@ -80,7 +103,7 @@ def run(args) -> int:
     if args.out.suffix != ".json":
         raise UserError(f"--out {args.out}: the name must end in .json, or SGLang's --disaggregation-ib-device "
                         "takes it for a device list; e.g. --out ib_devices.json")
-    mapping, reasons = build_map(args.sysfs_root, _gpu_ids(args.gpus))
+    mapping, reasons = build_map(args.sysfs_root, _gpu_ids(args.gpus), from_sysfs=args.from_sysfs)
     for key in mapping:
         # SGLang raises on any key but an integer GPU index ("default" and "*" included).
         problem = ib_device_key_problem(key)

@@ -20,7 +20,9 @@ TOPO_MEANING = {
 }
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+):\s*(\S+)\s*$")
 _GPU = re.compile(r"^GPU\d+$")
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_ANSI = re.compile(r"\x1b?\[[0-9;]*m")
+# Header words that follow the GPU and NIC columns.
+_AFTER_COLUMNS = ("CPU", "NUMA", "GPU NUMA ID")
 
 
 @dataclass(frozen=True)
@@ -72,33 +74,36 @@ def parse_topo(text: str) -> Topology:
     """Parse the matrix of ``nvidia-smi topo -m``.
 
     Newer drivers label NIC columns NIC0.. and resolve them in a "NIC Legend";
-    older ones put the device names (mlx5_0) in the header.
+    older ones put the device names (mlx5_0) in the header. Cells are split on
+    any whitespace: nvidia-smi writes tabs, but pasted output (issues, chat,
+    terminals) usually has spaces; only the GPU and NIC columns are read,
+    which never hold spaces, so "CPU Affinity" splitting in two does no harm.
     """
     # nvidia-smi underlines the header with terminal escapes even when its
-    # output goes to a pipe or a file.
+    # output goes to a pipe or a file; copied from a terminal, the ESC byte is
+    # often lost and "[4m" stays.
     lines = _ANSI.sub("", text).splitlines()
     legend = {m.group(1): m.group(2) for m in map(_NIC_LEGEND.match, lines) if m}
-    header_i = next((i for i, l in enumerate(lines)
-                     if "GPU0" in [c.strip() for c in l.split("\t")] and not l.split("\t")[0].strip()), None)
+    header_i = next((i for i, l in enumerate(lines) if l.split()[:1] == ["GPU0"] and "X" not in l.split()), None)
     if header_i is None:
-        raise ValueError("no GPU matrix header (a tab-separated line listing GPU0 ...) in nvidia-smi topo -m output")
-    header = [c.strip() for c in lines[header_i].split("\t")]
+        raise ValueError("no GPU matrix header (a line listing GPU0, GPU1 ...) in nvidia-smi topo -m output")
+    columns = []
+    for token in lines[header_i].split():
+        if token in _AFTER_COLUMNS:
+            break
+        columns.append(token)
     out: dict[int, dict[str, str]] = {}
     for line in lines[header_i + 1:]:
-        cells = [c.strip() for c in line.split("\t")]
-        if not line.strip() or line.strip().startswith("Legend"):
+        cells = line.split()
+        if not cells or cells[0].startswith("Legend"):
             break
         if not _GPU.match(cells[0]):
             continue  # NIC rows repeat the same links from the other side
-        gpu = int(cells[0][3:])
         row: dict[str, str] = {}
-        for col, cell in zip(header, cells):
-            if not col or _GPU.match(col) or col in ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID"):
-                continue
-            name = legend.get(col, col)
-            if cell in TOPO_RANK:
-                row[name] = cell
-        out[gpu] = row
+        for col, cell in zip(columns, cells[1:]):
+            if not _GPU.match(col) and cell in TOPO_RANK:
+                row[legend.get(col, col)] = cell
+        out[int(cells[0][3:])] = row
     return Topology(out)
 
 
