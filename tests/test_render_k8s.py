@@ -90,6 +90,7 @@ def test_2p2d_wiring(tmp_path):
     script = job["containers"][0]["command"][2]
     assert script.index("pdrepro sweep") < script.index("pdrepro analyze") < script.index("pytest /gates")
     assert "--router http://pdrepro-router:8000" in script
+    assert "--bench-in-place" in script  # no Docker engine inside the Job
     shipped = yaml.safe_load(_by_kind(objects, "ConfigMap")["pdrepro-scenario"]["data"]["scenario.yaml"])
     assert shipped["name"] == scenario.name and shipped["topology"]["decode"]["nodes"] == 2
 

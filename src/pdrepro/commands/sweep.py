@@ -34,6 +34,9 @@ def register(sub) -> None:
     p.add_argument("--tokenizer", help="tokenizer path if not the model folder")
     p.add_argument("--dataset-path", required=True, help="ShareGPT JSON the random dataset draws token ids from")
     p.add_argument("--image", help="GPU image to run the bench client in (default: GPU_IMAGE from versions.env, the image the servers run)")
+    p.add_argument("--bench-in-place", action="store_true",
+                   help="run the bench client here as a child process, not in a container: for a sweep that already "
+                        "runs inside the GPU image (the Kubernetes Job)")
     p.add_argument("--logs-from", metavar="DIR|docker|docker:ssh://HOST",
                    help="where the servers' logs are: a folder with prefill.log/decode.log, 'docker' (containers by "
                         "name on this host) or docker:ssh://user@host (another node's engine)")
@@ -75,7 +78,7 @@ def _log_source(args):
 
 def run(args: argparse.Namespace) -> int:
     from ..sweep.benchcmd import BenchTarget
-    from ..sweep.launcher import DockerLauncher
+    from ..sweep.launcher import DockerLauncher, InPlaceLauncher
     from ..sweep.runner import SweepConfig, is_disaggregated, run_sweep
 
     if args.out.exists() and not args.out.is_dir():
@@ -85,7 +88,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("pass --prefill URL and --decode URL (the PD servers behind the router) so their health is checked")
     # Model and dataset are mounted: the client has no reason to reach a model hub.
     offline = {"HF_HUB_OFFLINE": "1"} if Path(args.model_path).is_dir() else {}
-    launcher = DockerLauncher(args.image or default_image(), env=offline)
+    if args.bench_in_place:
+        launcher = InPlaceLauncher(env=offline)
+    else:
+        launcher = DockerLauncher(args.image or default_image(), env=offline)
     cfg = SweepConfig(
         scenario=scenario,
         out=args.out,

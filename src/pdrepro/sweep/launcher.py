@@ -108,6 +108,51 @@ class DockerLauncher:
                     say("    " + line.decode(errors="replace").rstrip())
 
 
+class InPlaceLauncher:
+    """The bench client as a child process, for a sweep that already runs in
+    the GPU image (a Kubernetes Job, a SLURM step in the container): no
+    engine to ask, and the mounts are already there."""
+
+    def __init__(self, env: dict[str, str] | None = None):
+        self.env = dict(env or {})
+        self.last_client_s: float | None = None
+
+    def image_digest(self) -> dict:
+        import sys
+
+        return {"image": None, "in_place": True, "python": sys.executable}
+
+    def run(self, argv, *, mounts, timeout_s, say):
+        import os
+        import subprocess
+        import time
+
+        self.last_client_s = None
+        start = time.monotonic()
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, **self.env})
+        pump = threading.Thread(target=self._pump, args=(proc.stdout, say), daemon=True)
+        pump.start()
+        try:
+            rc = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise LengthTimeout(f"bench client ran past {timeout_s:.0f} s") from None
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            pump.join(timeout=5)
+        self.last_client_s = time.monotonic() - start
+        return rc
+
+    @staticmethod
+    def _pump(stream, say):
+        # tqdm redraws with \r: show each redraw as a line of progress.
+        for raw in iter(lambda: stream.readline(), b""):
+            for line in raw.replace(b"\r", b"\n").split(b"\n"):
+                if line.strip():
+                    say("    " + line.decode(errors="replace").rstrip())
+
+
 def _run_seconds(container) -> float | None:
     """The container's own run time, from the engine's start and finish stamps."""
     from datetime import datetime

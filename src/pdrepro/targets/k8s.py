@@ -183,7 +183,9 @@ def job_script(plan: LaunchPlan, cluster: Cluster) -> str:
              "--prefill", prefill.url, "--decode", decode.url,
              "--model-path", cluster.model_path, "--dataset-path", cluster.dataset_path,
              "--logs-from", f"/shared/logs/{statefulset_name('decode')}-0",
-             "--prefill-logs-from", f"/shared/logs/{statefulset_name('prefill')}-0", "--no-analyze"]
+             "--prefill-logs-from", f"/shared/logs/{statefulset_name('prefill')}-0",
+             # The Job already runs in the GPU image: no engine to start the client in.
+             "--bench-in-place", "--no-analyze"]
     if cluster.configuration:
         sweep += ["--configuration", cluster.configuration]
     return "\n".join([
