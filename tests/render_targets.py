@@ -40,6 +40,7 @@ TARGETS = {
     "k8s": (_k8s_args, _disaggregated),
     # The one-box check's own scenarios; it runs them with no GPU-to-NIC map.
     "onebox": (lambda s: [], lambda s: s.name.startswith("onebox-")),
+    "slurm": (lambda s: [], _disaggregated),
 }
 
 
@@ -122,5 +123,22 @@ def launched_k8s(out: Path, scenario: Scenario) -> Launched:
     return Launched(servers, router)
 
 
+def launched_slurm(out: Path, scenario: Scenario) -> Launched:
+    """From the sbatch script, its node-address variables named by node."""
+    from pdrepro.targets import slurm
+
+    text = (out / f"{scenario.name}.sbatch").read_text()
+    t = scenario.topology
+    values = {f"{role.upper()}_IPS[{i}]": f"<{role}-{i}>"
+              for role, n in (("prefill", t.prefill.nodes), ("decode", t.decode.nodes)) for i in range(n)}
+    names = re.findall(r"^launch (\S+) ", text, flags=re.M)
+    servers = {}
+    for name in names:
+        env, argv = slurm.script_argv(text, name, values)
+        servers[name] = (argv, env)
+    router = servers.pop("router")[0]
+    return Launched(servers, router)
+
+
 # target -> reader of its rendered files; compose is the reference the others are held to
-LAUNCHED = {"compose": launched_compose, "k8s": launched_k8s}
+LAUNCHED = {"compose": launched_compose, "k8s": launched_k8s, "slurm": launched_slurm}

@@ -202,9 +202,26 @@ def _onebox(args, scenario) -> int:
     return 0
 
 
+def _slurm(args, scenario) -> int:
+    from ..targets import slurm
+
+    # Node addresses exist only inside the allocation: the script fills them in.
+    site = build_site(args, scenario, *slurm.symbolic_hosts(scenario))
+    job = slurm.gpu_job(launch.Plan(scenario, site))
+    out = Path(args.out)
+    _mkdir(out, "--out")
+    path = out / f"{scenario.name}.sbatch"
+    path.write_text(slurm.render(job))
+    path.chmod(0o755)
+    print(f"wrote {path}: {job.prefill_nodes} prefill + {job.decode_nodes} decode node(s), router on the first decode node")
+    print(f"submit from the bundle's checkout on a shared filesystem: sbatch {path}")
+    print("runtime: Docker on each node (default); sbatch --export=ALL,RUNTIME=pyxis for enroot/pyxis")
+    return 0
+
+
 # Target name -> renderer(args, scenario) -> exit status. A new target adds
 # itself here and renders from launch.Plan(...).launch_plan().
-RENDERERS = {"compose": _compose, "k8s": _k8s, "onebox": _onebox}
+RENDERERS = {"compose": _compose, "k8s": _k8s, "onebox": _onebox, "slurm": _slurm}
 
 
 def run(args) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.resources import files
 from typing import TYPE_CHECKING
 
@@ -72,7 +72,7 @@ class Job:
     gres: str | None = None
     time: str = DEFAULT_TIME
     mounts: tuple[str, ...] = ()
-    notes: tuple[str, ...] = field(default=())
+    log_aliases: tuple[tuple[str, str], ...] = ()  # (server log, name a reader expects)
 
 
 def _command(head: str, step: Step) -> str:
@@ -108,6 +108,7 @@ def _placement(job: Job) -> str:
         'for n in "${DECODE_NODES[@]}"; do DECODE_IPS+=("$(node_ip "$n")"); done',
         'ROUTER_IP=${DECODE_IPS[0]}',
         'mkdir -p "$JOB_DIR/logs"',
+        *(f'ln -sfn {src}.log "$JOB_DIR/logs/{alias}.log"' for src, alias in job.log_aliases),
         'pd_log "prefill: ${PREFILL_NODES[*]} (${PREFILL_IPS[*]}); decode: ${DECODE_NODES[*]} '
         '(${DECODE_IPS[*]}); router: $ROUTER_NODE; runtime $RUNTIME; job folder $JOB_DIR"',
     ])
@@ -147,7 +148,6 @@ def render(job: Job) -> str:
         head.append(f"{line:<44} # {comment}" if comment else line)
     mounts = " ".join(word(m) for m in job.mounts)
     head.append(f"MOUNTS=({mounts})" + "  # bind-mounted read-only at the same path (docker, pyxis)")
-    head += [f"# {n}" for n in job.notes]
     runtime = files("pdrepro.targets").joinpath("slurm_runtime.sh").read_text().rstrip("\n")
     servers = ["# ---- Servers ----"] + [_command("launch", s) for s in job.servers]
     ready = ["# ---- Ready ----", f"wait_ready {word(job.ready_url)}"]
@@ -177,11 +177,10 @@ def gpu_job(plan: "Plan", lp: "LaunchPlan | None" = None) -> Job:
              "--prefill", first["prefill"].url, "--decode", first["decode"].url,
              "--model-path", site.model_path, "--dataset-path", site.dataset_path, "--image", "$IMAGE",
              "--logs-from", "$JOB_DIR/logs", "--out", run, "--no-analyze")
-    # The sweep reads prefill.log/decode.log: the first server of each role, whose lines it analyses.
-    links = ("ln", "-sfn", f"{first['prefill'].name}.log", "$JOB_DIR/logs/prefill.log")
-    links_d = ("ln", "-sfn", f"{first['decode'].name}.log", "$JOB_DIR/logs/decode.log")
+    if scenario.kind == "comparison":
+        # This job runs the disaggregated configuration; the regular one is not placed here.
+        sweep += ("--configuration", lp.topology)
     client = (
-        Step("logs-prefill", "-", links), Step("logs-decode", "-", links_d),
         Step("sweep", "-", sweep, on_failure="continue"),
         Step("analyze", "-", (pdrepro, "analyze", run), on_failure="continue"),
         Step("gates", "-", ("$BUNDLE/.venv/bin/pytest", "$BUNDLE/repro/", "--run-dir", run,
@@ -205,7 +204,9 @@ def gpu_job(plan: "Plan", lp: "LaunchPlan | None" = None) -> Job:
         prefill_nodes=t.prefill.nodes, decode_nodes=t.decode.nodes,
         servers=tuple(servers), ready_url=url("${ROUTER_IP}", ports.router) + "/readiness",
         client=client, settings=settings, gres=f"gpu:{per_node}",
-        mounts=(site.model_path, site.dataset_path, site.ib_devices_file),
+        mounts=tuple(m for m in (site.model_path, site.dataset_path, site.ib_devices_file) if m),
+        # The sweep reads prefill.log/decode.log: the first server of each role.
+        log_aliases=tuple((first[role].name, role) for role in ("prefill", "decode")),
     )
 
 
