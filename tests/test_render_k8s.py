@@ -88,7 +88,12 @@ def test_2p2d_wiring(tmp_path):
     assert _by_kind(objects, "Service")["pdrepro-router"]["spec"]["ports"][0]["port"] == 8000
     job = _by_kind(objects, "Job")["pdrepro-sweep"]["spec"]["template"]["spec"]
     script = job["containers"][0]["command"][2]
-    assert script.index("pdrepro sweep") < script.index("pdrepro analyze") < script.index("pytest /gates")
+    assert script.index("pdrepro sweep") < script.index("pdrepro analyze") < script.index("pytest /gates --run-dir")
+    assert 'pdrepro check "$run"' in script
+    import subprocess
+
+    syntax = subprocess.run(["bash", "-n", "-c", script], capture_output=True, text=True)
+    assert syntax.returncode == 0, syntax.stderr
     assert "--router http://pdrepro-router:8000" in script
     assert "--bench-in-place" in script  # no Docker engine inside the Job
     shipped = yaml.safe_load(_by_kind(objects, "ConfigMap")["pdrepro-scenario"]["data"]["scenario.yaml"])

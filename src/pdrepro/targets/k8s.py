@@ -194,7 +194,13 @@ def job_script(plan: LaunchPlan, cluster: Cluster) -> str:
         f'{shlex.join(sweep)} --out "$run"; swept=$?',
         "[ $swept -eq 2 ] && exit 2",
         'pdrepro analyze "$run"; analyzed=$?',
-        'pytest /gates --run-dir "$run" -p no:cacheprovider -q; gates=$?',
+        # The gates are pytest over repro/; an image without pytest is judged by
+        # `pdrepro check`, the code the gates call, so the verdict is the same.
+        'if python -c "import pytest" 2>/dev/null; then',
+        '  python -m pytest /gates --run-dir "$run" -p no:cacheprovider -q; gates=$?',
+        "else",
+        '  echo "no pytest in the image: judging with pdrepro check"; pdrepro check "$run"; gates=$?',
+        "fi",
         'echo "run folder: $run (on the shared volume)"',
         "for s in $swept $analyzed $gates; do [ $s -eq 0 ] || exit $s; done",
     ])
