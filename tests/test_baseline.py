@@ -151,3 +151,35 @@ def test_serial_runs_pairs_one_after_another(node):
     assert [p["local"] for p in data["ib_write_bw"]["pairs"]] == ["mlx5_2", "mlx5_3"]
     assert data["baseline_source"] == "ib_write_bw" and "transfer_engine_bench" not in data
     assert data["line_rate_GB_s"] == 100.0
+
+
+def test_message_size_sweep_takes_the_largest_size_gbits():
+    # ib_write_bw -a --report_gbits, from NVIDIA's GPU Operator documentation: 2 B ... 8 MiB.
+    text = (fakebin.RECORDED / "perftest" / "ib_write_bw-a-gbits-gpu-operator-docs.txt").read_text()
+    res = perftest.parse_bw(text)
+    assert res.msg_bytes == 8388608 and res.iterations == 5000
+    assert res.average_GB_s == pytest.approx(92.39 / 8)
+    assert res.sizes_seen == 23
+
+
+def test_message_size_sweep_takes_the_largest_size_mbs_with_warnings_between_rows():
+    text = (fakebin.RECORDED.parent / "fixtures" / "perftest" / "ib_write_bw-a-mbs-warnings.txt").read_text()
+    res = perftest.parse_bw(text)
+    assert res.msg_bytes == 8388608 and res.unit_printed == "MB/sec"
+    assert res.average_GB_s == pytest.approx(46500.00 * 2**20 / 1e9)
+    assert res.sizes_seen == 23
+
+
+def test_older_transfer_engine_bench_without_a_unit_is_read_as_gb_s_with_a_note():
+    # Builds up to early 2025 (Mooncake 348afd753 and later, before --report_unit) printed the
+    # rate, bytes / seconds / 1e9, with no unit after it.
+    line = ("I1216 10:12:07.552811 120311 transfer_engine_bench.cpp:352] Test completed: duration 10.00, "
+            "batch count 26217, throughput 6.56")
+    res = tebench.parse_result(line)
+    assert res.throughput_GB_s == pytest.approx(6.56)
+    assert "no unit" in res.note and "GB/s" in res.note
+
+
+def test_throughput_in_an_unknown_unit_is_rejected_naming_the_line():
+    with pytest.raises(ValueError, match="Test completed.*furlongs"):
+        tebench.parse_result("Test completed: duration 10.00, batch count 5, throughput 6.56 furlongs/s")

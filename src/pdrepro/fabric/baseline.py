@@ -187,12 +187,16 @@ def run_te_client(plan: Plan) -> dict:
     _save(plan.out, "transfer_engine_bench.log", text)
     try:
         res = tebench.parse_result(text)
-    except ValueError:
+    except ValueError as exc:
         tail = " / ".join(text.strip().splitlines()[-3:]) or "no output"
-        return {"throughput_GB_s": None, "error": f"exit {proc.returncode}: {tail}", "command": argv}
+        why = str(exc) if "Test completed" in text else f"exit {proc.returncode}: {tail}"
+        return {"throughput_GB_s": None, "error": why, "command": argv}
     _progress(f"  {res.printed} = {res.throughput_GB_s:.2f} GB/s over {res.duration_s:.1f} s")
-    return {"throughput_GB_s": round(res.throughput_GB_s, 3), "printed": res.printed, "duration_s": res.duration_s,
-            "batch_count": res.batch_count, "use_vram": plan.use_vram, "operation": "write", "command": argv}
+    if res.note:
+        _progress(f"  note: {res.note}")
+    out = {"throughput_GB_s": round(res.throughput_GB_s, 3), "printed": res.printed, "duration_s": res.duration_s,
+           "batch_count": res.batch_count, "use_vram": plan.use_vram, "operation": "write", "command": argv}
+    return {**out, "note": res.note} if res.note else out
 
 
 def run_client(plan: Plan) -> dict:

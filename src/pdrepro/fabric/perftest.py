@@ -24,6 +24,8 @@ class BwResult:
     average_GB_s: float
     msg_rate_Mpps: float
     unit_printed: str
+    # Rows in the table: 1 for one message size, ~23 for an -a sweep (2 B ... 8 MiB).
+    sizes_seen: int = 1
 
     @property
     def average_Gb_s(self) -> float:
@@ -39,17 +41,29 @@ def to_GB_s(value: float, unit: str) -> float:
 
 
 def parse_bw(text: str) -> BwResult:
-    """The (last) result row of an ib_write_bw / ib_read_bw / ib_send_bw run."""
+    """The result of an ib_write_bw / ib_read_bw / ib_send_bw run: with -a (a sweep of message
+    sizes) the row of the largest size, the one that says what the link carries.
+
+    Lines between rows (perftest's CPU frequency warnings go to stderr and land
+    between the rows when both streams are captured together) are skipped; the
+    table ends at perftest's dashed line.
+    """
     lines = text.splitlines()
     for i, line in enumerate(lines):
         m = _HEADER.search(line)
         if not m:
             continue
         unit = m.group(2)
+        rows = []
         for row in lines[i + 1:]:
+            if row.strip().startswith("---"):
+                break
             r = _ROW.match(row)
             if r:
-                return BwResult(int(r.group(1)), int(r.group(2)), to_GB_s(float(r.group(3)), unit),
-                                to_GB_s(float(r.group(4)), unit), float(r.group(5)), unit)
-        break
+                rows.append(r)
+        if not rows:
+            break
+        r = max(rows, key=lambda r: int(r.group(1)))
+        return BwResult(int(r.group(1)), int(r.group(2)), to_GB_s(float(r.group(3)), unit),
+                        to_GB_s(float(r.group(4)), unit), float(r.group(5)), unit, len(rows))
     raise ValueError("no result row under a 'BW peak[...] BW average[...]' header")

@@ -2,7 +2,9 @@
 
 The initiator logs "Test completed: duration D, batch count N, throughput X U/s"
 where U is its --report_unit: GB, MB, KB are decimal, GiB/MiB/KiB binary and
-Gb/Mb/Kb bits (decimal). The default, GB, is 10**9 bytes.
+Gb/Mb/Kb bits (decimal). The default, GB, is 10**9 bytes. Builds before
+--report_unit (late 2024 to early 2025) print the bare number, bytes per
+second over 10**9: read as GB/s, with a note saying so.
 The target logs "Transfer Engine RPC using P2P handshake, listening on H:P",
 where H:P is the segment id an initiator connects to.
 """
@@ -14,7 +16,8 @@ from dataclasses import dataclass
 
 UNITS = {"GB": 1e9, "GiB": 2**30, "Gb": 1e9 / 8, "MB": 1e6, "MiB": 2**20, "Mb": 1e6 / 8,
          "KB": 1e3, "KiB": 2**10, "Kb": 1e3 / 8}
-_DONE = re.compile(r"Test completed: duration ([\d.]+), batch count (\d+), throughput ([\d.]+) (GiB|GB|Gb|MiB|MB|Mb|KiB|KB|Kb)/s")
+_DONE = re.compile(r"Test completed: duration ([\d.]+)(?:us)?, batch count (\d+), throughput ([\d.]+)(?:[ \t]+(\S+))?[ \t]*$",
+                   re.MULTILINE)
 _LISTEN = re.compile(r"listening on (\S+):(\d+)")
 
 
@@ -24,13 +27,23 @@ class TeResult:
     batch_count: int
     throughput_GB_s: float
     printed: str
+    note: str = ""
 
 
 def parse_result(text: str) -> TeResult:
-    found = _DONE.findall(text)
+    found = list(_DONE.finditer(text))
     if not found:
         raise ValueError("no 'Test completed: ... throughput ...' line")
-    duration, batches, value, unit = found[-1]
+    m = found[-1]
+    duration, batches, value, printed_unit = m.groups()
+    if printed_unit is None:
+        return TeResult(float(duration), int(batches), float(value), f"{value}",
+                        note=f"throughput printed with no unit ({value}), as transfer_engine_bench builds before "
+                             "--report_unit did: read as GB/s (10^9 bytes/s), the only unit they printed")
+    unit = printed_unit[:-2] if printed_unit.endswith("/s") else None
+    if unit not in UNITS:
+        raise ValueError(f"unknown throughput unit in {m.group(0).strip()!r}; expected one of "
+                         f"{', '.join(u + '/s' for u in UNITS)}, or none (older builds)")
     return TeResult(float(duration), int(batches), float(value) * UNITS[unit] / 1e9, f"{value} {unit}/s")
 
 
