@@ -28,12 +28,18 @@ def install(bin_dir: Path, name: str, body: str) -> Path:
     return path
 
 
-def nvidia_smi(bin_dir: Path, query: Path | None = None, topo: Path | None = None, fail_topo: bool = False) -> Path:
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def nvidia_smi(bin_dir: Path, query: Path | None = None, topo: Path | None = None, fail_topo: bool = False,
+               driver: Path | None = None) -> Path:
     query = query or RECORDED / "nvidia-smi" / "h20-query-gpu.csv"
     topo = topo or RECORDED / "nvidia-smi" / "h20-topo-m.txt"
+    driver = driver or FIXTURES / "nvidia-smi" / "driver-query-580.65.06-8gpu.csv"
     topo_cmd = "echo 'topo: not supported' >&2; exit 3" if fail_topo else f"cat {shlex.quote(str(topo))}"
     return install(bin_dir, "nvidia-smi", f"""case "$1" in
   topo) {topo_cmd};;
+  --query-gpu=driver_version) cat {shlex.quote(str(driver))};;
   --query-gpu=*) cat {shlex.quote(str(query))};;
   *) echo "unexpected arguments: $*" >&2; exit 2;;
 esac

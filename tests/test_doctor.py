@@ -95,7 +95,8 @@ def test_healthy_h20_prefill_node_passes_everything(tmp_path, bin_dir, docker_en
     assert c["gpus"].detail == "8 x NVIDIA H20"
     assert "GPU7->mlx5_3 PIX" in c["gpu-nic-affinity"].detail
     assert "ens10np0" in c["advertise-ip"].detail
-    assert len(checks) == 17
+    assert c["nvidia-driver"].detail.startswith("driver 580.65.06 (R580 or newer")
+    assert len(checks) == 18
 
 
 def test_json_output_shape_and_exit_status(tmp_path, bin_dir, docker_engine, capsys):

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .fabric.driver import Requirement
 from .pins import load_pins
 
 # Python distributions that decide PD behaviour or performance; several names
@@ -145,6 +146,24 @@ def nvidia_driver(proc_file: Path = Path("/proc/driver/nvidia/version")) -> dict
     return _found(None, reason="no nvidia-smi answer and no /proc/driver/nvidia/version")
 
 
+def _with_requirement(found: dict, pins: dict[str, str]) -> dict:
+    """The driver found, with the oldest branch the GPU image runs on (GPU_MIN_DRIVER)."""
+    try:
+        need = Requirement.from_pins(pins)
+    except (KeyError, ValueError):
+        return found
+    return {**found, **need.report(found.get("version"))}
+
+
+def _driver_detail(entry: dict) -> str:
+    source = entry.get("source") or entry.get("reason", "")
+    if "minimum_branch" not in entry:
+        return source
+    need = f"the GPU image (CUDA {entry['for_cuda']}) needs R{entry['minimum_branch']}+"
+    verdict = {True: "ok", False: "TOO OLD", None: "not checked"}[entry["meets_minimum"]]
+    return f"{source}; {need}: {verdict}"
+
+
 def _ldconfig_paths() -> dict[str, str]:
     code, out = _run(["ldconfig", "-p"])
     if code is None:
@@ -208,7 +227,7 @@ def collect_versions() -> dict:
         "torch": torch_details(),
         "mooncake_engine": mooncake_engine(),
         "cuda_toolkit": cuda_toolkit(),
-        "nvidia_driver": nvidia_driver(),
+        "nvidia_driver": _with_requirement(nvidia_driver(), pins),
         "libraries": {name: shared_library(name, libs) for name in LIBRARIES},
         "os_packages": {label: os_package(*names) for label, names in OS_PACKAGES.items()},
         "kernel_modules": {name: kernel_module(name) for name in KERNEL_MODULES},
@@ -234,9 +253,10 @@ def table_rows(report: dict) -> list[tuple[str, str, str]]:
     if torch.get("found"):
         rows.append(("torch CUDA build", str(torch.get("cuda_build")),
                      f"cuda available: {torch.get('cuda_available')}, nccl {torch.get('nccl')}"))
-    for key, label in (("cuda_toolkit", "CUDA toolkit"), ("nvidia_driver", "NVIDIA driver")):
-        entry = report[key]
-        rows.append((label, _cell(entry), entry.get("source") or entry.get("reason", "")))
+    entry = report["cuda_toolkit"]
+    rows.append(("CUDA toolkit", _cell(entry), entry.get("source") or entry.get("reason", "")))
+    entry = report["nvidia_driver"]
+    rows.append(("NVIDIA driver", _cell(entry), _driver_detail(entry)))
     for name, entry in report["libraries"].items():
         rows.append((f"lib{name}", _cell(entry), entry.get("path") or entry.get("soname") or entry.get("reason", "")))
     for name, entry in report["os_packages"].items():

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..scenario import Scenario
-from . import affinity, gid, limits, nvidia, sysfs
+from . import affinity, driver, gid, limits, nvidia, sysfs
 from .tools import ToolFailed, ToolMissing
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
@@ -99,6 +99,8 @@ class Facts:
     devices: list[sysfs.RdmaDevice]
     gpus: list[nvidia.Gpu] | None = None
     gpu_error: str | None = None
+    driver: str | None = None
+    driver_error: str | None = None
     topo: nvidia.Topology | None = None
 
     @property
@@ -119,6 +121,7 @@ def gather(ctx: Context) -> Facts:
             facts.topo = nvidia.query_topology()
         except (ToolMissing, ToolFailed, ValueError):
             facts.topo = None  # sysfs still gives PCI paths
+        facts.driver, facts.driver_error = driver.query_driver_version()
     return facts
 
 
@@ -436,6 +439,20 @@ def check_gpus(ctx: Context, f: Facts) -> Check:
     return Check("gpus", PASS, detail)
 
 
+def check_driver(ctx: Context, f: Facts) -> Check:
+    """The driver branch the GPU image's CUDA needs (GPU_MIN_DRIVER)."""
+    need = driver.Requirement.from_pins()
+    if f.driver is None:
+        if not f.gpus and not ctx.role:
+            return Check("nvidia-driver", PASS, "no GPU: the smoke test needs no NVIDIA driver")
+        return Check("nvidia-driver", ctx.need, f"driver version unknown: {f.driver_error or f.gpu_error}",
+                     f"install the NVIDIA driver R{need.minimum} or newer and check that nvidia-smi runs")
+    reason = need.too_old(f.driver)
+    if reason:
+        return Check("nvidia-driver", ctx.need, reason, need.fix)
+    return Check("nvidia-driver", PASS, f"driver {f.driver} (R{need.minimum} or newer, as CUDA {need.cuda_major} needs)")
+
+
 def check_affinity(ctx: Context, f: Facts) -> Check:
     nics = affinity.usable_nics(f.devices)
     if not f.gpus or not nics:
@@ -610,7 +627,7 @@ def run_checks(ctx: Context, facts: Facts | None = None) -> tuple[list[Check], f
     checks = [
         check_devices(ctx, f), check_ports(ctx, f), check_link_layer(ctx, f), check_gids(ctx, f),
         check_line_rate(ctx, f), check_mtu(ctx, f), check_dev_infiniband(ctx, f), check_memlock(ctx, f),
-        check_gpu_registration(ctx, f), check_gpus(ctx, f), check_affinity(ctx, f),
+        check_gpu_registration(ctx, f), check_gpus(ctx, f), check_driver(ctx, f), check_affinity(ctx, f),
         *check_docker(ctx, f), *check_model(ctx, f), *check_dataset(ctx, f),
         check_ports_free(ctx, f), check_advertise_ip(ctx, f),
     ]
