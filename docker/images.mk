@@ -55,7 +55,18 @@ smoke-image-locked: wheelhouse
 EXTRA_CA ?=
 WHEELS_ONLY ?=
 GITHUB_MIRROR ?=
+# The GPU build's inputs, checked in a second before the hour-long build:
+# base digest, the locks against versions.env, local sources (MOONCAKE_SRC,
+# SGLANG_SRC) at the pinned commits or the repositories reachable, and with
+# WHEELS_ONLY every locked wheel in the wheelhouse. One line and exit 2 when not.
+BUILDCHECK = PYTHONPATH=src $(PYTHON) -m pdrepro.buildcheck --base '$(GPU_BASE)' \
+  $(if $(MOONCAKE_SRC),--source mooncake=$(MOONCAKE_SRC)) $(if $(SGLANG_SRC),--source sglang=$(SGLANG_SRC)) \
+  $(if $(GITHUB_MIRROR),--mirror $(GITHUB_MIRROR)) $(if $(WHEELS_ONLY),--wheelhouse $(WHEELHOUSE)/gpu)
+build-check: ## Check the GPU build's inputs only (what `make build` does first)
+	@$(BUILDCHECK)
+
 build: ## Build the GPU image GPU_IMAGE (SGLang + Mooncake at the pins; needs BuildKit, ~1-2 h)
+	@$(BUILDCHECK)
 	@mkdir -p $(WHEELHOUSE)/gpu
 	@rm -f dist/pdrepro-*.whl
 	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps -w dist .
@@ -82,7 +93,7 @@ build: ## Build the GPU image GPU_IMAGE (SGLang + Mooncake at the pins; needs Bu
 lint: setup ## Lint every Dockerfile with hadolint (error level)
 	$(HADOLINT) --failure-threshold error docker/*.Dockerfile
 
-.PHONY: smoke-image-locked wheelhouse smoke-base smoke-image build lint
+.PHONY: smoke-image-locked wheelhouse smoke-base smoke-image build-check build lint
 
 # The Mooncake stage of the GPU image, proven without the CUDA base or GitHub:
 # sources from a local clone (MOONCAKE_GIT, assembled by docker/mooncake-src.sh),
@@ -98,3 +109,17 @@ mooncake-stage: ## Build the GPU image's Mooncake stage here (USE_CUDA=ON wheel 
 	  bash docker/mooncake-stage.sh build/mooncake-stage
 
 .PHONY: mooncake-stage
+
+# The GPU image on this box: two GPUs, one TP rank's KV at every prompt length,
+# GPU to GPU through the engine, every byte checked. RDMA when the host has it.
+GPU_CHECK_ARGS ?=
+MEMLOCK ?= -1
+gpu-check: ## Run `pdrepro gpu-check` in the GPU image on this box (needs 2 GPUs; GPU_CHECK_ARGS="--transport tcp ...")
+	@mkdir -p results
+	docker run --rm --gpus all --network host --ipc host --cap-add IPC_LOCK \
+	  --ulimit memlock=$(MEMLOCK):$(MEMLOCK) \
+	  $(if $(wildcard /dev/infiniband),--device /dev/infiniband) \
+	  -v "$(CURDIR)/results:/results" -w / $(GPU_IMAGE) \
+	  pdrepro gpu-check --out /results/gpu-check-$$(date -u +%Y%m%dT%H%M%SZ) $(GPU_CHECK_ARGS)
+
+.PHONY: gpu-check
