@@ -124,3 +124,33 @@ def test_host_memory_run_moves_verified_bytes_through_mooncake(tmp_path):
     assert all(r["verified"] == 2 and len(r["seconds"]) == 2 and r["median_GB_s"] > 0 for r in result["rows"])
     assert result["rows"][1]["nbytes"] == load_scenario("smoke-tcp").kv_bytes(32768)
     assert "all bytes verified" in proc.stdout
+
+
+RECORDED = REPO / "tests" / "recorded" / "gpu-check"
+
+
+def _recorded(direction: str) -> dict:
+    text = (RECORDED / f"h200x2-{direction}-result.json.txt").read_text()
+    return json.loads("\n".join(l for l in text.splitlines() if not l.startswith("#")))
+
+
+@pytest.mark.parametrize("direction", ["write", "read"])
+def test_the_recorded_h200_run_moved_what_this_code_sizes_and_verified_it(direction):
+    result = _recorded(direction)
+    sizes = dict(_sizes(load_scenario("h20-qwen3-235b-1p1d"), None))
+    assert result["direction"] == direction and result["memory"] == "gpu" and result["transport"] == "tcp"
+    assert {r["prompt_len"]: r["nbytes"] for r in result["rows"]} == sizes
+    assert round(max(sizes.values()) / 1e9, 2) == 1.58  # 1,577,058,304 B: one TP rank at 32K tokens
+    for row in result["rows"]:
+        assert row["verified"] == result["repeats"] == len(row["seconds"]) and not row["failures"]
+        from statistics import median
+        assert row["median_GB_s"] == pytest.approx(row["nbytes"] / median(row["seconds"]) / 1e9)
+    assert result["ok"]
+
+
+def test_the_recorded_console_shows_the_stage_wheel_and_cuda_13():
+    text = (RECORDED / "h200x2-stage-wheel-console.txt").read_text()
+    assert "mooncake=6e3a11b97a3ece7f7734cca4374406be2a6a930b" in text
+    assert "Shared library: [libcudart.so.13]" in text
+    assert text.count("all bytes verified") == 2
+    assert "Data validation passed" in text
