@@ -135,7 +135,8 @@ RUN --mount=type=secret,id=extra_ca,required=false \
  && mkdir -p /out/validator \
  && cp mooncake-wheel/dist/*.whl /out/ \
  && cp build/mooncake-transfer-engine/example/transfer_engine_validator /out/validator/ \
- && cp .pdrepro-source /out/SOURCE 2>/dev/null || git rev-parse HEAD > /out/SOURCE
+ && if [ -f .pdrepro-source ]; then cp .pdrepro-source /out/SOURCE; \
+    else echo "mooncake=$(git rev-parse HEAD)" > /out/SOURCE; fi
 
 # --------------------------------------------------------------------------
 # python-env: the hash-locked environment (docker/gpu-requirements.lock), then

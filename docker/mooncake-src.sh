@@ -14,8 +14,9 @@ say() { printf 'mooncake-src: %s\n' "$*" >&2; }
 die() { say "$*"; exit 2; }
 
 repo=${1:-} commit=${2:-} out=${3:-}
-[ -n "$repo" ] && [ -n "$commit" ] && [ -n "$out" ] ||
+if [ -z "$repo" ] || [ -z "$commit" ] || [ -z "$out" ]; then
   die "usage: mooncake-src.sh MOONCAKE_GIT COMMIT OUT [SUBMODULE_PATH=GIT_DIR ...]"
+fi
 shift 3
 declare -A override=()
 for pair in "$@"; do
