@@ -93,3 +93,10 @@ def test_out_naming_an_existing_file_is_one_line(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.startswith("pdrepro sweep: error: --out") and "is a file" in proc.stderr
     assert (tmp_path / "run").read_text() == "notes\n"
+
+
+def test_smoke_refuses_a_negative_timeout_before_touching_docker():
+    proc = subprocess.run([sys.executable, "-m", "pdrepro", "smoke", "--timeout", "-1"], capture_output=True, text=True,
+                          timeout=60)
+    errors = [l for l in proc.stderr.splitlines() if l.startswith("pdrepro smoke: error:")]
+    assert proc.returncode == 2 and len(errors) == 1 and "--timeout" in errors[0] and "above 0" in errors[0]
