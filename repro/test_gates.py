@@ -66,6 +66,13 @@ def test_outputs_generated(checks, prompt_len):
 
 
 @pytestmark_sweep
+def test_nics_witness_the_kv(checks, prompt_len):
+    """The RDMA ports' own byte counters must show the KV the model says was sent, within the line rate."""
+    _gate(checks, "nic_witness", prompt_len)
+    _gate(checks, "nic_within_line_rate", prompt_len, required=False)
+
+
+@pytestmark_sweep
 def test_plausible(checks, prompt_len):
     """Figures that cannot be true: above line rate, TTFT not positive, KV size off the model's."""
     _present(checks, prompt_len)

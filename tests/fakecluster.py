@@ -143,6 +143,10 @@ class FakeCluster:
     health_generate: bool = True
     router_readiness: bool = True
     metrics: bool = False
+    # The decode node's sysfs tree (sysfs_builder.FakeSysfs): the bench's KV is counted on
+    # its NICs' port_rcv_data, unless the KV never crosses them (a path that only looks up).
+    nics: object | None = None
+    kv_crosses_nics: bool = True
 
     def __post_init__(self):
         self.log_dir = Path(self.root) / "server-logs"
@@ -255,4 +259,12 @@ class FakeBench:
                             self.cluster.transfers["latency_ms"].append(stat.transfer_s * 1000)
                             self.cluster.transfers["total_mb"].append(stat.transfer_total_MiB)
                             self.cluster.transfers["speed_gb_s"].append(stat.transfer_speed_GiB_s)
+        nics = self.cluster.nics
+        if nics is not None and self.cluster.kv_crosses_nics:
+            sc = self.cluster.scenario
+            sent = int(args.num_prompts) - errors.get(length, 0) + sc.sweep.warmup_requests
+            moved = int(sc.kv_bytes(length) * sent * 1.02)
+            names = sorted(p.name for p in (nics.root / "class" / "infiniband").iterdir())
+            for name in names:
+                nics.traffic(name, received=moved // len(names), sent=moved // len(names) // 1000)
         return 0

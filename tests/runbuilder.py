@@ -78,6 +78,16 @@ class BuildOptions:
     tokens_off: int = 0
     # Tokens each successful request generated at length L (default: the requested output length).
     output_tokens: dict[int, int] = field(default_factory=dict)
+    # RDMA port counters per length (RUN/counters/<L>.json), as the sweep records them:
+    # the share of the KV the NICs counted (0.0: a TCP fallback), the roles read, the
+    # counter width (32: legacy counters starting near their top, so they wrap), a
+    # stand-in window in seconds, and extra hw_counters rises.
+    counters: bool = True
+    nic_share: dict[int, float] = field(default_factory=dict)
+    counter_roles: tuple[str, ...] = ("prefill", "decode")
+    counter_width: int = 64
+    nic_window_s: dict[int, float] = field(default_factory=dict)
+    nic_hw: dict[str, int] = field(default_factory=dict)
 
 
 def build_run(root: Path, scenario: Scenario, *, rows: list[Row] | None = None, **overrides) -> RunDir:
@@ -104,6 +114,7 @@ def build_run(root: Path, scenario: Scenario, *, rows: list[Row] | None = None, 
         if row.prompt_len in opts.drop_lengths:
             continue
         L = row.prompt_len
+        t_start = clock.t
         n_err = opts.errors.get(L, 0)
         n_ok = sweep.num_prompts - n_err
         transfer_s = row.transfer_ms / 1000.0 * opts.transfer_factor.get(L, 1.0)
@@ -135,6 +146,8 @@ def build_run(root: Path, scenario: Scenario, *, rows: list[Row] | None = None, 
             if i % 10 == 3:
                 prefill.append(_line(clock.t, f'INFO:     10.0.0.2:4{i:04d} - "POST /generate HTTP/1.1" 200 OK', tp_tag=False))
         _write_bench(run, scenario, opts, L, input_len, ttfts, n_err, clock)
+        if opts.counters:
+            _write_counters(run, scenario, opts, L, n_ok + sweep.warmup_requests, t_start, clock.t)
 
     if opts.no_reqstats:
         prefill = [l for l in prefill if "Time Stats(" not in l and "ReqTimeStats(" not in l]
@@ -145,6 +158,59 @@ def build_run(root: Path, scenario: Scenario, *, rows: list[Row] | None = None, 
         run.metrics_dir.mkdir(exist_ok=True)
         (run.metrics_dir / "prefill.prom").write_text(_metrics_text(metric))
     return run
+
+
+_TREES: dict[int, dict] = {}
+
+
+def _nodes(width: int) -> dict:
+    """Two nodes' sysfs trees, made once per process; their counters keep running across runs."""
+    if width in _TREES:
+        return _TREES[width]
+    import atexit
+    import shutil
+    import tempfile
+
+    from sysfs_builder import h20_node
+
+    shm = Path("/dev/shm")  # the trees are rewritten for every length: keep them in memory where there is some
+    tmp = Path(tempfile.mkdtemp(prefix="pdrepro-counters-", dir=shm if shm.is_dir() else None))
+    atexit.register(shutil.rmtree, tmp, True)
+    start = 2**32 - 1000 if width == 32 else 123_456_789_012
+    nodes = _TREES[width] = {}
+    for role in ("prefill", "decode"):
+        fs = h20_node(tmp / role, extended_counters=width == 64)
+        for s in range(4):
+            for counter in ("port_xmit_data", "port_rcv_data"):
+                fs.set_counter(f"mlx5_{s}", counter, start)
+        nodes[role] = fs
+    return nodes
+
+
+def _write_counters(run: RunDir, scenario: Scenario, opts: BuildOptions, L: int, requests: int,
+                    t0: float, t1: float) -> None:
+    """Counters of both nodes' kernel-shaped sysfs trees read around the length, through
+    the reader and record the sweep uses; the KV crosses the 4 NICs evenly, plus RoCE headers."""
+    from pdrepro.fabric.counters import read_ports
+    from pdrepro.sweep.counters import record
+
+    t1 = t0 + opts.nic_window_s[L] if L in opts.nic_window_s else t1
+    moved = int(scenario.kv_bytes(L) * requests * 1.02 * opts.nic_share.get(L, 1.0))
+    before, after = {}, {}
+    for role, fs in _nodes(opts.counter_width).items():
+        if role not in opts.counter_roles:
+            continue
+        ib = fs.root / "class" / "infiniband"
+        # Nothing moves between one run's reading and the next: the last reading still holds.
+        last = fs.__dict__.get("last_reading") or read_ports(ib)
+        before[role] = {"source": f"{role} node (test tree)", "at": t0, "ports": last}
+        for s in range(4):
+            sent, received = (moved // 4, moved // 4000) if role == "prefill" else (moved // 4000, moved // 4)
+            fs.traffic(f"mlx5_{s}", sent=sent, received=received, width=opts.counter_width, hw=opts.nic_hw)
+        fs.last_reading = read_ports(ib)
+        after[role] = {"source": f"{role} node (test tree)", "at": t1, "ports": fs.last_reading}
+    run.counters_dir.mkdir(exist_ok=True)
+    run.counters_file(L).write_text(json.dumps(record(before, after, L), indent=2))
 
 
 def _line(t: float, text: str, tp_tag: bool = True) -> str:

@@ -25,6 +25,15 @@ def link_local_gid(mac_tail: int) -> str:
     return f"fe80:0000:0000:0000:0a88:66ff:fe{mac_tail:02x}:{mac_tail:04x}"
 
 
+EXTENDED_ONLY = ("unicast_xmit_packets", "unicast_rcv_packets", "multicast_xmit_packets", "multicast_rcv_packets")
+# What mlx5 and rxe list under ports/<p>/hw_counters (a subset of each).
+MLX5_HW_COUNTERS = ("duplicate_request", "implied_nak_seq_err", "local_ack_timeout_err", "out_of_buffer",
+                    "out_of_sequence", "packet_seq_err", "rnr_nak_retry_err", "roce_adp_retrans",
+                    "rx_read_requests", "rx_write_requests")
+RXE_HW_COUNTERS = ("ack_deferred", "completer_retry_err", "duplicate_request", "rcvd_pkts", "retry_exceeded_err",
+                   "send_err", "sent_pkts")
+
+
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text + "\n")
@@ -90,7 +99,8 @@ class FakeSysfs:
     def nic(self, name: str, chain: list[str] | None, numa_node: int, ndev: str, *,
             gids: list[GidSpec], rate: str = "400 Gb/sec (4X NDR)", state: str = "4: ACTIVE",
             phys_state: str = "5: LinkUp", link_layer: str = "Ethernet", mtu: int = 9000,
-            fw_ver: str = "28.39.1002", ports: int = 1) -> Path:
+            fw_ver: str = "28.39.1002", ports: int = 1, counters: int | None = 0,
+            extended_counters: bool = True) -> Path:
         if chain is None:  # a software device (rxe): no PCI parent
             dev_base = self.root / "devices" / "virtual"
             net_dir = dev_base / "net" / ndev
@@ -109,6 +119,13 @@ class FakeSysfs:
             _write(port / "phys_state", phys_state)
             _write(port / "rate", rate)
             _write(port / "link_layer", link_layer)
+            if counters is not None:  # rxe has no performance counters, only hw_counters
+                # The kernel adds the unicast/multicast packet counters only with the 64-bit ones.
+                for counter in ("port_xmit_data", "port_rcv_data", "port_xmit_packets", "port_rcv_packets", "symbol_error",
+                                *(EXTENDED_ONLY if extended_counters else ())):
+                    _write(port / "counters" / counter, str(counters))
+            for counter in (MLX5_HW_COUNTERS if chain is not None else RXE_HW_COUNTERS):
+                _write(port / "hw_counters" / counter, "0")
             for i in range(GID_SLOTS):
                 spec = gids[i] if i < len(gids) else None
                 _write(port / "gids" / str(i), spec.gid if spec else NULL_GID)
@@ -127,6 +144,22 @@ class FakeSysfs:
         if not (self.root / "class" / "net" / ndev).exists():
             self.netdev(ndev, mtu, net_dir)
         return ib_dir
+
+    def traffic(self, name: str, *, sent: int = 0, received: int = 0, port: int = 1, width: int = 64,
+                hw: dict[str, int] | None = None) -> None:
+        """Count bytes through a port as the kernel shows them: in 4-byte words, a 32-bit
+        (legacy) counter wrapping past 2^32 - 1 as the brief's wrap tests need."""
+        base = self.root / "class" / "infiniband" / name / "ports" / str(port)
+        for counter, nbytes in (("port_xmit_data", sent), ("port_rcv_data", received)):
+            path = base / "counters" / counter
+            value = int(path.read_text()) + nbytes // 4
+            path.write_text(f"{value % 2**width if width < 64 else value}\n")
+        for counter, rise in (hw or {}).items():
+            path = base / "hw_counters" / counter
+            path.write_text(f"{int(path.read_text()) + rise}\n")
+
+    def set_counter(self, name: str, counter: str, value: int, port: int = 1) -> None:
+        _write(self.root / "class" / "infiniband" / name / "ports" / str(port) / "counters" / counter, str(value))
 
     def netdev(self, name: str, mtu: int, where: Path | None = None) -> Path:
         where = where or self.root / "devices" / "virtual" / "net" / name
@@ -158,7 +191,7 @@ def gpu_bus_id(switch: int, slot: int) -> str:
 
 def h20_node(root: Path, *, nics: int = 4, rate: str = "400 Gb/sec (4X NDR)", mtu: int = 9000,
              down: tuple[str, ...] = (), gid_mode: str = "v2", peermem: bool = True,
-             ip_base: str = "192.168", link_layer: str = "Ethernet") -> FakeSysfs:
+             ip_base: str = "192.168", link_layer: str = "Ethernet", extended_counters: bool = True) -> FakeSysfs:
     """A healthy H20 node: 4 PCIe switches (2 per NUMA node), each with 2 GPUs and one CX-7."""
     fs = FakeSysfs(root)
     for s in range(4):
@@ -180,7 +213,7 @@ def h20_node(root: Path, *, nics: int = 4, rate: str = "400 Gb/sec (4X NDR)", mt
         else:
             raise ValueError(gid_mode)
         fs.nic(name, switch_chain(s, 2), numa, ndev, gids=gids, rate=rate, mtu=mtu,
-               link_layer=link_layer,
+               link_layer=link_layer, extended_counters=extended_counters,
                state="1: DOWN" if name in down else "4: ACTIVE",
                phys_state="3: Disabled" if name in down else "5: LinkUp")
     if gid_mode == "docker-only":
@@ -197,6 +230,6 @@ def rxe_node(root: Path, netdev: str = "eth0", ip: str = "192.168.1.20", mtu: in
     eth = fs.pci_device(["pci0000:00", "0000:00:1f.6"], -1)
     fs.netdev(netdev, mtu, eth / "net" / netdev)
     fs.nic("rxe0", None, -1, netdev, gids=roce_gids(netdev, ip, 1), rate="10 Gb/sec (4X SDR)",
-           fw_ver="0.0.0", mtu=mtu)
+           fw_ver="0.0.0", mtu=mtu, counters=None)
     fs.module("rdma_rxe")
     return fs

@@ -221,3 +221,13 @@ def test_empty_responses_fail_their_gate(tmp_path):
     failed = sorted(name for name, verdict in _junit(run).items() if verdict != "passed")
     assert failed == ["test_outputs_generated[L2048]"]
     assert "length 2048: generated output" in proc.stdout
+
+
+def test_kv_the_nics_never_carried_fails_its_gate(tmp_path):
+    sc = load_scenario("h20-qwen3-235b-1p1d")
+    run = build_run(tmp_path / "run", sc, provenance=_provenance(sc), nic_share={16384: 0.0}).root
+    proc = _gates("--run-dir", run, "-rf")
+    assert proc.returncode == 1
+    failed = sorted(name for name, verdict in _junit(run).items() if verdict != "passed")
+    assert failed == ["test_nics_witness_the_kv[L16384]"]
+    assert "length 16384: bytes the NICs moved" in proc.stdout and "TCP fallback" in proc.stdout

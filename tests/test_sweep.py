@@ -165,10 +165,18 @@ def test_sweep_output_analyses_and_passes_the_checks(tmp_path, cluster):
     """What the sweep leaves is a run the analysis reads: published figures in, gates pass."""
     from pdrepro.checks import evaluate, failed
 
+    from sysfs_builder import h20_node
+
+    cluster.nics = h20_node(tmp_path / "sys")
     lines = []
-    out = run_sweep(config(tmp_path, cluster, FakeBench(cluster), lines, analyze=True))
+    out = run_sweep(config(tmp_path, cluster, FakeBench(cluster), lines, analyze=True,
+                           sysfs=tmp_path / "sys" / "class" / "infiniband"))
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert [r["prompt_len"] for r in summary["rows"]] == [128, 256, 512]
+    counted = json.loads((tmp_path / "run" / "counters" / "512.json").read_text())["nodes"]
+    assert "mlx5_3/1" in counted["decode"]["after"]["ports"]
+    # A folder of logs gives no way onto the prefill node: the record says so.
+    assert "not read" in counted["prefill"]["error"]
     assert summary["transport"]["proven"] is True
     row = {r["prompt_len"]: r for r in summary["rows"]}[512]
     assert row["bandwidth_GB_s"] == pytest.approx(66.18, rel=0.03)  # the published 512-token row
@@ -243,3 +251,18 @@ def test_client_paths_are_absolute_and_each_mounted_at_itself(tmp_path, cluster,
         assert value == str(expected), flag
         assert mounts.get(Path(value)) is False, flag  # read-only, at the same path
     assert argv[argv.index("--served-model-name") + 1] == cluster.scenario.model.name
+
+
+def test_kv_that_never_crossed_the_nics_fails_the_witness(tmp_path, cluster):
+    """Logs that say RDMA and engine figures that look right, but the NICs counted no KV."""
+    from sysfs_builder import h20_node
+
+    from pdrepro.checks import evaluate, failed
+
+    cluster.nics = h20_node(tmp_path / "sys")
+    cluster.kv_crosses_nics = False
+    run_sweep(config(tmp_path, cluster, FakeBench(cluster), analyze=True, sysfs=tmp_path / "sys" / "class" / "infiniband"))
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    bad = failed(evaluate(summary, cluster.scenario))
+    assert sorted((r.name, r.prompt_len) for r in bad) == [("nic_witness", 128), ("nic_witness", 256), ("nic_witness", 512)]
+    assert all(r.figure == 0.0 and "TCP fallback or a dead path" in r.detail for r in bad)

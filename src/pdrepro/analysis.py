@@ -29,6 +29,7 @@ from .outputlens import output_figures
 from .parsers.reqstats import ReqStat, parse_log
 from .rundir import RunDir, why_absent
 from .scenario import Scenario
+from .witness import describe_allowance, witness_row
 from .units import MiB, bandwidth_GB_s, human_bytes
 
 SCHEMA_VERSION = 1
@@ -288,7 +289,10 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
                                 f"{run.prefill_log}: no prefill request of length {L}; was the log cut short, or the "
                                 "server restarted? keep the whole log of the sweep", L))
         samples = _transfer_samples(L, stats, bench.get(L), scenario, issues, run.prefill_log)
-        rows.append(_row(L, scenario, bench.get(L), samples, issues, run.prefill_log))
+        row = _row(L, scenario, bench.get(L), samples, issues, run.prefill_log)
+        for is_error, kind, message in witness_row(run, scenario, row):
+            issues.append(issue(ERROR if is_error else WARNING, kind, message, L))
+        rows.append(row)
     provenance = _provenance(run, issues)
     summary = {
         "schema_version": SCHEMA_VERSION,
@@ -301,6 +305,7 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
         "headline": headline(rows),
         "issues": issues,
         "provenance": provenance,
+        "witness": describe_allowance(),
     }
     # `pdrepro baseline --out RUN` leaves the fabric's measured ceiling here.
     baseline = load_ceiling(run.root)

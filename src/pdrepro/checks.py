@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .scenario import Scenario
+from .witness import MIN_KV_SHARE_PCT
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,29 @@ def _evaluate_comparison(summary: dict, scenario: Scenario) -> list[CheckResult]
                           f"{name}: failed requests"))
     if not out:
         out.append(CheckResult("configuration_present", None, None, None, "", False, "the summary names no configuration"))
+    return out
+
+
+def _witness(L: int, row: dict, line_rate: float | None) -> list[CheckResult]:
+    """The NICs' own byte counts (witness.py): they must show the KV the model says was sent,
+    and cannot have run faster than the line."""
+    share = row.get("nic_kv_share_pct")
+    nodes = ", ".join(f"{role} {n['counter']}" for role, n in (row.get("nic_nodes") or {}).items()
+                      if n.get("kv_share_pct") is not None)
+    if share is None:
+        detail = f"length {L}: NIC byte counts not measured: {row.get('nic_problem') or 'no counter record'}"
+        out = [CheckResult("nic_witness", L, None, MIN_KV_SHARE_PCT, "% of KV", False, detail, ">=")]
+    else:
+        c = _check("nic_witness", L, share, ">=", MIN_KV_SHARE_PCT, "% of KV",
+                   f"bytes the NICs moved ({nodes}) as a share of the model's KV bytes:")
+        if not c.passed:
+            c = CheckResult(c.name, L, share, c.bound, c.unit, False,
+                            c.detail + " (the KV did not cross the RDMA ports: TCP fallback or a dead path?)", c.op)
+        out = [c]
+    rate = row.get("nic_rate_GB_s")
+    if rate is not None and line_rate:
+        out.append(_check("nic_within_line_rate", L, rate, "<=", line_rate, "GB/s",
+                          "NIC counters' average rate (above the line rate no counter is right)"))
     return out
 
 
@@ -125,6 +149,8 @@ def evaluate(summary: dict, scenario: Scenario) -> list[CheckResult]:
         if row.get("request_errors") is not None:
             out.append(_check("request_errors", L, float(row["request_errors"]), "<=", float(t.max_request_errors),
                               "errors", "failed requests"))
+        if measures_ttft:
+            out += _witness(L, row, line_rate)
         mismatch = row.get("kv_size_mismatch_pct")
         if mismatch is not None:
             out.append(_check("kv_size_match", L, abs(mismatch), "<=", t.max_kv_size_mismatch_pct, "%",

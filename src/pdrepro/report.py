@@ -128,6 +128,30 @@ def metrics_section(summary: dict) -> list[str]:
             _table(headers, rows), ""]
 
 
+def witness_section(summary: dict) -> list[str]:
+    rows = [r for r in summary.get("rows", []) if "nic_nodes" in r]
+    if not rows:
+        return []
+    headers = ["Prompt Length", "Node", "Counter", "Moved (GB)", "Share of KV (%)", "Average rate (GB/s)", "Problem"]
+    table = []
+    for r in rows:
+        nodes = r.get("nic_nodes") or {}
+        if not nodes:
+            table.append([str(r["prompt_len"]), "—", "—", "—", "—", "—", r.get("nic_problem") or ""])
+        for role, n in nodes.items():
+            moved = None if n.get("bytes") is None else n["bytes"] / 1e9
+            table.append([str(r["prompt_len"]), role, n.get("counter") or "", _f(moved, 2), _f(n.get("kv_share_pct"), 1),
+                          _f(n.get("rate_GB_s"), 2), n.get("problem") or ""])
+    w = summary.get("witness") or {}
+    return ["## NIC witness: what the RDMA ports counted", "",
+            "Bytes the active ports moved in the KV's direction between the readings before and after each "
+            "length, against KV = prompt length x KV bytes per token x completed requests; below "
+            f"{_f(w.get('min_kv_share_pct'), 0)} % fails. Allowance above KV: "
+            f"{_f((w.get('header_fraction') or 0) * 100, 0)} % headers, "
+            f"{_f((w.get('control_bytes_per_request') or 0) / 2**20, 0)} MiB of control per request, plus the "
+            "warm-up and failed requests' KV.", "", _table(headers, table), ""]
+
+
 def provenance_section(summary: dict) -> list[str]:
     prov = summary.get("provenance")
     if not prov:
@@ -163,6 +187,7 @@ def render_report(summary: dict) -> str:
     if ref:
         parts += ["## Against the published run", "", ref, ""]
     parts += metrics_section(summary)
+    parts += witness_section(summary)
     parts += ["## Issues", "", *issues_section(summary), ""]
     parts += provenance_section(summary)
     parts += ["## Units", "",

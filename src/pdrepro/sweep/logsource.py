@@ -76,6 +76,9 @@ class DirLogSource(_LogSource):
     def describe(self) -> dict:
         return {"kind": "folder", "folder": str(self.folder)}
 
+    def run_script(self, role: str, script: str) -> tuple[str | None, str]:
+        return None, "the logs come from a folder, which gives no way onto the node"
+
     def containers(self) -> dict:
         """Facts of the named containers on this host, when its engine runs them."""
         if not self.names:
@@ -126,6 +129,20 @@ class DockerLogSource(_LogSource):
 
     def describe(self) -> dict:
         return {"kind": "docker", "engine": self.base_url or "local", "containers": self.names}
+
+    def run_script(self, role: str, script: str) -> tuple[str | None, str]:
+        """What ``sh -c script`` prints inside the role's container, and where it ran."""
+        c = self._container(role)
+        where = f"container {self.names.get(role)} on {self.base_url or 'this host'}"
+        if c is None:
+            return None, f"{where}: not found"
+        try:
+            code, out = c.exec_run(["sh", "-c", script])
+        except Exception as exc:  # stopped container, engine gone
+            return None, f"{where}: exec failed ({type(exc).__name__})"
+        if code != 0:
+            return None, f"{where}: exited with status {code}"
+        return (out or b"").decode(errors="replace"), where
 
     def containers(self) -> dict:
         """role -> container facts for provenance (image digest, environment)."""
@@ -203,6 +220,12 @@ class PerRoleLogSource(_LogSource):
 
     def describe(self) -> dict:
         return {role: source.describe() for role, source in self.sources.items()}
+
+    def run_script(self, role: str, script: str) -> tuple[str | None, str]:
+        source = self.sources.get(role)
+        if source is None:
+            return None, f"no source for the {role} server"
+        return source.run_script(role, script)
 
     def containers(self) -> dict:
         facts = {}

@@ -18,6 +18,7 @@ from ..rundir import RunDir
 from ..scenario import Scenario, load_scenario
 from . import health, metrics, provenance, transport
 from .benchcmd import BenchTarget, bench_argv
+from .counters import CounterReader, record
 from .launcher import BenchLauncher, LengthTimeout
 from .logsource import current_start, tail
 from .state import SweepState, result_problem, write_json_atomic
@@ -290,6 +291,7 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
     if todo or not (run_root / "provenance.json").is_file():
         prov.write(transport_facts, state)
 
+    counters = CounterReader(cfg.sysfs, cfg.log_source)
     done: list[int] = []
     bench_s = 0.0
     measured_cost = 0.0
@@ -312,6 +314,7 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
             if path and Path(path).exists():
                 mounts[Path(path)] = False
         _scrape(cfg, run, length, "before")
+        counters_before = counters.read()
         t0 = time.monotonic()
         reason = None
         expected = cost * bench_s / measured_cost if measured_cost > 0 else None
@@ -342,6 +345,9 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
             if problem is not None:
                 reason = f"result not valid: {problem}"
         if reason is None:
+            # The NICs' own count of the length, for the analysis to set against the KV (witness.py).
+            run.counters_dir.mkdir(exist_ok=True)
+            write_json_atomic(run.counters_file(length), record(counters_before, counters.read(), length))
             os.replace(partial, run.bench_file(length))
             done.append(length)
             state.record(length, "done", seconds=round(elapsed, 3))

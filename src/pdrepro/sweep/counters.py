@@ -1,0 +1,66 @@
+"""Reads each node's RDMA port counters around a length, for the analysis's NIC witness.
+
+The sweep runs on the decode node (next to the router), so the decode side's
+counters are read from this host's sysfs. The prefill node's are read inside
+its server container, through the same Docker engine (local or ssh://) the
+sweep takes that server's log from: the container runs with host networking,
+so its /sys/class/infiniband is the node's. A log folder gives no way onto the
+prefill node; the record then says so and the witness rests on the decode node.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+from ..fabric.counters import SNAPSHOT_SCRIPT, parse_snapshot, read_ports
+
+
+def _has_data(ports: dict) -> bool:
+    return any("port_xmit_data" in p or "port_rcv_data" in p for p in ports.values())
+
+
+class CounterReader:
+    def __init__(self, sysfs: Path, log_source=None):
+        self.sysfs, self.log_source = Path(sysfs), log_source
+
+    def _local(self) -> dict:
+        source = f"{self.sysfs} on {socket.gethostname()} (the host running the sweep)"
+        ports = read_ports(self.sysfs)
+        if not _has_data(ports):
+            return {"source": source, "error": f"no RDMA port counters under {self.sysfs} on this host"}
+        return {"source": source, "at": time.time(), "ports": ports}
+
+    def _remote(self, role: str) -> dict:
+        run = getattr(self.log_source, "run_script", None)
+        if run is None:
+            return {"source": None, "error": f"the {role} node's counters were not read: no log source reaches it"}
+        text, where = run(role, SNAPSHOT_SCRIPT)
+        at = time.time()
+        if text is None:
+            return {"source": where, "error": f"the {role} node's counters were not read: {where}"}
+        ports = parse_snapshot(text)
+        if not _has_data(ports):
+            return {"source": where, "error": f"no RDMA port counters in /sys/class/infiniband of {where}"}
+        return {"source": where, "at": at, "ports": ports}
+
+    def read(self) -> dict[str, dict]:
+        return {"prefill": self._remote("prefill"), "decode": self._local()}
+
+
+def record(before: dict[str, dict], after: dict[str, dict], prompt_len: int) -> dict:
+    """RUN/counters/<L>.json: each node's readings around the length, as read."""
+    nodes = {}
+    for role in sorted(set(before) | set(after)):
+        b, a = before.get(role) or {}, after.get(role) or {}
+        error = b.get("error") or a.get("error")
+        node = {"source": a.get("source") or b.get("source")}
+        if error:
+            node["error"] = error
+        else:
+            node.update(before={"at": b["at"], "ports": b["ports"]}, after={"at": a["at"], "ports": a["ports"]})
+        nodes[role] = node
+    return {"prompt_len": prompt_len,
+            "unit": "port_xmit_data and port_rcv_data count 4-byte words; at is seconds since the epoch",
+            "nodes": nodes}

@@ -1,0 +1,168 @@
+"""The NICs' own count of what a length moved, set against the KV the model says was sent.
+
+SGLang's per-request transfer figures come from the engine being judged; a
+stack can also report success while its KV went over TCP or nowhere. The
+sweep reads each node's RDMA port counters before and after every length
+(RUN/counters/<L>.json); here the bytes they moved in the KV's direction
+(prefill node: sent, decode node: received) are compared with
+
+    KV = prompt_len x KV bytes per token x completed requests.
+
+The NICs must show at least MIN_KV_SHARE_PCT of it: an intact RDMA path
+shows all of it plus headers, a TCP fallback or a dead path next to nothing.
+Above KV, the ALLOWANCE (RoCE headers and acknowledgements, per-request
+control messages, the warm-up and failed requests' KV) is what the path may
+add; more than that means other traffic shared the NICs, so the figure is
+kept but flagged. The bytes over the time between the readings can never
+exceed the node's line rate.
+
+Problems come back as (is_error, kind, message) for the analysis to file as
+issues of the length: an error is an unreadable record (bad input), the rest
+are warnings.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .fabric.counters import DATA_COUNTERS, WORD_BYTES, words_moved
+from .rundir import RunDir
+from .scenario import Scenario
+from .units import human_bytes
+
+MIN_KV_SHARE_PCT = 90.0
+ALLOWANCE = {
+    # Ethernet, IPv4, UDP, BTH, RETH and ICRC around each 4096-byte RoCE payload,
+    # plus the acknowledgements, rounded up.
+    "header_fraction": 0.05,
+    # Per request: the transfer engine's and SGLang's small RDMA messages (aux
+    # data, status), far above what they carry.
+    "control_bytes_per_request": 4 * 2**20,
+}
+# Which way the KV crosses each node's ports.
+DIRECTION = {"prefill": "port_xmit_data", "decode": "port_rcv_data"}
+# hw_counters that only rise when the fabric drops or repeats packets.
+_TROUBLE = ("retrans", "timeout", "seq_err", "out_of_sequence", "nak", "_err")
+
+
+def describe_allowance() -> dict:
+    return {"min_kv_share_pct": MIN_KV_SHARE_PCT, **ALLOWANCE,
+            "counted": {role: f"{name} (x {WORD_BYTES} bytes)" for role, name in DIRECTION.items()}}
+
+
+def _node_bytes(role: str, node: dict) -> dict:
+    """Bytes one node's active ports moved in the KV's direction, or why not."""
+    before, after = node.get("before") or {}, node.get("after") or {}
+    out: dict = {"counter": DIRECTION[role], "bytes": None, "window_s": None, "problem": None, "trouble": {}}
+    if node.get("error"):
+        out["problem"] = node["error"]
+        return out
+    if not before or not after:
+        out["problem"] = "no reading " + ("before" if not before else "after") + " the length"
+        return out
+    window = float(after.get("at", 0)) - float(before.get("at", 0))
+    out["window_s"] = window
+    if window <= 0:
+        out["problem"] = "the readings carry no time span"
+        return out
+    total, problems, counted = 0, [], 0
+    for name, b in (before.get("ports") or {}).items():
+        a = (after.get("ports") or {}).get(name)
+        if a is None or b.get("state") not in (None, "ACTIVE"):
+            continue
+        counter = DIRECTION[role]
+        if counter not in b or counter not in a:
+            problems.append(f"{name} has no counters/{counter}")
+            continue
+        words, why = words_moved(int(b[counter]), int(a[counter]), window, a.get("rate"), bool(a.get("extended")))
+        if words is None:
+            problems.append(f"{name} {counter} {why}")
+            continue
+        total += words * WORD_BYTES
+        counted += 1
+        for hw, value in (a.get("hw_counters") or {}).items():
+            rise = value - (b.get("hw_counters") or {}).get(hw, value)
+            if rise > 0 and any(t in hw for t in _TROUBLE):
+                out["trouble"][f"{name} {hw}"] = rise
+    if problems:
+        out["problem"] = "; ".join(problems)
+    elif not counted:
+        out["problem"] = "no active RDMA port with counters"
+    else:
+        out["bytes"] = total
+    return out
+
+
+def _load(run: RunDir, L: int, issues: list) -> dict | None:
+    path = run.counters_file(L)
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        issues.append((True, "counters_unreadable",
+                       f"{path}: not readable JSON ({type(exc).__name__}); rerun `pdrepro sweep` for this length "
+                       "(move the file aside first) to record the counters again"))
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("nodes"), dict):
+        issues.append((True, "counters_unreadable",
+                       f"{path}: holds no 'nodes' object; it is not a counter record `pdrepro sweep` wrote"))
+        return None
+    return data
+
+
+def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, str, str]]:
+    """Adds the NIC figures of row's length to it (nic_* keys); returns the problems found."""
+    L = row["prompt_len"]
+    issues: list[tuple[bool, str, str]] = []
+    row.update(nic_kv_share_pct=None, nic_rate_GB_s=None, nic_problem=None, nic_nodes={})
+    data = _load(run, L, issues)
+    if data is None:
+        row["nic_problem"] = issues[0][2] if issues else (
+            f"{run.counters_file(L)}: no RDMA port counters recorded for this length (the sweep records them "
+            "where the nodes have RDMA counters); rerun the length with `pdrepro sweep`")
+        return issues
+    completed = row.get("requests") or 0
+    kv = scenario.kv_bytes(L) * completed
+    extra_requests = scenario.sweep.warmup_requests + (row.get("request_errors") or 0)
+    ceiling = (scenario.kv_bytes(L) * (completed + extra_requests) * (1 + ALLOWANCE["header_fraction"])
+               + ALLOWANCE["control_bytes_per_request"] * (completed + extra_requests))
+    problems, shares, rates = [], [], []
+    for role in ("prefill", "decode"):
+        node = data["nodes"].get(role)
+        if not isinstance(node, dict):
+            continue
+        figures = _node_bytes(role, node)
+        entry = {"counter": figures["counter"], "bytes": figures["bytes"], "window_s": figures["window_s"],
+                 "source": node.get("source"), "problem": figures["problem"], "kv_share_pct": None, "rate_GB_s": None}
+        row["nic_nodes"][role] = entry
+        if figures["trouble"]:
+            worst = ", ".join(f"{k} +{v}" for k, v in sorted(figures["trouble"].items())[:4])
+            issues.append((False, "nic_trouble", f"length {L}: the {role} node's NICs counted drops or "
+                           f"retries ({worst}); check the fabric's PFC/ECN settings"))
+        if figures["bytes"] is None:
+            problems.append(f"{role} node: {figures['problem']}")
+            continue
+        moved = figures["bytes"]
+        entry["rate_GB_s"] = moved / figures["window_s"] / 1e9
+        rates.append(entry["rate_GB_s"])
+        if kv > 0:
+            entry["kv_share_pct"] = moved / kv * 100
+            shares.append(entry["kv_share_pct"])
+        if moved > ceiling:
+            issues.append((False, "nic_extra_traffic",
+                           f"length {L}: the {role} node's NICs moved {human_bytes(moved)}, more than the "
+                           f"{human_bytes(ceiling)} its KV and the allowance explain: other traffic shared "
+                           "them, so their count cannot single out this run's KV"))
+    if shares:
+        row["nic_kv_share_pct"] = min(shares)
+    if rates:
+        row["nic_rate_GB_s"] = max(rates)
+    if not shares:
+        if problems:
+            row["nic_problem"] = "; ".join(problems)
+        elif not completed:
+            row["nic_problem"] = "no request completed, so there is no KV to compare with"
+        else:
+            row["nic_problem"] = f"{run.counters_file(L)}: names no prefill or decode node"
+    return issues
