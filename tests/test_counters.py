@@ -45,6 +45,13 @@ def test_the_script_for_other_nodes_reads_what_read_ports_reads(tmp_path):
                          env={**os.environ, "IB_ROOT": str(ib)}).stdout
     assert parse_snapshot(out) == read_ports(ib)
     assert parse_snapshot(out)["mlx5_2/1"]["state"] == "DOWN"
+    # A port without hw_counters (the last one read) still ends the script with status 0.
+    import shutil
+
+    shutil.rmtree(ib / "mlx5_3" / "ports" / "1" / "hw_counters")
+    proc = subprocess.run(["sh", "-c", SNAPSHOT_SCRIPT], capture_output=True, text=True,
+                          env={**os.environ, "IB_ROOT": str(ib)})
+    assert proc.returncode == 0 and parse_snapshot(proc.stdout) == read_ports(ib)
 
 
 def test_counter_differences():

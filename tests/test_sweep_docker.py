@@ -127,3 +127,32 @@ def test_node_facts_read_driver_cuda_and_nic_rates():
     facts = node_facts(Running())
     assert facts["driver"] == "570.133.20" and facts["cuda"] == "12.9" and facts["hostname"] == "h20-a"
     assert facts["nics"]["mlx5_1"] == {"fw_ver": "28.43.2026", "ports": {"1": {"rate": "400 Gb/sec (4X NDR)"}}}
+
+
+def test_prefill_counters_are_read_inside_its_container(tmp_path, image):
+    """The NIC witness reads the other node's port counters through the engine that holds its server."""
+    from sysfs_builder import h20_node
+
+    from pdrepro.fabric.counters import read_ports
+    from pdrepro.sweep.counters import CounterReader
+
+    node = h20_node(tmp_path / "prefill-node")
+    node.traffic("mlx5_2", sent=12 * 2**30)
+    ib = tmp_path / "prefill-node" / "class" / "infiniband"
+    client = docker.from_env()
+    name = f"pdrepro-test-counters-{uuid.uuid4().hex[:8]}"
+    # The tree, mounted at its own path (its links are relative), stands in for the node's
+    # /sys/class/infiniband; IB_ROOT points the script at it.
+    container = client.containers.run(image, ["sleep", "60"], name=name, detach=True,
+                                      environment={"IB_ROOT": str(ib)},
+                                      volumes={str(tmp_path): {"bind": str(tmp_path), "mode": "ro"}})
+    try:
+        reading = CounterReader(tmp_path / "no-sysfs", DockerLogSource({"prefill": name}, client=client)).read()
+        assert reading["prefill"]["ports"] == read_ports(ib)
+        assert reading["prefill"]["ports"]["mlx5_2/1"]["port_xmit_data"] == 12 * 2**30 // 4
+        assert name in reading["prefill"]["source"]
+        assert "no RDMA port counters" in reading["decode"]["error"]
+    finally:
+        container.remove(force=True)
+    gone = CounterReader(tmp_path, DockerLogSource({"prefill": name}, client=client)).read()["prefill"]
+    assert "not read" in gone["error"] and "not found" in gone["error"]

@@ -44,6 +44,7 @@ for p in "${IB_ROOT:-/sys/class/infiniband}"/*/ports/*; do
     [ -f "$f" ] && [ -r "$f" ] && echo "$id hw.${f##*/} $(cat "$f" 2>/dev/null)"
   done
 done
+exit 0
 """
 
 
