@@ -83,3 +83,17 @@ def test_summary_without_a_stamp_is_judged_from_the_inputs(tmp_path):
     result = pdrepro("check", run.root)
     assert result.rc == 1, result.out + result.err
     assert any(l.startswith("FAIL ") and "32768" in l for l in result.out.splitlines())
+
+
+def test_summary_written_by_other_code_is_rewritten_not_called_edited(tmp_path):
+    """A run analysed by an older pdrepro: its summary differs from today's analysis, legitimately."""
+    run = build_run(tmp_path / "run", SCENARIO)
+    assert pdrepro("check", run.root).rc == 0
+    old = json.loads(run.summary_file.read_text())
+    old["analysis_code"] = "0" * 64
+    for row in old["rows"]:
+        row.pop("nic_kv_share_pct")
+    run.summary_file.write_text(json.dumps(old))
+    result = pdrepro("check", run.root)
+    assert result.rc == 0, result.out + result.err
+    assert json.loads(run.summary_file.read_text())["analysis_code"] != "0" * 64

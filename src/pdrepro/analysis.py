@@ -14,6 +14,7 @@ be computed is still written, so a half-broken run still shows its good rows.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -306,6 +307,7 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
         "issues": issues,
         "provenance": provenance,
         "witness": describe_allowance(),
+        "analysis_code": analysis_code_stamp(),
     }
     # `pdrepro baseline --out RUN` leaves the fabric's measured ceiling here.
     baseline = load_ceiling(run.root)
@@ -390,6 +392,15 @@ def _write_json(path: Path, data: dict) -> None:
         raise jsonout.unwritable(path, exc, path.parent) from None
 
 
+@functools.lru_cache(maxsize=1)
+def analysis_code_stamp() -> str:
+    """sha256 of this package's source: a summary written by other code is stale, not edited."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def _stored_summary(path: Path) -> dict | None:
     try:
         summary = json.loads(path.read_text())
@@ -438,7 +449,8 @@ def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
         fresh["inputs_signature"] = signature
         fresh = json.loads(json.dumps(fresh))  # as it reads back from summary.json
         if stored is not None and stored.get("inputs_signature") == signature \
-                and stored.get("scenario_fingerprint") == scenario.fingerprint:
+                and stored.get("scenario_fingerprint") == scenario.fingerprint \
+                and stored.get("analysis_code") == fresh["analysis_code"]:
             where = _disagreement(stored, fresh)
             if where is not None:
                 raise UserError(f"{path}: {where} disagrees with what the run's own bench/ and logs/ give; the file "
