@@ -20,7 +20,7 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # What the smoke image's Python environment needs from the system, then SLURM.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      python3 libibverbs1 ibverbs-providers librdmacm1 libnuma1 libcurl4 iproute2 curl \
+      python3 libibverbs1 ibverbs-providers librdmacm1 libnuma1 libcurl4 iproute2 curl procps \
       munge "slurmctld=${SLURM_DEB_VERSION}" "slurmd=${SLURM_DEB_VERSION}" "slurm-client=${SLURM_DEB_VERSION}" \
  && rm -rf /var/lib/apt/lists/*
 COPY node.sh /usr/local/bin/pdrepro-slurm-node

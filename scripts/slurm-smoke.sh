@@ -17,7 +17,7 @@ die() { say "error: $*"; exit "${2:-2}"; }
 image=${SLURM_IMAGE:?set SLURM_IMAGE (make slurm-smoke sets it from docker/versions.env)}
 python=${PYTHON:-$here/.venv/bin/python}
 out=$(realpath -m "${1:-$here/results/slurm-smoke-$(date -u +%Y%m%d-%H%M%S)}")
-project=pdslurm-$(basename "$out" | tr -c 'a-z0-9\n' '-' | tail -c 40)
+project=pdslurm-$(basename "$out" | tr -c 'a-z0-9\n' '-' | tail -c 32)-$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')
 compose=(docker compose -p "$project" -f "$here/compose/slurm-smoke.yaml")
 
 docker info >/dev/null 2>&1 || die "no Docker engine answers 'docker info': install Docker (with compose v2) and start it"
