@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from fakebin import install
 from pdrepro import launch
@@ -221,3 +222,27 @@ def test_word_quotes_only_script_variables():
     assert slurm.word("http://${PREFILL_IPS[0]}:30000") == '"http://${PREFILL_IPS[0]}:30000"'
     assert slurm.word("$HOME/x") == "'$HOME/x'"
     assert shlex.split(slurm.word("a b")) == ["a b"]
+
+
+def test_servers_per_node_share_their_node_with_own_gpus_and_ports(tmp_path):
+    data = load_scenario("h20-qwen3-235b-1p1d").to_dict()
+    data["name"] = "two-per-node"
+    data["topology"] = {"prefill": {"nodes": 1, "servers_per_node": 2}, "decode": {"nodes": 1, "servers_per_node": 2}}
+    data["launch"]["ports"] = {"prefill": 30000, "decode": 30010, "bootstrap": 8998, "router": 8000}
+    path = tmp_path / "two-per-node.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    out = tmp_path / "deploy"
+    assert main(["render", "--target", "slurm", "--scenario", str(path), "--out", str(out)]) == 0
+    text = (out / "two-per-node.sbatch").read_text()
+    assert "#SBATCH --nodes=2\n" in text and "#SBATCH --gres=gpu:16\n" in text
+    env, log = _fakes(tmp_path)
+    proc = subprocess.run(["bash", str(out / "two-per-node.sbatch")], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    runs = {c[c.index("--name") + 1].removeprefix("pdrepro-77-"): c for c in _docker_calls(log) if c[1] == "run"}
+    assert {name: c[0] for name, c in runs.items()} == {
+        "prefill-0-0": "gpu-a1", "prefill-0-1": "gpu-a1", "decode-0-0": "gpu-a2", "decode-0-1": "gpu-a2", "router": "gpu-a2"}
+    gpus = {name: next(w for w in c if w.startswith("CUDA_VISIBLE_DEVICES=")) for name, c in runs.items() if name != "router"}
+    assert gpus["prefill-0-0"].endswith("=0,1,2,3,4,5,6,7") and gpus["prefill-0-1"].endswith("=8,9,10,11,12,13,14,15")
+    assert "--disaggregation-bootstrap-port 8999" in " ".join(runs["prefill-0-1"])
+    router = " ".join(runs["router"])
+    assert "--prefill http://10.0.0.1:30001 8999" in router and "--decode http://10.0.0.2:30011" in router
