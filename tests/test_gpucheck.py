@@ -154,3 +154,18 @@ def test_the_recorded_console_shows_the_stage_wheel_and_cuda_13():
     assert "Shared library: [libcudart.so.13]" in text
     assert text.count("all bytes verified") == 2
     assert "Data validation passed" in text
+
+
+def _recorded_pypi(direction: str) -> dict:
+    text = (RECORDED / f"h200x2-pypi-{direction}-result.json.txt").read_text()
+    return json.loads("\n".join(l for l in text.splitlines() if not l.startswith("#")))
+
+
+def test_pypis_wheel_delivered_a_write_late_and_the_check_failed_it():
+    # The engine of PyPI's 0.3.11.post1 acknowledges a TCP write before the
+    # bytes land; the recorded run caught one such write on the GPU pair.
+    write, read = _recorded_pypi("write"), _recorded_pypi("read")
+    assert not write["ok"]
+    bad = [(r["prompt_len"], f) for r in write["rows"] for f in r["failures"]]
+    assert bad and all("received bytes differ" in f for _, f in bad)
+    assert read["ok"] and all(not r["failures"] for r in read["rows"])
