@@ -34,7 +34,7 @@ def check_expressible(plan: Plan) -> None:
                         "run one server per node; use --target k8s, or servers_per_node: 1")
 
 
-def _common_vars(plan: Plan) -> Rows:
+def common_vars(plan: Plan) -> Rows:
     s, launch = plan.site, plan.launch
     return [
         ("GPU_IMAGE", s.image, "image with SGLang, Mooncake and the router (docker/versions.env)"),
@@ -107,10 +107,10 @@ def env_files(plan: Plan) -> dict[str, Rows]:
         for role in ("prefill", "decode"):
             for node in range(len(plan.hosts(role))):
                 pair = (node, 0) if role == "prefill" else (0, node)
-                rows = _common_vars(plan) + _pd_vars(plan, *pair) + router + tunables
+                rows = common_vars(plan) + _pd_vars(plan, *pair) + router + tunables
                 files[env_file_name(role, node, plan)] = rows
     if "regular" in plan.launch.stacks:
-        files["regular.env"] = _common_vars(plan) + _regular_vars(plan)
+        files["regular.env"] = common_vars(plan) + _regular_vars(plan)
     return files
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..errors import UserError
 from ..launch import LaunchPlan, Plan, shell_line
 from ..scenario import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, Scenario
-from .compose import Rows, _common_vars
+from .compose import Rows, common_vars
 
 COMPOSE_FILE = "compose/onebox.yaml"
 RDMA_FILE = "compose/onebox.rdma.yaml"
@@ -32,7 +32,7 @@ def env_rows(plan: Plan) -> Rows:
     lp = check(plan)
     prefill, decode = lp.role("prefill")[0].servers[0], lp.role("decode")[0].servers[0]
     ports = plan.launch.ports
-    rows = _common_vars(plan) + [
+    rows = common_vars(plan) + [
         ("BOX_IP", prefill.host, "this node's address: both servers advertise it, the router reaches them at it"),
         ("PREFILL_PORT", str(ports.prefill), ""),
         ("DECODE_PORT", str(ports.decode), ""),
