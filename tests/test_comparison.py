@@ -98,3 +98,18 @@ def test_unreadable_configuration_keeps_the_other_and_exits_2(tmp_path):
     (tmp_path / "1P1D" / "bench" / "result-8192.jsonl").unlink()
     with pytest.raises(UserError, match="2-regular.*empty"):
         analyze_comparison(run, sc)
+
+
+def test_hand_edited_comparison_summary_is_an_error_naming_it(tmp_path):
+    sc = load_scenario("a10-qwen25-7b-rate1")
+    run = _run_as_published(tmp_path, sc)
+    (tmp_path / "2-regular" / "bench" / f"result-{sc.sweep.prompt_lens[0]}.jsonl").write_text(
+        json.dumps({**json.loads((tmp_path / "2-regular" / "bench" / f"result-{sc.sweep.prompt_lens[0]}.jsonl").read_text()),
+                    "completed": 12}) + "\n")
+    from clihelp import pdrepro
+
+    assert pdrepro("check", tmp_path).rc == 1  # 12 of 50 completed
+    summary = json.loads(run.summary_file.read_text())
+    summary["configurations"]["2-regular"]["measured"]["completed"] = sc.sweep.num_prompts
+    run.summary_file.write_text(json.dumps(summary))
+    assert_one_line_error(pdrepro("check", tmp_path), "check", "summary.json", "pdrepro analyze")

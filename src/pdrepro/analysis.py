@@ -345,7 +345,7 @@ def analyze_run(run: RunDir, scenario: Scenario) -> dict:
         signature = inputs_signature(run) if run.root.is_dir() else None
         summary = analyze_comparison(run, scenario)
         if signature is not None:
-            summary["inputs_signature"] = signature
+            summary.update(inputs_signature=signature, analysis_code=analysis_code_stamp())
             _write_json(run.summary_file, summary)
         return summary
     if not run.root.is_dir():
@@ -410,7 +410,7 @@ def _stored_summary(path: Path) -> dict | None:
 
 
 # What a verdict is derived from; a stored summary must match a fresh analysis in all of these.
-_VERDICT_KEYS = ("rows", "headline", "transport", "line_rate_GB_s", "witness")
+_VERDICT_KEYS = ("rows", "headline", "transport", "line_rate_GB_s", "witness", "configurations", "comparison")
 
 
 def _disagreement(stored: dict, fresh: dict) -> str | None:
@@ -443,7 +443,9 @@ def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
     """
     path = run.summary_file
     stored = _stored_summary(path) if path.is_file() and run.root.is_dir() else None
-    if scenario.kind != "comparison" and run.root.is_dir() and (run.bench_dir.is_dir() or run.logs_dir.is_dir()):
+    if scenario.kind == "comparison":
+        return _load_comparison(run, scenario, stored)
+    if run.root.is_dir() and (run.bench_dir.is_dir() or run.logs_dir.is_dir()):
         signature = inputs_signature(run)
         fresh = compute_summary(run, scenario)
         fresh["inputs_signature"] = signature
@@ -451,11 +453,7 @@ def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
         if stored is not None and stored.get("inputs_signature") == signature \
                 and stored.get("scenario_fingerprint") == scenario.fingerprint \
                 and stored.get("analysis_code") == fresh["analysis_code"]:
-            where = _disagreement(stored, fresh)
-            if where is not None:
-                raise UserError(f"{path}: {where} disagrees with what the run's own bench/ and logs/ give; the file "
-                                f"was changed after the analysis: rerun `pdrepro analyze {run.root}` to rewrite it "
-                                "from the inputs (or restore the original)")
+            _refuse_edited(run, stored, fresh)
             return fresh
         write_outputs(run, fresh)
         return fresh
@@ -463,4 +461,28 @@ def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
             and stored.get("schema_version") == SCHEMA_VERSION:
         if stored.get("source") == "smoke" or stored.get("inputs_signature") == inputs_signature(run):
             return stored
+    return analyze_run(run, scenario)
+
+
+def _refuse_edited(run: RunDir, stored: dict, fresh: dict) -> None:
+    where = _disagreement(stored, fresh)
+    if where is not None:
+        raise UserError(f"{run.summary_file}: {where} disagrees with what the run's own inputs give; the file was "
+                        f"changed after the analysis: rerun `pdrepro analyze {run.root}` to rewrite it from the "
+                        "inputs (or restore the original)")
+
+
+def _load_comparison(run: RunDir, scenario: Scenario, stored: dict | None) -> dict:
+    """A comparison's inputs live in one folder per configuration: its stamped summary is
+    checked against them the same way, and analysed afresh when stale."""
+    if stored is not None and stored.get("scenario_fingerprint") == scenario.fingerprint \
+            and stored.get("inputs_signature") == inputs_signature(run) \
+            and stored.get("analysis_code") == analysis_code_stamp():
+        from .comparison import compute_comparison
+
+        fresh = compute_comparison(run, scenario)
+        fresh.update(inputs_signature=stored["inputs_signature"], analysis_code=stored["analysis_code"])
+        fresh = json.loads(json.dumps(fresh))
+        _refuse_edited(run, stored, fresh)
+        return fresh
     return analyze_run(run, scenario)

@@ -79,6 +79,15 @@ def _change_pct(a, b):
 
 
 def analyze_comparison(run: RunDir, scenario: Scenario) -> dict:
+    """Compute the comparison and write its summary.json and report.md."""
+    summary = compute_comparison(run, scenario)
+    _write(run.summary_file, jsonout.dumps(summary, run.summary_file, indent=2, sort_keys=True))
+    _write(run.report_file, render_comparison(summary))
+    return summary
+
+
+def compute_comparison(run: RunDir, scenario: Scenario) -> dict:
+    """Parse and compare; no files written."""
     if scenario.kind != "comparison":
         raise UserError(f"scenario {scenario.name} is a {scenario.kind} scenario, not a comparison; use `pdrepro analyze`")
     published = (scenario.reference.configurations if scenario.reference else {}) or {}
@@ -113,8 +122,6 @@ def analyze_comparison(run: RunDir, scenario: Scenario) -> dict:
         "issues": issues,
         "provenance": _provenance(run, names),
     }
-    _write(run.summary_file, jsonout.dumps(summary, run.summary_file, indent=2, sort_keys=True))
-    _write(run.report_file, render_comparison(summary))
     return summary
 
 
