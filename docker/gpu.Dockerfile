@@ -5,7 +5,7 @@
 #   make build                        # pins come from docker/versions.env
 #   make build EXTRA_CA=corp-ca.pem   # TLS-intercepting proxy (build secret)
 #   make build WHEELS_ONLY=1          # air-gapped: pip reads wheelhouse/gpu/ only
-#   make build MOONCAKE_SOURCE=local  # Mooncake from build/mooncake-src (no GitHub)
+#   make build MOONCAKE_GIT=DIR SGLANG_GIT=DIR  # sources from local clones (no GitHub)
 #   make mooncake-stage               # only the Mooncake stage, wheel in build/
 #
 # Needs BuildKit (secret mounts). Stage order keeps the slow parts cached:
@@ -13,9 +13,11 @@
 # sources, so editing the bundle rebuilds only the last two layers.
 
 ARG GPU_BASE=nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04@sha256:8b2705ea7a8653ad3451b46ab835eced92d77b44e671b9cf3ad4f95fbb2efe5e
-# git: fetch the pinned commit from MOONCAKE_REPO; local: build/mooncake-src,
-# assembled by docker/mooncake-src.sh from a checkout on this host.
+# git: fetch the pinned commit from *_REPO; local: build/mooncake-src and
+# build/sglang-src, assembled by docker/source-tree.sh from clones on this
+# host (`make build MOONCAKE_GIT=... SGLANG_GIT=...`).
 ARG MOONCAKE_SOURCE=git
+ARG SGLANG_SOURCE=git
 
 # --------------------------------------------------------------------------
 # base: CUDA + cuDNN devel (flashinfer compiles kernels at run time, so the
@@ -92,9 +94,9 @@ RUN --mount=type=secret,id=extra_ca,required=false \
 FROM mooncake-deps AS mooncake-src-local
 ARG MOONCAKE_COMMIT=6e3a11b97a3ece7f7734cca4374406be2a6a930b
 COPY build/mooncake-src/ /src/mooncake/
-# The stamp is written by docker/mooncake-src.sh from the commit it archived.
+# The stamp is written by docker/source-tree.sh from the commit it archived.
 RUN grep -qx "mooncake=${MOONCAKE_COMMIT}" /src/mooncake/.pdrepro-source \
- || { echo "build/mooncake-src is not Mooncake ${MOONCAKE_COMMIT}; run 'make mooncake-src'" >&2; exit 1; }
+ || { echo "build/mooncake-src is not Mooncake ${MOONCAKE_COMMIT}; rerun with MOONCAKE_GIT=<a clone holding it>" >&2; exit 1; }
 
 # --------------------------------------------------------------------------
 # mooncake: Transfer Engine from source at the pin, packed as a wheel into
@@ -138,16 +140,39 @@ RUN --mount=type=secret,id=extra_ca,required=false \
  && if [ -f .pdrepro-source ]; then cp .pdrepro-source /out/SOURCE; \
     else echo "mooncake=$(git rev-parse HEAD)" > /out/SOURCE; fi
 
-# --------------------------------------------------------------------------
-# python-env: the hash-locked environment (docker/gpu-requirements.lock), then
-# SGLang cloned at the pin and installed from python/ on top of it, without
-# extras: diffusion, http2 and tracing serve no part of text PD serving.
-# --------------------------------------------------------------------------
-FROM base AS python-env
+# SGLang's sources at the pin, fetched or from build/sglang-src; BuildKit
+# runs only the one selected.
+FROM base AS sglang-src-git
 ARG SGLANG_REPO=https://github.com/sgl-project/sglang.git
 ARG SGLANG_COMMIT=43124cdd90e543ea79b63800390e917063809510
-ARG SGLANG_NEAREST_RELEASE=0.5.15.post1
 ARG GITHUB_MIRROR=
+WORKDIR /src/sglang
+RUN --mount=type=secret,id=extra_ca,required=false \
+    if [ -n "${GITHUB_MIRROR}" ]; then \
+      git config --global url."${GITHUB_MIRROR%/}/".insteadOf https://github.com/; fi \
+ && git init -q . \
+ && git remote add origin "${SGLANG_REPO}" \
+ && with-extra-ca git fetch -q --depth 1 origin "${SGLANG_COMMIT}" \
+ && git checkout -q FETCH_HEAD \
+ && test "$(git rev-parse HEAD)" = "${SGLANG_COMMIT}"
+
+FROM base AS sglang-src-local
+ARG SGLANG_COMMIT=43124cdd90e543ea79b63800390e917063809510
+COPY build/sglang-src/ /src/sglang/
+RUN grep -qx "sglang=${SGLANG_COMMIT}" /src/sglang/.pdrepro-source \
+ || { echo "build/sglang-src is not SGLang ${SGLANG_COMMIT}; rerun with SGLANG_GIT=<a clone holding it>" >&2; exit 1; }
+
+# hadolint ignore=DL3006
+FROM sglang-src-${SGLANG_SOURCE} AS sglang-src
+
+# --------------------------------------------------------------------------
+# python-env: the hash-locked environment (docker/gpu-requirements.lock), then
+# SGLang at the pin installed from python/ on top of it, without extras:
+# diffusion, http2 and tracing serve no part of text PD serving.
+# --------------------------------------------------------------------------
+FROM base AS python-env
+ARG SGLANG_COMMIT=43124cdd90e543ea79b63800390e917063809510
+ARG SGLANG_NEAREST_RELEASE=0.5.15.post1
 ARG WHEELS_ONLY=
 # Site wheels (air-gapped/proxy builds); empty by default. A separate folder
 # from the smoke wheelhouse so `make wheelhouse` does not invalidate this stage.
@@ -162,15 +187,8 @@ RUN --mount=type=secret,id=extra_ca,required=false \
  && with-extra-ca pip install --require-hashes --no-deps --only-binary=:all: \
       -r /tmp/gpu-requirements.lock \
  && rm /tmp/gpu-requirements.lock
+COPY --from=sglang-src /src/sglang /src/sglang
 WORKDIR /src/sglang
-RUN --mount=type=secret,id=extra_ca,required=false \
-    if [ -n "${GITHUB_MIRROR}" ]; then \
-      git config --global url."${GITHUB_MIRROR%/}/".insteadOf https://github.com/; fi \
- && git init -q . \
- && git remote add origin "${SGLANG_REPO}" \
- && with-extra-ca git fetch -q --depth 1 origin "${SGLANG_COMMIT}" \
- && git checkout -q FETCH_HEAD \
- && test "$(git rev-parse HEAD)" = "${SGLANG_COMMIT}"
 # SGLang itself from the checkout, nothing else: no index, no dependencies,
 # the build backend from the lock (--no-build-isolation). The lock leaves out
 # setuptools-rust, so the optional gRPC extension is not compiled and no Rust

@@ -59,13 +59,24 @@ GITHUB_MIRROR ?=
 # base digest, the locks against versions.env, local sources (MOONCAKE_SRC,
 # SGLANG_SRC) at the pinned commits or the repositories reachable, and with
 # WHEELS_ONLY every locked wheel in the wheelhouse. One line and exit 2 when not.
+# Local clones (MOONCAKE_GIT, SGLANG_GIT) become plain source trees under build/
+# (docker/source-tree.sh) that the build copies instead of fetching.
+MOONCAKE_GIT ?=
+MOONCAKE_SUBMODULES ?=
+SGLANG_GIT ?=
+MOONCAKE_SOURCE := $(if $(MOONCAKE_GIT),local,git)
+SGLANG_SOURCE := $(if $(SGLANG_GIT),local,git)
 BUILDCHECK = PYTHONPATH=src $(PYTHON) -m pdrepro.buildcheck --base '$(GPU_BASE)' \
-  $(if $(MOONCAKE_SRC),--source mooncake=$(MOONCAKE_SRC)) $(if $(SGLANG_SRC),--source sglang=$(SGLANG_SRC)) \
+  $(if $(MOONCAKE_GIT),--source mooncake=build/mooncake-src) $(if $(SGLANG_GIT),--source sglang=build/sglang-src) \
   $(if $(GITHUB_MIRROR),--mirror $(GITHUB_MIRROR)) $(if $(WHEELS_ONLY),--wheelhouse $(WHEELHOUSE)/gpu)
 build-check: ## Check the GPU build's inputs only (what `make build` does first)
 	@$(BUILDCHECK)
 
-build: ## Build the GPU image GPU_IMAGE (SGLang + Mooncake at the pins; needs BuildKit, ~1-2 h)
+source-trees:
+	$(if $(MOONCAKE_GIT),@bash docker/source-tree.sh mooncake "$(MOONCAKE_GIT)" $(MOONCAKE_COMMIT) build/mooncake-src $(MOONCAKE_SUBMODULES))
+	$(if $(SGLANG_GIT),@bash docker/source-tree.sh sglang "$(SGLANG_GIT)" $(SGLANG_COMMIT) build/sglang-src)
+
+build: source-trees ## Build the GPU image GPU_IMAGE (SGLang + Mooncake at the pins; needs BuildKit, ~1-2 h)
 	@$(BUILDCHECK)
 	@mkdir -p $(WHEELHOUSE)/gpu
 	@rm -f dist/pdrepro-*.whl
@@ -84,6 +95,8 @@ build: ## Build the GPU image GPU_IMAGE (SGLang + Mooncake at the pins; needs Bu
 	  --build-arg BUNDLE_VERSION=$(BUNDLE_VERSION) \
 	  --build-arg WHEELS_ONLY=$(WHEELS_ONLY) \
 	  --build-arg GITHUB_MIRROR=$(GITHUB_MIRROR) \
+	  --build-arg MOONCAKE_SOURCE=$(MOONCAKE_SOURCE) \
+	  --build-arg SGLANG_SOURCE=$(SGLANG_SOURCE) \
 	  $(if $(EXTRA_CA),--secret id=extra_ca$(,)src=$(EXTRA_CA)) \
 	  $(foreach v,HTTP_PROXY HTTPS_PROXY NO_PROXY http_proxy https_proxy no_proxy,$(if $($(v)),--build-arg $(v))) \
 	  .
@@ -93,13 +106,11 @@ build: ## Build the GPU image GPU_IMAGE (SGLang + Mooncake at the pins; needs Bu
 lint: setup ## Lint every Dockerfile with hadolint (error level)
 	$(HADOLINT) --failure-threshold error docker/*.Dockerfile
 
-.PHONY: smoke-image-locked wheelhouse smoke-base smoke-image build-check build lint
+.PHONY: smoke-image-locked wheelhouse smoke-base smoke-image build-check source-trees build lint
 
 # The Mooncake stage of the GPU image, proven without the CUDA base or GitHub:
-# sources from a local clone (MOONCAKE_GIT, assembled by docker/mooncake-src.sh),
+# sources from a local clone (MOONCAKE_GIT, assembled by docker/source-tree.sh),
 # a CUDA stand-in base (docker/cuda-substitute.Dockerfile), hash-locked tools.
-MOONCAKE_GIT ?=
-MOONCAKE_SUBMODULES ?=
 mooncake-stage: ## Build the GPU image's Mooncake stage here (USE_CUDA=ON wheel into build/mooncake-stage/; ~25 min on 2 cores)
 	@MOONCAKE_COMMIT=$(MOONCAKE_COMMIT) MOONCAKE_CMAKE_FLAGS="$(MOONCAKE_CMAKE_FLAGS)" \
 	  CUDA_VERSION=$(CUDA_VERSION) CUDA_SUBSTITUTE_WHEELS="$(CUDA_SUBSTITUTE_WHEELS)" \

@@ -40,7 +40,7 @@ if ! grep -qsx "mooncake=$MOONCAKE_COMMIT" "$src/.pdrepro-source"; then
   [ -n "${MOONCAKE_GIT:-}" ] ||
     die "no Mooncake sources in build/mooncake-src: set MOONCAKE_GIT=/path/to/a/Mooncake/clone (holding $MOONCAKE_COMMIT and its submodules, or pass MOONCAKE_SUBMODULES='extern/pybind11=DIR extern/yalantinglibs=DIR')"
   # shellcheck disable=SC2086  # a list of PATH=DIR words
-  bash "$here/mooncake-src.sh" "$MOONCAKE_GIT" "$MOONCAKE_COMMIT" "$src" ${MOONCAKE_SUBMODULES:-}
+  bash "$here/source-tree.sh" mooncake "$MOONCAKE_GIT" "$MOONCAKE_COMMIT" "$src" ${MOONCAKE_SUBMODULES:-}
 fi
 
 # 2. The CUDA stand-in base, on the registry-less Debian base.

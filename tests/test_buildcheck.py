@@ -135,6 +135,20 @@ def test_an_exported_source_tree_without_git_is_taken(root, tmp_path):
     assert code == 0, err
 
 
+@pytest.mark.parametrize("stamped", ["pin", "other"])
+def test_an_assembled_tree_is_judged_by_its_stamp(root, tmp_path, stamped):
+    src = tmp_path / "mooncake-src"
+    src.mkdir()
+    commit = PINS["MOONCAKE_COMMIT"] if stamped == "pin" else "f" * 40
+    (src / ".pdrepro-source").write_text(f"mooncake={commit}\nextern/pybind11={'a' * 40}\n")
+    code, out, err = _run(root, "--base", BASE, "--no-remote", "--source", f"mooncake={src}")
+    if stamped == "pin":
+        assert code == 0, err
+    else:
+        line = _one_line_error(code, err)
+        assert "another commit" in line and "MOONCAKE_GIT=" in line
+
+
 def test_repositories_are_asked_through_the_mirror(root, tmp_path):
     mirror = tmp_path / "mirror"
     for url in (PINS["MOONCAKE_REPO"], PINS["SGLANG_REPO"]):

@@ -107,7 +107,13 @@ def check_sources(inputs: Inputs) -> str | None:
         if local is not None:
             if not local.is_dir():
                 return f"{name} source {local} is not a directory; give a checkout of {commit}"
-            if (local / ".git").exists():
+            stamp = local / ".pdrepro-source"
+            if stamp.is_file():
+                # A tree made by docker/source-tree.sh: its stamp names the commit it was cut at.
+                if f"{name}={commit}" not in stamp.read_text().split():
+                    return (f"{name} source {local} was assembled from another commit than {commit_key}={commit}; "
+                            f"rerun make build with {name.upper()}_GIT=<a clone holding {commit}>")
+            elif (local / ".git").exists():
                 code, head = _git(["-C", str(local), "rev-parse", "HEAD"], 20)
                 if code != 0:
                     return f"{name} source {local}: git rev-parse HEAD failed ({head}); give a checkout of {commit}"

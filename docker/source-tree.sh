@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
-# Assemble Mooncake's sources at one commit, submodules included, as plain
-# files under OUT, for builds that cannot reach GitHub (MOONCAKE_SOURCE=local).
-# The submodule commits are the ones the Mooncake commit records, so the tree
-# is exactly what `git clone --recursive` + checkout would give.
+# Assemble a source tree at one commit, submodules included, as plain files
+# under OUT, for GPU builds that cannot reach GitHub (MOONCAKE_SOURCE=local,
+# SGLANG_SOURCE=local). The submodule commits are the ones the commit records,
+# so the tree is what `git clone --recursive` + checkout would give. A stamp,
+# OUT/.pdrepro-source, names NAME=COMMIT and each submodule's commit; the
+# Dockerfile refuses a tree whose stamp is not the pin.
 #
-# Usage: mooncake-src.sh MOONCAKE_GIT COMMIT OUT [SUBMODULE_PATH=GIT_DIR ...]
-#   MOONCAKE_GIT  a clone (bare or not) that holds COMMIT
+# Usage: source-tree.sh NAME GIT COMMIT OUT [SUBMODULE_PATH=GIT_DIR ...]
+#   NAME     mooncake | sglang (the stamp's key)
+#   GIT      a clone (bare or not) that holds COMMIT
 #   SUBMODULE_PATH=GIT_DIR  where a submodule's commits live when the clone has
-#                 no initialised submodule there (e.g. extern/pybind11=/src/pybind11)
+#            no initialised submodule there (e.g. extern/pybind11=/src/pybind11)
 set -euo pipefail
 
-say() { printf 'mooncake-src: %s\n' "$*" >&2; }
+say() { printf 'source-tree: %s\n' "$*" >&2; }
 die() { say "$*"; exit 2; }
 
-repo=${1:-} commit=${2:-} out=${3:-}
-if [ -z "$repo" ] || [ -z "$commit" ] || [ -z "$out" ]; then
-  die "usage: mooncake-src.sh MOONCAKE_GIT COMMIT OUT [SUBMODULE_PATH=GIT_DIR ...]"
+name=${1:-} repo=${2:-} commit=${3:-} out=${4:-}
+if [ -z "$name" ] || [ -z "$repo" ] || [ -z "$commit" ] || [ -z "$out" ]; then
+  die "usage: source-tree.sh NAME GIT COMMIT OUT [SUBMODULE_PATH=GIT_DIR ...]"
 fi
-shift 3
+shift 4
 declare -A override=()
 for pair in "$@"; do
   [[ "$pair" == *=* ]] || die "'$pair' is not SUBMODULE_PATH=GIT_DIR"
@@ -25,13 +28,13 @@ for pair in "$@"; do
 done
 
 git -C "$repo" rev-parse --git-dir >/dev/null 2>&1 ||
-  die "MOONCAKE_GIT=$repo is not a git clone; clone kvcache-ai/Mooncake there (or point at one)"
+  die "$repo is not a git clone; give a clone of the $name repository"
 git -C "$repo" cat-file -e "${commit}^{commit}" 2>/dev/null ||
   die "$repo does not hold commit $commit; fetch it there first (git -C $repo fetch origin $commit)"
 
 stamp="$out/.pdrepro-source"
-if [ -f "$stamp" ] && grep -qx "mooncake=$commit" "$stamp"; then
-  say "$out already holds Mooncake $commit"
+if [ -f "$stamp" ] && grep -qx "$name=$commit" "$stamp"; then
+  say "$out already holds $name $commit"
   exit 0
 fi
 
@@ -53,7 +56,7 @@ if [ -n "$missing" ]; then
   done < <(git -C "$repo" ls-tree -r "$commit")
 fi
 git -C "$repo" archive --format=tar "$commit" -- . "${excludes[@]}" | tar -x -C "$tmp"
-{ echo "mooncake=$commit"; } >"$tmp/.pdrepro-source.new"
+echo "$name=$commit" >"$tmp/.pdrepro-source.new"
 
 # Each gitlink (mode 160000) in the tree is a submodule at a recorded commit.
 while read -r _mode _type sub_commit path; do
@@ -78,4 +81,4 @@ rm -rf "$out"
 mkdir -p "$(dirname "$out")"
 mv "$tmp" "$out"
 trap - EXIT
-say "Mooncake $commit assembled in $out ($(du -sh "$out" | cut -f1))"
+say "$name $commit assembled in $out ($(du -sh "$out" | cut -f1))"

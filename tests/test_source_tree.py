@@ -1,5 +1,5 @@
-"""docker/mooncake-src.sh: Mooncake's sources at one commit, submodules at the
-commits that commit records, as plain files for an air-gapped build."""
+"""docker/source-tree.sh: a source tree at one commit, submodules at the
+commits that commit records, as plain files for an air-gapped GPU build."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "docker" / "mooncake-src.sh"
+SCRIPT = ROOT / "docker" / "source-tree.sh"
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -48,7 +48,7 @@ def _run(*args) -> subprocess.CompletedProcess:
 def test_the_tree_holds_the_recorded_submodule_commit(repos, tmp_path):
     main, commit, sub, pinned = repos
     out = tmp_path / "src"
-    proc = _run(main, commit, out, f"extern/pybind11={sub}")
+    proc = _run("mooncake", main, commit, out, f"extern/pybind11={sub}")
     assert proc.returncode == 0, proc.stderr
     assert (out / "CMakeLists.txt").read_text() == "project(m)\n"
     assert (out / "extern/pybind11/pybind.h").read_text() == "old\n"
@@ -58,7 +58,7 @@ def test_the_tree_holds_the_recorded_submodule_commit(repos, tmp_path):
 
 def test_a_missing_submodule_says_how_to_provide_it(repos, tmp_path):
     main, commit, _, _ = repos
-    proc = _run(main, commit, tmp_path / "src")
+    proc = _run("mooncake", main, commit, tmp_path / "src")
     assert proc.returncode == 2
     assert "extern/pybind11" in proc.stderr and "=GIT_DIR" in proc.stderr
     assert not (tmp_path / "src").exists()
@@ -66,7 +66,7 @@ def test_a_missing_submodule_says_how_to_provide_it(repos, tmp_path):
 
 def test_a_commit_the_clone_lacks_is_named(repos, tmp_path):
     main, _, sub, _ = repos
-    proc = _run(main, "0" * 40, tmp_path / "src", f"extern/pybind11={sub}")
+    proc = _run("mooncake", main, "0" * 40, tmp_path / "src", f"extern/pybind11={sub}")
     assert proc.returncode == 2 and "does not hold commit" in proc.stderr
 
 
@@ -75,3 +75,14 @@ def test_the_local_source_stage_checks_the_stamp():
     local = gpu[gpu.index("AS mooncake-src-local"):gpu.index("AS mooncake\n")]
     assert "COPY build/mooncake-src/" in local
     assert 'grep -qx "mooncake=${MOONCAKE_COMMIT}" /src/mooncake/.pdrepro-source' in local
+
+
+def test_the_sglang_stage_copies_a_stamped_tree_or_fetches():
+    gpu = (ROOT / "docker" / "gpu.Dockerfile").read_text()
+    local = gpu[gpu.index("AS sglang-src-local"):gpu.index("AS sglang-src\n")]
+    assert "COPY build/sglang-src/ /src/sglang/" in local
+    assert 'grep -qx "sglang=${SGLANG_COMMIT}" /src/sglang/.pdrepro-source' in local
+    assert "FROM sglang-src-${SGLANG_SOURCE} AS sglang-src" in gpu
+    assert "COPY --from=sglang-src /src/sglang /src/sglang" in gpu
+    ignore = (ROOT / "docker" / "gpu.Dockerfile.dockerignore").read_text().split()
+    assert "!build/sglang-src/" in ignore and "!build/mooncake-src/" in ignore
