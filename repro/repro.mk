@@ -1,6 +1,6 @@
 # `make repro`, included by the top-level Makefile. Run it on the decode node
 # once `make up-prefill` (prefill node) and `make up-decode` (here) are up.
-# Values come from DEPLOY/decode.env (written by `make render`); ROUTER,
+# Values come from DEPLOY/decode.env, or decode-0.env with more nodes (written by `make render`); ROUTER,
 # SCENARIO and RUN override them. The prefill server's log is read from the
 # prefill node's Docker engine over ssh unless PREFILL_LOGS names a folder.
 REPRO_STAMP := $(shell date +%Y%m%d-%H%M%S)
@@ -14,6 +14,8 @@ PYTEST ?= $(BIN)/pytest
 repro: setup ## On the decode node with the stack up: doctor, sweep, analyze, gates (ROUTER=URL SCENARIO=name RUN=dir)
 	@set -uo pipefail; \
 	env_file="$(DEPLOY)/decode.env"; \
+	# xPyD: each node has its own file, and decode-0 runs the router. \
+	if [ ! -f "$$env_file" ] && [ -f "$(DEPLOY)/decode-0.env" ]; then env_file="$(DEPLOY)/decode-0.env"; fi; \
 	if [ -f "$$env_file" ]; then set -a; . "$$env_file"; set +a; \
 	else echo "make repro: no $$env_file; run make render first" >&2; exit 2; fi; \
 	router="$(ROUTER)"; router="$${router:-http://$$DECODE_IP:$$ROUTER_PORT}"; \

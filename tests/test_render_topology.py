@@ -138,3 +138,36 @@ def test_compose_runs_the_2p2d_plan(tmp_path):
         assert _set_env(services[node.role]) == server.env, node.name
         if node.name == "decode-0":
             assert services["router"]["command"] == list(plan.router_argv)
+
+
+def _model(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    return model
+
+
+def test_make_repro_reads_decode_0_of_an_xpyd_render(tmp_path):
+    """With one env file per node, `make repro` on decode-0 (the router's node)
+    reads decode-0.env: the router, the prefill-0 and decode-0 URLs come from it."""
+    import subprocess
+    import sys
+
+    deploy = tmp_path / "deploy"
+    assert main(["render", "--scenario", "h20-qwen3-235b-2p2d", "--prefill-ip", "127.0.0.1,127.0.0.2",
+                 "--decode-ip", "127.0.0.3,127.0.0.4", "--out", str(deploy)]) == 2  # loopback on several nodes
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    prefill, decode = node_ips(load_scenario("h20-qwen3-235b-2p2d"))
+    dataset = tmp_path / "sharegpt.json"
+    dataset.write_text("[]")
+    assert main(["render", "--scenario", "h20-qwen3-235b-2p2d", "--prefill-ip", prefill, "--decode-ip", decode,
+                 "--log-dir", str(logs), "--dataset", str(dataset), "--model", str(_model(tmp_path)), "--out", str(deploy)]) == 0
+    proc = subprocess.run(["make", "-s", "-o", "setup", "repro", f"DEPLOY={deploy}", "SCENARIO=h20-qwen3-235b-2p2d",
+                           f"PDREPRO={sys.executable} -m pdrepro", f"RUN={tmp_path / 'run'}", "SKIP_DOCTOR=1",
+                           f"PREFILL_LOGS={logs}", "SWEEP_ARGS=--wait-timeout 1"],
+                          cwd=REPO, capture_output=True, text=True, timeout=180)
+    assert proc.returncode != 0
+    # The router is decode-0's (192.0.2.20), as decode-0.env says; nothing answers there.
+    assert "== 2/4 sweep: h20-qwen3-235b-2p2d against http://192.0.2.20:8000" in proc.stdout, proc.stderr
+    assert "not healthy after 1 s" in proc.stderr
