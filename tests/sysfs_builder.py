@@ -158,7 +158,7 @@ class FakeSysfs:
             path = base / "hw_counters" / counter
             path.write_text(f"{int(path.read_text()) + rise}\n")
 
-    def set_counter(self, name: str, counter: str, value: int, port: int = 1) -> None:
+    def set_counter(self, name: str, counter: str, value: int | str, port: int = 1) -> None:
         _write(self.root / "class" / "infiniband" / name / "ports" / str(port) / "counters" / counter, str(value))
 
     def netdev(self, name: str, mtu: int, where: Path | None = None) -> Path:

@@ -146,3 +146,12 @@ def test_unreadable_counter_record_is_bad_input(tmp_path):
     result = pdrepro("check", run.root)
     assert_one_line_error(result, "check", "counters/512.json")
     assert any(l.startswith("nic_witness") and "512" in l and l.endswith("FAIL") for l in result.out.splitlines())
+
+
+def test_a_port_without_a_performance_agent_has_no_data_counters(tmp_path):
+    # What the kernel prints when the device answers no PMA query (iWARP devices, e.g. i40iw).
+    fs = h20_node(tmp_path)
+    for counter in ("port_xmit_data", "port_rcv_data"):
+        fs.set_counter("mlx5_0", counter, "N/A (no PMA)")
+    ports = read_ports(tmp_path / "class" / "infiniband")
+    assert "port_xmit_data" not in ports["mlx5_0/1"] and ports["mlx5_1/1"]["port_xmit_data"] == 0
