@@ -155,3 +155,19 @@ def test_a_port_without_a_performance_agent_has_no_data_counters(tmp_path):
         fs.set_counter("mlx5_0", counter, "N/A (no PMA)")
     ports = read_ports(tmp_path / "class" / "infiniband")
     assert "port_xmit_data" not in ports["mlx5_0/1"] and ports["mlx5_1/1"]["port_xmit_data"] == 0
+
+
+@pytest.mark.parametrize("damage", ["words", "time", "ports"])
+def test_a_mangled_counter_record_is_bad_input(tmp_path, damage):
+    run = build_run(tmp_path / "r", SCENARIO)
+    record = json.loads(run.counters_file(256).read_text())
+    after = record["nodes"]["decode"]["after"]
+    if damage == "words":
+        after["ports"]["mlx5_0/1"]["port_rcv_data"] = "lots"
+    elif damage == "time":
+        after["at"] = "NaN"
+    else:
+        after["ports"] = ["mlx5_0/1"]
+    run.counters_file(256).write_text(json.dumps(record))
+    result = pdrepro("check", run.root)
+    assert_one_line_error(result, "check", "counters/256.json")

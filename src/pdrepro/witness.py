@@ -24,6 +24,7 @@ are warnings.
 from __future__ import annotations
 
 import json
+import math
 
 from .fabric.counters import DATA_COUNTERS, WORD_BYTES, words_moved
 from .rundir import RunDir
@@ -61,6 +62,8 @@ def _node_bytes(role: str, node: dict) -> dict:
         out["problem"] = "no reading " + ("before" if not before else "after") + " the length"
         return out
     window = float(after.get("at", 0)) - float(before.get("at", 0))
+    if not math.isfinite(window):
+        raise ValueError("reading times are not numbers")
     out["window_s"] = window
     if window <= 0:
         out["problem"] = "the readings carry no time span"
@@ -132,7 +135,14 @@ def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, 
         node = data["nodes"].get(role)
         if not isinstance(node, dict):
             continue
-        figures = _node_bytes(role, node)
+        try:
+            figures = _node_bytes(role, node)
+        except (TypeError, ValueError, AttributeError, KeyError):
+            message = (f"{run.counters_file(L)}: the {role} node's readings are not counters as the sweep records "
+                       "them (numbers of 4-byte words per port, times in seconds); rerun the length with `pdrepro sweep`")
+            issues.append((True, "counters_unreadable", message))
+            row["nic_problem"] = message
+            return issues
         entry = {"counter": figures["counter"], "bytes": figures["bytes"], "window_s": figures["window_s"],
                  "source": node.get("source"), "problem": figures["problem"], "kv_share_pct": None, "rate_GB_s": None}
         row["nic_nodes"][role] = entry
