@@ -97,3 +97,12 @@ def test_summary_written_by_other_code_is_rewritten_not_called_edited(tmp_path):
     result = pdrepro("check", run.root)
     assert result.rc == 0, result.out + result.err
     assert json.loads(run.summary_file.read_text())["analysis_code"] != "0" * 64
+
+
+def test_summary_mangled_in_shape_is_still_one_line(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO)
+    assert pdrepro("check", run.root).rc == 0
+    mangled = json.loads(run.summary_file.read_text())
+    mangled.update(rows=7, issues=[{"severity": None, "kind": 3}, "x", {"severity": "error"}])
+    run.summary_file.write_text(json.dumps(mangled))
+    assert_one_line_error(pdrepro("check", run.root), "check", "summary.json")

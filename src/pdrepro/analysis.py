@@ -419,14 +419,16 @@ def _disagreement(stored: dict, fresh: dict) -> str | None:
     for key in _VERDICT_KEYS:
         if stored.get(key) != plain.get(key):
             if key == "rows":
-                old = {r.get("prompt_len"): r for r in stored.get("rows") or [] if isinstance(r, dict)}
+                rows = stored.get("rows")
+                old = {r.get("prompt_len"): r for r in (rows if isinstance(rows, list) else []) if isinstance(r, dict)}
                 for row in plain["rows"]:
                     if old.get(row["prompt_len"]) != row:
                         return f"its row for prompt length {row['prompt_len']}"
             return f"its {key!r}"
     def kinds(summary):
-        return sorted((i.get("severity"), i.get("kind"), i.get("prompt_len") or 0)
-                      for i in summary.get("issues") or [] if isinstance(i, dict))
+        found = summary.get("issues")
+        return sorted(json.dumps([i.get("severity"), i.get("kind"), i.get("prompt_len")])
+                      for i in (found if isinstance(found, list) else []) if isinstance(i, dict))
     if kinds(stored) != kinds(plain):
         return "its list of issues"
     return None
