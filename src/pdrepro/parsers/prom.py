@@ -5,18 +5,23 @@ Only the KV-transfer histograms are read: ``sglang:kv_transfer_speed_gb_s``
 ``..._bootstrap_ms``, ``..._alloc_ms``. Each gives a sum and a count; a scrape
 is cumulative since server start, so the mean over a run is the difference of
 two scrapes, or the one scrape when the server served only that run.
+
+Lines are handed to prometheus_client's parser one at a time: an error can then
+name its line, and the server's other metrics, which are not read, cannot make
+a scrape unreadable.
 """
 
 from __future__ import annotations
 
-import re
+import math
 from dataclasses import dataclass
 from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from ..errors import UserError
 
 PREFIX = "sglang:kv_transfer_"
-_SAMPLE = re.compile(r"^(?P<name>[A-Za-z_:][\w:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)(?:\s+\d+)?\s*$")
 
 
 @dataclass(frozen=True)
@@ -30,31 +35,41 @@ class Histogram:
         return self.sum / self.count if self.count else None
 
 
+def _samples(line: str, number: int, source: str):
+    try:
+        return [s for family in text_string_to_metric_families(line) for s in family.samples]
+    except ValueError:
+        raise UserError(f"{source}: line {number} is not Prometheus text format; "
+                        "save the scrape of /metrics unchanged") from None
+
+
+def _as_text(value: float) -> str:
+    # Spelled as the exposition format spells it, so the message matches the file.
+    if math.isnan(value):
+        return "NaN"
+    return "+Inf" if value > 0 else "-Inf"
+
+
 def parse_metrics_text(text: str, source: str = "metrics") -> dict[str, Histogram]:
     """KV-transfer histograms summed over label sets (e.g. several TP ranks)."""
     sums: dict[str, float] = {}
     counts: dict[str, float] = {}
     for number, line in enumerate(text.splitlines(), 1):
         line = line.strip()
-        if not line or line.startswith("#") or not line.startswith(PREFIX):
+        if not line.startswith(PREFIX):
             continue
-        m = _SAMPLE.match(line)
-        if not m:
-            raise UserError(f"{source}: line {number} is not Prometheus text format; save the scrape of /metrics unchanged")
-        name = m.group("name")[len(PREFIX):]
-        try:
-            value = float(m.group("value"))
-        except ValueError:
-            raise UserError(f"{source}: line {number} has a non-numeric value; save the scrape of /metrics unchanged") from None
-        if value != value or value in (float("inf"), float("-inf")):
-            raise UserError(f"{source}: line {number} holds {m.group('value')}, not a figure; scrape /metrics again "
-                            "(a server that restarted mid-run resets its histograms)")
-        if name.endswith("_sum"):
-            base = name[:-4]
-            sums[base] = sums.get(base, 0.0) + value
-        elif name.endswith("_count"):
-            base = name[:-6]
-            counts[base] = counts.get(base, 0.0) + value
+        for sample in _samples(line, number, source):
+            value = float(sample.value)
+            if not math.isfinite(value):
+                raise UserError(f"{source}: line {number} holds {_as_text(value)}, not a figure; scrape /metrics "
+                                "again (a server that restarted mid-run resets its histograms)")
+            name = sample.name[len(PREFIX):]
+            if name.endswith("_sum"):
+                base = name[:-4]
+                sums[base] = sums.get(base, 0.0) + value
+            elif name.endswith("_count"):
+                base = name[:-6]
+                counts[base] = counts.get(base, 0.0) + value
     return {k: Histogram(k, sums[k], counts.get(k, 0.0)) for k in sorted(sums)}
 
 
