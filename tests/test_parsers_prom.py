@@ -33,3 +33,19 @@ def test_garbage_value_names_the_file(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(UserError, match="no such metrics file"):
         parse_metrics_file(tmp_path / "nope.prom")
+
+
+def test_label_values_with_braces_and_escaped_quotes_are_read():
+    # A label value may hold '}' and '\"' (the exposition format escapes quotes only).
+    text = ('sglang:kv_transfer_latency_ms_sum{model="a}b\\"c",tp_rank="0"} 6.0\n'
+            'sglang:kv_transfer_latency_ms_count{model="a}b\\"c",tp_rank="0"} 2\n')
+    assert parse_metrics_text(text)["latency_ms"].mean == pytest.approx(3.0)
+
+
+def test_nan_sample_names_its_line():
+    with pytest.raises(UserError, match=r"prefill.prom: line 6 holds NaN"):
+        parse_metrics_text(TEXT.replace("} 10.0", "} NaN"), "prefill.prom")
+
+
+def test_other_metrics_do_not_make_a_scrape_unreadable():
+    assert set(parse_metrics_text(TEXT + "some_other_metric{broken 1\n")) == {"latency_ms", "total_mb"}
