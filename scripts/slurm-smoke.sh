@@ -120,4 +120,4 @@ say "job $job: state $state, exit code $exit_code, nodes $nodes, sbatch exit $rc
 [ "$(job_info "$job" NumNodes)" = 2 ] || die "the job ran on $nodes, not two nodes" 1
 # Checked again here, from the shared folder, independent of the job's own gate.
 "$python" -m pdrepro.targets.slurm_smoke check "$out/shared/slurm-$job/raw" >&2 || die "checksums do not match" 1
-say "RESULT passed: 2-node job $job on $nodes, every checksum matches, $((SECONDS - started)) s"
+say "RESULT passed: 2-node job $job on $nodes, every checksum matches, $((SECONDS - started)) s (job folder: $out/shared/slurm-$job)"
