@@ -1,5 +1,5 @@
 """``pdrepro render``: the launch of a scenario, placed by a target: compose
-env files per node (default), or Kubernetes manifests. Every target renders
+env files per node (default), Kubernetes manifests or a SLURM sbatch script. Every target renders
 the same ``launch.LaunchPlan``."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ..errors import UserError
 from ..scenario import load_scenario
 from ..targets import compose, k8s, onebox
 
-HELP = "write a scenario's launch for a target (compose env files per node, or Kubernetes manifests)"
+HELP = "write a scenario's launch for a target (compose env files per node, Kubernetes manifests, or a SLURM sbatch script)"
 
 
 def register(subparsers) -> None:
