@@ -29,11 +29,9 @@ ENV PATH=/opt/pdrepro/bin:${PATH} \
     PYTHONUNBUFFERED=1
 
 ARG SMOKE_IMAGE
-ARG CONTEXT_HASH=unset
 LABEL org.opencontainers.image.title="pdrepro slurm node" \
       org.opencontainers.image.description="SLURM controller/compute node for the local sbatch proof" \
       org.pdrepro.smoke.image="${SMOKE_IMAGE}" \
-      org.pdrepro.slurm.version="${SLURM_DEB_VERSION}" \
-      org.pdrepro.context-hash="${CONTEXT_HASH}"
+      org.pdrepro.slurm.version="${SLURM_DEB_VERSION}"
 ENTRYPOINT ["/usr/local/bin/pdrepro-slurm-node"]
 CMD ["compute"]

@@ -246,3 +246,10 @@ def test_servers_per_node_share_their_node_with_own_gpus_and_ports(tmp_path):
     assert "--disaggregation-bootstrap-port 8999" in " ".join(runs["prefill-0-1"])
     router = " ".join(runs["router"])
     assert "--prefill http://10.0.0.1:30001 8999" in router and "--decode http://10.0.0.2:30011" in router
+
+
+def test_without_an_allocation_the_script_says_so(tmp_path):
+    script = _render(tmp_path, "h20-qwen3-235b-1p1d")
+    proc = subprocess.run(["bash", str(script)], env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2
+    assert proc.stderr == "no SLURM allocation here: submit this script with sbatch\n"

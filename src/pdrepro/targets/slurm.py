@@ -142,7 +142,9 @@ def render(job: Job) -> str:
     ]
     if job.gres:
         head.append(f"#SBATCH --gres={job.gres}")
-    head += ["set -euo pipefail", "", "# ---- Settings ----"]
+    head += ["set -euo pipefail",
+             '[ -n "${SLURM_JOB_NODELIST:-}" ] || { echo "no SLURM allocation here: submit this script with sbatch" >&2; exit 2; }',
+             "", "# ---- Settings ----"]
     for var, default, comment in job.settings:
         line = f'{var}=${{{var}:-{default}}}'
         head.append(f"{line:<44} # {comment}" if comment else line)
