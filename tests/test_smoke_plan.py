@@ -7,7 +7,8 @@ import pytest
 
 from pdrepro.errors import UserError
 from pdrepro.scenario import load_scenario
-from pdrepro.smoke import agent
+from pdrepro.smoke import measure
+from pdrepro.smoke.memory import Buffer
 from pdrepro.smoke.plan import Plan, PlanRow, blocks, digest, expected_digests, make_plan, pattern
 from pdrepro.units import MiB
 
@@ -73,7 +74,7 @@ def test_expected_digests_are_of_prefixes():
     assert want[1] != want[2]
 
 
-def _fill(buf: agent.Buffer, data: bytes, corrupt_at: int | None = None) -> float:
+def _fill(buf: Buffer, data: bytes, corrupt_at: int | None = None) -> float:
     buf.view[: len(data)] = data
     if corrupt_at is not None:
         buf.view[corrupt_at] ^= 0xFF
@@ -83,8 +84,8 @@ def _fill(buf: agent.Buffer, data: bytes, corrupt_at: int | None = None) -> floa
 def test_measure_verifies_every_transfer():
     n = MiB
     data = pattern(1, n)
-    buf = agent.Buffer(n)
-    good = agent.measure("mooncake", n, 3, buf, digest(data), lambda: _fill(buf, data))
+    buf = Buffer(n)
+    good = measure.measure("mooncake", n, 3, buf, digest(data), lambda: _fill(buf, data))
     assert good["verified"] and good["failed_checks"] == 0
     assert len(good["ms"]) == 3 and good["ms_median"] == pytest.approx(1.0)
 
@@ -92,7 +93,7 @@ def test_measure_verifies_every_transfer():
 def test_measure_catches_one_corrupted_byte():
     n = MiB
     data = pattern(1, n)
-    buf = agent.Buffer(n)
+    buf = Buffer(n)
     calls = []
 
     def once():
@@ -100,22 +101,22 @@ def test_measure_catches_one_corrupted_byte():
         # The third timed transfer flips one byte near the end.
         return _fill(buf, data, corrupt_at=n - 3 if len(calls) == 4 else None)
 
-    result = agent.measure("mooncake", n, 3, buf, digest(data), once)
+    result = measure.measure("mooncake", n, 3, buf, digest(data), once)
     assert not result["verified"] and result["failed_checks"] == 1
 
 
 def test_a_transfer_that_moves_nothing_fails_the_check():
     n = MiB
     data = pattern(1, n)
-    buf = agent.Buffer(n)
+    buf = Buffer(n)
     buf.view[:n] = data  # the right bytes are there before the first transfer
-    result = agent.measure("socket", n, 2, buf, digest(data), lambda: 0.001)
+    result = measure.measure("socket", n, 2, buf, digest(data), lambda: 0.001)
     assert not result["verified"]
     assert bytes(buf.view[:16]) == bytes(16)
 
 
 def test_buffer_address_is_the_memory_the_engine_sees():
-    buf = agent.Buffer(4096)
+    buf = Buffer(4096)
     ctypes.memmove(buf.addr, b"kvkv", 4)
     assert bytes(buf.view[:4]) == b"kvkv"
     buf.zero(4)
@@ -125,7 +126,7 @@ def test_buffer_address_is_the_memory_the_engine_sees():
 def test_interleaved_ways_take_turns_and_are_verified_separately():
     n = MiB
     data = pattern(3, n)
-    buf = agent.Buffer(n)
+    buf = Buffer(n)
     order = []
 
     def good():
@@ -136,7 +137,7 @@ def test_interleaved_ways_take_turns_and_are_verified_separately():
         order.append("socket")
         return _fill(buf, data, corrupt_at=0)
 
-    out = agent.measure_interleaved(n, 2, buf, digest(data), {"mooncake": good, "socket": broken})
+    out = measure.measure_interleaved(n, 2, buf, digest(data), {"mooncake": good, "socket": broken})
     assert order == ["mooncake", "socket"] * 3  # warm-up + 2 timed, alternating
     assert out["mooncake"]["verified"] and len(out["mooncake"]["ms"]) == 2
     assert not out["socket"]["verified"] and out["socket"]["failed_checks"] == 3

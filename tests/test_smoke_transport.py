@@ -4,7 +4,8 @@ mooncake-transfer-engine 0.3.11.post1 and by RDMA hosts in the field)."""
 import pytest
 
 from pdrepro.errors import UserError
-from pdrepro.smoke import agent
+from pdrepro.smoke import engine, memory
+from pdrepro.smoke.settings import Settings
 from pdrepro.smoke import transport as tp
 from pdrepro.smoke.plan import Plan, PlanRow
 
@@ -62,23 +63,23 @@ def test_no_startup_lines_means_unknown():
 
 def _settings(transport):
     plan = Plan((PlanRow(128, 1 << 20),), 1, 1 << 20, 1)
-    return agent.Settings(plan, transport, 1, 2, "prefill", None, 1.0, None)
+    return Settings(plan, transport, 1, 2, "prefill", None, 1.0, None)
 
 
 def test_rdma_requested_but_tcp_used_fails_with_the_reason(monkeypatch):
     monkeypatch.delenv("MC_FORCE_TCP", raising=False)
     with pytest.raises(UserError, match=r"RDMA was requested but Mooncake fell back to tcp: .*found 0 HCAs.*softroce\.sh"):
-        agent.require_transport(_settings("rdma"), tp.detect(TCP_LOG))
+        engine.require_transport(_settings("rdma"), tp.detect(TCP_LOG))
 
 
 def test_rdma_requested_and_used_passes():
-    agent.require_transport(_settings("rdma"), tp.detect(RDMA_LOG))
-    agent.require_transport(_settings("auto"), tp.detect(TCP_LOG))
+    engine.require_transport(_settings("rdma"), tp.detect(RDMA_LOG))
+    engine.require_transport(_settings("auto"), tp.detect(TCP_LOG))
 
 
 def test_unknown_transport_is_an_error_even_in_auto():
     with pytest.raises(UserError, match="cannot tell which transport"):
-        agent.require_transport(_settings("auto"), tp.detect([]))
+        engine.require_transport(_settings("auto"), tp.detect([]))
 
 
 def test_fallback_reasons_point_at_the_fix():
@@ -89,11 +90,11 @@ def test_fallback_reasons_point_at_the_fix():
 
 
 def test_memlock_too_low_for_rdma_names_the_variable(monkeypatch):
-    monkeypatch.setattr(agent, "memlock_limit", lambda: 8 << 20)
+    monkeypatch.setattr(memory, "memlock_limit", lambda: 8 << 20)
     with pytest.raises(UserError, match="raise SMOKE_MEMLOCK"):
-        agent.check_memlock("rdma", 134_217_728)
-    agent.check_memlock("tcp", 134_217_728)  # TCP pins nothing
-    agent.check_memlock("rdma", 4 << 20)
+        memory.check_memlock("rdma", 134_217_728)
+    memory.check_memlock("tcp", 134_217_728)  # TCP pins nothing
+    memory.check_memlock("rdma", 4 << 20)
 
 
 # Newer builds skip discovery under MC_FORCE_TCP and put the year in glog's prefix.

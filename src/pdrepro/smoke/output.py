@@ -1,0 +1,20 @@
+"""What an agent leaves behind: progress lines the host echoes, and JSON results.
+
+The host (``smoke/run.py``) picks the agents' lines out of the engine's glog
+chatter by their ``[smoke ROLE]`` prefix, and an error by ``[smoke ROLE] error:``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def say(role: str, msg: str) -> None:
+    print(f"[smoke {role}] {msg}", flush=True)
+
+
+def write_json(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2))
+    tmp.replace(path)
