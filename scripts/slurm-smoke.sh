@@ -100,7 +100,7 @@ if [ "${SLURM_SMOKE_CANCEL:-}" = 1 ]; then
   done
   left=$(on node1 pgrep -af pdrepro.smoke || true)
   say "job $job: state $state; processes left on node1: ${left:-none}"
-  [ "$state" = CANCELLED ] && [ -z "$left" ] || die "scancel left the job $state with: ${left:-nothing}" 1
+  if [ "$state" != CANCELLED ] || [ -n "$left" ]; then die "scancel left the job $state with: ${left:-nothing}" 1; fi
   say "RESULT cancelled cleanly in $((SECONDS - started)) s"
   exit 0
 fi
@@ -116,7 +116,7 @@ output=$out/shared/pdrepro-smoke-smoke-tcp-$job.out
 [ -f "$output" ] && sed 's/^/  | /' "$output" >&2
 state=$(job_info "$job" JobState) exit_code=$(job_info "$job" ExitCode) nodes=$(job_info "$job" NodeList)
 say "job $job: state $state, exit code $exit_code, nodes $nodes, sbatch exit $rc"
-[ "$rc" -eq 0 ] && [ "$state" = COMPLETED ] && [ "$exit_code" = 0:0 ] || die "the job failed (see $output)" 1
+if [ "$rc" -ne 0 ] || [ "$state" != COMPLETED ] || [ "$exit_code" != 0:0 ]; then die "the job failed (see $output)" 1; fi
 [ "$(job_info "$job" NumNodes)" = 2 ] || die "the job ran on $nodes, not two nodes" 1
 # Checked again here, from the shared folder, independent of the job's own gate.
 "$python" -m pdrepro.targets.slurm_smoke check "$out/shared/slurm-$job/raw" >&2 || die "checksums do not match" 1

@@ -110,7 +110,7 @@ def _placement(job: Job) -> str:
         'mkdir -p "$JOB_DIR/logs"',
         *(f'ln -sfn {src}.log "$JOB_DIR/logs/{alias}.log"' for src, alias in job.log_aliases),
         'pd_log "prefill: ${PREFILL_NODES[*]} (${PREFILL_IPS[*]}); decode: ${DECODE_NODES[*]} '
-        '(${DECODE_IPS[*]}); router: $ROUTER_NODE; runtime $RUNTIME; job folder $JOB_DIR"',
+        '(${DECODE_IPS[*]}); router: $ROUTER_NODE ($ROUTER_IP); runtime $RUNTIME; job folder $JOB_DIR"',
     ])
 
 

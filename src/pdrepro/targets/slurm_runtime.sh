@@ -43,20 +43,21 @@ node_ip() { # the address a node's servers advertise and are reached on
 
 pd_command() { # NAME gpu|plain KEY=VALUE... -- ARGV...: the step's command for RUNTIME
   local name=$1 kind=$2; shift 2
-  local env=()
+  local env=() m
   while [ "$1" != "--" ]; do env+=("$1"); shift; done
   shift
   case $RUNTIME in
     host) CMD=(env "${env[@]}" "$@") ;;
     pyxis)
-      CMD=(--container-image="$IMAGE" --container-name="pdrepro-$SLURM_JOB_ID-$name"
-           --container-mounts="$(IFS=,; echo "${MOUNTS[*]/%/:ro}" | sed 's/\([^,:]*\):ro/\1:\1:ro/g')"
-           env "${env[@]}" "$@") ;;
+      local mounts=()
+      for m in "${MOUNTS[@]}"; do mounts+=("$m:$m:ro"); done
+      CMD=(--container-image="$IMAGE" --container-name="pdrepro-$SLURM_JOB_ID-$name")
+      [ "${#mounts[@]}" -gt 0 ] && CMD+=(--container-mounts="$(IFS=,; echo "${mounts[*]}")")
+      CMD+=(env "${env[@]}" "$@") ;;
     docker)
       local flags=(--network host --init)
       [ "$kind" = gpu ] && flags+=(--ipc host --gpus all --cap-add IPC_LOCK --cap-add SYS_RESOURCE
                                    --ulimit "memlock=$MEMLOCK" --device /dev/infiniband)
-      local m
       for m in "${MOUNTS[@]}"; do flags+=(-v "$m:$m:ro"); done
       for m in "${env[@]}"; do flags+=(-e "$m"); done
       CONTAINERS+=("pdrepro-$SLURM_JOB_ID-$name")
