@@ -51,7 +51,7 @@ def pytest_configure(config):
     if router is None and not hasattr(config, "workerinput"):
         # Analyse once, here: xdist workers then only read the current summary
         # instead of rewriting the same files at the same time.
-        from pdrepro.analysis import load_or_analyze
+        from pdrepro.verdictinput import load_or_analyze
         from pdrepro.errors import UserError
         from pdrepro.rundir import RunDir
 
@@ -136,7 +136,7 @@ def _sweep(config, root: Path) -> None:
 
 @pytest.fixture(scope="session")
 def summary(run, scenario):
-    from pdrepro.analysis import load_or_analyze
+    from pdrepro.verdictinput import load_or_analyze
 
     return load_or_analyze(run, scenario)
 

@@ -6,7 +6,8 @@ import re
 import pytest
 from runbuilder import build_run
 
-from pdrepro.analysis import analyze_run, compute_summary, input_errors, load_or_analyze, nearest_length
+from pdrepro.analysis import analyze_run, compute_summary, input_errors, nearest_length
+from pdrepro.verdictinput import load_or_analyze
 from pdrepro.rundir import RunDir
 from pdrepro.scenario import load_scenario
 from pdrepro.units import human_bytes

@@ -90,13 +90,13 @@ def test_summary_written_by_other_code_is_rewritten_not_called_edited(tmp_path):
     run = build_run(tmp_path / "run", SCENARIO)
     assert pdrepro("check", run.root).rc == 0
     old = json.loads(run.summary_file.read_text())
-    old["analysis_code"] = "0" * 64
+    old["analysis_code"] = "pdrepro 0.0.1, summary schema 1"
     for row in old["rows"]:
         row.pop("nic_kv_share_pct")
     run.summary_file.write_text(json.dumps(old))
     result = pdrepro("check", run.root)
     assert result.rc == 0, result.out + result.err
-    assert json.loads(run.summary_file.read_text())["analysis_code"] != "0" * 64
+    assert json.loads(run.summary_file.read_text())["analysis_code"] != "pdrepro 0.0.1, summary schema 1"
 
 
 def test_summary_mangled_in_shape_is_still_one_line(tmp_path):

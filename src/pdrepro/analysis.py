@@ -14,24 +14,23 @@ be computed is still written, so a half-broken run still shows its good rows.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
 import statistics
 from pathlib import Path
 
-from . import jsonout
+from . import __version__, jsonout
 from .errors import UserError
 from .fabric.baseline import load_ceiling
 from .parsers.bench import BenchResult, parse_bench_file, percentile
-from .parsers.prom import parse_metrics_file
 from .outputlens import output_figures
+from .parsers.prom import parse_metrics_file
 from .parsers.reqstats import ReqStat, parse_log
 from .rundir import RunDir, why_absent
 from .scenario import Scenario
-from .witness import describe_allowance, witness_row
 from .units import MiB, bandwidth_GB_s, human_bytes
+from .witness import describe_allowance, witness_row
 
 SCHEMA_VERSION = 1
 ERROR, WARNING = "error", "warning"
@@ -392,99 +391,7 @@ def _write_json(path: Path, data: dict) -> None:
         raise jsonout.unwritable(path, exc, path.parent) from None
 
 
-@functools.lru_cache(maxsize=1)
 def analysis_code_stamp() -> str:
-    """sha256 of this package's source: a summary written by other code is stale, not edited."""
-    digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.rglob("*.py")):
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def _stored_summary(path: Path) -> dict | None:
-    try:
-        summary = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return summary if isinstance(summary, dict) else None
-
-
-# What a verdict is derived from; a stored summary must match a fresh analysis in all of these.
-_VERDICT_KEYS = ("rows", "headline", "transport", "line_rate_GB_s", "witness", "configurations", "comparison")
-
-
-def _disagreement(stored: dict, fresh: dict) -> str | None:
-    """The first part of a stored summary that its run's inputs do not reproduce, or None."""
-    plain = fresh
-    for key in _VERDICT_KEYS:
-        if stored.get(key) != plain.get(key):
-            if key == "rows":
-                rows = stored.get("rows")
-                old = {r.get("prompt_len"): r for r in (rows if isinstance(rows, list) else []) if isinstance(r, dict)}
-                for row in plain["rows"]:
-                    if old.get(row["prompt_len"]) != row:
-                        return f"its row for prompt length {row['prompt_len']}"
-            return f"its {key!r}"
-    def kinds(summary):
-        found = summary.get("issues")
-        return sorted(json.dumps([i.get("severity"), i.get("kind"), i.get("prompt_len")])
-                      for i in (found if isinstance(found, list) else []) if isinstance(i, dict))
-    if kinds(stored) != kinds(plain):
-        return "its list of issues"
-    return None
-
-
-def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
-    """The summary a verdict may be drawn from.
-
-    Where the run holds its raw inputs (bench/, logs/), they are analysed again (cheap) and
-    the fresh summary is what counts: a stored summary.json is only a cache of it. A stored
-    summary stamped with these very inputs that says something else was edited after the
-    analysis: that is an error, not a verdict. Without raw inputs (a smoke test summarises
-    as it measures) the stored summary is all there is.
-    """
-    path = run.summary_file
-    stored = _stored_summary(path) if path.is_file() and run.root.is_dir() else None
-    if scenario.kind == "comparison":
-        return _load_comparison(run, scenario, stored)
-    if run.root.is_dir() and (run.bench_dir.is_dir() or run.logs_dir.is_dir()):
-        signature = inputs_signature(run)
-        fresh = compute_summary(run, scenario)
-        fresh["inputs_signature"] = signature
-        fresh = json.loads(json.dumps(fresh))  # as it reads back from summary.json
-        if stored is not None and stored.get("inputs_signature") == signature \
-                and stored.get("scenario_fingerprint") == scenario.fingerprint \
-                and stored.get("analysis_code") == fresh["analysis_code"]:
-            _refuse_edited(run, stored, fresh)
-            return fresh
-        write_outputs(run, fresh)
-        return fresh
-    if isinstance(stored, dict) and stored.get("scenario_fingerprint") == scenario.fingerprint \
-            and stored.get("schema_version") == SCHEMA_VERSION:
-        if stored.get("source") == "smoke" or stored.get("inputs_signature") == inputs_signature(run):
-            return stored
-    return analyze_run(run, scenario)
-
-
-def _refuse_edited(run: RunDir, stored: dict, fresh: dict) -> None:
-    where = _disagreement(stored, fresh)
-    if where is not None:
-        raise UserError(f"{run.summary_file}: {where} disagrees with what the run's own inputs give; the file was "
-                        f"changed after the analysis: rerun `pdrepro analyze {run.root}` to rewrite it from the "
-                        "inputs (or restore the original)")
-
-
-def _load_comparison(run: RunDir, scenario: Scenario, stored: dict | None) -> dict:
-    """A comparison's inputs live in one folder per configuration: its stamped summary is
-    checked against them the same way, and analysed afresh when stale."""
-    if stored is not None and stored.get("scenario_fingerprint") == scenario.fingerprint \
-            and stored.get("inputs_signature") == inputs_signature(run) \
-            and stored.get("analysis_code") == analysis_code_stamp():
-        from .comparison import compute_comparison
-
-        fresh = compute_comparison(run, scenario)
-        fresh.update(inputs_signature=stored["inputs_signature"], analysis_code=stored["analysis_code"])
-        fresh = json.loads(json.dumps(fresh))
-        _refuse_edited(run, stored, fresh)
-        return fresh
-    return analyze_run(run, scenario)
+    """Which pdrepro wrote a summary: one written by another release is stale, not edited.
+    (Between releases, `pdrepro analyze RUN` rewrites a summary the code has outgrown.)"""
+    return f"pdrepro {__version__}, summary schema {SCHEMA_VERSION}"

@@ -7,11 +7,12 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from ..analysis import input_errors, load_or_analyze
+from ..analysis import input_errors
 from ..checks import evaluate, failed
 from ..errors import UserError
 from ..rundir import RunDir
 from ..scenario import resolve_scenario
+from ..verdictinput import load_or_analyze
 
 EXIT_FAILED = 1
 

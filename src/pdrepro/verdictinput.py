@@ -1,0 +1,107 @@
+"""The summary a verdict is drawn from: never a summary.json taken on trust.
+
+Where a run holds its raw inputs they are analysed again (cheap: a 500 MB log
+takes seconds) and that analysis is what `pdrepro check` and the gates judge;
+summary.json is only its cache. A stored summary stamped with the same inputs,
+scenario and analysing code that says something else was edited after the
+analysis: bad input naming it. One stamped otherwise is stale and rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .analysis import (SCHEMA_VERSION, analysis_code_stamp, analyze_run, compute_summary, inputs_signature,
+                       write_outputs)
+from .errors import UserError
+from .rundir import RunDir
+from .scenario import Scenario
+
+def _stored_summary(path: Path) -> dict | None:
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return summary if isinstance(summary, dict) else None
+
+
+# What a verdict is derived from; a stored summary must match a fresh analysis in all of these.
+_VERDICT_KEYS = ("rows", "headline", "transport", "line_rate_GB_s", "witness", "configurations", "comparison")
+
+
+def _disagreement(stored: dict, fresh: dict) -> str | None:
+    """The first part of a stored summary that its run's inputs do not reproduce, or None."""
+    plain = fresh
+    for key in _VERDICT_KEYS:
+        if stored.get(key) != plain.get(key):
+            if key == "rows":
+                rows = stored.get("rows")
+                old = {r.get("prompt_len"): r for r in (rows if isinstance(rows, list) else []) if isinstance(r, dict)}
+                for row in plain["rows"]:
+                    if old.get(row["prompt_len"]) != row:
+                        return f"its row for prompt length {row['prompt_len']}"
+            return f"its {key!r}"
+    def kinds(summary):
+        found = summary.get("issues")
+        return sorted(json.dumps([i.get("severity"), i.get("kind"), i.get("prompt_len")])
+                      for i in (found if isinstance(found, list) else []) if isinstance(i, dict))
+    if kinds(stored) != kinds(plain):
+        return "its list of issues"
+    return None
+
+
+def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
+    """The summary a verdict may be drawn from.
+
+    Where the run holds its raw inputs (bench/, logs/), they are analysed again (cheap) and
+    the fresh summary is what counts: a stored summary.json is only a cache of it. A stored
+    summary stamped with these very inputs that says something else was edited after the
+    analysis: that is an error, not a verdict. Without raw inputs (a smoke test summarises
+    as it measures) the stored summary is all there is.
+    """
+    path = run.summary_file
+    stored = _stored_summary(path) if path.is_file() and run.root.is_dir() else None
+    if scenario.kind == "comparison":
+        return _load_comparison(run, scenario, stored)
+    if run.root.is_dir() and (run.bench_dir.is_dir() or run.logs_dir.is_dir()):
+        signature = inputs_signature(run)
+        fresh = compute_summary(run, scenario)
+        fresh["inputs_signature"] = signature
+        fresh = json.loads(json.dumps(fresh))  # as it reads back from summary.json
+        if stored is not None and stored.get("inputs_signature") == signature \
+                and stored.get("scenario_fingerprint") == scenario.fingerprint \
+                and stored.get("analysis_code") == fresh["analysis_code"]:
+            _refuse_edited(run, stored, fresh)
+            return fresh
+        write_outputs(run, fresh)
+        return fresh
+    if isinstance(stored, dict) and stored.get("scenario_fingerprint") == scenario.fingerprint \
+            and stored.get("schema_version") == SCHEMA_VERSION:
+        if stored.get("source") == "smoke" or stored.get("inputs_signature") == inputs_signature(run):
+            return stored
+    return analyze_run(run, scenario)
+
+
+def _refuse_edited(run: RunDir, stored: dict, fresh: dict) -> None:
+    where = _disagreement(stored, fresh)
+    if where is not None:
+        raise UserError(f"{run.summary_file}: {where} disagrees with what the run's own inputs give; the file was "
+                        f"changed after the analysis: rerun `pdrepro analyze {run.root}` to rewrite it from the "
+                        "inputs (or restore the original)")
+
+
+def _load_comparison(run: RunDir, scenario: Scenario, stored: dict | None) -> dict:
+    """A comparison's inputs live in one folder per configuration: its stamped summary is
+    checked against them the same way, and analysed afresh when stale."""
+    if stored is not None and stored.get("scenario_fingerprint") == scenario.fingerprint \
+            and stored.get("inputs_signature") == inputs_signature(run) \
+            and stored.get("analysis_code") == analysis_code_stamp():
+        from .comparison import compute_comparison
+
+        fresh = compute_comparison(run, scenario)
+        fresh.update(inputs_signature=stored["inputs_signature"], analysis_code=stored["analysis_code"])
+        fresh = json.loads(json.dumps(fresh))
+        _refuse_edited(run, stored, fresh)
+        return fresh
+    return analyze_run(run, scenario)
