@@ -9,7 +9,9 @@ sweep reads each node's RDMA port counters before and after every length
     KV = prompt_len x KV bytes per token x completed requests.
 
 The NICs must show at least MIN_KV_SHARE_PCT of it: an intact RDMA path
-shows all of it plus headers, a TCP fallback or a dead path next to nothing.
+shows all of it plus headers, a TCP fallback or a dead path next to nothing
+(mlx5 fills these counters from the port's RDMA unicast and multicast octets,
+so TCP through the same port is not counted).
 Above KV, the ALLOWANCE (RoCE headers and acknowledgements, per-request
 control messages, the warm-up and failed requests' KV) is what the path may
 add; more than that means other traffic shared the NICs, so the figure is
