@@ -56,8 +56,8 @@ EXTRA_CA ?=
 WHEELS_ONLY ?=
 GITHUB_MIRROR ?=
 # The GPU build's inputs, checked in a second before the hour-long build:
-# base digest, the locks against versions.env, local sources (MOONCAKE_SRC,
-# SGLANG_SRC) at the pinned commits or the repositories reachable, and with
+# base digest, the locks against versions.env, local source trees (from MOONCAKE_GIT,
+# SGLANG_GIT) at the pinned commits or the repositories reachable, and with
 # WHEELS_ONLY every locked wheel in the wheelhouse. One line and exit 2 when not.
 # Local clones (MOONCAKE_GIT, SGLANG_GIT) become plain source trees under build/
 # (docker/source-tree.sh) that the build copies instead of fetching.
