@@ -171,3 +171,13 @@ def test_a_mangled_counter_record_is_bad_input(tmp_path, damage):
     run.counters_file(256).write_text(json.dumps(record))
     result = pdrepro("check", run.root)
     assert_one_line_error(result, "check", "counters/256.json")
+
+
+def test_with_two_decode_nodes_each_node_carries_half(tmp_path):
+    sc2 = load_scenario("h20-qwen3-235b-2p2d")
+    summary = compute_summary(build_run(tmp_path / "two", sc2, nic_share={L: 0.5 for L in sc2.sweep.prompt_lens}), sc2)
+    witness = [r for r in evaluate(summary, sc2) if r.name == "nic_witness"]
+    assert witness and all(r.passed and 100 <= r.figure < 106 for r in witness)
+    # The same half on a 1P1D run is half the KV missing.
+    _, results = _checks(tmp_path, nic_share={1024: 0.5})
+    assert [(r.name, r.prompt_len) for r in failed(results)] == [("nic_witness", 1024)]

@@ -6,7 +6,8 @@ sweep reads each node's RDMA port counters before and after every length
 (RUN/counters/<L>.json); here the bytes they moved in the KV's direction
 (prefill node: sent, decode node: received) are compared with
 
-    KV = prompt_len x KV bytes per token x completed requests.
+    KV = prompt_len x KV bytes per token x completed requests
+         / nodes of that role (the router spreads requests evenly over them).
 
 The NICs must show at least MIN_KV_SHARE_PCT of it: an intact RDMA path
 shows all of it plus headers, a TCP fallback or a dead path next to nothing
@@ -128,15 +129,18 @@ def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, 
             "where the nodes have RDMA counters); rerun the length with `pdrepro sweep`")
         return issues
     completed = row.get("requests") or 0
-    kv = scenario.kv_bytes(L) * completed
     extra_requests = scenario.sweep.warmup_requests + (row.get("request_errors") or 0)
-    ceiling = (scenario.kv_bytes(L) * (completed + extra_requests) * (1 + ALLOWANCE["header_fraction"])
-               + ALLOWANCE["control_bytes_per_request"] * (completed + extra_requests))
     problems, shares, rates = [], [], []
     for role in ("prefill", "decode"):
         node = data["nodes"].get(role)
         if not isinstance(node, dict):
             continue
+        # With several nodes of a role the round-robin router gives each node an even share.
+        nodes = getattr(scenario.topology, role).nodes
+        kv = scenario.kv_bytes(L) * completed / nodes
+        ceiling = ((scenario.kv_bytes(L) * (completed + extra_requests) * (1 + ALLOWANCE["header_fraction"])
+                    + ALLOWANCE["control_bytes_per_request"] * (completed + extra_requests)) / nodes
+                   + scenario.kv_bytes(L) * extra_requests)
         try:
             figures = _node_bytes(role, node)
         except (TypeError, ValueError, AttributeError, KeyError):
