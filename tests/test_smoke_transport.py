@@ -6,7 +6,7 @@ import pytest
 from pdrepro.errors import UserError
 from pdrepro.smoke import engine, memory
 from pdrepro.smoke.settings import Settings
-from pdrepro.smoke import transport as tp
+from pdrepro.mooncake_log import detect
 from pdrepro.smoke.plan import Plan, PlanRow
 
 # Recorded from the non-CUDA wheel on a host without RDMA devices.
@@ -35,7 +35,7 @@ I1018 00:46:05.915460 2913040 rdma_context.cpp:129] RDMA device: rxe0, LID: 0, G
 
 def test_tcp_is_read_from_the_log_not_from_the_requested_protocol():
     # The log above was produced with protocol "rdma" requested: the engine still chose TCP.
-    ev = tp.detect(TCP_LOG)
+    ev = detect(TCP_LOG)
     assert ev.transport == "tcp"
     assert ev.hcas_found == 0
     assert ev.rdma_devices == ()
@@ -44,7 +44,7 @@ def test_tcp_is_read_from_the_log_not_from_the_requested_protocol():
 
 
 def test_rdma_with_its_device():
-    ev = tp.detect(RDMA_LOG)
+    ev = detect(RDMA_LOG)
     assert ev.transport == "rdma"
     assert ev.hcas_found == 1
     assert ev.rdma_devices == ("rxe0",)
@@ -52,12 +52,12 @@ def test_rdma_with_its_device():
 
 def test_force_tcp_wins_over_a_present_hca():
     lines = RDMA_LOG[:2] + ["I1129 15:14:26.734174 11810 tcp_transport.cpp:553] TcpTransport: listen on port 15523"]
-    assert tp.detect(lines, force_tcp=True).transport == "tcp"
-    assert tp.detect(lines, force_tcp=False).transport == "tcp"  # no RDMA line: not RDMA
+    assert detect(lines, force_tcp=True).transport == "tcp"
+    assert detect(lines, force_tcp=False).transport == "tcp"  # no RDMA line: not RDMA
 
 
 def test_no_startup_lines_means_unknown():
-    ev = tp.detect(["I1129 15:14:26.729610 11810 transfer_engine_impl.cpp:811] Metrics reporting is disabled"])
+    ev = detect(["I1129 15:14:26.729610 11810 transfer_engine_impl.cpp:811] Metrics reporting is disabled"])
     assert ev.transport is None
 
 
@@ -69,24 +69,24 @@ def _settings(transport):
 def test_rdma_requested_but_tcp_used_fails_with_the_reason(monkeypatch):
     monkeypatch.delenv("MC_FORCE_TCP", raising=False)
     with pytest.raises(UserError, match=r"RDMA was requested but Mooncake fell back to tcp: .*found 0 HCAs.*softroce\.sh"):
-        engine.require_transport(_settings("rdma"), tp.detect(TCP_LOG))
+        engine.require_transport(_settings("rdma"), detect(TCP_LOG))
 
 
 def test_rdma_requested_and_used_passes():
-    engine.require_transport(_settings("rdma"), tp.detect(RDMA_LOG))
-    engine.require_transport(_settings("auto"), tp.detect(TCP_LOG))
+    engine.require_transport(_settings("rdma"), detect(RDMA_LOG))
+    engine.require_transport(_settings("auto"), detect(TCP_LOG))
 
 
 def test_unknown_transport_is_an_error_even_in_auto():
     with pytest.raises(UserError, match="cannot tell which transport"):
-        engine.require_transport(_settings("auto"), tp.detect([]))
+        engine.require_transport(_settings("auto"), detect([]))
 
 
 def test_fallback_reasons_point_at_the_fix():
-    zero = tp.detect(TCP_LOG)
-    assert "MC_FORCE_TCP=1" in tp.fallback_reason(zero, force_tcp=True, ib_dir_present=True)
-    assert "scripts/softroce.sh up" in tp.fallback_reason(zero, force_tcp=False, ib_dir_present=False)
-    assert "ACTIVE" in tp.fallback_reason(zero, force_tcp=False, ib_dir_present=True)
+    zero = detect(TCP_LOG)
+    assert "MC_FORCE_TCP=1" in engine.fallback_reason(zero, force_tcp=True, ib_dir_present=True)
+    assert "scripts/softroce.sh up" in engine.fallback_reason(zero, force_tcp=False, ib_dir_present=False)
+    assert "ACTIVE" in engine.fallback_reason(zero, force_tcp=False, ib_dir_present=True)
 
 
 def test_memlock_too_low_for_rdma_names_the_variable(monkeypatch):
@@ -108,7 +108,21 @@ I20261129 15:36:19.112380 27706 transfer_engine_impl.cpp:218] MC_FORCE_TCP is se
 
 
 def test_forced_tcp_in_the_newer_log_format():
-    ev = tp.detect(FORCED_LOG, force_tcp=True)
+    ev = detect(FORCED_LOG, force_tcp=True)
     assert ev.transport == "tcp" and ev.hcas_found is None
     assert any("MC_FORCE_TCP is set" in line for line in ev.lines)
-    assert "MC_FORCE_TCP=1" in tp.fallback_reason(ev, force_tcp=True, ib_dir_present=True)
+    assert "MC_FORCE_TCP=1" in engine.fallback_reason(ev, force_tcp=True, ib_dir_present=True)
+
+
+def test_smoke_reads_the_sweeps_rule_a_failed_rdma_install_is_not_rdma():
+    # The sweep fails such a server (rdma-broken); the smoke must not call it RDMA either.
+    broken = RDMA_LOG + ["E1018 00:46:05.916000 2913040 multi_transport.cpp:120] Failed to install RDMA transport"]
+    assert detect(broken).transport is None
+    with pytest.raises(UserError, match="cannot tell which transport"):
+        engine.require_transport(_settings("auto"), detect(broken))
+
+
+def test_force_tcp_in_the_environment_wins_over_rdma_lines_when_tcp_listens():
+    both = RDMA_LOG + ["I1129 15:14:26.734174 11810 tcp_transport.cpp:553] TcpTransport: listen on port 15523"]
+    assert detect(both, force_tcp=False).transport == "rdma"
+    assert detect(both, force_tcp=True).transport == "tcp"

@@ -7,7 +7,7 @@ import pytest
 from pdrepro.errors import UserError
 from pdrepro.sweep.runner import run_sweep
 from pdrepro.mooncake_log import scan
-from pdrepro.sweep.transport import prove
+from pdrepro.sweep.rdma_proof import prove
 
 from fakecluster import FakeBench, FakeCluster, mooncake_startup
 from sweephelp import config, short_scenario

@@ -12,6 +12,9 @@ what the engine really used) read the engine's own glog lines. Evidence:
 * Trouble: ``No suitable GID found on <dev>/<port>`` and ``Failed to install
   RDMA transport``.
 * No devices: ``No RDMA devices found``.
+
+One rule (``ServerTransport.verdict``) turns those lines into a transport, for
+the sweep's proof, the smoke and the GPU check alike.
 """
 
 from __future__ import annotations
@@ -44,10 +47,14 @@ class ServerTransport:
     rdma_failed: int = 0
     lines_read: int = 0
     evidence: list[str] = field(default_factory=list)  # the lines above, as logged
+    # MC_FORCE_TCP=1 was in the engine's environment: older builds do not log it,
+    # and a TCP listener next to RDMA lines then means TCP.
+    force_tcp_set: bool = False
 
     @property
     def verdict(self) -> str:
-        if self.force_tcp or (self.tcp_listens and not self.rdma_installed):
+        """rdma, tcp, rdma-broken (RDMA tried and failed) or unknown (no start-up lines)."""
+        if self.force_tcp or (self.tcp_listens and (self.force_tcp_set or not self.rdma_installed)):
             return "tcp"
         if self.hca_counts and max(self.hca_counts) == 0:
             return "tcp"
@@ -94,8 +101,8 @@ class ServerTransport:
         }
 
 
-def scan(role: str, text: str) -> ServerTransport:
-    st = ServerTransport(role)
+def scan(role: str, text: str, force_tcp_set: bool = False) -> ServerTransport:
+    st = ServerTransport(role, force_tcp_set=force_tcp_set)
     for line in text.splitlines():
         st.lines_read += 1
         if _RDMA_INSTALLED.search(line):
@@ -119,3 +126,30 @@ def scan(role: str, text: str) -> ServerTransport:
         if any(rx.search(line) for rx in _EVIDENCE):
             st.evidence.append(line.strip())
     return st
+
+
+@dataclass(frozen=True)
+class TransportEvidence:
+    """One engine's transport as the smoke and the GPU check record it (and pass it between sides)."""
+    transport: str | None           # "rdma", "tcp", or None when the log proves neither
+    hcas_found: int | None
+    rdma_devices: tuple[str, ...] = ()
+    lines: tuple[str, ...] = field(default=(), compare=False)
+
+    def to_dict(self) -> dict:
+        return {"transport": self.transport, "hcas_found": self.hcas_found,
+                "rdma_devices": list(self.rdma_devices), "lines": list(self.lines)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TransportEvidence":
+        """The other side's evidence as ``to_dict`` sent it."""
+        return cls(data["transport"], data["hcas_found"], tuple(data["rdma_devices"]), tuple(data["lines"]))
+
+
+def detect(log_lines, force_tcp: bool = False) -> TransportEvidence:
+    """The transport one engine installed, by the same rule as the sweep's proof."""
+    seen = scan("engine", "\n".join(log_lines), force_tcp_set=force_tcp)
+    verdict = seen.verdict
+    transport = verdict if verdict in ("rdma", "tcp") else None
+    hcas = seen.hca_counts[-1] if seen.hca_counts else None
+    return TransportEvidence(transport, hcas, tuple(seen.devices), tuple(seen.evidence))

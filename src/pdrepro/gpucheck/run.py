@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
-from ..smoke.transport import detect
+from ..mooncake_log import detect
 from ..units import bandwidth_GB_s, human_bytes
 from . import pattern
 

@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 
 from ..errors import UserError
-from . import transport as tp
+from ..mooncake_log import TransportEvidence
 from .engine import require_transport, start_engine
 from .measure import measure_interleaved, mooncake_read, socket_read
 from .memory import Buffer, check_memlock, memlock_limit, memory_peak
@@ -71,7 +71,7 @@ def run_initiator(settings: Settings) -> int:
               "memlock_bytes": memlock_limit(), "rows": [], "error": None}
     try:
         require_transport(settings, evidence)
-        require_transport(settings, tp.TransportEvidence.from_dict(info["evidence"]))
+        require_transport(settings, TransportEvidence.from_dict(info["evidence"]))
         check_memlock(evidence.transport, plan.max_bytes)
         if engine.register_memory(local.addr, local.nbytes) != 0:
             raise UserError(f"registering {local.nbytes} B with the engine failed; if it is RDMA, raise SMOKE_MEMLOCK")

@@ -16,7 +16,7 @@ from ..analysis import analyze_run
 from ..errors import UserError
 from ..rundir import RunDir
 from ..scenario import Scenario, load_scenario
-from . import health, metrics, provenance, transport
+from . import health, metrics, provenance, rdma_proof
 from .benchcmd import BenchTarget, bench_argv
 from .counters import CounterReader, record
 from .launcher import BenchLauncher, LengthTimeout
@@ -186,10 +186,10 @@ def _prove(cfg: SweepConfig, state: SweepState) -> dict | None:
             f"no {' or '.join(missing)} server log found via {cfg.log_source.describe()}; "
             "point --logs-from at the folder the servers log into (or the containers' names) to prove the transport")
     # Only the servers' latest start counts: an older start may have had RDMA.
-    proof = transport.prove({role: current_start(text) for role, text in logs.items()})
+    proof = rdma_proof.prove({role: current_start(text) for role, text in logs.items()})
     state.event("transport", **proof.to_dict())
     if not proof.proven:
-        raise TransportNotProven(f"KV transport is not RDMA: {proof.describe()}; {transport.FIX_HINT}", proof.to_dict())
+        raise TransportNotProven(f"KV transport is not RDMA: {proof.describe()}; {rdma_proof.FIX_HINT}", proof.to_dict())
     cfg.say(f"transport: {proof.describe()}")
     return proof.to_dict()
 
