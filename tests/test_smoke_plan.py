@@ -9,7 +9,7 @@ from pdrepro.errors import UserError
 from pdrepro.scenario import load_scenario
 from pdrepro.smoke import measure
 from pdrepro.smoke.memory import Buffer
-from pdrepro.smoke.plan import Plan, PlanRow, blocks, digest, expected_digests, make_plan, pattern
+from pdrepro.smoke.plan import PlanRow, SmokePlan, blocks, digest, expected_digests, make_plan, pattern
 from pdrepro.units import MiB
 
 
@@ -55,9 +55,9 @@ def test_blocks_cover_the_buffer_exactly():
 
 def test_plan_survives_the_trip_through_the_environment(scenario):
     plan = make_plan(scenario, prompt_lens=[128, 1024], repeats=2)
-    assert Plan.from_json(plan.to_json()) == plan
+    assert SmokePlan.from_json(plan.to_json()) == plan
     with pytest.raises(UserError, match="SMOKE_PLAN is not a valid smoke plan"):
-        Plan.from_json(json.dumps({"rows": [{"prompt_len": 1}]}))
+        SmokePlan.from_json(json.dumps({"rows": [{"prompt_len": 1}]}))
 
 
 def test_pattern_is_deterministic_and_seed_dependent():
@@ -67,7 +67,7 @@ def test_pattern_is_deterministic_and_seed_dependent():
 
 
 def test_expected_digests_are_of_prefixes():
-    plan = Plan((PlanRow(1, MiB), PlanRow(2, 2 * MiB)), repeats=1, block_bytes=MiB, seed=7)
+    plan = SmokePlan((PlanRow(1, MiB), PlanRow(2, 2 * MiB)), repeats=1, block_bytes=MiB, seed=7)
     want = expected_digests(plan)
     data = pattern(7, 2 * MiB)
     assert want == {1: digest(data[:MiB]), 2: digest(data)}

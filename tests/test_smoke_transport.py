@@ -7,7 +7,7 @@ from pdrepro.errors import UserError
 from pdrepro.smoke import engine, memory
 from pdrepro.smoke.settings import Settings
 from pdrepro.mooncake_log import detect
-from pdrepro.smoke.plan import Plan, PlanRow
+from pdrepro.smoke.plan import PlanRow, SmokePlan
 
 # Recorded from the non-CUDA wheel on a host without RDMA devices.
 TCP_LOG = """\
@@ -62,7 +62,7 @@ def test_no_startup_lines_means_unknown():
 
 
 def _settings(transport):
-    plan = Plan((PlanRow(128, 1 << 20),), 1, 1 << 20, 1)
+    plan = SmokePlan((PlanRow(128, 1 << 20),), 1, 1 << 20, 1)
     return Settings(plan, transport, 1, 2, "prefill", None, 1.0, None)
 
 
@@ -92,9 +92,9 @@ def test_fallback_reasons_point_at_the_fix():
 def test_memlock_too_low_for_rdma_names_the_variable(monkeypatch):
     monkeypatch.setattr(memory, "memlock_limit", lambda: 8 << 20)
     with pytest.raises(UserError, match="raise SMOKE_MEMLOCK"):
-        memory.check_memlock("rdma", 134_217_728)
-    memory.check_memlock("tcp", 134_217_728)  # TCP pins nothing
-    memory.check_memlock("rdma", 4 << 20)
+        memory.require_memlock("rdma", 134_217_728)
+    memory.require_memlock("tcp", 134_217_728)  # TCP pins nothing
+    memory.require_memlock("rdma", 4 << 20)
 
 
 # Newer builds skip discovery under MC_FORCE_TCP and put the year in glog's prefix.

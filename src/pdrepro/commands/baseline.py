@@ -54,7 +54,7 @@ def run(args) -> int:
     if len(remote) != len(nics):
         raise UserError(f"--remote-nics lists {len(remote)} devices for {len(nics)} local ones ({', '.join(nics)}); "
                         "give one per local NIC, in the same order")
-    plan = baseline.Plan(peer=args.peer or "", role=args.role, nics=nics, remote_nics=remote, gid_index=gids,
+    plan = baseline.BaselinePlan(peer=args.peer or "", role=args.role, nics=nics, remote_nics=remote, gid_index=gids,
                          out=args.out, duration=args.duration, msg_bytes=args.msg_bytes, qps=args.qps,
                          base_port=args.base_port, te_port=args.te_port, segment_id=args.segment_id,
                          use_vram=not args.host_memory, te_args=shlex.split(args.te_args),

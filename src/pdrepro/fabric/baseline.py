@@ -31,7 +31,8 @@ INSTALL_TE = ("transfer_engine_bench ships in the Mooncake wheel built with CUDA
 
 
 @dataclass
-class Plan:
+class BaselinePlan:
+    """One `pdrepro baseline` run: which NIC pairs, which tools, how long."""
     peer: str
     role: str
     nics: list[str]
@@ -84,13 +85,13 @@ def _progress(msg: str) -> None:
     print(msg, flush=True)
 
 
-def perftest_argv(plan: Plan, i: int, nic: str, client: bool) -> list[str]:
+def perftest_argv(plan: BaselinePlan, i: int, nic: str, client: bool) -> list[str]:
     argv = [IB_WRITE_BW, "-d", nic, "-x", str(plan.gid_index[nic]), "-p", str(plan.base_port + i),
             "-s", str(plan.msg_bytes), "-q", str(plan.qps), "-D", str(plan.duration), "--report_gbits", "-F"]
     return argv + [plan.peer] if client else argv
 
 
-def te_argv(plan: Plan, client: bool) -> list[str]:
+def te_argv(plan: BaselinePlan, client: bool) -> list[str]:
     argv = [TE_BENCH, "--mode", "initiator" if client else "target", "--metadata_server", "P2PHANDSHAKE",
             "--protocol", "rdma", "--device_name", ",".join(plan.nics)]
     if plan.use_vram:
@@ -105,7 +106,7 @@ def te_argv(plan: Plan, client: bool) -> list[str]:
     return argv + plan.te_args
 
 
-def te_env(plan: Plan, **extra: str) -> dict[str, str]:
+def te_env(plan: BaselinePlan, **extra: str) -> dict[str, str]:
     """The bench's environment: discovery sees only the NICs being measured."""
     return dict(os.environ, MC_TE_FILTERS=",".join(plan.nics), **extra)
 
@@ -115,7 +116,7 @@ def _require(tool: str, how: str) -> None:
         raise UserError(f"{tool} not found on PATH; {how}, or skip it with --skip-{'perftest' if tool == IB_WRITE_BW else 'te'}")
 
 
-def _require_tools(plan: Plan) -> None:
+def _require_tools(plan: BaselinePlan) -> None:
     """Both tools checked before either runs, so a missing one stops the run before any measuring."""
     if not plan.skip_perftest:
         _require(IB_WRITE_BW, INSTALL_PERFTEST)
@@ -129,7 +130,7 @@ def _save(out: Path | None, name: str, text: str) -> None:
         (out / "baseline" / name).write_text(text)
 
 
-def run_perftest_client(plan: Plan) -> dict:
+def run_perftest_client(plan: BaselinePlan) -> dict:
     pairs = list(zip(plan.nics, plan.remote_nics))
     mode = "one pair at a time" if plan.serial else "all pairs at once"
     _progress(f"ib_write_bw: {len(pairs)} NIC pair(s), {mode}, {plan.msg_bytes} B messages, {plan.qps} QPs, "
@@ -172,7 +173,7 @@ def run_perftest_client(plan: Plan) -> dict:
             "unit": "decimal GB/s (perftest Gb/sec / 8; its MB/sec would be MiB/s)"}
 
 
-def run_te_client(plan: Plan) -> dict:
+def run_te_client(plan: BaselinePlan) -> dict:
     argv = te_argv(plan, client=True)
     _progress(f"transfer_engine_bench: write {'GPU to GPU' if plan.use_vram else 'host to host'} to "
               f"{argv[argv.index('--segment_id') + 1]} for {plan.duration} s ...")
@@ -199,7 +200,7 @@ def run_te_client(plan: Plan) -> dict:
     return {**out, "note": res.note} if res.note else out
 
 
-def run_client(plan: Plan) -> dict:
+def run_client(plan: BaselinePlan) -> dict:
     result: dict = {"schema_version": 1, "peer": plan.peer,
                     "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                     "nics": plan.nics, "line_rate_GB_s": round(plan.line_rate_GB_s or 0.0, 3)}
@@ -234,7 +235,7 @@ def _write(out: Path | None, result: dict) -> None:
             raise jsonout.unwritable(path, exc, out) from None
 
 
-def run_server(plan: Plan) -> int:
+def run_server(plan: BaselinePlan) -> int:
     procs: list[tuple[str, subprocess.Popen]] = []
     te: subprocess.Popen | None = None
     _require_tools(plan)

@@ -17,7 +17,7 @@ from ..errors import UserError
 from ..mooncake_log import TransportEvidence
 from .engine import require_transport, start_engine
 from .measure import measure_interleaved, mooncake_read, socket_read
-from .memory import Buffer, check_memlock, memlock_limit, memory_peak
+from .memory import Buffer, memlock_limit, memory_peak, require_memlock
 from .output import say, write_json
 from .plan import expected_digests
 from .settings import Settings, my_ip
@@ -72,7 +72,7 @@ def run_initiator(settings: Settings) -> int:
     try:
         require_transport(settings, evidence)
         require_transport(settings, TransportEvidence.from_dict(info["evidence"]))
-        check_memlock(evidence.transport, plan.max_bytes)
+        require_memlock(evidence.transport, plan.max_bytes)
         if engine.register_memory(local.addr, local.nbytes) != 0:
             raise UserError(f"registering {local.nbytes} B with the engine failed; if it is RDMA, raise SMOKE_MEMLOCK")
         log(f"transport {evidence.transport}; {len(plan.rows)} sizes x {plan.repeats} transfers each, "

@@ -41,8 +41,8 @@ def memlock_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
-def check_memlock(transport: str, need: int) -> None:
-    """RDMA pins registered memory; TCP does not."""
+def require_memlock(transport: str, need: int) -> None:
+    """Stops before registering when RDMA could not pin ``need`` bytes (RDMA pins registered memory; TCP does not)."""
     limit = memlock_limit()
     if transport == "rdma" and limit is not None and limit < need:
         raise UserError(

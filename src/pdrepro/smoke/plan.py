@@ -27,7 +27,7 @@ class PlanRow:
 
 
 @dataclass(frozen=True)
-class Plan:
+class SmokePlan:
     rows: tuple[PlanRow, ...]
     repeats: int
     block_bytes: int
@@ -41,7 +41,7 @@ class Plan:
         return json.dumps({**asdict(self), "rows": [asdict(r) for r in self.rows]})
 
     @classmethod
-    def from_json(cls, text: str) -> "Plan":
+    def from_json(cls, text: str) -> "SmokePlan":
         try:
             data = json.loads(text)
             rows = tuple(PlanRow(int(r["prompt_len"]), int(r["kv_bytes"])) for r in data["rows"])
@@ -61,7 +61,7 @@ class Plan:
 
 
 def make_plan(scenario, prompt_lens=None, repeats: int = 5, block_bytes: int = 4 * MiB,
-              max_transfer_bytes: int = DEFAULT_MAX_TRANSFER_BYTES) -> Plan:
+              max_transfer_bytes: int = DEFAULT_MAX_TRANSFER_BYTES) -> SmokePlan:
     """One row per prompt length, sized by the scenario's KV model."""
     lens = tuple(prompt_lens) if prompt_lens else tuple(scenario.sweep.prompt_lens)
     unknown = sorted(set(lens) - set(scenario.sweep.prompt_lens))
@@ -71,7 +71,7 @@ def make_plan(scenario, prompt_lens=None, repeats: int = 5, block_bytes: int = 4
             f"pick from {', '.join(map(str, scenario.sweep.prompt_lens))}"
         )
     rows = tuple(PlanRow(n, scenario.kv_bytes(n)) for n in sorted(lens))
-    plan = Plan(rows, repeats, block_bytes, scenario.sweep.seed)
+    plan = SmokePlan(rows, repeats, block_bytes, scenario.sweep.seed)
     plan.validate()
     if plan.max_bytes > max_transfer_bytes:
         raise UserError(
@@ -90,7 +90,7 @@ def digest(data) -> str:
     return hashlib.blake2b(data, digest_size=32).hexdigest()
 
 
-def expected_digests(plan: Plan) -> dict[int, str]:
+def expected_digests(plan: SmokePlan) -> dict[int, str]:
     """Digest of the first kv_bytes of the pattern, per prompt length."""
     data = memoryview(pattern(plan.seed, plan.max_bytes))
     return {r.prompt_len: digest(data[: r.kv_bytes]) for r in plan.rows}

@@ -24,7 +24,7 @@ from ..errors import UserError
 from ..rundir import RunDir
 from ..units import GB
 from . import summary as sm
-from .plan import Plan
+from .plan import SmokePlan
 
 TAIL_LINES = 30
 
@@ -32,7 +32,7 @@ TAIL_LINES = 30
 @dataclass(frozen=True)
 class SmokeOptions:
     scenario: object
-    plan: Plan
+    plan: SmokePlan
     image: str
     transport: str                 # auto | tcp | rdma
     results: Path
@@ -74,7 +74,7 @@ def compose_command() -> list[str]:
     raise UserError("Docker Compose v2 is missing; install the `docker-compose-plugin` (or `docker-compose`) package")
 
 
-def check_rdma_request(transport: str, plan: Plan, memlock: str | None, root: Path = Path("/")) -> None:
+def check_rdma_request(transport: str, plan: SmokePlan, memlock: str | None, root: Path = Path("/")) -> None:
     """Fail before starting anything when RDMA cannot work here (``root`` is for tests)."""
     if transport != "rdma":
         return

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
-from .plan import Plan
+from .plan import SmokePlan
 
 
 @dataclass(frozen=True)
 class Settings:
-    plan: Plan
+    plan: SmokePlan
     transport: str          # what the user asked for: auto | tcp | rdma
     control_port: int
     data_port: int
@@ -34,7 +34,7 @@ class Settings:
         if "SMOKE_PLAN" not in env:
             raise UserError("SMOKE_PLAN is not set; start the agents with `pdrepro smoke`")
         return cls(
-            plan=Plan.from_json(env["SMOKE_PLAN"]),
+            plan=SmokePlan.from_json(env["SMOKE_PLAN"]),
             transport=want,
             control_port=int(env.get("SMOKE_CONTROL_PORT", "18080")),
             data_port=int(env.get("SMOKE_DATA_PORT", "18081")),

@@ -15,7 +15,7 @@ import threading
 from ..errors import UserError
 from .engine import require_transport, start_engine
 from .measure import REQUEST
-from .memory import Buffer, check_memlock, memlock_limit, memory_peak
+from .memory import Buffer, memlock_limit, memory_peak, require_memlock
 from .output import say, write_json
 from .plan import pattern
 from .settings import Settings, my_ip
@@ -56,7 +56,7 @@ def run_target(settings: Settings) -> int:
     buf.view[:] = pattern(plan.seed, plan.max_bytes)
     engine, evidence = start_engine(settings, ip)
     require_transport(settings, evidence)
-    check_memlock(evidence.transport, plan.max_bytes)
+    require_memlock(evidence.transport, plan.max_bytes)
     if engine.register_memory(buf.addr, buf.nbytes) != 0:
         raise UserError(f"registering {buf.nbytes} B with the engine failed; if it is RDMA, raise SMOKE_MEMLOCK")
     stop = threading.Event()
