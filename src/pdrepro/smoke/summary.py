@@ -12,7 +12,11 @@ from ..analysis import SCHEMA_VERSION, headline, issue
 from ..units import GB, bandwidth_GB_s
 
 ERROR, WARNING = "error", "warning"
-# Mooncake over TCP should get at least this share of what a plain socket gets.
+# Mooncake over TCP and a plain socket copy ride the same kernel TCP stack
+# between the same containers, so at the largest sizes Mooncake should move the
+# bytes about as fast; far below that points at the engine's settings (block
+# size, connection pool) or a loaded host. 0.90 leaves room for run-to-run noise
+# (1.00-1.06 measured on the 2-core build host, see the README).
 RATIO_TARGET = 0.90
 LAPTOP_BYTES = 8 * GB
 
