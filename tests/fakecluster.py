@@ -267,4 +267,6 @@ class FakeBench:
             names = sorted(p.name for p in (nics.root / "class" / "infiniband").iterdir())
             for name in names:
                 nics.traffic(name, received=moved // len(names), sent=moved // len(names) // 1000)
+            # A fabric takes time to move it: no faster than the scenario's line rate.
+            time.sleep(moved / (sc.line_rate_GB_s * 1e9) * 1.25)
         return 0
