@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from pdrepro.errors import UserError
-from pdrepro.scenario import load_scenario, load_thresholds, resolve_scenario, shipped_names
+from pdrepro.scenario import load_scenario, resolve_scenario, shipped_names
 
 
 def _shipped() -> dict:
@@ -80,7 +80,6 @@ def test_unknown_name_and_missing_path(tmp_path):
 def test_thresholds_override_and_bad_threshold_file(tmp_path):
     good = tmp_path / "t.yaml"
     good.write_text("max_transfer_share_pct: 3.0\n")
-    assert load_thresholds(good).max_transfer_share_pct == 3.0
     s = resolve_scenario("h20-qwen3-235b-1p1d", None, str(good))
     published = load_scenario("h20-qwen3-235b-1p1d").thresholds
     # Only what the file names changes: the per-length gates stay.
@@ -98,7 +97,7 @@ def test_thresholds_override_and_bad_threshold_file(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("max_transfer_share_pct: 300\n")
     with pytest.raises(UserError, match="above the maximum 100"):
-        load_thresholds(bad)
+        resolve_scenario("h20-qwen3-235b-1p1d", None, str(bad))
 
 
 def test_missing_run_directory_is_named_before_the_scenario(tmp_path):

@@ -81,11 +81,15 @@ def _fill(buf: Buffer, data: bytes, corrupt_at: int | None = None) -> float:
     return 0.001
 
 
+def _one_way(kind, nbytes, repeats, buf, want, once):
+    return measure.measure_interleaved(nbytes, repeats, buf, want, {kind: once})[kind]
+
+
 def test_measure_verifies_every_transfer():
     n = MiB
     data = pattern(1, n)
     buf = Buffer(n)
-    good = measure.measure("mooncake", n, 3, buf, digest(data), lambda: _fill(buf, data))
+    good = _one_way("mooncake", n, 3, buf, digest(data), lambda: _fill(buf, data))
     assert good["verified"] and good["failed_checks"] == 0
     assert len(good["ms"]) == 3 and good["ms_median"] == pytest.approx(1.0)
 
@@ -101,7 +105,7 @@ def test_measure_catches_one_corrupted_byte():
         # The third timed transfer flips one byte near the end.
         return _fill(buf, data, corrupt_at=n - 3 if len(calls) == 4 else None)
 
-    result = measure.measure("mooncake", n, 3, buf, digest(data), once)
+    result = _one_way("mooncake", n, 3, buf, digest(data), once)
     assert not result["verified"] and result["failed_checks"] == 1
 
 
@@ -110,7 +114,7 @@ def test_a_transfer_that_moves_nothing_fails_the_check():
     data = pattern(1, n)
     buf = Buffer(n)
     buf.view[:n] = data  # the right bytes are there before the first transfer
-    result = measure.measure("socket", n, 2, buf, digest(data), lambda: 0.001)
+    result = _one_way("socket", n, 2, buf, digest(data), lambda: 0.001)
     assert not result["verified"]
     assert bytes(buf.view[:16]) == bytes(16)
 

@@ -351,11 +351,6 @@ def _thresholds_data(path: Path) -> dict:
     return data
 
 
-def load_thresholds(path: str | Path) -> Thresholds:
-    path = Path(path)
-    return typedload.build(Thresholds, _thresholds_data(path), "thresholds", str(path))
-
-
 def merge_thresholds(base: Thresholds, path: str | Path) -> Thresholds:
     """Thresholds from ``path`` laid over ``base``: a key the file names wins,
     per prompt length for the per-length bounds; every other bound stays."""

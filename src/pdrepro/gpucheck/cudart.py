@@ -68,16 +68,6 @@ class Runtime:
         self._ok(self.lib.cudaGetDeviceCount(ctypes.byref(n)), "cudaGetDeviceCount")
         return n.value
 
-    def driver_version(self) -> int:
-        v = ctypes.c_int(0)
-        self._ok(self.lib.cudaDriverGetVersion(ctypes.byref(v)), "cudaDriverGetVersion")
-        return v.value
-
-    def runtime_version(self) -> int:
-        v = ctypes.c_int(0)
-        self._ok(self.lib.cudaRuntimeGetVersion(ctypes.byref(v)), "cudaRuntimeGetVersion")
-        return v.value
-
     def set_device(self, gpu: int) -> None:
         self._ok(self.lib.cudaSetDevice(gpu), f"cudaSetDevice({gpu})")
 

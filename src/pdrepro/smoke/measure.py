@@ -96,7 +96,3 @@ def measure_interleaved(nbytes: int, repeats: int, local: Buffer, want: str, way
     return {kind: {"kind": kind, "ms": times[kind], "verified": all(ok[kind]),
                    "failed_checks": ok[kind].count(False), "ms_median": statistics.median(times[kind]),
                    "ms_mean": statistics.fmean(times[kind])} for kind in ways}
-
-
-def measure(kind: str, nbytes: int, repeats: int, local: Buffer, want: str, once) -> dict:
-    return measure_interleaved(nbytes, repeats, local, want, {kind: once})[kind]
