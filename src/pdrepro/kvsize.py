@@ -8,10 +8,10 @@ where figures are printed (see ``units``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
+from .strictmodel import Int, Record
 
 # Bytes per element of the KV cache for the dtypes a scenario may name.
 DTYPE_BYTES = {
@@ -22,24 +22,23 @@ DTYPE_BYTES = {
 }
 
 
-@dataclass(frozen=True)
-class Geometry:
+class Geometry(Record):
     """The attention shape of a model, as its HF ``config.json`` states it."""
 
-    num_hidden_layers: int
-    num_attention_heads: int | None = None
-    num_key_value_heads: int | None = None
-    head_dim: int | None = None
-    hidden_size: int | None = None
+    num_hidden_layers: Int()
+    num_attention_heads: Int() | None = None
+    num_key_value_heads: Int() | None = None
+    head_dim: Int() | None = None
+    hidden_size: Int() | None = None
     # MLA (DeepSeek-style): a compressed latent plus a rope part per token and layer.
-    kv_lora_rank: int | None = None
-    qk_rope_head_dim: int | None = None
+    kv_lora_rank: Int() | None = None
+    qk_rope_head_dim: Int() | None = None
 
     @property
     def is_mla(self) -> bool:
         return self.kv_lora_rank is not None
 
-    def validate(self, source: str) -> None:
+    def check(self, source: str) -> None:
         # A zero would not fail later: `kv_heads or attention_heads` would quietly take the wrong count.
         for name in ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size",
                      "kv_lora_rank", "qk_rope_head_dim"):
@@ -116,5 +115,5 @@ def geometry_from_config(path: Path) -> Geometry:
         raise UserError(f"{path}: has no num_hidden_layers; is this a transformer's config.json?")
     values = {k: config[k] for k in _GEOMETRY_KEYS if isinstance(config.get(k), int) and not isinstance(config.get(k), bool)}
     geometry = Geometry(**values)
-    geometry.validate(str(path))
+    geometry.check(str(path))
     return geometry

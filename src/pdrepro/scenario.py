@@ -7,130 +7,120 @@ step reads its settings from that object and carries no defaults of its own.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Literal
 
 import yaml
+from pydantic import Field
 
-from . import typedload
 from .errors import UserError
 from .kvsize import DTYPE_BYTES, Geometry, geometry_from_config, kv_bytes_per_token
+from .strictmodel import Flag, Int, Number, Record, load, to_plain
 
 SCHEMA_VERSION = 1
 KINDS = ("kv-sweep", "comparison")
 
+TP = Int(1, 64)
+PORT = Int(1, 65535)
 
-def _meta(**kw):
-    return {"metadata": kw}
 
-
-@dataclass(frozen=True)
-class Model:
+class Model(Record):
     name: str
-    dtype: str = field(**_meta(choices=tuple(sorted(DTYPE_BYTES))))
+    dtype: Literal[tuple(sorted(DTYPE_BYTES))]
     # Exactly one of these two: the geometry inline, or the model's config.json
     # (a path relative to the scenario file, resolved at load).
     geometry: Geometry | None = None
     config_json: str | None = None
 
-    def validate(self, source: str) -> None:
+    def check(self, source: str) -> None:
         if (self.geometry is None) == (self.config_json is None):
             raise UserError(f"{source}: model needs exactly one of geometry or config_json")
 
 
-@dataclass(frozen=True)
-class Parallel:
-    prefill_tp: int = field(**_meta(min=1, max=64))
-    decode_tp: int = field(**_meta(min=1, max=64))
+class Parallel(Record):
+    prefill_tp: TP
+    decode_tp: TP
 
 
-@dataclass(frozen=True)
-class RoleNodes:
+class RoleNodes(Record):
     """How many nodes one role (prefill or decode) runs on, and how many
     servers each of those nodes runs (each with that role's TP)."""
 
-    nodes: int = field(default=1, **_meta(min=1, max=256))
-    servers_per_node: int = field(default=1, **_meta(min=1, max=64))
+    nodes: Int(1, 256) = 1
+    servers_per_node: Int(1, 64) = 1
 
 
-@dataclass(frozen=True)
-class Topology:
+class Topology(Record):
     """xPyD: prefill and decode nodes behind one router. TP per server is
     ``parallel``; unset, both roles run one server on one node (1P1D)."""
 
-    prefill: RoleNodes = field(default_factory=RoleNodes)
-    decode: RoleNodes = field(default_factory=RoleNodes)
+    prefill: RoleNodes = Field(default_factory=RoleNodes)
+    decode: RoleNodes = Field(default_factory=RoleNodes)
 
     @property
     def label(self) -> str:
         return f"{self.prefill.nodes * self.prefill.servers_per_node}P{self.decode.nodes * self.decode.servers_per_node}D"
 
 
-@dataclass(frozen=True)
-class Link:
+class Link(Record):
     """The fabric of one node; the utilization denominator is derived from it."""
 
-    nics_per_node: int = field(**_meta(min=1, max=64))
-    nic_rate_Gb_s: float = field(**_meta(min=1))
+    nics_per_node: Int(1, 64)
+    nic_rate_Gb_s: Number(ge=1)
 
     @property
     def line_rate_GB_s(self) -> float:
         return self.nics_per_node * self.nic_rate_Gb_s / 8
 
 
-@dataclass(frozen=True)
-class Sweep:
+class Sweep(Record):
     # No released model reads more than about 10 M tokens; a longer "length" is a typo.
-    prompt_lens: tuple[int, ...] = field(**_meta(min=1, max=10_000_000))
-    num_prompts: int = field(**_meta(min=1))
-    output_len: int = field(**_meta(min=1))
-    max_concurrency: int | None = field(**_meta(min=1))
-    request_rate: float = field(**_meta(min=0, unbounded=True))
-    random_range_ratio: float = field(**_meta(min=0, max=1))
-    seed: int
-    warmup_requests: int = field(**_meta(min=0))
+    prompt_lens: tuple[Int(1, 10_000_000), ...]
+    num_prompts: Int(1)
+    output_len: Int(1)
+    max_concurrency: Int(1) | None = None
+    request_rate: Number(ge=0, unbounded=True)
+    random_range_ratio: Number(0, 1)
+    seed: Int()
+    warmup_requests: Int(0)
 
-    def validate(self, source: str) -> None:
+    def check(self, source: str) -> None:
         if not self.prompt_lens:
             raise UserError(f"{source}: sweep.prompt_lens is empty; list at least one prompt length")
         if len(set(self.prompt_lens)) != len(self.prompt_lens):
             raise UserError(f"{source}: sweep.prompt_lens has duplicates; list each length once")
 
 
-@dataclass(frozen=True)
-class ReferenceRow:
-    prompt_len: int
-    ttft_ms: float
+class ReferenceRow(Record):
+    prompt_len: Int()
+    ttft_ms: Number()
     kv_size: str
-    transfer_ms: float
-    bandwidth_GB_s: float
-    utilization_pct: float
+    transfer_ms: Number()
+    bandwidth_GB_s: Number()
+    utilization_pct: Number()
 
 
-@dataclass(frozen=True)
-class Reference:
+class Reference(Record):
     source: str
     rows: tuple[ReferenceRow, ...] = ()
-    headline: dict[str, float] = field(default_factory=dict)
+    headline: dict[str, Number()] = Field(default_factory=dict)
     # For comparison scenarios: configuration name -> metric -> published value.
-    configurations: dict[str, dict[str, float]] = field(default_factory=dict)
+    configurations: dict[str, dict[str, Number()]] = Field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Thresholds:
-    min_bandwidth_GB_s: dict[int, float] = field(default_factory=dict, **_meta(min=0))
-    max_ttft_ms: dict[int, float] = field(default_factory=dict, **_meta(min=0))
-    max_transfer_share_pct: float | None = field(default=None, **_meta(min=0, max=100))
-    min_peak_bandwidth_GB_s: float | None = field(default=None, **_meta(min=0))
-    min_peak_utilization_pct: float | None = field(default=None, **_meta(min=0, max=100))
-    min_completed_fraction: float = field(default=1.0, **_meta(min=0, max=1))
-    max_request_errors: int = field(default=0, **_meta(min=0))
-    max_kv_size_mismatch_pct: float = field(default=5.0, **_meta(min=0))
+class Thresholds(Record):
+    min_bandwidth_GB_s: dict[Int(), Number(ge=0)] = Field(default_factory=dict)
+    max_ttft_ms: dict[Int(), Number(ge=0)] = Field(default_factory=dict)
+    max_transfer_share_pct: Number(0, 100) | None = None
+    min_peak_bandwidth_GB_s: Number(ge=0) | None = None
+    min_peak_utilization_pct: Number(0, 100) | None = None
+    min_completed_fraction: Number(0, 1) = 1.0
+    max_request_errors: Int(0) = 0
+    max_kv_size_mismatch_pct: Number(ge=0) = 5.0
 
 
 STACKS = ("disaggregated", "regular")
@@ -149,40 +139,38 @@ LAUNCH_ENV_TUNABLES = (
 )
 
 
-@dataclass(frozen=True)
-class LaunchPorts:
-    router: int = field(**_meta(min=1, max=65535))
-    prefill: int | None = field(default=None, **_meta(min=1, max=65535))
-    decode: int | None = field(default=None, **_meta(min=1, max=65535))
-    bootstrap: int | None = field(default=None, **_meta(min=1, max=65535))
+class LaunchPorts(Record):
+    router: PORT
+    prefill: PORT | None = None
+    decode: PORT | None = None
+    bootstrap: PORT | None = None
     # The two regular (non-disaggregated) instances of the comparison stack.
-    regular: tuple[int, ...] = field(default=(), **_meta(min=1, max=65535))
+    regular: tuple[PORT, ...] = ()
 
 
-@dataclass(frozen=True)
-class Launch:
+class Launch(Record):
     """How servers and router start: what the published launch fixes.
 
     Where the servers run (IPs, GPUs, paths) is the site's business and comes
     from ``pdrepro render``'s options, not from here.
     """
 
-    stacks: tuple[str, ...] = field(**_meta(choices=STACKS))
+    stacks: tuple[Literal[STACKS], ...]
     ports: LaunchPorts
-    router_policy: str = field(**_meta(choices=ROUTER_POLICIES))
-    chunked_prefill_size: int = field(**_meta(min=-1))
-    stream_interval: int = field(**_meta(min=1))
-    disable_radix_cache: bool
-    trust_remote_code: bool
-    enable_request_time_stats_logging: bool
-    transfer_backend: str = field(default="mooncake", **_meta(choices=("mooncake",)))
-    enable_metrics: bool = False
+    router_policy: Literal[ROUTER_POLICIES]
+    chunked_prefill_size: Int(-1)
+    stream_interval: Int(1)
+    disable_radix_cache: Flag
+    trust_remote_code: Flag
+    enable_request_time_stats_logging: Flag
+    transfer_backend: Literal["mooncake"] = "mooncake"
+    enable_metrics: Flag = False
     # TP of each regular instance; unset means parallel.prefill_tp.
-    regular_tp: int | None = field(default=None, **_meta(min=1, max=64))
+    regular_tp: TP | None = None
     extra_server_args: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
 
-    def validate(self, source: str) -> None:
+    def check(self, source: str) -> None:
         if not self.stacks or len(set(self.stacks)) != len(self.stacks):
             raise UserError(f"{source}: launch.stacks must list {' and/or '.join(STACKS)} once each")
         p = self.ports
@@ -209,22 +197,21 @@ class Launch:
             )
 
 
-@dataclass(frozen=True)
-class Scenario:
-    schema_version: int = field(**_meta(choices=(SCHEMA_VERSION,)))
+class Scenario(Record):
+    schema_version: Literal[SCHEMA_VERSION]
     name: str
     title: str
-    kind: str = field(**_meta(choices=KINDS))
+    kind: Literal[KINDS]
     model: Model
     parallel: Parallel
     sweep: Sweep
     link: Link | None = None
     reference: Reference | None = None
-    thresholds: Thresholds = field(default_factory=Thresholds)
+    thresholds: Thresholds = Field(default_factory=Thresholds)
     launch: Launch | None = None
-    topology: Topology = field(default_factory=Topology)
+    topology: Topology = Field(default_factory=Topology)
 
-    def validate(self, source: str) -> None:
+    def check(self, source: str) -> None:
         self._validate_port_ranges(source)
         if self.kind == "kv-sweep" and self.link is None:
             raise UserError(f"{source}: a kv-sweep scenario needs link (nics_per_node, nic_rate_Gb_s) for utilization")
@@ -273,7 +260,7 @@ class Scenario:
         return self.link.line_rate_GB_s if self.link else None
 
     def to_dict(self) -> dict:
-        return typedload.to_plain(self)
+        return to_plain(self)
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
@@ -284,8 +271,8 @@ class Scenario:
         canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 
-    def with_thresholds(self, thresholds: Thresholds) -> "Scenario":
-        return dataclasses.replace(self, thresholds=thresholds)
+    def with_thresholds(self, thresholds: Thresholds) -> Scenario:
+        return self.model_copy(update={"thresholds": thresholds})
 
 
 def shipped_names() -> list[str]:
@@ -317,13 +304,13 @@ def _read_yaml(path: Path, what: str) -> object:
 
 
 def scenario_from_dict(data: object, source: str, base_dir: Path | None = None) -> Scenario:
-    scenario = typedload.build(Scenario, data, "", source)
+    scenario = load(Scenario, data, source)
     if scenario.model.config_json is not None:
         config = Path(scenario.model.config_json)
         if not config.is_absolute() and base_dir is not None:
             config = (base_dir / config).resolve()
-        model = dataclasses.replace(scenario.model, config_json=str(config))
-        scenario = dataclasses.replace(scenario, model=model)
+        model = scenario.model.model_copy(update={"config_json": str(config)})
+        scenario = scenario.model_copy(update={"model": model})
     # Fail now, at the edge: an unreadable config, or heads that do not split over the TP ranks.
     kv_bytes_per_token(scenario.geometry, scenario.model.dtype, scenario.parallel.prefill_tp, source)
     return scenario
@@ -356,12 +343,12 @@ def merge_thresholds(base: Thresholds, path: str | Path) -> Thresholds:
     per prompt length for the per-length bounds; every other bound stays."""
     path = Path(path)
     data = _thresholds_data(path)
-    override = typedload.build(Thresholds, data, "thresholds", str(path))
+    override = load(Thresholds, data, str(path), "thresholds")
     changes = {}
     for key in data:
         old, new = getattr(base, key), getattr(override, key)
         changes[key] = {**old, **new} if isinstance(old, dict) else new
-    return dataclasses.replace(base, **changes)
+    return base.model_copy(update=changes)
 
 
 def resolve_scenario(spec: str | None, run_dir: Path | None = None, thresholds: str | None = None) -> Scenario:
@@ -378,7 +365,7 @@ def resolve_scenario(spec: str | None, run_dir: Path | None = None, thresholds: 
         raise UserError(f"{where}pass --scenario NAME_OR_PATH (shipped: {', '.join(shipped_names())})")
     if thresholds is not None:
         scenario = scenario.with_thresholds(merge_thresholds(scenario.thresholds, thresholds))
-        scenario.validate(str(thresholds))
+        scenario.check(str(thresholds))
     return scenario
 
 

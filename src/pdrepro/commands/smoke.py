@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 
@@ -26,11 +25,11 @@ def as_run(scenario, plan):
     the run's scenario.yaml and the shared checks describe what really ran."""
     lens = tuple(r.prompt_len for r in plan.rows)
     t = scenario.thresholds
-    thresholds = dataclasses.replace(
-        t, min_bandwidth_GB_s={k: v for k, v in t.min_bandwidth_GB_s.items() if k in lens},
-        max_ttft_ms={k: v for k, v in t.max_ttft_ms.items() if k in lens})
-    sweep = dataclasses.replace(scenario.sweep, prompt_lens=lens, num_prompts=plan.repeats)
-    return dataclasses.replace(scenario, sweep=sweep, thresholds=thresholds)
+    thresholds = t.model_copy(update={
+        "min_bandwidth_GB_s": {k: v for k, v in t.min_bandwidth_GB_s.items() if k in lens},
+        "max_ttft_ms": {k: v for k, v in t.max_ttft_ms.items() if k in lens}})
+    sweep = scenario.sweep.model_copy(update={"prompt_lens": lens, "num_prompts": plan.repeats})
+    return scenario.model_copy(update={"sweep": sweep, "thresholds": thresholds})
 
 
 def register(subparsers) -> None:

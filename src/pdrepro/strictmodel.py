@@ -1,0 +1,189 @@
+"""Pydantic models for the files users write, and their errors as one line.
+
+Validation happens once, at the edge: unknown keys are rejected by name,
+missing keys and bad values are reported by their dotted path, bounds live on
+the field types (so the JSON Schema shows them too). Infinity is accepted only
+where a field says it means "unbounded" (a request rate); NaN never is. Rules
+that span fields live in a model's ``check(source)`` and raise ``UserError``
+themselves; code downstream trusts the objects.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+import typing
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, WithJsonSchema
+from pydantic import model_validator
+from pydantic_core import PydanticCustomError
+
+from .errors import UserError
+
+# YAML 1.1 reads `.inf` as a float; people also write `inf`, which it reads as a string.
+INF_WORDS = ("inf", ".inf", "infinity")
+
+
+class SchemaError(UserError):
+    pass
+
+
+class Record(BaseModel):
+    """A frozen record from a user's file: unknown keys are errors, numbers given for text are text."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
+
+    def check(self, source: str) -> None:
+        """Rules that span fields; raise UserError naming ``source``. None by default."""
+
+    @model_validator(mode="after")
+    def _check_named_source(self, info: ValidationInfo):
+        # Only a load names its source; a model built in code is checked by whoever builds it.
+        if info.context and "source" in info.context:
+            self.check(info.context["source"])
+        return self
+
+
+def _finite_or_unbounded(unbounded: bool):
+    def check(value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in INF_WORDS:
+            value = math.inf
+        if isinstance(value, float) and math.isnan(value):
+            raise PydanticCustomError("nan", "is NaN (.nan), which is no figure; give a number")
+        if isinstance(value, float) and math.isinf(value) and not unbounded:
+            raise PydanticCustomError("infinite", "{value} is infinite; give a finite number", {"value": value})
+        return value
+    return check
+
+
+def Int(ge: int | None = None, le: int | None = None) -> Any:
+    """An integer (never a bool or a float) within [ge, le]."""
+    return Annotated[int, Field(strict=True, ge=ge, le=le)]
+
+
+def Number(ge: float | None = None, le: float | None = None, *, unbounded: bool = False) -> Any:
+    """A finite number (an integer is one too, a bool or a numeric string is not) within [ge, le];
+    with ``unbounded``, infinity (`.inf` or `inf`) is allowed as well."""
+    extra = []
+    if unbounded:
+        bound = {"type": "number", **({"minimum": ge} if ge is not None else {}),
+                 **({"maximum": le} if le is not None else {})}
+        extra = [WithJsonSchema({"anyOf": [bound, {"enum": list(INF_WORDS)}]})]
+    return Annotated[float, BeforeValidator(_finite_or_unbounded(unbounded)), Field(strict=True, ge=ge, le=le), *extra]
+
+
+Flag = Annotated[bool, Field(strict=True)]
+
+M = typing.TypeVar("M", bound=BaseModel)
+
+
+def load(cls: type[M], data: Any, source: str, where: str = "") -> M:
+    """``cls`` from ``data`` (parsed YAML or JSON), or a UserError naming ``source`` and the key path."""
+    try:
+        return cls.model_validate(data, context={"source": source})
+    except ValidationError as exc:
+        raise SchemaError(one_line(cls, exc, source, where)) from None
+
+
+def one_line(cls: type, exc: ValidationError, source: str, where: str = "") -> str:
+    errors = exc.errors()
+    first = errors[0]
+    if first["type"] == "extra_forbidden":
+        # Several unknown keys under one parent: name the first in sorted order, as the list of allowed ones is.
+        same = [e for e in errors if e["type"] == "extra_forbidden" and e["loc"][:-1] == first["loc"][:-1]]
+        first = min(same, key=lambda e: str(e["loc"][-1]))
+    loc, kind, value = first["loc"], first["type"], first.get("input")
+    path, parent, leaf = _walk(cls, loc, where)
+    label = path or "top level"
+    if kind == "extra_forbidden":
+        allowed = ", ".join(sorted(parent.model_fields)) if _is_model(parent) else "none"
+        return f"{source}: unknown key {path}; allowed here: {allowed}"
+    if kind == "missing":
+        return f"{source}: missing key {path}; add it (see the shipped scenarios for an example)"
+    return f"{source}: {label}: {_what(kind, value, first.get('ctx') or {}, leaf, first['msg'])}"
+
+
+def _what(kind: str, value: Any, ctx: dict, leaf: Any, msg: str) -> str:
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return f"expected an integer, got {value!r}"
+    if kind in ("float_type", "float_parsing"):
+        return f"expected a number, got {value!r}"
+    if kind in ("bool_type", "bool_parsing"):
+        return f"expected true or false, got {value!r}"
+    if kind == "string_type":
+        return f"expected a string, got {value!r}"
+    if kind in ("tuple_type", "list_type"):
+        return f"expected a list, got {value!r}"
+    if kind == "dict_type":
+        return f"expected a mapping, got {value!r}"
+    if kind in ("model_type", "model_attributes_type"):
+        return f"expected a mapping, got {type(value).__name__}"
+    if kind == "literal_error":
+        choices = typing.get_args(leaf) if typing.get_origin(leaf) is Literal else ()
+        return f"{value!r} is not one of {', '.join(map(str, choices))}" if choices else msg
+    if kind in ("greater_than_equal", "greater_than"):
+        return f"{value} is below the minimum {ctx.get('ge', ctx.get('gt'))}"
+    if kind in ("less_than_equal", "less_than"):
+        return f"{value} is above the maximum {ctx.get('le', ctx.get('lt'))}"
+    return msg
+
+
+def _unwrap(tp: Any) -> Any:
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (Union, types.UnionType):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            tp = args[0] if len(args) == 1 else tp
+            if len(args) != 1:
+                return tp
+        else:
+            return tp
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _walk(cls: type, loc: tuple, where: str) -> tuple[str, Any, Any]:
+    """The dotted path of ``loc`` (list items as [i], a bad mapping key as `key 'k'`), the type
+    holding its last step, and the type at its end."""
+    path, tp, parent = where, cls, None
+    before_key, key, mapping = "", None, None
+    for step in loc:
+        if step == "[key]":  # the key itself is bad, not the value under it
+            path, tp = f"{before_key} key {key!r}", typing.get_args(mapping)[0]
+            continue
+        tp = _unwrap(tp)
+        parent = tp
+        origin = typing.get_origin(tp)
+        if _is_model(tp):
+            path = f"{path}.{step}" if path else str(step)
+            field = tp.model_fields.get(step)
+            tp = field.annotation if field is not None else Any
+        elif origin in (tuple, list):
+            path += f"[{step}]"
+            tp = typing.get_args(tp)[0]
+        elif origin is dict:
+            before_key, key, mapping = path, step, tp
+            path = f"{path}.{step}"
+            tp = typing.get_args(tp)[1]
+        else:
+            path = f"{path}.{step}" if path else str(step)
+            tp = Any
+    return path, parent, _unwrap(tp)
+
+
+def to_plain(obj: Any) -> Any:
+    """A model as plain YAML/JSON-able values, in field order, infinity as "inf"."""
+    if isinstance(obj, BaseModel):
+        return {name: to_plain(getattr(obj, name)) for name in type(obj).model_fields}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: to_plain(v) for k, v in obj.items()}
+    if isinstance(obj, float) and math.isinf(obj):
+        return "inf"
+    return obj
