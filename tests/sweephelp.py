@@ -3,13 +3,12 @@ cluster and a SweepConfig pointing at it."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from pdrepro.scenario import load_scenario
 from pdrepro.sweep.benchcmd import BenchTarget
 from pdrepro.sweep.logsource import DirLogSource
-from pdrepro.sweep.runner import SweepConfig
+from pdrepro.sweep.config import SweepConfig
 
 from fakecluster import FakeBench, FakeCluster
 
@@ -18,15 +17,15 @@ def short_scenario(lengths=(128, 256, 512)):
     """The published scenario cut to a few lengths (thresholds cut to match)."""
     sc = load_scenario("h20-qwen3-235b-1p1d")
     th = sc.thresholds
-    th = dataclasses.replace(
-        th,
+    th = th.model_copy(update=dict(
         min_bandwidth_GB_s={k: v for k, v in th.min_bandwidth_GB_s.items() if k in lengths},
         max_ttft_ms={k: v for k, v in th.max_ttft_ms.items() if k in lengths},
         # The peak is reached at long prompts only; a cut sweep cannot show it.
         min_peak_bandwidth_GB_s=None,
         min_peak_utilization_pct=None,
-    )
-    return dataclasses.replace(sc, sweep=dataclasses.replace(sc.sweep, prompt_lens=tuple(lengths)), thresholds=th)
+    ))
+    sweep = sc.sweep.model_copy(update={"prompt_lens": tuple(lengths)})
+    return sc.model_copy(update={"sweep": sweep, "thresholds": th})
 
 
 def dataset(tmp_path: Path) -> Path:
@@ -50,7 +49,7 @@ def config(tmp_path: Path, cluster: FakeCluster, bench: FakeBench, lines: list[s
         launcher=bench,
         log_source=DirLogSource(cluster.log_dir),
         wait_timeout_s=5.0,
-        analyze=False,
+        analyze=None,
         say=lines.append,
         sysfs=tmp_path / "no-sysfs",
     )

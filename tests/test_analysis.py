@@ -6,7 +6,9 @@ import re
 import pytest
 from runbuilder import build_run
 
-from pdrepro.analysis import analyze_run, compute_summary, input_errors, nearest_length
+from pdrepro.analysis import compute_summary, nearest_length
+from pdrepro.contract import input_errors
+from pdrepro.publish import analyze_run
 from pdrepro.verdictinput import load_or_analyze
 from pdrepro.rundir import RunDir
 from pdrepro.scenario import load_scenario
@@ -145,15 +147,10 @@ def test_summary_is_reused_until_an_input_changes(tmp_path):
 
 
 def test_comparison_scenarios_are_dispatched(tmp_path, monkeypatch):
-    import sys
-    import types
+    from pdrepro import publish
 
-    from pdrepro import scenario as scenario_mod
-
-    comparison = scenario_mod.dataclasses.replace(SCENARIO, kind="comparison")
-    fake = types.ModuleType("pdrepro.comparison")
-    fake.analyze_comparison = lambda run, s: {"dispatched": s.kind}
-    monkeypatch.setitem(sys.modules, "pdrepro.comparison", fake)
+    comparison = SCENARIO.model_copy(update={"kind": "comparison"})
+    monkeypatch.setattr(publish, "analyze_comparison", lambda run, s: {"dispatched": s.kind})
     run = build_run(tmp_path / "r", SCENARIO)
     summary = analyze_run(run, comparison)
     assert summary["dispatched"] == "comparison"

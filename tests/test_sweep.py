@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pdrepro.errors import UserError
+from pdrepro.publish import analyze_run
 from pdrepro.sweep.runner import run_sweep
 from pdrepro.sweep.state import result_problem
 
@@ -169,7 +170,7 @@ def test_sweep_output_analyses_and_passes_the_checks(tmp_path, cluster):
 
     cluster.nics = h20_node(tmp_path / "sys")
     lines = []
-    out = run_sweep(config(tmp_path, cluster, FakeBench(cluster), lines, analyze=True,
+    out = run_sweep(config(tmp_path, cluster, FakeBench(cluster), lines, analyze=analyze_run,
                            sysfs=tmp_path / "sys" / "class" / "infiniband"))
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert [r["prompt_len"] for r in summary["rows"]] == [128, 256, 512]
@@ -207,7 +208,7 @@ def test_comparison_configurations_sweep_into_one_run(tmp_path):
         lines = []
         out = run_sweep(config(tmp_path, reg, FakeBench(reg, rows=rows), lines, configuration="2-regular",
                                prefill_url=None, decode_url=None, worker_urls=(reg.prefill.url, reg.decode.url),
-                               analyze=True))
+                               analyze=analyze_run))
     assert not any(l.startswith("transport:") for l in lines)  # no KV transfer to prove
     run = tmp_path / "run"
     for name in ("1P1D", "2-regular"):
@@ -261,7 +262,7 @@ def test_kv_that_never_crossed_the_nics_fails_the_witness(tmp_path, cluster):
 
     cluster.nics = h20_node(tmp_path / "sys")
     cluster.kv_crosses_nics = False
-    run_sweep(config(tmp_path, cluster, FakeBench(cluster), analyze=True, sysfs=tmp_path / "sys" / "class" / "infiniband"))
+    run_sweep(config(tmp_path, cluster, FakeBench(cluster), analyze=analyze_run, sysfs=tmp_path / "sys" / "class" / "infiniband"))
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     bad = failed(evaluate(summary, cluster.scenario))
     assert sorted((r.name, r.prompt_len) for r in bad) == [("nic_witness", 128), ("nic_witness", 256), ("nic_witness", 512)]

@@ -14,13 +14,11 @@ be computed is still written, so a half-broken run still shows its good rows.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import statistics
 from pathlib import Path
 
-from . import __version__, jsonout
+from .contract import ERROR, WARNING, SUMMARY_SCHEMA_VERSION, analysis_code_stamp, headline, issue, result_row
 from .errors import UserError
 from .fabric.baseline import load_ceiling
 from .parsers.bench import BenchResult, parse_bench_file, percentile
@@ -29,25 +27,14 @@ from .parsers.prom import parse_metrics_file
 from .parsers.reqstats import ReqStat, parse_log
 from .rundir import RunDir, why_absent
 from .scenario import Scenario
+from .sweep.state import SweepState
 from .units import MiB, bandwidth_GB_s, human_bytes
 from .witness import describe_allowance, witness_row
-
-SCHEMA_VERSION = 1
-ERROR, WARNING = "error", "warning"
 
 
 def length_tolerance(prompt_len: int) -> int:
     """Tokens a logged input length may differ from the configured one (chat templates add a few)."""
     return max(32, prompt_len * 3 // 100)
-
-
-def issue(severity: str, kind: str, message: str, prompt_len: int | None = None) -> dict:
-    return {"severity": severity, "kind": kind, "prompt_len": prompt_len, "message": message}
-
-
-def input_errors(summary: dict) -> list[dict]:
-    """Issues that mean the run's inputs are incomplete or unreadable (exit status 2)."""
-    return [i for i in summary.get("issues", []) if i.get("severity") == ERROR]
 
 
 def nearest_length(input_len: int, lengths: list[int]) -> int | None:
@@ -57,10 +44,8 @@ def nearest_length(input_len: int, lengths: list[int]) -> int | None:
 
 def _sweep_failures(run: RunDir) -> dict[int, str]:
     """Lengths `pdrepro sweep` recorded as failed, with its reason (timeout, client exit ...)."""
-    from .sweep.state import SweepState
-
     try:
-        return SweepState(run.root).failed()
+        return SweepState(run).failed()
     except (ValueError, TypeError, AttributeError):
         return {}
 
@@ -158,28 +143,23 @@ def _row(L: int, scenario: Scenario, bench: BenchResult | None, samples: list[Re
          issues: list[dict], log_path: Path) -> dict:
     tp = scenario.parallel.prefill_tp
     kv = scenario.kv_bytes(L)
-    line_rate = scenario.line_rate_GB_s
-    row: dict = {
-        "prompt_len": L, "requests": None, "expected_requests": scenario.sweep.num_prompts,
-        "request_errors": None, "ttft_ms_mean": None, "ttft_ms_median": None, "ttft_ms_p99": None,
-        "kv_bytes": kv, "kv_size": human_bytes(kv),
-        "transfer_samples": 0, "transfer_ms_median": None, "transfer_ms_mean": None, "transfer_ms_p99": None,
-        "bandwidth_GB_s": None, "utilization_pct": None, "transfer_share_of_ttft_pct": None,
-        "logged_input_len": None, "logged_kv_bytes": None, "kv_size_mismatch_pct": None, "cached_tokens_max": None,
-    }
+    measured: dict = {}
     if bench is not None:
-        row["requests"] = bench.completed
-        row["request_errors"] = len(bench.errors)
-        mean, median, p99 = bench.ttft_stats_ms()
-        row.update(ttft_ms_mean=mean, ttft_ms_median=median, ttft_ms_p99=p99)
+        measured.update(requests=bench.completed, request_errors=len(bench.errors), ttft_ms=bench.ttft_stats_ms())
+    timed = [s for s in samples if s.transfer_s]
+    if timed:
+        ms = sorted(s.transfer_s * 1000 for s in timed)
+        measured.update(transfer_ms_median=statistics.median(ms), transfer_ms_mean=statistics.fmean(ms),
+                        transfer_ms_p99=percentile(ms, 99))
+    row = result_row(L, kv, line_rate_GB_s=scenario.line_rate_GB_s, expected_requests=scenario.sweep.num_prompts,
+                     transfer_samples=len(timed), **measured)
+    if bench is not None:
         row.update(output_figures(bench.raw, bench.completed, scenario.sweep.output_len,
                                   scenario.sweep.random_range_ratio))
         if bench.errors:
             first = bench.errors[0].strip().splitlines()[-1][:160]
             issues.append(issue(WARNING, "request_errors",
                                 f"{bench.path}: {len(bench.errors)} request(s) failed, e.g. {first!r}", L))
-    timed = [s for s in samples if s.transfer_s]
-    row["transfer_samples"] = len(timed)
     zero = [s for s in samples if s.transfer_speed_GiB_s == 0 and s.transfer_total_MiB]
     if zero:
         issues.append(issue(ERROR, "zero_transfer_speed",
@@ -191,14 +171,6 @@ def _row(L: int, scenario: Scenario, bench: BenchResult | None, samples: list[Re
                             f"{log_path}: the prefill lines of length {L} carry no transfer_speed/transfer_total; "
                             "run a disaggregated prefill server of a build that logs them", L))
     if timed:
-        ms = sorted(s.transfer_s * 1000 for s in timed)
-        median_ms = statistics.median(ms)
-        row.update(transfer_ms_median=median_ms, transfer_ms_mean=statistics.fmean(ms), transfer_ms_p99=percentile(ms, 99))
-        row["bandwidth_GB_s"] = bandwidth_GB_s(kv, median_ms / 1000)
-        if line_rate:
-            row["utilization_pct"] = row["bandwidth_GB_s"] / line_rate * 100
-        if row["ttft_ms_mean"]:
-            row["transfer_share_of_ttft_pct"] = median_ms / row["ttft_ms_mean"] * 100
         input_len = int(statistics.median(s.input_len for s in timed))
         logged = statistics.median(s.transfer_total_MiB for s in timed) * MiB * tp
         expected = scenario.kv_bytes_per_token * input_len
@@ -256,21 +228,6 @@ def _provenance(run: RunDir, issues: list[dict]) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def headline(rows: list[dict]) -> dict:
-    measured = [r for r in rows if r.get("bandwidth_GB_s") is not None]
-    if not measured:
-        return {}
-    peak = max(measured, key=lambda r: r["bandwidth_GB_s"])
-    longest = max(measured, key=lambda r: r["prompt_len"])
-    return {
-        "peak_bandwidth_GB_s": peak["bandwidth_GB_s"],
-        "peak_bandwidth_prompt_len": peak["prompt_len"],
-        "peak_utilization_pct": peak.get("utilization_pct"),
-        "longest_prompt_len": longest["prompt_len"],
-        "transfer_share_at_longest_pct": longest.get("transfer_share_of_ttft_pct"),
-    }
-
-
 def compute_summary(run: RunDir, scenario: Scenario) -> dict:
     """Parse and compute; no files written."""
     issues: list[dict] = []
@@ -295,7 +252,7 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
         rows.append(row)
     provenance = _provenance(run, issues)
     summary = {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": SUMMARY_SCHEMA_VERSION,
         "scenario": scenario.to_dict(),
         "scenario_fingerprint": scenario.fingerprint,
         "source": "sglang",
@@ -316,82 +273,3 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
     if metrics is not None:
         summary["metrics"] = metrics
     return summary
-
-
-def write_outputs(run: RunDir, summary: dict) -> list[Path]:
-    """summary.json, report.md and the plots; returns the plot paths."""
-    from .plots import render_plots
-    from .report import render_csv, render_report
-
-    text = jsonout.dumps(summary, run.summary_file, indent=2)
-    try:
-        run.root.mkdir(parents=True, exist_ok=True)
-        tmp = run.summary_file.with_suffix(".json.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, run.summary_file)
-        run.report_file.write_text(render_report(summary))
-        (run.root / "summary.csv").write_text(render_csv(summary))
-        return render_plots(summary, run.plots_dir)
-    except OSError as exc:
-        raise jsonout.unwritable(Path(exc.filename or run.summary_file), exc, run.root) from None
-
-
-def analyze_run(run: RunDir, scenario: Scenario) -> dict:
-    """Parse and compute a run, write summary.json, report.md and plots; return the summary."""
-    if scenario.kind == "comparison":
-        from .comparison import analyze_comparison
-
-        signature = inputs_signature(run) if run.root.is_dir() else None
-        summary = analyze_comparison(run, scenario)
-        if signature is not None:
-            summary.update(inputs_signature=signature, analysis_code=analysis_code_stamp())
-            _write_json(run.summary_file, summary)
-        return summary
-    if not run.root.is_dir():
-        why = why_absent(run.root, "directory").replace("missing", "no such run directory")
-        raise UserError(f"{run.root}: {why}; give the folder holding bench/ and logs/")
-    for folder in (run.bench_dir, run.logs_dir):
-        if folder.exists() and not folder.is_dir():
-            raise UserError(f"{folder}: {why_absent(folder, 'directory')}; the run keeps its bench results and logs in "
-                            "folders of these names: move the file away")
-    if not run.bench_dir.is_dir() and not run.logs_dir.is_dir():
-        raise UserError(f"{run.root}: has neither bench/ nor logs/; is this a run directory?")
-    # Taken before reading, so an input that changes meanwhile makes the summary stale.
-    signature = inputs_signature(run)
-    summary = compute_summary(run, scenario)
-    summary["inputs_signature"] = signature
-    write_outputs(run, summary)
-    return summary
-
-
-# What analysis and the gates write into a run: not inputs.
-_OUTPUTS = ("summary.json", "report.md", "summary.csv", "summary.json.tmp", ".summary.json.tmp", ".report.md.tmp",
-            "junit.xml")
-
-
-def inputs_signature(run: RunDir) -> str:
-    """Names, sizes and mtimes of every input file in the run (comparison runs nest folders):
-    an input added, changed or deleted since the analysis changes it."""
-    digest = hashlib.sha256()
-    for p in sorted(run.root.rglob("*")):
-        if p.name in _OUTPUTS or run.plots_dir in p.parents or not p.is_file():
-            continue
-        st = p.stat()
-        digest.update(f"{p.relative_to(run.root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return digest.hexdigest()
-
-
-def _write_json(path: Path, data: dict) -> None:
-    text = jsonout.dumps(data, path, indent=2, sort_keys=True)
-    tmp = path.with_suffix(".json.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise jsonout.unwritable(path, exc, path.parent) from None
-
-
-def analysis_code_stamp() -> str:
-    """Which pdrepro wrote a summary: one written by another release is stale, not edited.
-    (Between releases, `pdrepro analyze RUN` rewrites a summary the code has outgrown.)"""
-    return f"pdrepro {__version__}, summary schema {SCHEMA_VERSION}"

@@ -12,12 +12,10 @@ Run layout (one sweep per configuration into the same run directory):
 from __future__ import annotations
 
 import json
-import os
 
 from tabulate import tabulate
 
-from . import jsonout
-from .analysis import ERROR, WARNING, issue
+from .contract import ERROR, WARNING, SUMMARY_SCHEMA_VERSION, dumps_json, issue, write_atomic
 from .errors import UserError
 from .parsers.bench import parse_bench_file
 from .rundir import RunDir
@@ -35,12 +33,8 @@ METRICS = {
 }
 
 
-def configuration_run(run: RunDir, name: str) -> RunDir:
-    return RunDir(run.root / name)
-
-
 def _measure(run: RunDir, scenario: Scenario, name: str, issues: list[dict]) -> dict | None:
-    sub = configuration_run(run, name)
+    sub = run.configuration(name)
     lengths = scenario.sweep.prompt_lens
     if not any(sub.bench_file(L).is_file() for L in lengths):
         issues.append(issue(WARNING, "configuration_missing",
@@ -81,8 +75,8 @@ def _change_pct(a, b):
 def analyze_comparison(run: RunDir, scenario: Scenario) -> dict:
     """Compute the comparison and write its summary.json and report.md."""
     summary = compute_comparison(run, scenario)
-    _write(run.summary_file, jsonout.dumps(summary, run.summary_file, indent=2, sort_keys=True))
-    _write(run.report_file, render_comparison(summary))
+    write_atomic(run.summary_file, dumps_json(summary, run.summary_file, indent=2, sort_keys=True))
+    write_atomic(run.report_file, render_comparison(summary))
     return summary
 
 
@@ -110,7 +104,7 @@ def compute_comparison(run: RunDir, scenario: Scenario) -> dict:
         deltas[metric] = {"measured_pct": _change_pct(ma, mb),
                           "published_pct": _change_pct(published[a].get(metric), published[b].get(metric))}
     summary = {
-        "schema_version": 1,
+        "schema_version": SUMMARY_SCHEMA_VERSION,
         "kind": "comparison",
         "scenario": scenario.to_dict(),
         "scenario_fingerprint": scenario.fingerprint,
@@ -128,22 +122,13 @@ def compute_comparison(run: RunDir, scenario: Scenario) -> dict:
 def _provenance(run: RunDir, names: list[str]) -> dict:
     out = {}
     for name in [None, *names]:
-        path = (run.root if name is None else run.root / name) / "provenance.json"
+        path = (run if name is None else run.configuration(name)).provenance_file
         if path.is_file():
             try:
                 out[name or "run"] = json.loads(path.read_text())
             except json.JSONDecodeError:
                 out[name or "run"] = {"error": f"{path} is not JSON"}
     return out
-
-
-def _write(path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise jsonout.unwritable(path, exc, path.parent) from None
 
 
 def _fmt(value, digits=2) -> str:

@@ -6,20 +6,31 @@ RUN/
   bench/result-<L>.jsonl   bench client output, one file per prompt length
   logs/prefill.log         prefill server log (ReqTimeStats lines)
   logs/decode.log          decode server log
-  metrics/*.prom           optional /metrics scrapes
+  metrics/*.prom           optional /metrics scrapes (metrics/raw/: each scrape as taken)
+  raw/<role>.json          a smoke's agents' own results
   counters/<L>.json        RDMA port counters of each node before and after length L
+  sweep-state.json         per-length outcome of the sweep (what a rerun resumes from)
+  baseline.json            the fabric's measured ceiling (`pdrepro baseline --out RUN`)
   summary.json             analysis result (machine-readable)
-  report.md, plots/*.png   analysis result (for people)
+  report.md, summary.csv, plots/*.png   analysis result (for people)
+
+A comparison run holds one such folder per configuration (``configuration``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 _BENCH = re.compile(r"^result-(\d+)\.jsonl$")
+
+# What analysis and the gates write into a run, with the temporary names of their writes
+# (older releases used the first two styles): not inputs.
+_OUTPUTS = ("summary.json", "report.md", "summary.csv", "summary.json.tmp", ".summary.json.tmp", ".report.md.tmp",
+            ".summary.csv.tmp", "junit.xml")
 
 
 @dataclass(frozen=True)
@@ -76,12 +87,70 @@ class RunDir:
     def report_file(self) -> Path:
         return self.root / "report.md"
 
+    @property
+    def summary_csv(self) -> Path:
+        return self.root / "summary.csv"
+
+    @property
+    def sweep_state_file(self) -> Path:
+        return self.root / "sweep-state.json"
+
+    @property
+    def baseline_file(self) -> Path:
+        return self.root / "baseline.json"
+
+    def partial_bench_file(self, prompt_len: int) -> Path:
+        """Where the client writes a length's result until it is known complete."""
+        return self.bench_dir / f".result-{prompt_len}.jsonl.partial"
+
+    def set_aside_bench_file(self, prompt_len: int, why: str) -> Path:
+        """Where a length's result that may not count is kept (``why``: "invalid" or "failed")."""
+        return self.bench_dir / f"result-{prompt_len}.jsonl.{why}"
+
+    def metrics_file(self, role: str, prompt_len: int) -> Path:
+        """A role's /metrics difference over one length."""
+        return self.metrics_dir / f"{role}-{prompt_len}.prom"
+
+    @property
+    def raw_metrics_dir(self) -> Path:
+        return self.metrics_dir / "raw"
+
+    def raw_metrics_file(self, role: str, when: str, prompt_len: int) -> Path:
+        """A role's /metrics scrape ``when`` ("before" or "after") one length."""
+        return self.raw_metrics_dir / f"{role}-{when}-{prompt_len}.prom"
+
+    @property
+    def raw_dir(self) -> Path:
+        """The smoke agents' own result files."""
+        return self.root / "raw"
+
+    def agent_result(self, role: str) -> Path:
+        return self.raw_dir / f"{role}.json"
+
+    def role_log(self, role: str) -> Path:
+        return self.logs_dir / f"{role}.log"
+
+    def configuration(self, name: str) -> RunDir:
+        """A comparison's run of one configuration, nested in this one."""
+        return RunDir(self.root / name)
+
     def bench_lengths(self) -> list[int]:
         """Prompt lengths that have a bench result file, ascending."""
         if not self.bench_dir.is_dir():
             return []
         found = (_BENCH.match(p.name) for p in self.bench_dir.iterdir())
         return sorted(int(m.group(1)) for m in found if m)
+
+    def inputs_signature(self) -> str:
+        """Names, sizes and mtimes of every input file in the run (comparison runs nest folders):
+        an input added, changed or deleted since the analysis changes it."""
+        digest = hashlib.sha256()
+        for p in sorted(self.root.rglob("*")):
+            if p.name in _OUTPUTS or self.plots_dir in p.parents or not p.is_file():
+                continue
+            st = p.stat()
+            digest.update(f"{p.relative_to(self.root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        return digest.hexdigest()
 
 
 def why_absent(path: Path, want: str = "file") -> str:

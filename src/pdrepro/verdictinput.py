@@ -12,11 +12,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .analysis import (SCHEMA_VERSION, analysis_code_stamp, analyze_run, compute_summary, inputs_signature,
-                       write_outputs)
+from .analysis import compute_summary
+from .comparison import compute_comparison
+from .contract import SUMMARY_SCHEMA_VERSION, analysis_code_stamp
 from .errors import UserError
+from .publish import analyze_run, write_outputs
 from .rundir import RunDir
 from .scenario import Scenario
+
 
 def _stored_summary(path: Path) -> dict | None:
     try:
@@ -65,7 +68,7 @@ def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
     if scenario.kind == "comparison":
         return _load_comparison(run, scenario, stored)
     if run.root.is_dir() and (run.bench_dir.is_dir() or run.logs_dir.is_dir()):
-        signature = inputs_signature(run)
+        signature = run.inputs_signature()
         fresh = compute_summary(run, scenario)
         fresh["inputs_signature"] = signature
         fresh = json.loads(json.dumps(fresh))  # as it reads back from summary.json
@@ -77,8 +80,8 @@ def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
         write_outputs(run, fresh)
         return fresh
     if isinstance(stored, dict) and stored.get("scenario_fingerprint") == scenario.fingerprint \
-            and stored.get("schema_version") == SCHEMA_VERSION:
-        if stored.get("source") == "smoke" or stored.get("inputs_signature") == inputs_signature(run):
+            and stored.get("schema_version") == SUMMARY_SCHEMA_VERSION:
+        if stored.get("source") == "smoke" or stored.get("inputs_signature") == run.inputs_signature():
             return stored
     return analyze_run(run, scenario)
 
@@ -95,10 +98,8 @@ def _load_comparison(run: RunDir, scenario: Scenario, stored: dict | None) -> di
     """A comparison's inputs live in one folder per configuration: its stamped summary is
     checked against them the same way, and analysed afresh when stale."""
     if stored is not None and stored.get("scenario_fingerprint") == scenario.fingerprint \
-            and stored.get("inputs_signature") == inputs_signature(run) \
+            and stored.get("inputs_signature") == run.inputs_signature() \
             and stored.get("analysis_code") == analysis_code_stamp():
-        from .comparison import compute_comparison
-
         fresh = compute_comparison(run, scenario)
         fresh.update(inputs_signature=stored["inputs_signature"], analysis_code=stored["analysis_code"])
         fresh = json.loads(json.dumps(fresh))

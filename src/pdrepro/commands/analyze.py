@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..analysis import analyze_run, input_errors
+from ..contract import input_errors
 from ..errors import UserError
+from ..publish import analyze_run
 from ..report import measured_table
 from ..rundir import RunDir
 from ..scenario import resolve_scenario

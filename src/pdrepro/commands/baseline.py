@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..fabric import baseline
+from ..rundir import RunDir
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -64,7 +65,7 @@ def run(args) -> int:
         return baseline.run_server(plan)
     result = baseline.run_client(plan)
     ceiling = result.get("baseline_GB_s")
-    print(f"wrote {args.out / baseline.BASELINE_FILE}")
+    print(f"wrote {RunDir(args.out).baseline_file}")
     if ceiling is None:
         print("no measurement succeeded; the raw outputs are under " f"{args.out / 'baseline'}")
         return 1

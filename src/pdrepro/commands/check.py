@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from ..analysis import input_errors
 from ..checks import evaluate, failed
+from ..contract import input_errors
 from ..errors import UserError
 from ..rundir import RunDir
 from ..scenario import resolve_scenario

@@ -79,7 +79,9 @@ def _log_source(args):
 def run(args: argparse.Namespace) -> int:
     from ..sweep.benchcmd import BenchTarget
     from ..sweep.launcher import DockerLauncher, InPlaceLauncher
-    from ..sweep.runner import SweepConfig, is_disaggregated, run_sweep
+    from ..publish import analyze_run
+    from ..sweep.config import SweepConfig, is_disaggregated
+    from ..sweep.runner import run_sweep
 
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out}: is a file, not a run directory; give a folder (new, or a run to resume)")
@@ -109,13 +111,13 @@ def run(args: argparse.Namespace) -> int:
         on_failure=args.on_failure,
         prove_transport=not args.no_transport_proof,
         scrape_metrics=args.metrics,
-        analyze=not args.no_analyze,
+        analyze=None if args.no_analyze else analyze_run,
         bench_image=launcher.image_digest(),
         say=lambda line: print(line, flush=True),
     )
     outcome = run_sweep(cfg)
     if outcome.failed:
-        print(f"pdrepro sweep: {len(outcome.failed)} prompt length(s) failed; see {outcome.run.root / 'sweep-state.json'}",
+        print(f"pdrepro sweep: {len(outcome.failed)} prompt length(s) failed; see {outcome.run.sweep_state_file}",
               file=sys.stderr)
         return 1
     return 0

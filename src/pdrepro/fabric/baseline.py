@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import jsonout
+from ..contract import write_json_atomic
+from ..rundir import RunDir
 from ..errors import UserError
 from . import affinity, gid, perftest, sysfs, tebench
 
-BASELINE_FILE = "baseline.json"
 IB_WRITE_BW = "ib_write_bw"
 TE_BENCH = "transfer_engine_bench"
 INSTALL_PERFTEST = "install perftest (Debian/Ubuntu: `apt-get install perftest`; the runtime image has it)"
@@ -228,11 +228,7 @@ def run_client(plan: BaselinePlan) -> dict:
 
 def _write(out: Path | None, result: dict) -> None:
     if out is not None:
-        path = out / BASELINE_FILE
-        try:
-            path.write_text(jsonout.dumps(result, path, indent=2))
-        except OSError as exc:
-            raise jsonout.unwritable(path, exc, out) from None
+        write_json_atomic(RunDir(out).baseline_file, result, out, indent=2)
 
 
 def run_server(plan: BaselinePlan) -> int:
@@ -304,7 +300,7 @@ def _wait_segment(proc: subprocess.Popen, timeout: float) -> str:
 
 def load_ceiling(run_dir: Path) -> float | None:
     """The measured ceiling (decimal GB/s) that `pdrepro baseline` left in RUN, or None."""
-    path = Path(run_dir) / BASELINE_FILE
+    path = RunDir(Path(run_dir)).baseline_file
     if not path.is_file():
         return None
     try:

@@ -6,8 +6,9 @@ chatter by their ``[smoke ROLE]`` prefix, and an error by ``[smoke ROLE] error:`
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from ..contract import write_json_atomic
 
 
 def say(role: str, msg: str) -> None:
@@ -15,6 +16,4 @@ def say(role: str, msg: str) -> None:
 
 
 def write_json(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    tmp.replace(path)
+    write_json_atomic(path, data, indent=2)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..contract import write_atomic, write_json_atomic
 from ..errors import UserError
 from ..rundir import RunDir
 from ..units import GB
@@ -105,7 +106,7 @@ def find_compose_file(explicit: str | None) -> Path:
 def new_run_dir(results: Path) -> tuple[str, RunDir]:
     run_id = datetime.now(timezone.utc).strftime("smoke-%Y%m%d-%H%M%S-") + secrets.token_hex(2)
     run = RunDir(results / run_id)
-    (run.root / "raw").mkdir(parents=True)
+    run.raw_dir.mkdir(parents=True)
     run.logs_dir.mkdir()
     return run_id, run
 
@@ -275,7 +276,7 @@ def provenance(opts: SmokeOptions, img: dict, run_id: str) -> dict:
 def collect(client, project: str, run: RunDir) -> None:
     for name, c in _containers(client, project).items():
         try:
-            (run.logs_dir / f"{name}.log").write_bytes(c.logs())
+            run.role_log(name).write_bytes(c.logs())
         except Exception:  # noqa: BLE001 - keep going: logs are a courtesy
             pass
 
@@ -284,11 +285,9 @@ def write_outputs(run: RunDir, summary: dict) -> list[Path]:
     from ..plots import render_plots
     from ..report import render_report
 
-    tmp = run.summary_file.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
-    os.replace(tmp, run.summary_file)
+    write_json_atomic(run.summary_file, summary, indent=2)
     head, sep, rest = render_report(summary).partition("## Headline")
-    run.report_file.write_text(head + sm.SMOKE_NOTE + "\n\n" + sep + rest + "\n" + sm.smoke_section(summary))
+    write_atomic(run.report_file, head + sm.SMOKE_NOTE + "\n\n" + sep + rest + "\n" + sm.smoke_section(summary))
     return render_plots(summary, run.plots_dir)
 
 
@@ -304,7 +303,7 @@ def run_smoke(opts: SmokeOptions) -> int:
     run_id, run = new_run_dir(opts.results)
     run.scenario_file.write_text(opts.scenario.to_yaml())
     prov = provenance(opts, img, run_id)
-    run.provenance_file.write_text(json.dumps(prov, indent=2) + "\n")
+    write_json_atomic(run.provenance_file, prov, indent=2)
     project = f"pdsmoke-{run_id.replace('smoke-', '')}"
     stack = Stack(opts, run, project)
     # A plain `kill` (CI timeouts, service managers) tears down like Ctrl-C does.
@@ -317,7 +316,7 @@ def run_smoke(opts: SmokeOptions) -> int:
         stack.up()
         code = wait_for_decode(client, project, opts.timeout_s)
         collect(client, project, run)
-        if code != 0 and not (run.root / "raw" / "initiator.json").is_file():
+        if code != 0 and not run.agent_result("initiator").is_file():
             raise UserError(died("decode", code, _containers(client, project).get("decode")))
     except BaseException:
         collect(client, project, run)
@@ -325,7 +324,7 @@ def run_smoke(opts: SmokeOptions) -> int:
     finally:
         say("tearing the stack down")
         stack.down()
-    initiator = json.loads((run.root / "raw" / "initiator.json").read_text())
+    initiator = json.loads(run.agent_result("initiator").read_text())
     summary = sm.build_summary(opts.scenario, initiator, prov)
     write_outputs(run, summary)
     link_latest(opts.results, run_id)

@@ -8,10 +8,8 @@ ceiling the shared report and plots already know how to show.
 
 from __future__ import annotations
 
-from ..analysis import SCHEMA_VERSION, headline, issue
+from ..contract import ERROR, WARNING, SUMMARY_SCHEMA_VERSION, headline, issue, result_row
 from ..units import GB, bandwidth_GB_s
-
-ERROR, WARNING = "error", "warning"
 # Mooncake over TCP and a plain socket copy ride the same kernel TCP stack
 # between the same containers, so at the largest sizes Mooncake should move the
 # bytes about as fast; far below that points at the engine's settings (block
@@ -32,26 +30,20 @@ def build_rows(initiator: dict, line_rate_GB_s: float | None) -> list[dict]:
         n, mc, sk = r["kv_bytes"], r["mooncake"], r["socket"]
         bw = _bw(n, mc["ms_median"])
         sock_bw = _bw(n, sk["ms_median"])
-        rows.append({
-            "prompt_len": r["prompt_len"],
-            "requests": len(mc["ms"]),
-            "expected_requests": planned,
-            "ttft_ms_mean": None, "ttft_ms_median": None, "ttft_ms_p99": None,
-            "kv_bytes": n,
-            "transfer_ms_median": mc["ms_median"],
-            "transfer_ms_mean": mc["ms_mean"],
-            "transfer_ms_all": mc["ms"],
-            "bandwidth_GB_s": bw,
-            "utilization_pct": bw / line_rate_GB_s * 100 if bw is not None and line_rate_GB_s else None,
-            "transfer_share_of_ttft_pct": None,
-            "verified": bool(mc["verified"]),
-            "failed_checks": mc["failed_checks"],
-            "socket_ms_median": sk["ms_median"],
-            "socket_ms_all": sk["ms"],
-            "socket_bandwidth_GB_s": sock_bw,
-            "socket_verified": bool(sk["verified"]),
-            "mooncake_vs_socket": bw / sock_bw if bw and sock_bw else None,
-        })
+        # The smoke has no TTFT and no request errors: those figures stay null.
+        rows.append(result_row(
+            r["prompt_len"], n, line_rate_GB_s=line_rate_GB_s, expected_requests=planned,
+            requests=len(mc["ms"]), transfer_samples=len(mc["ms"]),
+            transfer_ms_median=mc["ms_median"], transfer_ms_mean=mc["ms_mean"],
+            transfer_ms_all=mc["ms"],
+            verified=bool(mc["verified"]),
+            failed_checks=mc["failed_checks"],
+            socket_ms_median=sk["ms_median"],
+            socket_ms_all=sk["ms"],
+            socket_bandwidth_GB_s=sock_bw,
+            socket_verified=bool(sk["verified"]),
+            mooncake_vs_socket=bw / sock_bw if bw and sock_bw else None,
+        ))
     return rows
 
 
@@ -102,7 +94,7 @@ def build_summary(scenario, initiator: dict, provenance: dict) -> dict:
                             top[-1]["prompt_len"]))
     peak = memory_peak_bytes(initiator)
     summary = {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": SUMMARY_SCHEMA_VERSION,
         "scenario": scenario.to_dict(),
         "scenario_fingerprint": scenario.fingerprint,
         "source": "smoke",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from pathlib import Path
 
+from ..contract import write_atomic
 from ..errors import UserError
 from .provenance import ENV_PREFIXES
 
@@ -32,9 +33,7 @@ def merge_into(dest: Path, text: str) -> None:
     old = dest.read_text(errors="replace") if dest.is_file() else ""
     if old and first and first in old:
         old = old[: old.index(first)]
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    tmp.write_text(old + segment)
-    tmp.replace(dest)
+    write_atomic(dest, old + segment)
 
 
 class _LogSource(ABC):

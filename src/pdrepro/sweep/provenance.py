@@ -13,6 +13,7 @@ from pathlib import Path
 
 import requests
 
+from ..contract import write_json_atomic
 from ..pins import load_pins
 from ..versions_report import collect_versions
 
@@ -108,3 +109,25 @@ def _read(path: Path) -> str | None:
         return path.read_text().strip()
     except OSError:
         return None
+
+
+class ProvenanceRecord:
+    """RUN/provenance.json of one sweep. Host and image facts are collected once per
+    sweep (they take a few subprocess calls); the per-length outcome is refreshed on every write."""
+
+    def __init__(self, cfg, path: Path):
+        self.cfg, self.path, self.facts = cfg, path, None
+
+    def write(self, transport_facts, state) -> None:
+        cfg = self.cfg
+        if self.facts is None:
+            self.facts = collect(
+                scenario=cfg.scenario, endpoints=cfg.endpoints(), bench_image=cfg.bench_image,
+                containers=cfg.log_source.containers() if cfg.log_source is not None else {},
+                transport=transport_facts,
+                log_source=cfg.log_source.describe() if cfg.log_source is not None else None,
+                configuration=cfg.configuration, sysfs=cfg.sysfs,
+            )
+        facts = dict(self.facts, transport=transport_facts)
+        facts["sweep"] = {"lengths": state.lengths, "failed": {str(k): v for k, v in state.failed().items()}}
+        write_json_atomic(self.path, facts, indent=2, sort_keys=True)

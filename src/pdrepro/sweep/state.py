@@ -4,11 +4,11 @@ complete result file, which is what makes a rerun resume."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
-STATE_FILE = "sweep-state.json"
+from ..contract import write_json_atomic
+from ..rundir import RunDir
 
 
 def result_problem(path: Path, num_prompts: int, prompt_len: int | None = None) -> str | None:
@@ -36,15 +36,9 @@ def result_problem(path: Path, num_prompts: int, prompt_len: int | None = None) 
     return None
 
 
-def write_json_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-
-
 class SweepState:
-    def __init__(self, root: Path):
-        self.path = Path(root) / STATE_FILE
+    def __init__(self, run: RunDir):
+        self.path = run.sweep_state_file
         data = {}
         if self.path.is_file():
             try:
@@ -67,4 +61,4 @@ class SweepState:
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(self.path, {"lengths": self.lengths, "events": self.events})
+        write_json_atomic(self.path, {"lengths": self.lengths, "events": self.events}, indent=2, sort_keys=True)

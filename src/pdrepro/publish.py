@@ -1,0 +1,58 @@
+"""Writes a run's results where people and the gates find them: summary.json, report.md,
+summary.csv and the plots. The analysis only computes; this is the step after it, and the
+command layer (analyze, check, sweep) is what calls it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .analysis import compute_summary
+from .comparison import analyze_comparison
+from .contract import analysis_code_stamp, dumps_json, unwritable, write_atomic, write_json_atomic
+from .errors import UserError
+from .plots import render_plots
+from .report import render_csv, render_report
+from .rundir import RunDir, why_absent
+from .scenario import Scenario
+
+
+def write_outputs(run: RunDir, summary: dict) -> list[Path]:
+    """summary.json, report.md and the plots; returns the plot paths."""
+    text = dumps_json(summary, run.summary_file, indent=2)
+    try:
+        run.root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise unwritable(run.summary_file, exc, run.root) from None
+    write_atomic(run.summary_file, text, run.root)
+    write_atomic(run.report_file, render_report(summary), run.root)
+    write_atomic(run.summary_csv, render_csv(summary), run.root)
+    try:
+        return render_plots(summary, run.plots_dir)
+    except OSError as exc:
+        raise unwritable(Path(exc.filename or run.plots_dir), exc, run.root) from None
+
+
+def analyze_run(run: RunDir, scenario: Scenario) -> dict:
+    """Parse and compute a run, write summary.json, report.md and plots; return the summary."""
+    if scenario.kind == "comparison":
+        signature = run.inputs_signature() if run.root.is_dir() else None
+        summary = analyze_comparison(run, scenario)
+        if signature is not None:
+            summary.update(inputs_signature=signature, analysis_code=analysis_code_stamp())
+            write_json_atomic(run.summary_file, summary, indent=2, sort_keys=True)
+        return summary
+    if not run.root.is_dir():
+        why = why_absent(run.root, "directory").replace("missing", "no such run directory")
+        raise UserError(f"{run.root}: {why}; give the folder holding bench/ and logs/")
+    for folder in (run.bench_dir, run.logs_dir):
+        if folder.exists() and not folder.is_dir():
+            raise UserError(f"{folder}: {why_absent(folder, 'directory')}; the run keeps its bench results and logs in "
+                            "folders of these names: move the file away")
+    if not run.bench_dir.is_dir() and not run.logs_dir.is_dir():
+        raise UserError(f"{run.root}: has neither bench/ nor logs/; is this a run directory?")
+    # Taken before reading, so an input that changes meanwhile makes the summary stale.
+    signature = run.inputs_signature()
+    summary = compute_summary(run, scenario)
+    summary["inputs_signature"] = signature
+    write_outputs(run, summary)
+    return summary

@@ -1,0 +1,56 @@
+"""What one sweep is asked to do: its settings, checked once by the runner."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..rundir import RunDir
+from ..scenario import Scenario
+from .benchcmd import BenchTarget
+from .launcher import BenchLauncher
+
+FAILURE_POLICIES = ("continue", "stop")
+
+
+def is_disaggregated(configuration: str | None) -> bool:
+    """A comparison configuration named like 1P1D runs prefill and decode apart."""
+    return configuration is None or bool(re.fullmatch(r"\d+P\d+D", configuration))
+
+
+@dataclass
+class SweepConfig:
+    scenario: Scenario
+    out: Path
+    router_url: str
+    target: BenchTarget
+    launcher: BenchLauncher
+    prefill_url: str | None = None
+    decode_url: str | None = None
+    worker_urls: tuple[str, ...] = ()
+    log_source: object | None = None
+    configuration: str | None = None
+    length_timeout_s: float | None = None
+    wait_timeout_s: float = 900.0
+    on_failure: str = "continue"
+    prove_transport: bool = True
+    scrape_metrics: bool = False
+    # What the command layer runs over the finished run (the analysis), or None to skip it.
+    # Passed in, so that the sweep, which produces raw results, never imports what reads them.
+    analyze: Callable[[RunDir, Scenario], dict] | None = None
+    bench_image: dict | None = None
+    heartbeat_s: float = 60.0
+    say: Callable[[str], None] = print
+    sysfs: Path = field(default=Path("/sys/class/infiniband"))
+
+    def endpoints(self) -> dict[str, str]:
+        """Role -> URL of every server the sweep waits for, router first."""
+        eps = {"router": self.router_url}
+        if self.prefill_url:
+            eps["prefill"] = self.prefill_url
+        if self.decode_url:
+            eps["decode"] = self.decode_url
+        eps.update({f"worker{i}": url for i, url in enumerate(self.worker_urls, start=1)})
+        return eps

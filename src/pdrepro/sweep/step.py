@@ -1,0 +1,124 @@
+"""One prompt length of the sweep: scrape and read the NICs' counters, run the
+bench client, check its result, keep it (or set it aside) and record the outcome."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+from ..contract import write_json_atomic
+from ..rundir import RunDir
+from . import metrics
+from .benchcmd import BenchTarget, bench_argv
+from .config import SweepConfig
+from .counters import CounterReader, record
+from .launcher import LengthTimeout
+from .progress import Heartbeat
+from .state import SweepState, result_problem
+
+
+@dataclass
+class LengthOutcome:
+    reason: str | None  # None: the length is done
+    elapsed_s: float
+    client_s: float  # time inside the bench client, the rest is the sweep's overhead
+
+
+def scrape(cfg: SweepConfig, run: RunDir, prompt_len: int, when: str) -> None:
+    """Keeps the raw scrape; after a length also writes its difference to the one before."""
+    if not cfg.scrape_metrics:
+        return
+    run.raw_metrics_dir.mkdir(parents=True, exist_ok=True)
+    for role, url in (("prefill", cfg.prefill_url), ("decode", cfg.decode_url)):
+        if not url:
+            continue
+        try:
+            resp = requests.get(url.rstrip("/") + "/metrics", timeout=10)
+        except requests.RequestException as exc:
+            cfg.say(f"  metrics: {role} /metrics unreachable ({type(exc).__name__}); start it with --enable-metrics")
+            continue
+        if not resp.ok:
+            cfg.say(f"  metrics: {role} /metrics answered HTTP {resp.status_code}; start it with --enable-metrics")
+            continue
+        run.raw_metrics_file(role, when, prompt_len).write_text(resp.text)
+        before = run.raw_metrics_file(role, "before", prompt_len)
+        if when == "after" and before.is_file():
+            run.metrics_file(role, prompt_len).write_text(metrics.difference(before.read_text(), resp.text))
+
+
+def collect_logs(cfg: SweepConfig, run: RunDir) -> None:
+    if cfg.log_source is not None:
+        cfg.log_source.copy_to(run.logs_dir)
+
+
+def _host_path(path: str | None) -> str | None:
+    """An existing host path made absolute, so that mounted at itself it means the same in the
+    client's container (whose working folder is not ours); anything else (a hub id) as given."""
+    if path and Path(path).exists():
+        return str(Path(path).absolute())
+    return path
+
+
+def client_target(cfg: SweepConfig) -> BenchTarget:
+    t = cfg.target
+    return BenchTarget(cfg.router_url, _host_path(t.model_path), t.served_model_name, _host_path(t.dataset_path),
+                       _host_path(t.tokenizer), t.python)
+
+
+def run_length(cfg: SweepConfig, run: RunDir, mount_root: Path, length: int, counters: CounterReader,
+               expected_s: float | None) -> LengthOutcome:
+    """Runs the client for ``length`` into a partial file; raises KeyboardInterrupt as it came."""
+    partial = run.partial_bench_file(length)
+    partial.unlink(missing_ok=True)
+    target = client_target(cfg)
+    argv = bench_argv(cfg.scenario, length, target, partial)
+    mounts = {mount_root: True}
+    for path in (target.dataset_path, target.model_path, target.tokenizer):
+        if path and Path(path).exists():
+            mounts[Path(path)] = False
+    scrape(cfg, run, length, "before")
+    counters_before = counters.read()
+    t0 = time.monotonic()
+    reason = None
+    ticker = Heartbeat(cfg.say, length, expected_s, cfg.heartbeat_s)
+    try:
+        rc = cfg.launcher.run(argv, mounts=mounts, timeout_s=cfg.length_timeout_s, say=cfg.say)
+        if rc != 0:
+            reason = f"bench client exited with status {rc}"
+    except LengthTimeout as exc:
+        reason = f"timed out: {exc}"
+    except KeyboardInterrupt:
+        ticker.stop()
+        partial.unlink(missing_ok=True)
+        raise
+    finally:
+        ticker.stop()
+    elapsed = time.monotonic() - t0
+    # A launcher that can tell the client's own run time (the container's
+    # start to exit) lets container start-up count as the sweep's overhead.
+    client_s = getattr(cfg.launcher, "last_client_s", None)
+    client_s = min(client_s, elapsed) if client_s is not None else elapsed
+    if reason is None:
+        problem = result_problem(partial, cfg.scenario.sweep.num_prompts, length)
+        if problem is not None:
+            reason = f"result not valid: {problem}"
+    if reason is None:
+        # The NICs' own count of the length, for the analysis to set against the KV (witness.py).
+        run.counters_dir.mkdir(exist_ok=True)
+        write_json_atomic(run.counters_file(length), record(counters_before, counters.read(), length),
+                          indent=2, sort_keys=True)
+        os.replace(partial, run.bench_file(length))
+    elif partial.exists():
+        os.replace(partial, run.set_aside_bench_file(length, "failed"))
+    return LengthOutcome(reason, elapsed, client_s)
+
+
+def record_outcome(state: SweepState, length: int, outcome: LengthOutcome) -> None:
+    if outcome.reason is None:
+        state.record(length, "done", seconds=round(outcome.elapsed_s, 3))
+    else:
+        state.record(length, "failed", reason=outcome.reason, seconds=round(outcome.elapsed_s, 3))
