@@ -1,7 +1,8 @@
 # A SLURM node for the local proof of the rendered sbatch script: Debian's
-# SLURM (slurmctld, slurmd, the client tools) and munge, plus the smoke
-# image's Python environment (Mooncake Transfer Engine and this bundle), so
-# that the smoke's two sides run as job steps on two such nodes.
+# SLURM (slurmctld, slurmd, the client tools), munge and the Docker client,
+# plus the smoke image's Python environment (Mooncake Transfer Engine and this
+# bundle), so that the smoke's two sides run as job steps on two such nodes,
+# in smoke-image containers (runtime docker) or on the nodes (runtime host).
 #
 #   make slurm-image        # after make smoke-image
 #
@@ -21,9 +22,12 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       python3 libibverbs1 ibverbs-providers librdmacm1 libnuma1 libcurl4 iproute2 curl procps \
-      munge "slurmctld=${SLURM_DEB_VERSION}" "slurmd=${SLURM_DEB_VERSION}" "slurm-client=${SLURM_DEB_VERSION}" \
+      docker.io munge "slurmctld=${SLURM_DEB_VERSION}" "slurmd=${SLURM_DEB_VERSION}" "slurm-client=${SLURM_DEB_VERSION}" \
  && rm -rf /var/lib/apt/lists/*
 COPY node.sh /usr/local/bin/pdrepro-slurm-node
+# The sbatch script's `docker run` goes to the host's engine (its socket is
+# mounted); this wrapper keeps `--network host` on the node's own network.
+COPY docker-on-node.sh /usr/local/bin/docker
 COPY --from=smoke /opt/pdrepro /opt/pdrepro
 ENV PATH=/opt/pdrepro/bin:${PATH} \
     PYTHONUNBUFFERED=1

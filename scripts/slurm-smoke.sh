@@ -8,6 +8,9 @@
 #
 # Usage: slurm-smoke.sh [OUT]      (make slurm-smoke; OUT defaults to results/slurm-smoke-<time>)
 # Env: SLURM_IMAGE, PYTHON (with this bundle), SLURM_SMOKE_ARGS (render options),
+#      SLURM_SMOKE_RUNTIME=docker|host (docker: each side in a smoke-image container
+#      started on its node through the host's Docker engine, as the GPU script does;
+#      host: the sides run on the node containers themselves),
 #      SLURM_SMOKE_CANCEL=1 (scancel the job once the prefill side runs, then check the cleanup)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,6 +22,8 @@ python=${PYTHON:-$here/.venv/bin/python}
 out=$(realpath -m "${1:-$here/results/slurm-smoke-$(date -u +%Y%m%d-%H%M%S)}")
 project=pdslurm-$(basename "$out" | tr -c 'a-z0-9\n' '-' | tail -c 32)-$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')
 compose=(docker compose -p "$project" -f "$here/compose/slurm-smoke.yaml")
+runtime=${SLURM_SMOKE_RUNTIME:-docker}
+case $runtime in docker|host) ;; *) die "SLURM_SMOKE_RUNTIME=$runtime: use docker or host" ;; esac
 
 docker info >/dev/null 2>&1 || die "no Docker engine answers 'docker info': install Docker (with compose v2) and start it"
 docker image inspect "$image" >/dev/null 2>&1 || die "no image $image: run 'make slurm-image'"
@@ -30,7 +35,7 @@ mkdir -p "$out/cluster" "$out/shared"
 head -c 1024 /dev/urandom > "$out/cluster/munge.key"
 cpus=$(docker run --rm --entrypoint nproc "$image")
 cat > "$out/cluster/slurm.conf" <<EOF
-ClusterName=pdrepro
+ClusterName=$project
 SlurmctldHost=slurmctld
 SlurmUser=root
 SlurmdUser=root
@@ -68,9 +73,9 @@ trap down EXIT
 trap 'exit 130' INT TERM
 
 # shellcheck disable=SC2086
-"$python" -m pdrepro.targets.slurm_smoke render --out "$out/shared/smoke.sbatch" ${SLURM_SMOKE_ARGS:-}
+"$python" -m pdrepro.targets.slurm_smoke render --out "$out/shared/smoke.sbatch" --runtime "$runtime" ${SLURM_SMOKE_ARGS:-}
 started=$SECONDS
-say "starting the cluster ($image, project $project)"
+say "starting the cluster ($image, project $project, runtime $runtime)"
 "${compose[@]}" up -d --quiet-pull >/dev/null
 ctl() { "${compose[@]}" exec -T -w "$out/shared" slurmctld "$@"; }
 on() { local node=$1; shift; "${compose[@]}" exec -T "$node" "$@"; }
@@ -83,23 +88,33 @@ done
 say "cluster up: $(ctl sinfo -h -o '%P %a %D %t %N' | tr -s ' ')"
 
 job_info() { ctl scontrol show job "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n1; }
+# The job's own containers on the engine (docker), or the smoke's processes on node1 (host).
+job_left() {
+  if [ "$runtime" = docker ]; then
+    docker ps -a --format '{{.Names}}' | grep "^pdrepro-$project-$1-" || true
+  else
+    on node1 pgrep -af pdrepro.smoke || true
+  fi
+}
 
 if [ "${SLURM_SMOKE_CANCEL:-}" = 1 ]; then
   job=$(ctl sbatch --parsable smoke.sbatch)
   say "submitted job $job; cancelling it once the prefill side runs"
   for _ in $(seq 60); do
-    on node1 pgrep -f 'pdrepro.smoke.agent target' >/dev/null 2>&1 && break
+    [ -n "$(job_left "$job")" ] && break
     sleep 1
   done
-  on node1 pgrep -f 'pdrepro.smoke.agent target' >/dev/null || die "the prefill side never started on node1"
+  started_as=$(job_left "$job")
+  [ -n "$started_as" ] || die "the prefill side never started on node1"
+  say "running: $started_as"
   ctl scancel "$job"
   for _ in $(seq 60); do
     state=$(job_info "$job" JobState)
-    [ "$state" = CANCELLED ] && ! on node1 pgrep -f pdrepro.smoke >/dev/null && break
+    [ "$state" = CANCELLED ] && [ -z "$(job_left "$job")" ] && break
     sleep 1
   done
-  left=$(on node1 pgrep -af pdrepro.smoke || true)
-  say "job $job: state $state; processes left on node1: ${left:-none}"
+  left=$(job_left "$job")
+  say "job $job: state $state; left behind: ${left:-none}"
   if [ "$state" != CANCELLED ] || [ -n "$left" ]; then die "scancel left the job $state with: ${left:-nothing}" 1; fi
   say "RESULT cancelled cleanly in $((SECONDS - started)) s"
   exit 0
@@ -120,4 +135,4 @@ if [ "$rc" -ne 0 ] || [ "$state" != COMPLETED ] || [ "$exit_code" != 0:0 ]; then
 [ "$(job_info "$job" NumNodes)" = 2 ] || die "the job ran on $nodes, not two nodes" 1
 # Checked again here, from the shared folder, independent of the job's own gate.
 "$python" -m pdrepro.targets.slurm_smoke check "$out/shared/slurm-$job/raw" >&2 || die "checksums do not match" 1
-say "RESULT passed: 2-node job $job on $nodes, every checksum matches, $((SECONDS - started)) s (job folder: $out/shared/slurm-$job)"
+say "RESULT passed: 2-node job $job on $nodes (runtime $runtime), every checksum matches, $((SECONDS - started)) s (job folder: $out/shared/slurm-$job)"

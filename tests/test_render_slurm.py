@@ -73,7 +73,7 @@ def _fakes(tmp_path: Path, ready: bool = True, gates_rc: int = 0) -> tuple[dict,
     bundle = tmp_path / "bundle"
     for tool, rc in (("pdrepro", 0), ("pytest", gates_rc)):
         install(bundle / ".venv" / "bin", tool, f'printf "%s\\n" "$*" >> "$FAKE_LOG/{tool}.log"; exit {rc}\n')
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "FAKE_LOG": str(log), "SLURM_JOB_ID": "77",
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "FAKE_LOG": str(log), "SLURM_JOB_ID": "77", "SLURM_CLUSTER_NAME": "lab",
            "SLURM_JOB_NODELIST": "gpu-a[1-2],gpu-b[1-2]", "SLURM_SUBMIT_DIR": str(tmp_path), "BUNDLE": str(bundle),
            "STOP_GRACE_S": "5"}
     return env, log
@@ -109,12 +109,12 @@ def test_2p2d_job_places_every_server_and_cleans_up(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     runs = {c[c.index("--name") + 1]: c for c in _docker_calls(log) if c[1] == "run"}
     plan = _plan("h20-qwen3-235b-2p2d")
-    assert sorted(runs) == sorted([*(f"pdrepro-77-{s.name}" for s in plan.servers), "pdrepro-77-router"])
-    placed = {name.removeprefix("pdrepro-77-"): call[0] for name, call in runs.items()}
+    assert sorted(runs) == sorted([*(f"pdrepro-lab-77-{s.name}" for s in plan.servers), "pdrepro-lab-77-router"])
+    placed = {name.removeprefix("pdrepro-lab-77-"): call[0] for name, call in runs.items()}
     assert placed == {"prefill-0": "gpu-a1", "prefill-1": "gpu-a2", "decode-0": "gpu-b1", "decode-1": "gpu-b2",
                       "router": "gpu-b1"}
     for server in plan.servers:
-        call = runs[f"pdrepro-77-{server.name}"]
+        call = runs[f"pdrepro-lab-77-{server.name}"]
         image = call.index("pdrepro-gpu:0.1.0")
         assert call[image + 1:] == list(server.argv), server.name
         envs = dict(call[i + 1].split("=", 1) for i, w in enumerate(call[:image]) if w == "-e")
@@ -122,7 +122,7 @@ def test_2p2d_job_places_every_server_and_cleans_up(tmp_path):
         for flag in ("--gpus", "--ipc", "--device", "--ulimit"):
             assert flag in call[:image], (server.name, flag)
         assert call[call.index("--ulimit") + 1] == "memlock=-1"
-    router = runs["pdrepro-77-router"]
+    router = runs["pdrepro-lab-77-router"]
     assert router[router.index("pdrepro-gpu:0.1.0") + 1:] == list(plan.router_argv)
     assert "--gpus" not in router
     sweep = (log / "pdrepro.log").read_text().splitlines()[0].split()
@@ -238,7 +238,7 @@ def test_servers_per_node_share_their_node_with_own_gpus_and_ports(tmp_path):
     env, log = _fakes(tmp_path)
     proc = subprocess.run(["bash", str(out / "two-per-node.sbatch")], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    runs = {c[c.index("--name") + 1].removeprefix("pdrepro-77-"): c for c in _docker_calls(log) if c[1] == "run"}
+    runs = {c[c.index("--name") + 1].removeprefix("pdrepro-lab-77-"): c for c in _docker_calls(log) if c[1] == "run"}
     assert {name: c[0] for name, c in runs.items()} == {
         "prefill-0-0": "gpu-a1", "prefill-0-1": "gpu-a1", "decode-0-0": "gpu-a2", "decode-0-1": "gpu-a2", "router": "gpu-a2"}
     gpus = {name: next(w for w in c if w.startswith("CUDA_VISIBLE_DEVICES=")) for name, c in runs.items() if name != "router"}

@@ -1,8 +1,10 @@
 """The SLURM proof for real: a controller and two compute nodes (Debian's
 slurmctld/slurmd/munge in containers) run the smoke's script, rendered by the
 SLURM renderer, as one 2-node job; every transfer is checksum-verified and the
-job's exit code is checked. Then the same job is cancelled with scancel while
-the prefill side runs, and nothing of it may be left on the node.
+job's exit code is checked. With the default runtime each side is a container
+its node starts through Docker, as the GPU script starts the servers; with
+runtime host the sides run on the nodes. Then the job is cancelled with
+scancel while the prefill side runs, and nothing of it may be left behind.
 
 Needs Docker: under CI (CI=true) a missing engine fails these tests."""
 
@@ -40,21 +42,23 @@ def _run(out, image, **env):
 
 def _leftovers(log: str) -> str:
     """Containers of this run's compose project (named in its log) still present."""
-    project = re.search(r"project (pdslurm-[a-z0-9-]+)\)", log)
+    project = re.search(r"project (pdslurm-[a-z0-9-]+)[,)]", log)
     assert project, log[-2000:]
     names = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True).stdout
-    return "\n".join(n for n in names.splitlines() if n.startswith(project[1] + "-"))
+    # The cluster's own containers, and the job's (named after the cluster).
+    return "\n".join(n for n in names.splitlines() if n.startswith((project[1] + "-", f"pdrepro-{project[1]}-")))
 
 
-def test_two_node_job_moves_verified_buffers(tmp_path, slurm_image):
+@pytest.mark.parametrize("runtime", ["docker", "host"])
+def test_two_node_job_moves_verified_buffers(tmp_path, slurm_image, runtime):
     out = tmp_path / "proof"
-    proc = _run(out, slurm_image)
+    proc = _run(out, slurm_image, SLURM_SMOKE_RUNTIME=runtime)
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
-    job = re.search(r"RESULT passed: 2-node job (\d+) on node\[1-2\]", log)
+    job = re.search(rf"RESULT passed: 2-node job (\d+) on node\[1-2\] \(runtime {runtime}\)", log)
     assert job, log[-3000:]
     assert re.search(rf"job {job[1]}: state COMPLETED, exit code 0:0, nodes node\[1-2\], sbatch exit 0", log)
-    placed = re.search(r"prefill: node1 \(([\d.]+)\); decode: node2 \(([\d.]+)\)", log)
+    placed = re.search(rf"prefill: node1 \(([\d.]+)\); decode: node2 \(([\d.]+)\).* runtime {runtime};", log)
     assert placed and placed[1] != placed[2], "the two sides must run on two nodes with their own addresses"
     raw = out / "shared" / f"slurm-{job[1]}" / "raw"
     initiator = json.loads((raw / "initiator.json").read_text())
@@ -68,7 +72,8 @@ def test_two_node_job_moves_verified_buffers(tmp_path, slurm_image):
     assert json.loads((raw / "target.json").read_text())["finished"] is True
     assert (out / "shared" / f"slurm-{job[1]}" / "logs" / "prefill-0.log").stat().st_size > 0
     assert "every checksum matches" in log
-    assert not _leftovers(log), "the cluster was not torn down"
+    assert "starting prefill-0 on node1 (%s)" % runtime in log
+    assert not _leftovers(log), "the cluster or a job container was left behind"
 
 
 def test_scancel_stops_the_job_and_its_steps(tmp_path, slurm_image):
@@ -76,6 +81,8 @@ def test_scancel_stops_the_job_and_its_steps(tmp_path, slurm_image):
     proc = _run(out, slurm_image, SLURM_SMOKE_CANCEL="1", SLURM_SMOKE_ARGS="--prompt-lens 32768 --repeats 50 --timeout 600")
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-4000:]
-    assert re.search(r"job \d+: state CANCELLED; processes left on node1: none", log), log[-3000:]
+    # The prefill side's container ran on the engine, and scancel removed it.
+    assert re.search(r"running: pdrepro-pdslurm-[a-z0-9-]+-\d+-prefill-0", log), log[-3000:]
+    assert re.search(r"job \d+: state CANCELLED; left behind: none", log), log[-3000:]
     assert "RESULT cancelled cleanly" in log
     assert not _leftovers(log)

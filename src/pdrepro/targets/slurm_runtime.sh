@@ -3,14 +3,17 @@
 #   starts ARGV as a background job step on NODE, stdout/stderr to
 #   $JOB_DIR/logs/NAME.log. RUNTIME picks how:
 #     docker  docker run --rm on the node (host network, the RDMA devices,
-#             IPC_LOCK, memlock, all GPUs for servers), removed when the step
-#             ends or is signalled;
+#             IPC_LOCK, memlock, all GPUs for servers; MOUNTS read-only and
+#             JOB_DIR writable at the same paths), removed when the step ends
+#             or is signalled;
 #     pyxis   srun --container-image (enroot through the pyxis plugin);
 #     host    ARGV runs directly on the node (software installed there).
 # step NAME NODE|- [KEY=VALUE ...] -- ARGV...   runs in the foreground, on
 #   NODE through srun or, with -, in this batch shell.
 STEP_PIDS=()
 CONTAINERS=()
+# Unique on a Docker engine that several clusters' nodes share.
+CONTAINER_PREFIX=pdrepro-${SLURM_CLUSTER_NAME:-slurm}-$SLURM_JOB_ID
 pd_log() { printf '[pdrepro %(%H:%M:%S)T] %s\n' -1 "$*"; }
 pd_fail() { pd_log "error: $*" >&2; exit 2; }
 
@@ -51,17 +54,19 @@ pd_command() { # NAME gpu|plain KEY=VALUE... -- ARGV...: the step's command for 
     pyxis)
       local mounts=()
       for m in "${MOUNTS[@]}"; do mounts+=("$m:$m:ro"); done
-      CMD=(--container-image="$IMAGE" --container-name="pdrepro-$SLURM_JOB_ID-$name")
-      [ "${#mounts[@]}" -gt 0 ] && CMD+=(--container-mounts="$(IFS=,; echo "${mounts[*]}")")
+      mounts+=("$JOB_DIR:$JOB_DIR")
+      CMD=(--container-image="$IMAGE" --container-name="$CONTAINER_PREFIX-$name")
+      CMD+=(--container-mounts="$(IFS=,; echo "${mounts[*]}")")
       CMD+=(env "${env[@]}" "$@") ;;
     docker)
       local flags=(--network host --init)
       [ "$kind" = gpu ] && flags+=(--ipc host --gpus all --cap-add IPC_LOCK --cap-add SYS_RESOURCE
                                    --ulimit "memlock=$MEMLOCK" --device /dev/infiniband)
       for m in "${MOUNTS[@]}"; do flags+=(-v "$m:$m:ro"); done
+      flags+=(-v "$JOB_DIR:$JOB_DIR")
       for m in "${env[@]}"; do flags+=(-e "$m"); done
-      CONTAINERS+=("pdrepro-$SLURM_JOB_ID-$name")
-      CMD=(bash -c 'pd_container "$@"' pd_container "pdrepro-$SLURM_JOB_ID-$name" "${flags[@]}" "$IMAGE" "$@") ;;
+      CONTAINERS+=("$CONTAINER_PREFIX-$name")
+      CMD=(bash -c 'pd_container "$@"' pd_container "$CONTAINER_PREFIX-$name" "${flags[@]}" "$IMAGE" "$@") ;;
     *) pd_fail "RUNTIME=$RUNTIME: use docker, pyxis or host" ;;
   esac
 }

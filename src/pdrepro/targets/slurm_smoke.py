@@ -5,8 +5,9 @@ prefill side (the smoke target, holding the KV-sized buffer), the next node
 the decode side (the initiator, pulling it through the Mooncake Transfer
 Engine), the script waits for the prefill side's control endpoint as it waits
 for the router, and the gate checks every transfer's checksum. The software is
-the smoke image's, installed on the nodes (runtime ``host``), as on the local
-test cluster of ``make slurm-smoke``.
+the smoke image's, started on each node with Docker like the GPU image
+(runtime ``docker``), or run directly on nodes that hold it (``host``), as on
+the local test cluster of ``make slurm-smoke``.
 
   python -m pdrepro.targets.slurm_smoke render --out JOB.sbatch [--prompt-lens 128,4096]
   python -m pdrepro.targets.slurm_smoke check RAW_DIR
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from ..errors import UserError
@@ -28,7 +30,7 @@ CONTROL_PORT, DATA_PORT = 18080, 18081
 AGENT = ("python3", "-m", "pdrepro.smoke.agent")
 
 
-def smoke_job(scenario, plan, transport: str = "tcp", timeout_s: int = 300) -> Job:
+def smoke_job(scenario, plan, transport: str = "tcp", timeout_s: int = 300, runtime: str = "docker") -> Job:
     prefill_ip, decode_ip = host_ref("prefill", 0), host_ref("decode", 0)
     common = (("SMOKE_PLAN", plan.to_json()), ("SMOKE_TRANSPORT", transport), ("SMOKE_RESULTS", "$JOB_DIR/raw"),
               ("SMOKE_CONTROL_PORT", str(CONTROL_PORT)), ("SMOKE_DATA_PORT", str(DATA_PORT)),
@@ -39,8 +41,8 @@ def smoke_job(scenario, plan, transport: str = "tcp", timeout_s: int = 300) -> J
                      (*common, ("SMOKE_HOST_IP", decode_ip), ("SMOKE_PEER", prefill_ip)))
     check = Step("gates", "-", ("python3", "-m", "pdrepro.targets.slurm_smoke", "check", "$JOB_DIR/raw"))
     settings = (
-        ("RUNTIME", "host", "the nodes hold the smoke image's software"),
-        ("IMAGE", load_pins()["SMOKE_IMAGE"], "used by RUNTIME=docker|pyxis"),
+        ("RUNTIME", runtime, "docker | pyxis | host (nodes holding the smoke image's software)"),
+        ("IMAGE", load_pins()["SMOKE_IMAGE"], "the smoke image, for docker and pyxis"),
         ("NET_IFACE", "", "netdev whose IPv4 the sides advertise; empty: the node name's address"),
         ("JOB_DIR", "$SLURM_SUBMIT_DIR/slurm-$SLURM_JOB_ID", "raw/ and logs/ of this job, shared"),
         ("MEMLOCK", "-1", ""),
@@ -56,8 +58,13 @@ def smoke_job(scenario, plan, transport: str = "tcp", timeout_s: int = 300) -> J
     )
 
 
-def check(raw: Path) -> tuple[int, list[str]]:
+def check(raw: Path, wait_s: float = 30) -> tuple[int, list[str]]:
     """Exit code and lines: 0 when every transfer of every size matched its checksum."""
+    # The prefill side writes its file once told the transfers are done, a moment
+    # after the decode side (whose step the gate follows) has finished.
+    deadline = time.monotonic() + wait_s
+    while (raw / "initiator.json").is_file() and not (raw / "target.json").is_file() and time.monotonic() < deadline:
+        time.sleep(0.2)
     try:
         initiator = json.loads((raw / "initiator.json").read_text())
         target = json.loads((raw / "target.json").read_text())
@@ -99,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--repeats", type=int, default=2)
     r.add_argument("--block-mib", type=int, default=32)
     r.add_argument("--timeout", type=int, default=300)
+    r.add_argument("--runtime", choices=("docker", "pyxis", "host"), default="docker")
     c = sub.add_parser("check", help="verify the sides' results (exit 1 when a checksum differs)")
     c.add_argument("raw", type=Path)
     args = parser.parse_args(argv)
@@ -111,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise UserError(f"--prompt-lens {args.prompt_lens!r}: give comma-separated token counts") from None
             plan = make_plan(scenario, lens, repeats=args.repeats, block_bytes=args.block_mib * MiB)
             args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(render(smoke_job(scenario, plan, timeout_s=args.timeout)))
+            args.out.write_text(render(smoke_job(scenario, plan, timeout_s=args.timeout, runtime=args.runtime)))
             print(f"wrote {args.out}")
             return 0
         code, lines = check(args.raw)
