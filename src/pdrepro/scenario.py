@@ -21,7 +21,9 @@ from .errors import UserError
 from .kvsize import DTYPE_BYTES, Geometry, geometry_from_config, kv_bytes_per_token
 from .strictmodel import Flag, Int, Number, Record, load, to_plain
 
-SCHEMA_VERSION = 1
+# Version of the scenario file's format; summary.json has its own (contract.SUMMARY_SCHEMA_VERSION),
+# because a scenario and a summary change apart.
+SCENARIO_SCHEMA_VERSION = 1
 KINDS = ("kv-sweep", "comparison")
 
 TP = Int(1, 64)
@@ -198,7 +200,7 @@ class Launch(Record):
 
 
 class Scenario(Record):
-    schema_version: Literal[SCHEMA_VERSION]
+    schema_version: Literal[SCENARIO_SCHEMA_VERSION]
     name: str
     title: str
     kind: Literal[KINDS]
