@@ -38,4 +38,7 @@ setup: $(BIN)/pdrepro ## Create .venv with the bundle and its test tools
 test: setup ## Run the bundle's own tests (in parallel)
 	$(BIN)/pytest -n auto
 
-.PHONY: help setup test
+schemas: setup ## Regenerate the JSON Schemas of scenario files and summary.json from their models
+	$(BIN)/pdrepro schema --write src/pdrepro/schemas
+
+.PHONY: help setup test schemas

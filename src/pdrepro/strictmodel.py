@@ -70,7 +70,8 @@ def Number(ge: float | None = None, le: float | None = None, *, unbounded: bool 
         bound = {"type": "number", **({"minimum": ge} if ge is not None else {}),
                  **({"maximum": le} if le is not None else {})}
         extra = [WithJsonSchema({"anyOf": [bound, {"enum": list(INF_WORDS)}]})]
-    return Annotated[float, BeforeValidator(_finite_or_unbounded(unbounded)), Field(strict=True, ge=ge, le=le), *extra]
+    # The words and NaN are seen before the strict float check, which carries the bounds (so the schema shows them).
+    return Annotated[float, Field(strict=True, ge=ge, le=le), BeforeValidator(_finite_or_unbounded(unbounded)), *extra]
 
 
 Flag = Annotated[bool, Field(strict=True)]
@@ -78,15 +79,17 @@ Flag = Annotated[bool, Field(strict=True)]
 M = typing.TypeVar("M", bound=BaseModel)
 
 
-def load(cls: type[M], data: Any, source: str, where: str = "") -> M:
-    """``cls`` from ``data`` (parsed YAML or JSON), or a UserError naming ``source`` and the key path."""
+def load(cls: type[M], data: Any, source: str, where: str = "", fix: str | None = None) -> M:
+    """``cls`` from ``data`` (parsed YAML or JSON), or a UserError naming ``source`` and the key path;
+    ``fix`` ends every message (a scenario's own default says to see the shipped ones)."""
     try:
         return cls.model_validate(data, context={"source": source})
     except ValidationError as exc:
-        raise SchemaError(one_line(cls, exc, source, where)) from None
+        message = one_line(cls, exc, source, where, fix is None)
+        raise SchemaError(message if fix is None else f"{message}; {fix}") from None
 
 
-def one_line(cls: type, exc: ValidationError, source: str, where: str = "") -> str:
+def one_line(cls: type, exc: ValidationError, source: str, where: str = "", hint: bool = True) -> str:
     errors = exc.errors()
     first = errors[0]
     if first["type"] == "extra_forbidden":
@@ -100,7 +103,7 @@ def one_line(cls: type, exc: ValidationError, source: str, where: str = "") -> s
         allowed = ", ".join(sorted(parent.model_fields)) if _is_model(parent) else "none"
         return f"{source}: unknown key {path}; allowed here: {allowed}"
     if kind == "missing":
-        return f"{source}: missing key {path}; add it (see the shipped scenarios for an example)"
+        return f"{source}: missing key {path}" + ("; add it (see the shipped scenarios for an example)" if hint else "")
     return f"{source}: {label}: {_what(kind, value, first.get('ctx') or {}, leaf, first['msg'])}"
 
 
@@ -123,10 +126,14 @@ def _what(kind: str, value: Any, ctx: dict, leaf: Any, msg: str) -> str:
         choices = typing.get_args(leaf) if typing.get_origin(leaf) is Literal else ()
         return f"{value!r} is not one of {', '.join(map(str, choices))}" if choices else msg
     if kind in ("greater_than_equal", "greater_than"):
-        return f"{value} is below the minimum {ctx.get('ge', ctx.get('gt'))}"
+        return f"{value} is below the minimum {_bound(ctx.get('ge', ctx.get('gt')))}"
     if kind in ("less_than_equal", "less_than"):
-        return f"{value} is above the maximum {ctx.get('le', ctx.get('lt'))}"
+        return f"{value} is above the maximum {_bound(ctx.get('le', ctx.get('lt')))}"
     return msg
+
+
+def _bound(x: Any) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
 
 
 def _unwrap(tp: Any) -> Any:
