@@ -3,6 +3,9 @@
 # one 2-node job from a script rendered like `pdrepro render --target slurm`.
 #   make slurm-smoke                      # build images if needed, run, tear down
 #   make slurm-smoke SLURM_SMOKE_ARGS="--prompt-lens 128,32768 --repeats 3"
+#   make slurm-smoke SLURM_SMOKE_RUNTIME=host   # the sides on the nodes, not in containers
+SLURM_SMOKE_RUNTIME ?= docker
+SLURM_SMOKE_ARGS ?=
 
 slurm-image: smoke-image ## Build the SLURM node image of the local test cluster (Debian slurmctld/slurmd + the smoke image)
 	@base=$$(docker image inspect -f '{{index .Config.Labels "org.opencontainers.image.base.name"}}' $(SMOKE_IMAGE)) && \
@@ -12,6 +15,7 @@ slurm-image: smoke-image ## Build the SLURM node image of the local test cluster
 	  --build-arg SLURM_DEB_VERSION=$(SLURM_DEB_VERSION) docker/slurm >/dev/null
 
 slurm-smoke: setup slurm-image ## Run the smoke as a real 2-node SLURM job on a local 3-container cluster
-	SLURM_IMAGE=$(SLURM_IMAGE) PYTHON=$(BIN)/python SLURM_SMOKE_ARGS="$(SLURM_SMOKE_ARGS)" bash scripts/slurm-smoke.sh
+	SLURM_IMAGE=$(SLURM_IMAGE) PYTHON=$(BIN)/python SLURM_SMOKE_RUNTIME=$(SLURM_SMOKE_RUNTIME) \
+	  SLURM_SMOKE_ARGS="$(SLURM_SMOKE_ARGS)" bash scripts/slurm-smoke.sh
 
 .PHONY: slurm-image slurm-smoke

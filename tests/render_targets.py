@@ -6,6 +6,7 @@ runs. A new target adds one entry to TARGETS and one to LAUNCHED."""
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,10 +124,24 @@ def launched_k8s(out: Path, scenario: Scenario) -> Launched:
     return Launched(servers, router)
 
 
+def slurm_command(text: str, name: str, values: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The environment and argv of the ``launch``/``step`` command NAME in a
+    rendered script, with the script variables in ``values`` filled in: what a
+    test compares with the other targets' commands."""
+    for block in re.split(r"\n(?=\S)", text):
+        head = block.split(" \\\n", 1)[0].split()
+        if len(head) >= 2 and head[0] in ("launch", "step") and shlex.split(head[1]) == [name]:
+            body = block.replace(" \\\n", " ").split("\n    ||")[0]
+            for key, value in values.items():
+                body = body.replace("${%s}" % key, value).replace("$" + key, value)
+            words = shlex.split(body)[4 if head[0] == "launch" else 3:]
+            cut = words.index("--")
+            return dict(w.split("=", 1) for w in words[:cut]), words[cut + 1:]
+    raise KeyError(name)
+
+
 def launched_slurm(out: Path, scenario: Scenario) -> Launched:
     """From the sbatch script, its node-address variables named by node."""
-    from pdrepro.targets import slurm
-
     text = (out / f"{scenario.name}.sbatch").read_text()
     t = scenario.topology
     values = {f"{role.upper()}_IPS[{i}]": f"<{role}-{i}>"
@@ -134,7 +149,7 @@ def launched_slurm(out: Path, scenario: Scenario) -> Launched:
     names = re.findall(r"^launch (\S+) ", text, flags=re.M)
     servers = {}
     for name in names:
-        env, argv = slurm.script_argv(text, name, values)
+        env, argv = slurm_command(text, name, values)
         servers[name] = (argv, env)
     router = servers.pop("router")[0]
     return Launched(servers, router)

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from fakebin import install
+from render_targets import slurm_command
 from pdrepro import launch
 from pdrepro.cli import main
 from pdrepro.scenario import load_scenario
@@ -188,7 +189,7 @@ def test_smoke_script_has_the_gpu_scripts_shape(tmp_path):
     assert sections == [line for line in smoke.splitlines() if line.startswith("# ---- ")]
     block = gpu.split("# ---- How steps start")[1].split("# ---- Placement")[0]
     assert len(block) > 2000 and block in smoke
-    env, argv = slurm.script_argv(smoke, "prefill-0", {"PREFILL_IPS[0]": "10.0.0.1"})
+    env, argv = slurm_command(smoke, "prefill-0", {"PREFILL_IPS[0]": "10.0.0.1"})
     assert argv == ["python3", "-m", "pdrepro.smoke.agent", "target"] and env["SMOKE_HOST_IP"] == "10.0.0.1"
     assert json.loads(env["SMOKE_PLAN"])["rows"] == [{"prompt_len": 128, "kv_bytes": 524288}]
     for text in (smoke, gpu):

@@ -210,19 +210,3 @@ def gpu_job(plan: "Plan", lp: "LaunchPlan | None" = None) -> Job:
         # The sweep reads prefill.log/decode.log: the first server of each role.
         log_aliases=tuple((first[role].name, role) for role in ("prefill", "decode")),
     )
-
-
-def script_argv(text: str, name: str, values: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    """The environment and argv of the ``launch``/``step`` command NAME in a
-    rendered script, with the script variables in ``values`` filled in: what a
-    test compares with the other targets' commands."""
-    for block in re.split(r"\n(?=\S)", text):
-        head = block.split(" \\\n", 1)[0].split()
-        if len(head) >= 2 and head[0] in ("launch", "step") and shlex.split(head[1]) == [name]:
-            body = block.replace(" \\\n", " ").split("\n    ||")[0]
-            for key, value in values.items():
-                body = body.replace("${%s}" % key, value).replace("$" + key, value)
-            words = shlex.split(body)[4 if head[0] == "launch" else 3:]
-            cut = words.index("--")
-            return dict(w.split("=", 1) for w in words[:cut]), words[cut + 1:]
-    raise KeyError(name)
