@@ -15,8 +15,16 @@ import types
 import typing
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, WithJsonSchema
-from pydantic import model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from .errors import UserError
@@ -71,7 +79,8 @@ def Number(ge: float | None = None, le: float | None = None, *, unbounded: bool 
                  **({"maximum": le} if le is not None else {})}
         extra = [WithJsonSchema({"anyOf": [bound, {"enum": list(INF_WORDS)}]})]
     # The words and NaN are seen before the strict float check, which carries the bounds (so the schema shows them).
-    return Annotated[float, Field(strict=True, ge=ge, le=le), BeforeValidator(_finite_or_unbounded(unbounded)), *extra]
+    return Annotated[(float, Field(strict=True, ge=ge, le=le), BeforeValidator(_finite_or_unbounded(unbounded)),
+                      *extra)]
 
 
 Flag = Annotated[bool, Field(strict=True)]
