@@ -67,11 +67,12 @@ def _bad_input(message: str) -> None:
 
 
 def _scenario(config):
+    from pdrepro.rundir import RunDir
     from pdrepro.scenario import resolve_scenario
 
     run_dir = Path(config.getoption("--run-dir"))
     spec = config.getoption("--scenario")
-    if spec is None and not (run_dir / "scenario.yaml").is_file():
+    if spec is None and not RunDir(run_dir).scenario_file.is_file():
         spec = DEFAULT_SCENARIO
     return resolve_scenario(spec, run_dir, config.getoption("--thresholds"))
 

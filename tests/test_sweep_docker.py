@@ -7,6 +7,7 @@ import uuid
 import docker
 import pytest
 
+from pdrepro.rundir import RunDir
 from pdrepro.sweep.launcher import DockerLauncher, LengthTimeout
 from pdrepro.sweep.logsource import DockerLogSource
 
@@ -77,7 +78,7 @@ def test_docker_log_source_reads_named_containers(tmp_path, image):
         source = DockerLogSource({"prefill": name, "decode": f"{name}-absent"}, client=client)
         assert "installTransport, type=rdma" in source.text("prefill")
         assert source.text("decode") is None
-        copied = source.copy_to(tmp_path / "logs")
+        copied = source.copy_to(RunDir(tmp_path))
         assert [p.name for p in copied] == ["prefill.log"]
         facts = source.containers()["prefill"]
         assert sorted(facts["env"]) == ["MC_GID_INDEX=3", "NCCL_IB_HCA=mlx5_0"]

@@ -11,6 +11,7 @@ RUN/
   counters/<L>.json        RDMA port counters of each node before and after length L
   sweep-state.json         per-length outcome of the sweep (what a rerun resumes from)
   baseline.json            the fabric's measured ceiling (`pdrepro baseline --out RUN`)
+  baseline/                the raw outputs of the tools that measured it
   summary.json             analysis result (machine-readable)
   report.md, summary.csv, plots/*.png   analysis result (for people)
 
@@ -98,6 +99,11 @@ class RunDir:
     @property
     def baseline_file(self) -> Path:
         return self.root / "baseline.json"
+
+    @property
+    def baseline_outputs_dir(self) -> Path:
+        """The raw outputs of `pdrepro baseline`'s tools, kept for whoever reads the ceiling."""
+        return self.root / "baseline"
 
     def partial_bench_file(self, prompt_len: int) -> Path:
         """Where the client writes a length's result until it is known complete."""

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from .errors import UserError
 from .kvsize import DTYPE_BYTES, Geometry, geometry_from_config, kv_bytes_per_token
+from .rundir import RunDir
 from .strictmodel import Flag, Int, Number, Record, load, to_plain
 
 # Version of the scenario file's format; summary.json has its own (contract.SUMMARY_SCHEMA_VERSION),
@@ -360,8 +361,8 @@ def resolve_scenario(spec: str | None, run_dir: Path | None = None, thresholds: 
     elif run_dir is not None and not Path(run_dir).is_dir():
         why = "is a file, not a directory" if Path(run_dir).exists() else "no such run directory"
         raise UserError(f"{run_dir}: {why}; give the folder holding bench/ and logs/")
-    elif run_dir is not None and (Path(run_dir) / "scenario.yaml").exists():
-        scenario = load_scenario(Path(run_dir) / "scenario.yaml")
+    elif run_dir is not None and RunDir(Path(run_dir)).scenario_file.exists():
+        scenario = load_scenario(RunDir(Path(run_dir)).scenario_file)
     else:
         where = f"{run_dir} has no scenario.yaml; " if run_dir is not None else ""
         raise UserError(f"{where}pass --scenario NAME_OR_PATH (shipped: {', '.join(shipped_names())})")

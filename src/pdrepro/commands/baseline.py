@@ -67,7 +67,7 @@ def run(args) -> int:
     ceiling = result.get("baseline_GB_s")
     print(f"wrote {RunDir(args.out).baseline_file}")
     if ceiling is None:
-        print("no measurement succeeded; the raw outputs are under " f"{args.out / 'baseline'}")
+        print("no measurement succeeded; the raw outputs are under " f"{RunDir(args.out).baseline_outputs_dir}")
         return 1
     pct = 100 * ceiling / rate if rate else 0
     print(f"measured ceiling {ceiling:.2f} GB/s ({result['baseline_source']}) = {pct:.1f} % of the "

@@ -126,8 +126,9 @@ def _require_tools(plan: BaselinePlan) -> None:
 
 def _save(out: Path | None, name: str, text: str) -> None:
     if out is not None:
-        (out / "baseline").mkdir(parents=True, exist_ok=True)
-        (out / "baseline" / name).write_text(text)
+        folder = RunDir(out).baseline_outputs_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
 
 
 def run_perftest_client(plan: BaselinePlan) -> dict:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..contract import write_atomic
 from ..errors import UserError
+from ..rundir import RunDir
 from .provenance import ENV_PREFIXES
 
 ROLES = ("prefill", "decode")
@@ -43,13 +44,13 @@ class _LogSource(ABC):
     def text(self, role: str) -> str | None:
         """The role's current log text, or None where this source has none."""
 
-    def copy_to(self, logs_dir: Path) -> list[Path]:
-        logs_dir.mkdir(parents=True, exist_ok=True)
+    def copy_to(self, run: RunDir) -> list[Path]:
+        run.logs_dir.mkdir(parents=True, exist_ok=True)
         out = []
         for role in ROLES:
             text = self.text(role)
             if text is not None:
-                dest = logs_dir / f"{role}.log"
+                dest = run.role_log(role)
                 merge_into(dest, text)
                 out.append(dest)
         return out

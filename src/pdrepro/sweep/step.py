@@ -52,7 +52,7 @@ def scrape(cfg: SweepConfig, run: RunDir, prompt_len: int, when: str) -> None:
 
 def collect_logs(cfg: SweepConfig, run: RunDir) -> None:
     if cfg.log_source is not None:
-        cfg.log_source.copy_to(run.logs_dir)
+        cfg.log_source.copy_to(run)
 
 
 def _host_path(path: str | None) -> str | None:
