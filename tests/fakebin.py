@@ -66,7 +66,8 @@ def transfer_engine_bench(bin_dir: Path, log: Path | None = None, broken: bool =
     log_cmd = f'echo "$* MC_TE_FILTERS=$MC_TE_FILTERS" >> {shlex.quote(str(log))}\n' if log else ""
     if broken:
         return install(bin_dir, "transfer_engine_bench", log_cmd +
-                       'echo "E1129 09:41:02.530913 231877 transfer_engine_bench.cpp:391] Unable to get target segment ID, please recheck" >&2; exit 1\n')
+                       'echo "E1129 09:41:02.530913 231877 transfer_engine_bench.cpp:391] '
+                       'Unable to get target segment ID, please recheck" >&2; exit 1\n')
     return install(bin_dir, "transfer_engine_bench", log_cmd + f"""case " $* " in
   *" --mode target "*) cat {target} >&2; echo "MC_MIN_RPC_PORT=$MC_MIN_RPC_PORT" >&2; exec sleep 30;;
   *) cat {init} >&2;;

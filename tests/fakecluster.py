@@ -55,7 +55,8 @@ def mooncake_startup(transport: str, nics: int = 4) -> list[str]:
     for i in range(nics):
         lines.append(_glog("rdma_context.cpp:1220", f"Find best gid index: 3 on mlx5_{i}/1 (network state: with network device)"))
         lines.append(_glog("rdma_context.cpp:282", f"RDMA device: mlx5_{i}, LID: 0, GID: (GID_Index 3) "
-                                                   f"00:00:00:00:00:00:00:00:00:00:ff:ff:c0:a8:{100 + i:02x}:0b, num_lag_ports: 0"))
+                                                   f"00:00:00:00:00:00:00:00:00:00:ff:ff:c0:a8:{100 + i:02x}:0b, "
+                                                   "num_lag_ports: 0"))
     lines.append(_glog("transfer_engine_impl.cpp:388", "installTransport, type=rdma"))
     return lines
 
@@ -115,7 +116,8 @@ class _Server:
                         return self._send(404, {"detail": "Not Found"})
                     if server.role == "prefill":
                         return self._send(200, _metrics_text(c.transfers), "text/plain")
-                    return self._send(200, f'sglang:num_running_reqs{{engine_type="{server.role}",tp_rank="0"}} 0.0\n', "text/plain")
+                    body = f'sglang:num_running_reqs{{engine_type="{server.role}",tp_rank="0"}} 0.0\n'
+                    return self._send(200, body, "text/plain")
                 return self._send(404, {"detail": "Not Found"})
 
             def do_POST(self):

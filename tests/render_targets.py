@@ -133,7 +133,7 @@ def slurm_command(text: str, name: str, values: dict[str, str]) -> tuple[dict[st
         if len(head) >= 2 and head[0] in ("launch", "step") and shlex.split(head[1]) == [name]:
             body = block.replace(" \\\n", " ").split("\n    ||")[0]
             for key, value in values.items():
-                body = body.replace("${%s}" % key, value).replace("$" + key, value)
+                body = body.replace("${" + key + "}", value).replace("$" + key, value)
             words = shlex.split(body)[4 if head[0] == "launch" else 3:]
             cut = words.index("--")
             return dict(w.split("=", 1) for w in words[:cut]), words[cut + 1:]

@@ -223,7 +223,8 @@ def _startup_lines(clock: _Clock, role: str, scenario: Scenario) -> list[str]:
         _line(clock.tick(1), f"server_args=ServerArgs(model_path='/models/{scenario.model.name}', tp_size={tp}, "
                              f"disaggregation_mode='{role}', disaggregation_transfer_backend='mooncake', "
                              f"enable_request_time_stats_logging=True)", tp_tag=False),
-        _line(clock.tick(30), "Load weight end. type=Qwen3MoeForCausalLM, dtype=torch.bfloat16, avail mem=31.04 GB, mem usage=55.80 GB."),
+        _line(clock.tick(30), "Load weight end. type=Qwen3MoeForCausalLM, dtype=torch.bfloat16, "
+                              "avail mem=31.04 GB, mem usage=55.80 GB."),
         _line(clock.tick(5), "KV Cache is allocated. #tokens: 2403840, K size: 10.76 GB, V size: 10.76 GB"),
         _line(clock.tick(1), "Capture cuda graph end. Time elapsed: 24.30 s. mem usage=1.52 GB. avail mem=7.71 GB."),
         _line(clock.tick(1), "max_total_num_tokens=2403840, chunked_prefill_size=-1, max_prefill_tokens=32768, "

@@ -98,8 +98,11 @@ BAD = {
     "same node too few gpus": (lambda t: [*ARGS[:6], "192.0.2.10", "--gpus", "0,1,2,3,4,5,6,7"], "needs 16 GPUs"),
     "bad gpu list": (lambda t: [*ARGS, "--gpus", "0,x"], "--gpus '0,x'"),
     "unknown scenario": (lambda t: ["render", "--scenario", "no-such", *ARGS[3:]], "unknown scenario 'no-such'"),
-    "no launch section": (lambda t: ["render", "--scenario", _scenario_file(t, drop_launch=True), *ARGS[3:]], "has no launch section"),
-    "unknown env": (lambda t: ["render", "--scenario", _scenario_file(t, env={"MOONCAKE_PROTOCOL": "rdma", "WITH_NVIDIA_PEERMEM": "1", "MC_TYPO": "1"}), *ARGS[3:]],
+    "no launch section": (lambda t: ["render", "--scenario", _scenario_file(t, drop_launch=True), *ARGS[3:]],
+                          "has no launch section"),
+    "unknown env": (lambda t: ["render", "--scenario", _scenario_file(t, env={"MOONCAKE_PROTOCOL": "rdma",
+                                                                                "WITH_NVIDIA_PEERMEM": "1", "MC_TYPO": "1"}),
+                               *ARGS[3:]],
                     "launch.env.MC_TYPO"),
     "flag compose cannot drop": (lambda t: ["render", "--scenario", _scenario_file(t, disable_radix_cache=False), *ARGS[3:]],
                                  "launch.disable_radix_cache is false"),
@@ -138,7 +141,8 @@ def test_cli_process_reports_without_traceback(tmp_path):
                           capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.strip() == "pdrepro render: error: --prefill-ip '10.0.0.300' is not an IP address; give the node's RDMA-reachable address (a host name is not accepted)"
+    assert proc.stderr.strip() == ("pdrepro render: error: --prefill-ip '10.0.0.300' is not an IP address; "
+                                   "give the node's RDMA-reachable address (a host name is not accepted)")
 
 
 def test_regular_only_scenario_on_one_node(tmp_path, capsys):

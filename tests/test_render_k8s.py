@@ -142,7 +142,8 @@ def test_commands_equal_the_compose_ones(name, target, tmp_path):
         got_argv, got_env = other.servers[server]
         assert got_argv == argv, server
         decided = set(k8s.CLUSTER_ENV) if target == "k8s" else set()
-        assert {k: v for k, v in got_env.items() if k not in decided} == {k: v for k, v in env.items() if k not in decided}, server
+        left = {k: v for k, v in env.items() if k not in decided}
+        assert {k: v for k, v in got_env.items() if k not in decided} == left, server
 
 
 def _rendered(tmp_path: Path, name: str, target: str) -> Path:

@@ -46,7 +46,8 @@ def test_2p2d_plan_has_four_nodes_and_one_router():
                        "--decode", "http://10.0.1.1:30001", "--decode", "http://10.0.1.2:30001"]
     # Same model, sweep and per-request bounds as the published 1P1D scenario.
     one = load_scenario("h20-qwen3-235b-1p1d")
-    assert (scenario.model, scenario.sweep, scenario.thresholds, scenario.launch) == (one.model, one.sweep, one.thresholds, one.launch)
+    assert (scenario.model, scenario.sweep, scenario.thresholds, scenario.launch) == \
+        (one.model, one.sweep, one.thresholds, one.launch)
 
 
 def test_servers_per_node_get_own_ports_and_gpus(tmp_path):

@@ -72,7 +72,7 @@ def test_two_node_job_moves_verified_buffers(tmp_path, slurm_image, runtime):
     assert json.loads((raw / "target.json").read_text())["finished"] is True
     assert (out / "shared" / f"slurm-{job[1]}" / "logs" / "prefill-0.log").stat().st_size > 0
     assert "every checksum matches" in log
-    assert "starting prefill-0 on node1 (%s)" % runtime in log
+    assert f"starting prefill-0 on node1 ({runtime})" in log
     assert not _leftovers(log), "the cluster or a job container was left behind"
 
 

@@ -50,7 +50,8 @@ def test_help():
 
 def test_up_explains_a_kernel_without_rxe(host):
     env, bin_dir, log, _ = host
-    fakebin.install(bin_dir, "modprobe", 'echo "modprobe: FATAL: Module rdma_rxe not found in directory /lib/modules/$(uname -r)" >&2; exit 1\n')
+    fakebin.install(bin_dir, "modprobe",
+                    'echo "modprobe: FATAL: Module rdma_rxe not found in directory /lib/modules/$(uname -r)" >&2; exit 1\n')
     res = _run("up", "eth0", env=env)
     assert res.returncode == 1
     assert "softroce: cannot load rdma_rxe:" in res.stderr

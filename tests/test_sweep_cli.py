@@ -13,7 +13,8 @@ from sweephelp import config, dataset, short_scenario
 
 
 def _sweep(*args):
-    return subprocess.run([sys.executable, "-m", "pdrepro", "sweep", *map(str, args)], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "pdrepro", "sweep", *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
 
 
 def _base(tmp_path, *extra, ds=None):
@@ -71,7 +72,8 @@ def test_missing_model_folder_is_named_before_any_length_runs(tmp_path):
     proc = _sweep("--scenario", "h20-qwen3-235b-1p1d", "--prefill", "http://127.0.0.1:9", "--decode", "http://127.0.0.1:9",
                   *args)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.startswith("pdrepro sweep: error: --model-path") and "Qwen3-235B-A22B-Instruct-2507: no such folder" in proc.stderr
+    assert proc.stderr.startswith("pdrepro sweep: error: --model-path")
+    assert "Qwen3-235B-A22B-Instruct-2507: no such folder" in proc.stderr
     assert not (tmp_path / "run" / "bench").exists()
 
 

@@ -85,7 +85,8 @@ def test_tcp_on_one_side_only_is_caught():
 
 
 def test_rdma_gid_without_network_device_is_reported():
-    line = "I0715 10:11:12.000001 4711 rdma_context.cpp:1220] Find best gid index: 1 on rxe0/1 (network state: without network device)"
+    line = ("I0715 10:11:12.000001 4711 rdma_context.cpp:1220] Find best gid index: 1 on rxe0/1 "
+            "(network state: without network device)")
     st = scan("prefill", "\n".join([line, "I0715 10:11:12.1 4711 transfer_engine_impl.cpp:388] installTransport, type=rdma"]))
     assert st.verdict == "rdma" and "GID without network device on rxe0" in st.describe()
 

@@ -42,7 +42,8 @@ def test_metrics_difference_keeps_gauges_and_subtracts_counters():
               'sglang:kv_transfer_latency_ms_sum{engine_type="prefill",tp_rank="0"} 100.0\n'
               'sglang:kv_transfer_latency_ms_count{engine_type="prefill",tp_rank="0"} 40.0\n'
               'sglang:num_running_reqs{engine_type="prefill",tp_rank="0"} 1.0\n')
-    after = before.replace(" 40.0", " 60.0").replace(" 100.0", " 300.0").replace("num_running_reqs{engine_type=\"prefill\",tp_rank=\"0\"} 1.0", "num_running_reqs{engine_type=\"prefill\",tp_rank=\"0\"} 0.0")
+    running = 'num_running_reqs{engine_type="prefill",tp_rank="0"}'
+    after = before.replace(" 40.0", " 60.0").replace(" 100.0", " 300.0").replace(f"{running} 1.0", f"{running} 0.0")
     delta = difference(before, after)
     lat = parse_metrics_text(delta)["latency_ms"]
     assert lat.count == 20 and lat.mean == 10.0

@@ -38,7 +38,8 @@ def _measure(run: RunDir, scenario: Scenario, name: str, issues: list[dict]) -> 
     lengths = scenario.sweep.prompt_lens
     if not any(sub.bench_file(L).is_file() for L in lengths):
         issues.append(issue(WARNING, "configuration_missing",
-                             f"{name}: no bench result under {sub.bench_dir}; run `pdrepro sweep --configuration {name}` into this run"))
+                             f"{name}: no bench result under {sub.bench_dir}; "
+                             f"run `pdrepro sweep --configuration {name}` into this run"))
         return None
     # Comparison scenarios run one workload; with several lengths the first one present counts.
     length = next(L for L in lengths if sub.bench_file(L).is_file())
@@ -53,7 +54,8 @@ def _measure(run: RunDir, scenario: Scenario, name: str, issues: list[dict]) -> 
     raw = result.raw
     measured = {metric: _num(raw.get(key)) for metric, (key, *_rest) in METRICS.items()}
     if result.completed != scenario.sweep.num_prompts:
-        issues.append(issue(WARNING, "incomplete", f"{name}: completed {result.completed} of {scenario.sweep.num_prompts} requests"))
+        issues.append(issue(WARNING, "incomplete",
+                            f"{name}: completed {result.completed} of {scenario.sweep.num_prompts} requests"))
     if result.errors:
         issues.append(issue(WARNING, "request_errors",
                              f"{name}: {len(result.errors)} request(s) failed, first: {result.errors[0][:120]}"))
@@ -87,7 +89,8 @@ def compute_comparison(run: RunDir, scenario: Scenario) -> dict:
     published = (scenario.reference.configurations if scenario.reference else {}) or {}
     names = list(published)
     if len(names) != 2:
-        raise UserError(f"scenario {scenario.name}: reference.configurations must name exactly two configurations, found {len(names)}")
+        raise UserError(f"scenario {scenario.name}: reference.configurations must name exactly two configurations, "
+                        f"found {len(names)}")
     issues: list[dict] = []
     measured = {name: _measure(run, scenario, name, issues) for name in names}
     if all(m is None for m in measured.values()):
@@ -158,8 +161,9 @@ def render_comparison(summary: dict) -> str:
     lines = [
         f"# {scenario['title']}",
         "",
-        f"Scenario `{scenario['name']}`: {sweep['num_prompts']} prompts, input {', '.join(map(str, sweep['prompt_lens']))} tokens, "
-        f"output {sweep['output_len']} tokens, request rate {sweep['request_rate']} req/s, TP {scenario['parallel']['prefill_tp']}.",
+        f"Scenario `{scenario['name']}`: {sweep['num_prompts']} prompts, "
+        f"input {', '.join(map(str, sweep['prompt_lens']))} tokens, output {sweep['output_len']} tokens, "
+        f"request rate {sweep['request_rate']} req/s, TP {scenario['parallel']['prefill_tp']}.",
         f"Published figures: {scenario['reference']['source']}.",
         "",
         f"Change = ({a} - {b}) / {b}, in % of {b}; throughput in tokens per second, latencies in milliseconds.",

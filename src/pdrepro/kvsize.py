@@ -105,7 +105,8 @@ def geometry_from_config(path: Path) -> Geometry:
     except FileNotFoundError:
         raise UserError(f"{path}: no such file; point the scenario's model.config_json at the model's config.json") from None
     except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); use the model's original config.json") from None
+        raise UserError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); "
+                        "use the model's original config.json") from None
     if not isinstance(config, dict):
         raise UserError(f"{path}: expected a JSON object; use the model's original config.json")
     # Multimodal configs nest the language model's settings.

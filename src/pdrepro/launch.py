@@ -299,7 +299,8 @@ class Plan:
     # ---- the plan every target renders ----------------------------------
     def launch_plan(self) -> LaunchPlan:
         if not self.disaggregated:
-            raise UserError(f"scenario {self.scenario.name} has no disaggregated stack; only the compose target renders regular-only stacks")
+            raise UserError(f"scenario {self.scenario.name} has no disaggregated stack; "
+                            "only the compose target renders regular-only stacks")
         nodes = []
         for role in ("prefill", "decode"):
             per_node = self.role_nodes(role).servers_per_node

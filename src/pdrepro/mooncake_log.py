@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 _RDMA_INSTALLED = re.compile(r"installTransport, type=rdma\b")
 _RDMA_DEVICE = re.compile(r"RDMA device: (?P<dev>[^,\s]+), LID: \S+, GID: \(GID_Index (?P<gid>-?\d+)\)")
-_BEST_GID = re.compile(r"Find best gid index: (?P<gid>-?\d+) on (?P<dev>[^/\s]+)/(?P<port>\d+)(?: \(network state: (?P<state>[^)]*)\))?")
+_BEST_GID = re.compile(r"Find best gid index: (?P<gid>-?\d+) on (?P<dev>[^/\s]+)/(?P<port>\d+)"
+                       r"(?: \(network state: (?P<state>[^)]*)\))?")
 _HCAS = re.compile(r"Topology discovery complete\. Found (?P<n>\d+) HCAs\.")
 _FORCE_TCP = re.compile(r"MC_FORCE_TCP is set, using TCP transport only")
 _TCP_LISTEN = re.compile(r"TcpTransport: listen on port (?P<port>\d+)")

@@ -18,13 +18,15 @@ def parse_ip(value: str | None, option: str) -> str:
     try:
         address = ipaddress.ip_address(value.strip())
     except ValueError:
-        raise UserError(f"{option} {value!r} is not an IP address; give the node's RDMA-reachable address (a host name is not accepted)") from None
+        raise UserError(f"{option} {value!r} is not an IP address; give the node's RDMA-reachable address "
+                        "(a host name is not accepted)") from None
     if address.version != 4:
         # The compose files build URLs as http://IP:PORT, which IPv6 would need bracketed.
         raise UserError(f"{option} {value!r}: IPv6 is not supported by the compose files; give the node's IPv4 address")
     if address.is_unspecified or address.is_multicast or str(address) == "255.255.255.255":
         # Each server advertises this address to the other side (SGLANG_HOST_IP).
-        raise UserError(f"{option} {value!r} is not a host address the other node can reach; give the node's RDMA-reachable address")
+        raise UserError(f"{option} {value!r} is not a host address the other node can reach; "
+                        "give the node's RDMA-reachable address")
     return str(address)
 
 
@@ -89,7 +91,8 @@ def check_ib_devices(path: Path, tp: int) -> None:
         if problem:
             raise UserError(f"--ib-devices {path}: {problem}")
         if not isinstance(devices, str) or not all(d.strip() for d in devices.split(",")):
-            raise UserError(f"--ib-devices {path}: GPU {key} maps to {devices!r}; give a comma list of device names such as \"mlx5_0,mlx5_1\"")
+            raise UserError(f"--ib-devices {path}: GPU {key} maps to {devices!r}; "
+                            "give a comma list of device names such as \"mlx5_0,mlx5_1\"")
     covered = {int(k) for k in data}
     uncovered = [g for g in range(tp) if g not in covered]
     if uncovered:

@@ -24,7 +24,8 @@ def register(subparsers) -> None:
                                           "2: bad input.")
     p.add_argument("run", type=Path, help="run directory")
     p.add_argument("--scenario", help="shipped scenario name or YAML path (default: RUN/scenario.yaml)")
-    p.add_argument("--thresholds", help="YAML file of thresholds laid over the scenario's (keys it names win; per-length bounds merge by length)")
+    p.add_argument("--thresholds", help="YAML file of thresholds laid over the scenario's "
+                                        "(keys it names win; per-length bounds merge by length)")
     p.set_defaults(func=run)
 
 

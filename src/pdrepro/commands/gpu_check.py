@@ -72,7 +72,8 @@ def run(args) -> int:
         raise UserError(f"--out {out} is a file; name a directory")
     settings = Settings(sizes=_sizes(scenario, args.prompt_lens), repeats=args.repeats,
                         block_bytes=args.block_mib * MiB, gpus=_gpus(args.gpus), memory=args.memory,
-                        transport=args.transport, direction=args.direction, seed=scenario.sweep.seed, timeout_s=args.timeout, out=out)
+                        transport=args.transport, direction=args.direction, seed=scenario.sweep.seed,
+                        timeout_s=args.timeout, out=out)
     largest = max(n for _, n in settings.sizes)
     route = (f"GPU {settings.gpus[0]} -> GPU {settings.gpus[1]}" if settings.memory == "gpu"
              else "host memory, process to process (no GPU used)")

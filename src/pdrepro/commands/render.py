@@ -29,14 +29,18 @@ def register(subparsers) -> None:
                    help="compose: RDMA-reachable address of each prefill node, comma-separated (the first also runs the "
                         "first regular instance); env PREFILL_IP")
     p.add_argument("--decode-ip", default=os.environ.get("DECODE_IP"),
-                   help="compose: RDMA-reachable address of each decode node, comma-separated; the first runs the router; env DECODE_IP")
+                   help="compose: RDMA-reachable address of each decode node, comma-separated; "
+                        "the first runs the router; env DECODE_IP")
     p.add_argument("--model", help="model folder on the nodes; checked here for config.json when given "
                    f"(default {launch.DEFAULT_MODEL_ROOT}/<model name>, not checked)")
-    p.add_argument("--dataset", help=f"ShareGPT JSON on the nodes; checked when given (default {launch.DEFAULT_DATASET}, not checked)")
-    p.add_argument("--gpus", help="compose: GPU ids per node, comma-separated (default 0..TP-1; servers sharing a node split them)")
+    p.add_argument("--dataset",
+                   help=f"ShareGPT JSON on the nodes; checked when given (default {launch.DEFAULT_DATASET}, not checked)")
+    p.add_argument("--gpus",
+                   help="compose: GPU ids per node, comma-separated (default 0..TP-1; servers sharing a node split them)")
     p.add_argument("--ib-devices", help="GPU-to-RDMA-device JSON (from `pdrepro ib-devices`), same path on the nodes; "
                    f"checked and copied into --out when given (default {launch.DEFAULT_IB_DEVICES}, not checked)")
-    p.add_argument("--log-dir", default=launch.DEFAULT_LOG_DIR, help="host folder on each node receiving the server logs (default %(default)s)")
+    p.add_argument("--log-dir", default=launch.DEFAULT_LOG_DIR,
+                   help="host folder on each node receiving the server logs (default %(default)s)")
     p.add_argument("--memlock", type=int, default=launch.MEMLOCK_UNLIMITED,
                    help="compose: locked-memory limit for the servers in bytes (default -1 = unlimited)")
     group = p.add_argument_group("Kubernetes (--target k8s)")
@@ -59,7 +63,8 @@ def build_site(args, scenario, prefill_hosts: tuple[str, ...], decode_hosts: tup
     if args.model:
         model = Path(args.model).expanduser()
         if not (model / "config.json").is_file():
-            raise UserError(f"--model {args.model}: no config.json there; give the model's folder (the one holding config.json and the weights)")
+            raise UserError(f"--model {args.model}: no config.json there; give the model's folder "
+                            "(the one holding config.json and the weights)")
         model_path = _abs(args.model)
     else:
         model_path = f"{launch.DEFAULT_MODEL_ROOT}/{scenario.model.name}"
@@ -78,7 +83,8 @@ def build_site(args, scenario, prefill_hosts: tuple[str, ...], decode_hosts: tup
     else:
         # Enough for the busiest node: servers sharing a node split its GPUs.
         per_host: dict[str, int] = {}
-        for hosts, tp, per_node in ((prefill_hosts, tps[0], t.prefill.servers_per_node), (decode_hosts, tps[1], t.decode.servers_per_node)):
+        for hosts, tp, per_node in ((prefill_hosts, tps[0], t.prefill.servers_per_node),
+                                    (decode_hosts, tps[1], t.decode.servers_per_node)):
             for host in hosts:
                 per_host[host] = per_host.get(host, 0) + tp * per_node
         regular = 2 * max(tps) if prefill_hosts[0] == decode_hosts[0] else max(tps)
@@ -158,7 +164,8 @@ def _k8s(args, scenario) -> int:
     if rdma is not None and not _RESOURCE.match(rdma):
         raise UserError(f"--rdma-resource {rdma!r}: expected a device-plugin resource such as rdma/hca, or none")
     t = scenario.topology
-    hosts = [tuple(k8s.pod_host(role, i) for i in range(n)) for role, n in (("prefill", t.prefill.nodes), ("decode", t.decode.nodes))]
+    hosts = [tuple(k8s.pod_host(role, i) for i in range(n))
+             for role, n in (("prefill", t.prefill.nodes), ("decode", t.decode.nodes))]
     site = build_site(args, scenario, *hosts)
     plan = launch.Plan(scenario, site).launch_plan()
     cluster = k8s.Cluster(namespace=args.namespace, image=site.image, model_path=site.model_path,
@@ -183,7 +190,8 @@ def _onebox(args, scenario) -> int:
     onebox.check_scenario(scenario)
     given = {ip for ip in (args.prefill_ip, args.decode_ip) if ip}
     if len(given) > 1:
-        raise UserError("--prefill-ip and --decode-ip: the one-box target runs everything on one node; give one address (or neither)")
+        raise UserError("--prefill-ip and --decode-ip: the one-box target runs everything on one node; "
+                        "give one address (or neither)")
     ip = siteinput.parse_ip(given.pop() if given else "127.0.0.1", "--prefill-ip")
     if args.ib_devices:
         raise UserError("--ib-devices: the one-box target lets Mooncake pick the RDMA devices itself; drop the option")

@@ -22,18 +22,22 @@ def register(sub) -> None:
         ),
     )
     p.add_argument("--scenario", required=True, help="shipped scenario name or path to a scenario YAML")
-    p.add_argument("--thresholds", help="YAML file of thresholds laid over the scenario's (keys it names win; kept in RUN/scenario.yaml)")
+    p.add_argument("--thresholds",
+                   help="YAML file of thresholds laid over the scenario's (keys it names win; kept in RUN/scenario.yaml)")
     p.add_argument("--router", required=True, metavar="URL", help="router URL the bench client sends to, e.g. http://10.0.0.2:8000")
     p.add_argument("--prefill", metavar="URL", help="prefill server URL (health check, /metrics)")
     p.add_argument("--decode", metavar="URL", help="decode server URL (health check, /metrics)")
-    p.add_argument("--worker", metavar="URL", action="append", default=[], help="a regular (non-PD) server URL; repeat per server")
+    p.add_argument("--worker", metavar="URL", action="append", default=[],
+                   help="a regular (non-PD) server URL; repeat per server")
     p.add_argument("--out", required=True, metavar="RUN", type=Path, help="run directory (created; reused to resume)")
     p.add_argument("--configuration", help="comparison scenarios: which configuration this stack is (e.g. 1P1D, 2-regular)")
-    p.add_argument("--model-path", required=True, help="model folder (its tokenizer is used); mounted at the same path in the image")
+    p.add_argument("--model-path", required=True,
+                   help="model folder (its tokenizer is used); mounted at the same path in the image")
     p.add_argument("--served-model-name", help="name the servers serve the model under (default: the scenario's model name)")
     p.add_argument("--tokenizer", help="tokenizer path if not the model folder")
     p.add_argument("--dataset-path", required=True, help="ShareGPT JSON the random dataset draws token ids from")
-    p.add_argument("--image", help="GPU image to run the bench client in (default: GPU_IMAGE from versions.env, the image the servers run)")
+    p.add_argument("--image",
+                   help="GPU image to run the bench client in (default: GPU_IMAGE from versions.env, the image the servers run)")
     p.add_argument("--bench-in-place", action="store_true",
                    help="run the bench client here as a child process, not in a container: for a sweep that already "
                         "runs inside the GPU image (the Kubernetes Job)")
@@ -44,11 +48,16 @@ def register(sub) -> None:
                    help="the prefill log's source when it differs (the prefill server runs on the other node)")
     p.add_argument("--prefill-container", default="pdrepro-prefill", help="prefill container name for --logs-from docker")
     p.add_argument("--decode-container", default="pdrepro-decode", help="decode container name for --logs-from docker")
-    p.add_argument("--router-container", default="pdrepro-router", help="router container name (its image and environment go in the provenance)")
+    p.add_argument("--router-container", default="pdrepro-router",
+                   help="router container name (its image and environment go in the provenance)")
     p.add_argument("--length-timeout", type=seconds, metavar="SEC", help="stop a prompt length's client after SEC seconds")
-    p.add_argument("--wait-timeout", type=seconds, default=900.0, metavar="SEC", help="how long to wait for the stack to be healthy (default 900)")
-    p.add_argument("--on-failure", choices=("continue", "stop"), default="continue", help="after a failed length (default: continue)")
-    p.add_argument("--metrics", action="store_true", help="scrape the servers' /metrics before and after each length; RUN/metrics/<role>-<L>.prom is the difference (needs --enable-metrics)")
+    p.add_argument("--wait-timeout", type=seconds, default=900.0, metavar="SEC",
+                   help="how long to wait for the stack to be healthy (default 900)")
+    p.add_argument("--on-failure", choices=("continue", "stop"), default="continue",
+                   help="after a failed length (default: continue)")
+    p.add_argument("--metrics", action="store_true",
+                   help="scrape the servers' /metrics before and after each length; RUN/metrics/<role>-<L>.prom "
+                        "is the difference (needs --enable-metrics)")
     p.add_argument("--no-transport-proof", action="store_true",
                    help="do not check the logs for RDMA (the run then fails the transport gate)")
     p.add_argument("--no-analyze", action="store_true", help="skip `pdrepro analyze` at the end")

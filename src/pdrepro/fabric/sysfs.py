@@ -129,7 +129,8 @@ def pci_path_of(target: Path) -> tuple[str, ...]:
     parts = target.parts
     for i, part in enumerate(parts):
         if part.startswith("pci") and ":" in part:
-            return tuple(p for p in parts[i:] if p.startswith("pci") or re.match(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$", p))
+            return tuple(p for p in parts[i:]
+                         if p.startswith("pci") or re.match(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$", p))
     return ()
 
 

@@ -31,7 +31,7 @@ def _engine(host: str):
     try:
         from mooncake.engine import TransferEngine
     except ImportError as exc:
-        raise UserError(f"the Mooncake Transfer Engine is not importable here ({exc}); run the check in the GPU image")
+        raise UserError(f"the Mooncake Transfer Engine is not importable here ({exc}); run the check in the GPU image") from None
     engine = TransferEngine()
     if engine.initialize(host, "P2PHANDSHAKE", os.environ.get("PDREPRO_PROTOCOL", "rdma"), "") != 0:
         raise UserError("the Mooncake Transfer Engine failed to initialise; see its log above")

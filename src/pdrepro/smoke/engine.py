@@ -58,7 +58,8 @@ def start_engine(settings: Settings, host_ip: str):
     try:
         from mooncake.engine import TransferEngine
     except ImportError as exc:
-        raise UserError(f"the Mooncake Transfer Engine is not importable here ({exc}); run the agent in the smoke image") from None
+        raise UserError(f"the Mooncake Transfer Engine is not importable here ({exc}); "
+                        "run the agent in the smoke image") from None
     engine = TransferEngine()
     protocol = "rdma" if settings.transport == "rdma" else "tcp"
     if engine.initialize(host_ip, "P2PHANDSHAKE", protocol, "") != 0:

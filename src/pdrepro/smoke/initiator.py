@@ -82,9 +82,10 @@ def run_initiator(settings: Settings) -> int:
             for row in plan.rows:
                 n = row.kv_bytes
                 both = measure_interleaved(n, plan.repeats, local, want[row.prompt_len], {
-                    "mooncake": lambda: mooncake_read(engine, info["segment"], local, info["addr"], n,
-                                                      plan.block_bytes, settings.wait),
-                    "socket": lambda: socket_read(conn, local, n),
+                    # n bound now: the reads are called within this iteration, and stay correct if ever kept.
+                    "mooncake": lambda n=n: mooncake_read(engine, info["segment"], local, info["addr"], n,
+                                                          plan.block_bytes, settings.wait),
+                    "socket": lambda n=n: socket_read(conn, local, n),
                 })
                 mc, sk = both["mooncake"], both["socket"]
                 result["rows"].append({"prompt_len": row.prompt_len, "kv_bytes": n, "mooncake": mc, "socket": sk})

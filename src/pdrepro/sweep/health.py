@@ -78,7 +78,8 @@ def wait_healthy(
 
 
 def _not_up_message(pending, seen, timeout_s, log_tail) -> str:
-    parts = [f"{role} at {e.url} not healthy after {timeout_s:.0f} s ({seen.get(role, 'no answer')})" for role, e in pending.items()]
+    parts = [f"{role} at {e.url} not healthy after {timeout_s:.0f} s ({seen.get(role, 'no answer')})"
+             for role, e in pending.items()]
     msg = "; ".join(parts)
     tails = []
     if log_tail is not None:

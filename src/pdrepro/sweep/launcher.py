@@ -47,7 +47,8 @@ class DockerLauncher:
                 self._client = docker.from_env()
                 self._client.ping()
             except Exception as exc:  # the SDK raises several unrelated types
-                raise UserError(f"cannot reach the Docker engine ({type(exc).__name__}); start dockerd or set DOCKER_HOST") from None
+                raise UserError(f"cannot reach the Docker engine ({type(exc).__name__}); "
+                                "start dockerd or set DOCKER_HOST") from None
         return self._client
 
     def image_digest(self) -> dict:
@@ -78,7 +79,8 @@ class DockerLauncher:
             try:
                 result = container.wait(timeout=timeout_s)
             except Exception as exc:
-                if "timed out" in str(exc).lower() or type(exc).__name__ in ("ReadTimeout", "ConnectionError", "ReadTimeoutError"):
+                timeout_type = type(exc).__name__ in ("ReadTimeout", "ConnectionError", "ReadTimeoutError")
+                if "timed out" in str(exc).lower() or timeout_type:
                     raise LengthTimeout(f"bench client ran past {timeout_s:.0f} s") from None
                 raise
             pump.join(timeout=5)

@@ -43,7 +43,8 @@ def common_vars(plan: Plan) -> Rows:
         ("DTYPE", plan.scenario.model.dtype, ""),
         ("STREAM_INTERVAL", str(launch.stream_interval), ""),
         ("CHUNKED_PREFILL_SIZE", str(launch.chunked_prefill_size), "-1 turns chunked prefill off"),
-        ("SERVER_EXTRA_ARGS", shlex.join(plan.extra_server_args), "appended to every server command; empty in the published launch"),
+        ("SERVER_EXTRA_ARGS", shlex.join(plan.extra_server_args),
+         "appended to every server command; empty in the published launch"),
         ("ROUTER_PORT", str(launch.ports.router), ""),
         ("ROUTER_POLICY", launch.router_policy, ""),
         ("LOG_DIR", s.log_dir, "host folder receiving <service>.log; outlives the containers"),
@@ -62,7 +63,8 @@ def _pd_vars(plan: Plan, prefill_node: int, decode_node: int) -> Rows:
         ("BOOTSTRAP_PORT", str(ports.bootstrap), "prefill's KV-transfer bootstrap port, given to the router"),
         ("PREFILL_TP", str(plan.tp("prefill")), ""),
         ("DECODE_TP", str(plan.tp("decode")), ""),
-        ("PREFILL_GPU_IDS", ",".join(map(str, plan.server_gpus("prefill", prefill_node))), "host GPU ids (CUDA_VISIBLE_DEVICES); SGLang numbers them 0..TP-1"),
+        ("PREFILL_GPU_IDS", ",".join(map(str, plan.server_gpus("prefill", prefill_node))),
+         "host GPU ids (CUDA_VISIBLE_DEVICES); SGLang numbers them 0..TP-1"),
         ("DECODE_GPU_IDS", ",".join(map(str, plan.server_gpus("decode", decode_node))), ""),
         ("IB_DEVICES_FILE", s.ib_devices_file, "GPU-to-RDMA-device map (JSON), mounted read-only at the same path"),
         ("TRANSFER_BACKEND", plan.launch.transfer_backend, ""),
@@ -75,7 +77,8 @@ def _router_vars(plan: Plan) -> Rows:
     ports = plan.launch.ports
     prefill = [w for host in plan.site.prefill_hosts[1:] for w in ("--prefill", url(host, ports.prefill), str(ports.bootstrap))]
     decode = [w for host in plan.site.decode_hosts[1:] for w in ("--decode", url(host, ports.decode))]
-    return [("ROUTER_EXTRA_PREFILL", " ".join(prefill), "the router's other prefill servers (URL, bootstrap port), after PREFILL_IP's"),
+    return [("ROUTER_EXTRA_PREFILL", " ".join(prefill),
+             "the router's other prefill servers (URL, bootstrap port), after PREFILL_IP's"),
             ("ROUTER_EXTRA_DECODE", " ".join(decode), "the router's other decode servers, after DECODE_IP's")]
 
 
@@ -195,7 +198,8 @@ def commands_text(plan: Plan, env_dir: str) -> str:
                    ("regular-2", plan.server_env("regular", 1), plan.regular_argv(1)),
                    ("regular-router", {}, plan.regular_router_argv())])
         else:
-            block(f"regular stack, node {ip1}", f"{base} regular-1", [("regular-1", plan.server_env("regular", 0), plan.regular_argv(0))])
+            block(f"regular stack, node {ip1}", f"{base} regular-1",
+                  [("regular-1", plan.server_env("regular", 0), plan.regular_argv(0))])
             block(f"regular stack, node {ip2} (after regular-1 is healthy)", f"{base} regular-2 regular-router",
                   [("regular-2", plan.server_env("regular", 1), plan.regular_argv(1)),
                    ("regular-router", {}, plan.regular_router_argv())])

@@ -84,7 +84,8 @@ def _server_container(server: ServerLaunch, cluster: Cluster) -> dict:
         "args": list(server.argv),
         "env": _env(server),
         "ports": [{"name": f"http-{server.index}", "containerPort": server.port}]
-                 + ([{"name": f"bootstrap-{server.index}", "containerPort": server.bootstrap_port}] if server.bootstrap_port else []),
+                 + ([{"name": f"bootstrap-{server.index}", "containerPort": server.bootstrap_port}]
+                    if server.bootstrap_port else []),
         "resources": {"limits": limits},
         "securityContext": {"privileged": False, "capabilities": {"add": ["IPC_LOCK"]}},
         "startupProbe": {"httpGet": {"path": "/health_generate", "port": server.port},
@@ -246,7 +247,8 @@ def manifests(plan: LaunchPlan, cluster: Cluster) -> dict[str, list[dict]]:
     scenario = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(f"{APP}-scenario", cluster, "sweep"),
                 "data": {"scenario.yaml": cluster.scenario_yaml}}
     return {
-        "00-namespace.yaml": [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": cluster.namespace, "labels": _labels("namespace")}}],
+        "00-namespace.yaml": [{"apiVersion": "v1", "kind": "Namespace",
+                               "metadata": {"name": cluster.namespace, "labels": _labels("namespace")}}],
         "10-shared-claim.yaml": [claim],
         "20-prefill.yaml": _role_objects("prefill", plan.role("prefill"), cluster),
         "30-decode.yaml": _role_objects("decode", plan.role("decode"), cluster),

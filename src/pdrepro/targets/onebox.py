@@ -24,7 +24,8 @@ def check_scenario(scenario: Scenario) -> None:
 def check(plan: Plan) -> LaunchPlan:
     check_scenario(plan.scenario)
     if len({*plan.site.prefill_hosts, *plan.site.decode_hosts}) != 1:
-        raise UserError("--prefill-ip and --decode-ip: the one-box target runs everything on one node; give one address (or neither)")
+        raise UserError("--prefill-ip and --decode-ip: the one-box target runs everything on one node; "
+                        "give one address (or neither)")
     return plan.launch_plan()
 
 
@@ -53,7 +54,8 @@ def commands_text(plan: Plan, env_dir: str) -> str:
     prefill, decode = lp.role("prefill")[0].servers[0], lp.role("decode")[0].servers[0]
     up = f"docker compose -f {COMPOSE_FILE} --env-file {env_dir}/{ENV_FILE}"
     lines = [
-        f"## one box {prefill.host}: prefill on GPU {','.join(map(str, prefill.gpus))}, decode on GPU {','.join(map(str, decode.gpus))}",
+        f"## one box {prefill.host}: prefill on GPU {','.join(map(str, prefill.gpus))}, "
+        f"decode on GPU {','.join(map(str, decode.gpus))}",
         "# with RDMA devices (/dev/infiniband):",
         f"$ {up} -f {RDMA_FILE} up -d --wait",
         "# without (KV over TCP):",

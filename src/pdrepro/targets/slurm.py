@@ -31,11 +31,11 @@ _SCRIPT_VAR = re.compile(r"\$\{?(PREFILL_IPS|DECODE_IPS|ROUTER_IP|JOB_DIR|IMAGE|
 
 
 def host_ref(role: str, node: int) -> str:
-    return "${%s_IPS[%d]}" % (role.upper(), node)
+    return f"${{{role.upper()}_IPS[{node}]}}"
 
 
 def node_ref(role: str, node: int) -> str:
-    return "${%s_NODES[%d]}" % (role.upper(), node)
+    return f"${{{role.upper()}_NODES[{node}]}}"
 
 
 def word(text: str) -> str:
@@ -143,7 +143,8 @@ def render(job: Job) -> str:
     if job.gres:
         head.append(f"#SBATCH --gres={job.gres}")
     head += ["set -euo pipefail",
-             '[ -n "${SLURM_JOB_NODELIST:-}" ] || { echo "no SLURM allocation here: submit this script with sbatch" >&2; exit 2; }',
+             '[ -n "${SLURM_JOB_NODELIST:-}" ] || '
+             '{ echo "no SLURM allocation here: submit this script with sbatch" >&2; exit 2; }',
              "", "# ---- Settings ----"]
     for var, default, comment in job.settings:
         line = f'{var}=${{{var}:-{default}}}'

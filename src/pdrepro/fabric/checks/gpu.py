@@ -17,7 +17,8 @@ def check_gpu_registration(ctx: Context, f: Facts) -> Check:
         return Check("gpu-memory-registration", PASS, "nvidia_peermem module loaded (Mooncake's default path)")
     if not f.gpus and not ctx.role:
         return Check("gpu-memory-registration", PASS, "no GPU: only host memory is registered")
-    setting = f"WITH_NVIDIA_PEERMEM={choice} ({origin})" if choice is not None else "WITH_NVIDIA_PEERMEM unset (defaults to peermem)"
+    setting = (f"WITH_NVIDIA_PEERMEM={choice} ({origin})" if choice is not None
+               else "WITH_NVIDIA_PEERMEM unset (defaults to peermem)")
     return Check("gpu-memory-registration", ctx.need,
                  f"nvidia_peermem not loaded and {setting}: registering GPU memory will fail",
                  "`modprobe nvidia-peermem`, or set WITH_NVIDIA_PEERMEM=0 for the servers (scenario launch.env) to use "

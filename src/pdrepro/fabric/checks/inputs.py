@@ -18,7 +18,8 @@ def check_model(ctx: Context, f: Facts) -> list[Check]:
     try:
         config = json.loads(cfg.read_text())
     except FileNotFoundError:
-        return [Check("model", FAIL, f"{cfg} missing", "point --model at the Hugging Face model directory (it holds config.json)")]
+        return [Check("model", FAIL, f"{cfg} missing",
+                      "point --model at the Hugging Face model directory (it holds config.json)")]
     except (OSError, ValueError) as exc:
         return [Check("model", FAIL, f"{cfg} unreadable: {exc}", "re-download the model's config.json")]
     detail = f"{ctx.model}: {config.get('architectures', ['?'])[0]}, {config.get('num_hidden_layers', '?')} layers"
