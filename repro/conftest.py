@@ -51,9 +51,9 @@ def pytest_configure(config):
     if router is None and not hasattr(config, "workerinput"):
         # Analyse once, here: xdist workers then only read the current summary
         # instead of rewriting the same files at the same time.
-        from pdrepro.verdictinput import load_or_analyze
         from pdrepro.errors import UserError
         from pdrepro.rundir import RunDir
+        from pdrepro.verdictinput import load_or_analyze
 
         try:
             load_or_analyze(RunDir(Path(run_dir)), _scenario(config))

@@ -20,12 +20,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import requests
-
-from pdrepro.scenario import Scenario
-from pdrepro.sweep.launcher import LengthTimeout
+from runbuilder import Row, _metrics_text, build_run, published_rows
 
 from pdrepro.parsers.reqstats import parse_line
-from runbuilder import Row, _metrics_text, build_run, published_rows
+from pdrepro.scenario import Scenario
+from pdrepro.sweep.launcher import LengthTimeout
 
 
 def _glog(source: str, text: str, level: str = "I") -> str:
@@ -62,7 +61,7 @@ def mooncake_startup(transport: str, nics: int = 4) -> list[str]:
 
 
 class _Server:
-    def __init__(self, role: str, cluster: "FakeCluster"):
+    def __init__(self, role: str, cluster: FakeCluster):
         self.role = role
         self.cluster = cluster
         handler = self._handler()

@@ -79,6 +79,7 @@ def _swap(words, addresses: dict[str, str]) -> list[str]:
 def launched_compose(out: Path, scenario: Scenario) -> Launched:
     """Through the real compose CLI, from each node's env file."""
     from composecli import REPO, config
+
     from pdrepro.targets import compose
 
     prefill, decode = node_ips(scenario)
@@ -102,6 +103,7 @@ def launched_compose(out: Path, scenario: Scenario) -> Launched:
 
 def launched_k8s(out: Path, scenario: Scenario) -> Launched:
     import yaml
+
     from pdrepro.targets import k8s
 
     t = scenario.topology

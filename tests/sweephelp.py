@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fakecluster import FakeBench, FakeCluster
+
 from pdrepro.scenario import load_scenario
 from pdrepro.sweep.benchcmd import BenchTarget
-from pdrepro.sweep.logsource import DirLogSource
 from pdrepro.sweep.config import SweepConfig
-
-from fakecluster import FakeBench, FakeCluster
+from pdrepro.sweep.logsource import DirLogSource
 
 
 def short_scenario(lengths=(128, 256, 512)):

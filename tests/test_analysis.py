@@ -9,10 +9,10 @@ from runbuilder import build_run
 from pdrepro.analysis import compute_summary, nearest_length
 from pdrepro.contract import input_errors
 from pdrepro.publish import analyze_run
-from pdrepro.verdictinput import load_or_analyze
 from pdrepro.rundir import RunDir
 from pdrepro.scenario import load_scenario
 from pdrepro.units import human_bytes
+from pdrepro.verdictinput import load_or_analyze
 
 SCENARIO = load_scenario("h20-qwen3-235b-1p1d")
 PUBLISHED = {r.prompt_len: r for r in SCENARIO.reference.rows}

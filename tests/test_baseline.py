@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 import fakebin
+import pytest
+from sysfs_builder import h20_node
+
 from pdrepro.cli import main
 from pdrepro.fabric import perftest, tebench
-from sysfs_builder import h20_node
 
 PEER = "192.168.100.12"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pdrepro import buildcheck, gpulock
+from pdrepro import gpulock
 from pdrepro.pins import parse_env_file
 
 ROOT = Path(__file__).resolve().parents[1]

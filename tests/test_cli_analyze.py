@@ -114,8 +114,8 @@ def test_nan_in_a_metrics_scrape_is_named_and_left_out(tmp_path):
 
 def test_nan_reaching_the_summary_is_one_line_naming_the_figure(tmp_path):
     from pdrepro.analysis import compute_summary
-    from pdrepro.publish import write_outputs
     from pdrepro.errors import UserError
+    from pdrepro.publish import write_outputs
 
     run = build_run(tmp_path / "run", SCENARIO)
     summary = compute_summary(run, SCENARIO)

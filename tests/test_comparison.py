@@ -3,13 +3,12 @@
 import json
 
 import pytest
+from clihelp import assert_one_line_error, pdrepro_process
 
 from pdrepro.comparison import analyze_comparison
 from pdrepro.errors import UserError
 from pdrepro.rundir import RunDir
 from pdrepro.scenario import load_scenario
-
-from clihelp import assert_one_line_error, pdrepro_process
 
 PUBLISHED = {
     "a10-qwen25-7b-rate1": (4, 8192, 50, 1.0, 7.23, 10.30),

@@ -8,14 +8,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from composecli import REPO, config, run_config
 
 from pdrepro import launch
-from pdrepro.targets import compose
 from pdrepro.cli import main
 from pdrepro.pins import load_pins, parse_env_file
 from pdrepro.scenario import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, load_scenario
-
-from composecli import REPO, config, run_config
+from pdrepro.targets import compose
 
 EXAMPLE = REPO / "compose" / "example.env"
 FILES = {name: REPO / rel for name, rel in compose.COMPOSE_FILES.items()}

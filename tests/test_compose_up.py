@@ -17,10 +17,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from composecli import REPO, compose_cmd
-from pdrepro.pins import parse_env_file
 from smokeimage import smoke_image
+
+from pdrepro.pins import parse_env_file
 
 pytestmark = pytest.mark.docker
 

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from smokeimage import require_docker, run_in_image, smoke_image
 
 from pdrepro import __version__
 from pdrepro.pins import parse_env_file
-from smokeimage import require_docker, run_in_image, smoke_image
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILES = sorted((ROOT / "docker").glob("*.Dockerfile"))

@@ -8,14 +8,14 @@ import resource
 import socket
 from pathlib import Path
 
-import pytest
-
 import fakebin
+import pytest
 from fakedocker import FakeDocker, info
+from sysfs_builder import h20_node, rxe_node
+
 from pdrepro.cli import main
 from pdrepro.fabric import doctor
 from pdrepro.scenario import load_scenario
-from sysfs_builder import h20_node, rxe_node
 
 INF = resource.RLIM_INFINITY
 SCENARIO = "h20-qwen3-235b-1p1d"

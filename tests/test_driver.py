@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 import fakebin
+import pytest
+from sysfs_builder import h20_node
+
 from pdrepro import versions_report as vr
 from pdrepro.cli import main
 from pdrepro.fabric import doctor
 from pdrepro.fabric.driver import Requirement, branch, parse_driver_version
 from pdrepro.pins import load_pins
-from sysfs_builder import h20_node
 
 RECORDED = fakebin.RECORDED / "nvidia-smi"
 FIXTURES = fakebin.FIXTURES / "nvidia-smi"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pdrepro.fabric import gid, sysfs
 from sysfs_builder import FakeSysfs, GidSpec, h20_node, ipv4_gid, link_local_gid, roce_gids, rxe_node, switch_chain
+
+from pdrepro.fabric import gid, sysfs
 
 
 def _port(tmp_path, gids, link_layer="Ethernet"):

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 import subprocess
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from pdrepro import gpulock
 from pdrepro.errors import UserError

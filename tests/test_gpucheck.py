@@ -9,13 +9,13 @@ import subprocess
 
 import pytest
 import yaml
-
 from clihelp import assert_one_line_error, pdrepro, pdrepro_process
+from smokeimage import REPO, smoke_image
+
 from pdrepro.commands.gpu_check import _sizes
 from pdrepro.gpucheck import pattern
 from pdrepro.gpucheck.buffers import HostBuffer
 from pdrepro.scenario import load_scenario
-from smokeimage import REPO, smoke_image
 
 MiB = 2**20
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 import fakebin
+import pytest
+from sysfs_builder import h20_node
+
 from pdrepro.cli import main
 from pdrepro.fabric import affinity, nvidia, sysfs
-from sysfs_builder import h20_node
 
 TOPO = (fakebin.RECORDED / "nvidia-smi" / "h20-topo-m.txt").read_text()
 EXPECTED = {"0": "mlx5_0", "1": "mlx5_0", "2": "mlx5_1", "3": "mlx5_1",

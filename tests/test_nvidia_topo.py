@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 import fakebin
+import pytest
+from sysfs_builder import h20_node
+
 from pdrepro.cli import main
 from pdrepro.fabric import nvidia
-from sysfs_builder import h20_node
 
 RECORDED = fakebin.RECORDED / "nvidia-smi"
 H20_TOPO = (RECORDED / "h20-topo-m.txt").read_text()

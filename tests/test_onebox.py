@@ -8,13 +8,12 @@ import os
 import subprocess
 
 import pytest
+from composecli import REPO, config
 
 from pdrepro import launch
 from pdrepro.cli import main
 from pdrepro.scenario import load_scenario
 from pdrepro.targets import onebox
-
-from composecli import REPO, config
 
 SCENARIO = "onebox-qwen25-0.5b"
 BASE, RDMA = REPO / onebox.COMPOSE_FILE, REPO / onebox.RDMA_FILE

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-import tomllib
 from functools import lru_cache
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from pdrepro import __version__
 from pdrepro.pins import parse_env_file

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from render_targets import render_argv
 
 from pdrepro import launch
 from pdrepro.cli import main
 from pdrepro.scenario import load_scenario, shipped_names
-
-from render_targets import render_argv
 
 GOLDEN = Path(__file__).parent / "golden" / "render" / "h20-qwen3-235b-1p1d" / "compose"
 ARGS = ["render", "--scenario", "h20-qwen3-235b-1p1d", "--prefill-ip", "192.0.2.10", "--decode-ip", "192.0.2.20"]

@@ -12,10 +12,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from render_targets import GOLDEN_ROOT, TARGETS, cases, render_argv
 
 from pdrepro.cli import main
-
-from render_targets import GOLDEN_ROOT, TARGETS, cases, render_argv
 
 UPDATE = os.environ.get("PDREPRO_UPDATE_GOLDEN") == "1"
 

@@ -12,12 +12,12 @@ import yaml
 
 kubernetes_validate = pytest.importorskip("kubernetes_validate", reason="test extra kubernetes-validate not installed")
 
+from render_targets import LAUNCHED, cases, render_argv  # noqa: E402
+
 from pdrepro.cli import main  # noqa: E402
 from pdrepro.pins import load_pins  # noqa: E402
 from pdrepro.scenario import load_scenario  # noqa: E402
 from pdrepro.targets import k8s  # noqa: E402
-
-from render_targets import LAUNCHED, cases, render_argv  # noqa: E402
 
 # The oldest and the newest release the bundled schemas cover that we claim.
 K8S_VERSIONS = ("1.29", "1.37")

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from fakebin import install
 from render_targets import slurm_command
+
 from pdrepro import launch
 from pdrepro.cli import main
 from pdrepro.scenario import load_scenario

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from composecli import REPO, config
+from render_targets import node_ips
 
 from pdrepro import launch
 from pdrepro.cli import main
 from pdrepro.errors import UserError
 from pdrepro.scenario import load_scenario
 from pdrepro.targets import compose
-
-from composecli import REPO, config
-from render_targets import node_ips
 
 FILES = {name: REPO / rel for name, rel in compose.COMPOSE_FILES.items()}
 

@@ -9,11 +9,9 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pytest
+from runbuilder import build_run
 
 from pdrepro.scenario import load_scenario
-
-from runbuilder import build_run
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -15,9 +15,9 @@ import subprocess
 import sys
 
 import pytest
+from smokeimage import REPO, require_docker, smoke_image
 
 from pdrepro.pins import parse_env_file
-from smokeimage import REPO, require_docker, smoke_image
 
 pytestmark = pytest.mark.docker
 SLURM_IMAGE = parse_env_file(REPO / "docker" / "versions.env")["SLURM_IMAGE"]

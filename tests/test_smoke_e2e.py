@@ -12,7 +12,6 @@ import sys
 import time
 
 import pytest
-
 from smokeimage import REPO, smoke_image
 
 pytestmark = pytest.mark.docker

@@ -4,10 +4,10 @@ mooncake-transfer-engine 0.3.11.post1 and by RDMA hosts in the field)."""
 import pytest
 
 from pdrepro.errors import UserError
-from pdrepro.smoke import engine, memory
-from pdrepro.smoke.settings import Settings
 from pdrepro.mooncake_log import detect
+from pdrepro.smoke import engine, memory
 from pdrepro.smoke.plan import PlanRow, SmokePlan
+from pdrepro.smoke.settings import Settings
 
 # Recorded from the non-CUDA wheel on a host without RDMA devices.
 TCP_LOG = """\

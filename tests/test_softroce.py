@@ -12,9 +12,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 import fakebin
+import pytest
 from sysfs_builder import FakeSysfs, rxe_node
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "softroce.sh"

@@ -6,15 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
+from fakecluster import FakeBench, FakeCluster
+from runbuilder import Row
+from sweephelp import config, short_scenario
 
 from pdrepro.errors import UserError
 from pdrepro.publish import analyze_run
 from pdrepro.sweep.runner import run_sweep
 from pdrepro.sweep.state import result_problem
-
-from fakecluster import FakeBench, FakeCluster
-from runbuilder import Row
-from sweephelp import config, short_scenario
 
 
 @pytest.fixture
@@ -164,9 +163,9 @@ def test_other_scenario_in_run_dir_is_refused(tmp_path, cluster):
 
 def test_sweep_output_analyses_and_passes_the_checks(tmp_path, cluster):
     """What the sweep leaves is a run the analysis reads: published figures in, gates pass."""
-    from pdrepro.checks import evaluate, failed
-
     from sysfs_builder import h20_node
+
+    from pdrepro.checks import evaluate, failed
 
     cluster.nics = h20_node(tmp_path / "sys")
     lines = []

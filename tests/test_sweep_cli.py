@@ -4,12 +4,11 @@ import subprocess
 import sys
 
 import pytest
+from fakecluster import FakeBench, FakeCluster
+from sweephelp import config, dataset, short_scenario
 
 from pdrepro.sweep.logsource import DirLogSource, PerRoleLogSource, from_spec
 from pdrepro.sweep.runner import run_sweep
-
-from fakecluster import FakeBench, FakeCluster
-from sweephelp import config, dataset, short_scenario
 
 
 def _sweep(*args):

@@ -4,15 +4,14 @@ with the smoke image standing in for the GPU image (both have python3)."""
 import time
 import uuid
 
-import docker
 import pytest
+from fakecluster import mooncake_startup
+from smokeimage import smoke_image
 
+import docker
 from pdrepro.rundir import RunDir
 from pdrepro.sweep.launcher import DockerLauncher, LengthTimeout
 from pdrepro.sweep.logsource import DockerLogSource
-
-from fakecluster import mooncake_startup
-from smokeimage import smoke_image
 
 pytestmark = pytest.mark.docker
 

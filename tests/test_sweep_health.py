@@ -3,14 +3,13 @@
 import json
 
 import pytest
-
-from pdrepro.errors import UserError
-from pdrepro.sweep.runner import run_sweep
-from pdrepro.mooncake_log import scan
-from pdrepro.sweep.rdma_proof import prove
-
 from fakecluster import FakeBench, FakeCluster, mooncake_startup
 from sweephelp import config, short_scenario
+
+from pdrepro.errors import UserError
+from pdrepro.mooncake_log import scan
+from pdrepro.sweep.rdma_proof import prove
+from pdrepro.sweep.runner import run_sweep
 
 
 def test_waits_until_stack_becomes_healthy(tmp_path):

@@ -2,10 +2,10 @@
 
 import json
 
+from runbuilder import build_run
+
 from pdrepro.scenario import load_scenario
 from pdrepro.sweep.state import result_problem
-
-from runbuilder import build_run
 
 
 def _built(tmp_path, **opts):

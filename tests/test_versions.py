@@ -8,7 +8,8 @@ import json
 import fakebin
 import pytest
 
-from pdrepro import __version__, versions_report as vr
+from pdrepro import __version__
+from pdrepro import versions_report as vr
 from pdrepro.cli import main
 from pdrepro.pins import load_pins
 

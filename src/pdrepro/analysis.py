@@ -18,11 +18,11 @@ import json
 import statistics
 from pathlib import Path
 
-from .contract import ERROR, WARNING, SUMMARY_SCHEMA_VERSION, analysis_code_stamp, headline, issue, result_row
+from .contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, analysis_code_stamp, headline, issue, result_row
 from .errors import UserError
 from .fabric.baseline import load_ceiling
-from .parsers.bench import BenchResult, parse_bench_file, percentile
 from .outputlens import output_figures
+from .parsers.bench import BenchResult, parse_bench_file, percentile
 from .parsers.prom import parse_metrics_file
 from .parsers.reqstats import ReqStat, parse_log
 from .rundir import RunDir, why_absent

@@ -15,7 +15,7 @@ import json
 
 from tabulate import tabulate
 
-from .contract import ERROR, WARNING, SUMMARY_SCHEMA_VERSION, dumps_json, issue, write_atomic
+from .contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, dumps_json, issue, write_atomic
 from .errors import UserError
 from .parsers.bench import parse_bench_file
 from .rundir import RunDir

@@ -142,7 +142,7 @@ class TransportEvidence:
                 "rdma_devices": list(self.rdma_devices), "lines": list(self.lines)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "TransportEvidence":
+    def from_dict(cls, data: dict) -> TransportEvidence:
         """The other side's evidence as ``to_dict`` sent it."""
         return cls(data["transport"], data["hcas_found"], tuple(data["rdma_devices"]), tuple(data["lines"]))
 

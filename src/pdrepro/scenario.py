@@ -180,14 +180,18 @@ class Launch(Record):
         if "disaggregated" in self.stacks:
             missing = [k for k in ("prefill", "decode", "bootstrap") if getattr(p, k) is None]
             if missing:
-                raise UserError(f"{source}: launch.ports.{missing[0]} is missing; the disaggregated stack needs prefill, decode and bootstrap ports")
+                raise UserError(f"{source}: launch.ports.{missing[0]} is missing; "
+                                "the disaggregated stack needs prefill, decode and bootstrap ports")
             if len({p.prefill, p.decode, p.bootstrap, p.router}) != 4:
-                raise UserError(f"{source}: launch.ports prefill, decode, bootstrap and router must differ (they may share one host)")
+                raise UserError(f"{source}: launch.ports prefill, decode, bootstrap and router must differ "
+                                "(they may share one host)")
             absent = [k for k in LAUNCH_ENV_FIXED if k not in self.env]
             if absent:
-                raise UserError(f"{source}: launch.env.{absent[0]} is missing; the disaggregated stack sets {' and '.join(LAUNCH_ENV_FIXED)}")
+                raise UserError(f"{source}: launch.env.{absent[0]} is missing; "
+                                f"the disaggregated stack sets {' and '.join(LAUNCH_ENV_FIXED)}")
         if "regular" in self.stacks and (len(p.regular) != 2 or len({*p.regular, p.router}) != 3):
-            raise UserError(f"{source}: launch.ports.regular must list two ports, different from each other and from the router's")
+            raise UserError(f"{source}: launch.ports.regular must list two ports, "
+                            "different from each other and from the router's")
         allowed = LAUNCH_ENV_FIXED + LAUNCH_ENV_TUNABLES
         for key, value in self.env.items():
             if key.endswith("_TIMEOUT") and not _positive_number(value):

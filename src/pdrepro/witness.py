@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 
-from .fabric.counters import DATA_COUNTERS, WORD_BYTES, words_moved
+from .fabric.counters import WORD_BYTES, words_moved
 from .rundir import RunDir
 from .scenario import Scenario
 from .units import human_bytes

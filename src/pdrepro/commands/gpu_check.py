@@ -59,7 +59,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..gpucheck.run import Settings, run as check
+    from ..gpucheck.run import Settings
+    from ..gpucheck.run import run as check
     from ..scenario import load_scenario
 
     if args.repeats < 1:

@@ -65,10 +65,10 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from ..fabric.limits import engine_memlock_cap
     from ..pins import load_pins
     from ..scenario import load_scenario
     from ..smoke.plan import make_plan
-    from ..fabric.limits import engine_memlock_cap
     from ..smoke.run import SmokeOptions, find_compose_file, run_smoke
 
     scenario = load_scenario(args.scenario)

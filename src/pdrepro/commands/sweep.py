@@ -86,10 +86,10 @@ def _log_source(args):
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..sweep.benchcmd import BenchTarget
-    from ..sweep.launcher import DockerLauncher, InPlaceLauncher
     from ..publish import analyze_run
+    from ..sweep.benchcmd import BenchTarget
     from ..sweep.config import SweepConfig, is_disaggregated
+    from ..sweep.launcher import DockerLauncher, InPlaceLauncher
     from ..sweep.runner import run_sweep
 
     if args.out.exists() and not args.out.is_dir():

@@ -19,8 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..contract import write_json_atomic
-from ..rundir import RunDir
 from ..errors import UserError
+from ..rundir import RunDir
 from . import affinity, gid, perftest, sysfs, tebench
 
 IB_WRITE_BW = "ib_write_bw"

@@ -41,7 +41,7 @@ class SmokePlan:
         return json.dumps({**asdict(self), "rows": [asdict(r) for r in self.rows]})
 
     @classmethod
-    def from_json(cls, text: str) -> "SmokePlan":
+    def from_json(cls, text: str) -> SmokePlan:
         try:
             data = json.loads(text)
             rows = tuple(PlanRow(int(r["prompt_len"]), int(r["kv_bytes"])) for r in data["rows"])

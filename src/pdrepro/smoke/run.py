@@ -10,10 +10,8 @@ import os
 import platform
 import secrets
 import signal
-import shutil
 import socket
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -50,8 +48,9 @@ def say(msg: str) -> None:
 
 def docker_client():
     try:
-        import docker
         from docker.errors import DockerException
+
+        import docker
     except ImportError:
         raise UserError("the Docker SDK for Python is missing; `pip install docker` (or `make setup`)") from None
     try:

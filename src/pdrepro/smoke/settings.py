@@ -24,7 +24,7 @@ class Settings:
     wait: str = "sleep"     # how the initiator waits for the engine: sleep | spin
 
     @classmethod
-    def from_env(cls, env=os.environ) -> "Settings":
+    def from_env(cls, env=os.environ) -> Settings:
         want = env.get("SMOKE_TRANSPORT", "auto")
         if want not in ("auto", "tcp", "rdma"):
             raise UserError(f"SMOKE_TRANSPORT={want!r}; use auto, tcp or rdma")

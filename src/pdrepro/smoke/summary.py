@@ -8,8 +8,9 @@ ceiling the shared report and plots already know how to show.
 
 from __future__ import annotations
 
-from ..contract import ERROR, WARNING, SUMMARY_SCHEMA_VERSION, headline, issue, result_row
+from ..contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, headline, issue, result_row
 from ..units import GB, bandwidth_GB_s
+
 # Mooncake over TCP and a plain socket copy ride the same kernel TCP stack
 # between the same containers, so at the largest sizes Mooncake should move the
 # bytes about as fast; far below that points at the engine's settings (block
@@ -160,7 +161,7 @@ def smoke_section(summary: dict) -> str:
     if peak is not None:
         verdict = "fits" if s.get("fits_8GB_laptop") else "does NOT fit"
         lines.append(f"- Peak memory of the two containers together: {peak / GB:.2f} GB; {verdict} an 8 GB laptop.")
-    lines += [f"- Engine lines the transport was read from:", ""]
+    lines += ["- Engine lines the transport was read from:", ""]
     lines += [f"      {x}" for x in s.get("transport_evidence", [])] or ["      (none)"]
     lines.append("")
     return "\n".join(lines)

@@ -33,7 +33,7 @@ def serve_socket(buf: Buffer, port: int, stop: threading.Event) -> None:
     while not stop.is_set():
         try:
             conn, _ = srv.accept()
-        except socket.timeout:
+        except TimeoutError:
             continue
         threading.Thread(target=_send_loop, args=(conn, buf), daemon=True).start()
 

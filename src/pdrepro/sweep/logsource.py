@@ -64,7 +64,8 @@ class DirLogSource(_LogSource):
         self.folder = Path(folder)
         self.names = dict(names or {})
         if not self.folder.is_dir():
-            raise UserError(f"--logs-from {folder}: no such folder; give the folder the servers write prefill.log/decode.log into")
+            raise UserError(f"--logs-from {folder}: no such folder; "
+                            "give the folder the servers write prefill.log/decode.log into")
 
     def path(self, role: str) -> Path:
         return self.folder / f"{role}.log"

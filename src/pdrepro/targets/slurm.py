@@ -166,7 +166,7 @@ def symbolic_hosts(scenario) -> tuple[tuple[str, ...], tuple[str, ...]]:
             tuple(host_ref("decode", i) for i in range(t.decode.nodes)))
 
 
-def gpu_job(plan: "Plan", lp: "LaunchPlan | None" = None) -> Job:
+def gpu_job(plan: Plan, lp: LaunchPlan | None = None) -> Job:
     from ..launch import url
 
     lp = lp or plan.launch_plan()
