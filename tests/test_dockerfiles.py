@@ -61,7 +61,7 @@ def test_no_piped_installers(dockerfile):
 def test_gpu_stages_in_cache_friendly_order():
     stages = re.findall(r"^FROM \S+ AS (\S+)$", GPU, flags=re.M)
     assert stages == ["base", "mooncake-deps", "mooncake-src-git", "mooncake-src-local", "mooncake",
-                      "python-env", "runtime"]
+                      "sglang-src-git", "sglang-src-local", "sglang-src", "python-env", "runtime"]
     # The bundle arrives after every slow step, so editing it rebuilds only the tail.
     bundle = GPU.index("COPY dist/pdrepro-")
     for slow in ("cmake --build build", "AS python-env", "COPY --from=mooncake "):
