@@ -72,8 +72,8 @@ class Topology(Record):
 class Link(Record):
     """The fabric of one node; the utilization denominator is derived from it."""
 
-    nics_per_node: Int(1, 64)
-    nic_rate_Gb_s: Number(ge=1)
+    nics_per_node: Int(1, 64) = Field(description="RDMA NICs per node that carry the KV transfer")
+    nic_rate_Gb_s: Number(ge=1) = Field(description="line rate of one NIC, Gb/s (decimal)")
 
     @property
     def line_rate_GB_s(self) -> float:
@@ -82,14 +82,14 @@ class Link(Record):
 
 class Sweep(Record):
     # No released model reads more than about 10 M tokens; a longer "length" is a typo.
-    prompt_lens: tuple[Int(1, 10_000_000), ...]
-    num_prompts: Int(1)
-    output_len: Int(1)
-    max_concurrency: Int(1) | None = None
-    request_rate: Number(ge=0, unbounded=True)
-    random_range_ratio: Number(0, 1)
-    seed: Int()
-    warmup_requests: Int(0)
+    prompt_lens: tuple[Int(1, 10_000_000), ...] = Field(description="input lengths to sweep, tokens, each once")
+    num_prompts: Int(1) = Field(description="requests per length")
+    output_len: Int(1) = Field(description="output tokens asked of each request")
+    max_concurrency: Int(1) | None = Field(default=None, description="requests in flight at most; null: open loop")
+    request_rate: Number(ge=0, unbounded=True) = Field(description="requests per second; inf sends them all at once")
+    random_range_ratio: Number(0, 1) = Field(description="the random dataset draws lengths from [ratio x length, length]")
+    seed: Int() = Field(description="seed of the bench client's random dataset")
+    warmup_requests: Int(0) = Field(description="requests the bench client sends before it measures each length")
 
     def check(self, source: str) -> None:
         if not self.prompt_lens:
@@ -99,12 +99,12 @@ class Sweep(Record):
 
 
 class ReferenceRow(Record):
-    prompt_len: Int()
-    ttft_ms: Number()
-    kv_size: str
-    transfer_ms: Number()
-    bandwidth_GB_s: Number()
-    utilization_pct: Number()
+    prompt_len: Int() = Field(description="tokens")
+    ttft_ms: Number() = Field(description="time to first token, milliseconds")
+    kv_size: str = Field(description="KV cache of one request as published (decimal GB/MB)")
+    transfer_ms: Number() = Field(description="KV transfer time, milliseconds")
+    bandwidth_GB_s: Number() = Field(description="KV transfer bandwidth, decimal GB/s")
+    utilization_pct: Number() = Field(description="share of the link's line rate, percent")
 
 
 class Reference(Record):
@@ -116,14 +116,20 @@ class Reference(Record):
 
 
 class Thresholds(Record):
-    min_bandwidth_GB_s: dict[Int(), Number(ge=0)] = Field(default_factory=dict)
-    max_ttft_ms: dict[Int(), Number(ge=0)] = Field(default_factory=dict)
-    max_transfer_share_pct: Number(0, 100) | None = None
-    min_peak_bandwidth_GB_s: Number(ge=0) | None = None
-    min_peak_utilization_pct: Number(0, 100) | None = None
-    min_completed_fraction: Number(0, 1) = 1.0
-    max_request_errors: Int(0) = 0
-    max_kv_size_mismatch_pct: Number(ge=0) = 5.0
+    min_bandwidth_GB_s: dict[Int(), Number(ge=0)] = Field(
+        default_factory=dict, description="prompt length (tokens) -> lowest KV bandwidth, decimal GB/s")
+    max_ttft_ms: dict[Int(), Number(ge=0)] = Field(
+        default_factory=dict, description="prompt length (tokens) -> highest mean TTFT, milliseconds")
+    max_transfer_share_pct: Number(0, 100) | None = Field(
+        default=None, description="highest share of the mean TTFT the KV transfer may take at any length, percent")
+    min_peak_bandwidth_GB_s: Number(ge=0) | None = Field(default=None, description="lowest peak bandwidth, decimal GB/s")
+    min_peak_utilization_pct: Number(0, 100) | None = Field(
+        default=None, description="lowest peak share of the link's line rate, percent")
+    min_completed_fraction: Number(0, 1) = Field(default=1.0, description="share of requests that must complete")
+    max_request_errors: Int(0) = Field(default=0, description="failed requests allowed per length")
+    max_kv_size_mismatch_pct: Number(ge=0) = Field(
+        default=5.0,
+        description="largest gap between the scenario's KV size and the one the server logs before a warning, percent")
 
 
 STACKS = ("disaggregated", "regular")

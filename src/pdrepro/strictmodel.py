@@ -40,7 +40,9 @@ class SchemaError(UserError):
 class Record(BaseModel):
     """A frozen record from a user's file: unknown keys are errors, numbers given for text are text."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
+    # Schema titles are the keys as written in the file, not prettified words.
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True,
+                              field_title_generator=lambda name, _info: name)
 
     def check(self, source: str) -> None:
         """Rules that span fields; raise UserError naming ``source``. None by default."""

@@ -17,12 +17,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from .contract import SUMMARY_SCHEMA_VERSION
 
 
+def _key(name: str, _info) -> str:
+    return name  # schema titles are the keys as they appear in summary.json
+
+
 class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, field_title_generator=_key)
 
 
 class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, field_title_generator=_key)
 
 
 class Issue(_Closed):
