@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass
 
 from .errors import UserError
+from .rundir import server_log_name
 from .scenario import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, Launch, Scenario
 
 # As in the published commands; the GPU image puts its venv's python first on PATH.
@@ -68,10 +69,16 @@ class ServerLaunch:
     gpus: tuple[int, ...]     # host GPU ids, as CUDA_VISIBLE_DEVICES
     env: dict[str, str]
     argv: tuple[str, ...]
+    position: int = 0         # index among all the role's servers, node-major
 
     @property
     def url(self) -> str:
         return url(self.host, self.port)
+
+    @property
+    def log_name(self) -> str:
+        """The file its output goes to in the role's log folder; unique over the whole plan."""
+        return server_log_name(self.role, self.position)
 
 
 @dataclass(frozen=True)
@@ -312,7 +319,8 @@ class Plan:
                     servers.append(ServerLaunch(
                         name=f"{role}-{node}" + (f"-{k}" if per_node > 1 else ""), role=role, node=node, index=k,
                         host=host, port=ports["server"], bootstrap_port=ports["bootstrap"],
-                        gpus=self._gpus[role, node, k], env=self.server_env(role, node, k), argv=tuple(argv)))
+                        gpus=self._gpus[role, node, k], env=self.server_env(role, node, k), argv=tuple(argv),
+                        position=node * per_node + k))
                 nodes.append(NodeLaunch(name=f"{role}-{node}", role=role, index=node, host=host, servers=tuple(servers)))
         return LaunchPlan(scenario=self.scenario.name, topology=self.topology.label, nodes=tuple(nodes),
                           router_port=self.launch.ports.router, router_argv=tuple(self.router_argv()))

@@ -4,8 +4,9 @@ RUN/
   scenario.yaml            the scenario the run used (resolved, canonical)
   provenance.json          images, commits, hosts, environment
   bench/result-<L>.jsonl   bench client output, one file per prompt length
-  logs/prefill.log         prefill server log (ReqTimeStats lines)
-  logs/decode.log          decode server log
+  logs/prefill.log         prefill server log (ReqTimeStats lines); with several prefill servers the
+                           others are prefill-1.log, prefill-2.log, ... (server_log_name)
+  logs/decode.log          decode server log (decode-1.log, ... likewise)
   metrics/*.prom           optional /metrics scrapes (metrics/raw/: each scrape as taken)
   raw/<role>.json          a smoke's agents' own results
   counters/<L>.json        RDMA port counters of each node before and after length L
@@ -27,6 +28,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _BENCH = re.compile(r"^result-(\d+)\.jsonl$")
+
+
+def server_log_name(role: str, index: int) -> str:
+    """The log file of a role's server ``index`` (over all the role's servers, node-major), the same on every
+    target and in the run: the first keeps ``<role>.log`` so a 1P1D run reads as it always did, the others
+    add their index, so every server of a role can write into one shared folder."""
+    return f"{role}.log" if index == 0 else f"{role}-{index}.log"
+
+
+def server_log_index(role: str, file_name: str) -> int | None:
+    """The server index a file named by ``server_log_name`` carries, None for any other file."""
+    m = re.fullmatch(rf"{re.escape(role)}(?:-([1-9]\d*))?\.log", file_name)
+    return None if m is None else int(m.group(1) or 0)
 
 # What analysis and the gates write into a run, with the temporary names of their writes
 # (older releases used the first two styles): not inputs.
@@ -134,7 +148,18 @@ class RunDir:
         return self.raw_dir / f"{role}.json"
 
     def role_log(self, role: str) -> Path:
-        return self.logs_dir / f"{role}.log"
+        """The log of the role's first (or only) server."""
+        return self.server_log(role, 0)
+
+    def server_log(self, role: str, index: int) -> Path:
+        return self.logs_dir / server_log_name(role, index)
+
+    def role_logs(self, role: str) -> list[Path]:
+        """Every server's log of the role that the run holds, by server index (empty when none)."""
+        if not self.logs_dir.is_dir():
+            return []
+        found = {server_log_index(role, p.name): p for p in self.logs_dir.iterdir() if p.is_file()}
+        return [found[i] for i in sorted(i for i in found if i is not None)]
 
     def configuration(self, name: str) -> RunDir:
         """A comparison's run of one configuration, nested in this one."""

@@ -107,10 +107,15 @@ def env_files(plan: Plan) -> dict[str, Rows]:
     if plan.disaggregated:
         tunables = [(k, v, "") for k, v in plan.launch.env.items() if k in LAUNCH_ENV_TUNABLES]
         router = [] if single_pair(plan) else _router_vars(plan)
+        lp = None if single_pair(plan) else plan.launch_plan()
         for role in ("prefill", "decode"):
             for node in range(len(plan.hosts(role))):
                 pair = (node, 0) if role == "prefill" else (0, node)
                 rows = common_vars(plan) + _pd_vars(plan, *pair) + router + tunables
+                if lp is not None:
+                    # One server per node: its log name is the plan's for that node's server.
+                    log = lp.role(role)[node].servers[0].log_name
+                    rows.append((f"{role.upper()}_LOG", log, "this node's log file in LOG_DIR, unique over the nodes"))
                 files[env_file_name(role, node, plan)] = rows
     if "regular" in plan.launch.stacks:
         files["regular.env"] = common_vars(plan) + _regular_vars(plan)

@@ -62,8 +62,26 @@ def _meta(name: str, cluster: Cluster, component: str) -> dict:
 
 
 def _log_name(server: ServerLaunch) -> str:
-    # The sweep reads <role>.log from a node's folder; further servers of a node add their index.
+    # The container's name in its pod; further servers of a node add their index.
     return server.role if server.index == 0 else f"{server.role}-{server.index}"
+
+
+def shared_log_folder(plan: LaunchPlan) -> bool:
+    """Whether every server writes into one folder of the shared volume (logs/), under its plan log name:
+    so when a role has several servers, for the sweep to read all of them from one place. A stack of one
+    server per role keeps a folder per pod (logs/<pod>/prefill.log), as it always has."""
+    return any(len([s for n in plan.role(role) for s in n.servers]) > 1 for role in ("prefill", "decode"))
+
+
+def _log_command(slot: list[ServerLaunch], shared: bool) -> str:
+    """The container's wrapper: its output appended to its log file, then its args exec'd. All pods of a
+    StatefulSet share one template, so in the shared folder the pod's name picks the plan's log name of
+    the server this container is on that pod."""
+    if not shared:
+        return f'exec > >(tee -a /logs/{_log_name(slot[0])}.log) 2>&1; exec "$0" "$@"'
+    cases = " ".join(f"{statefulset_name(s.role)}-{s.node}) log={s.log_name};;" for s in slot)
+    return (f'case "$POD_NAME" in {cases} *) echo "pod $POD_NAME is not in the launch plan" >&2; exit 2;; esac; '
+            'exec > >(tee -a "/logs/$log") 2>&1; exec "$0" "$@"')
 
 
 def _env(server: ServerLaunch) -> list[dict]:
@@ -72,7 +90,12 @@ def _env(server: ServerLaunch) -> list[dict]:
     return env + [{"name": "PYTHONUNBUFFERED", "value": "1"}]
 
 
-def _server_container(server: ServerLaunch, cluster: Cluster) -> dict:
+def _ports(server: ServerLaunch) -> list[dict]:
+    return ([{"name": f"http-{server.index}", "containerPort": server.port}]
+            + ([{"name": f"bootstrap-{server.index}", "containerPort": server.bootstrap_port}] if server.bootstrap_port else []))
+
+
+def _server_container(server: ServerLaunch, cluster: Cluster, log_command: str, shared: bool) -> dict:
     limits = {GPU_RESOURCE: len(server.gpus)}
     if cluster.rdma_resource:
         limits[cluster.rdma_resource] = 1
@@ -80,12 +103,10 @@ def _server_container(server: ServerLaunch, cluster: Cluster) -> dict:
         "name": _log_name(server),
         "image": cluster.image,
         # Output also appended to the shared volume, where the sweep reads it.
-        "command": ["bash", "-c", f'exec > >(tee -a /logs/{_log_name(server)}.log) 2>&1; exec "$0" "$@"'],
+        "command": ["bash", "-c", log_command],
         "args": list(server.argv),
         "env": _env(server),
-        "ports": [{"name": f"http-{server.index}", "containerPort": server.port}]
-                 + ([{"name": f"bootstrap-{server.index}", "containerPort": server.bootstrap_port}]
-                    if server.bootstrap_port else []),
+        "ports": _ports(server),
         "resources": {"limits": limits},
         "securityContext": {"privileged": False, "capabilities": {"add": ["IPC_LOCK"]}},
         "startupProbe": {"httpGet": {"path": "/health_generate", "port": server.port},
@@ -96,24 +117,24 @@ def _server_container(server: ServerLaunch, cluster: Cluster) -> dict:
             {"name": "model", "mountPath": cluster.model_path, "readOnly": True},
             {"name": "ib-devices", "mountPath": cluster.ib_devices_file, "readOnly": True},
             {"name": "shm", "mountPath": "/dev/shm"},
-            # One folder per pod on the shared volume: logs/<pod>/prefill.log.
-            {"name": "shared", "mountPath": "/logs", "subPathExpr": "logs/$(POD_NAME)"},
+            # One folder for all servers (logs/prefill-1.log), or one per pod (logs/<pod>/prefill.log).
+            {"name": "shared", "mountPath": "/logs", **({"subPath": "logs"} if shared else {"subPathExpr": "logs/$(POD_NAME)"})},
         ],
     }
 
 
-def _role_objects(role: str, nodes: tuple[NodeLaunch, ...], cluster: Cluster) -> list[dict]:
+def _role_objects(role: str, nodes: tuple[NodeLaunch, ...], cluster: Cluster, shared: bool) -> list[dict]:
     name = statefulset_name(role)
     servers = nodes[0].servers
     ports = [{"name": p["name"], "port": p["containerPort"]} for s in servers
-             for p in _server_container(s, cluster)["ports"]]
+             for p in _ports(s)]
     service = {"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, cluster, role),
                # Headless: each pod gets a stable name; resolvable before it is ready,
                # since the other side's bootstrap may need it early.
                "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": _labels(role), "ports": ports}}
     containers = []
     for server in servers:
-        c = _server_container(server, cluster)
+        c = _server_container(server, cluster, _log_command([n.servers[server.index] for n in nodes], shared), shared)
         c["env"].insert(0, {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}})
         containers.append(c)
     pod = {
@@ -183,8 +204,9 @@ def job_script(plan: LaunchPlan, cluster: Cluster) -> str:
     sweep = ["pdrepro", "sweep", "--scenario", f"{SCENARIO_DIR}/scenario.yaml", "--router", router_url(plan),
              "--prefill", prefill.url, "--decode", decode.url,
              "--model-path", cluster.model_path, "--dataset-path", cluster.dataset_path,
-             "--logs-from", f"/shared/logs/{statefulset_name('decode')}-0",
-             "--prefill-logs-from", f"/shared/logs/{statefulset_name('prefill')}-0",
+             *(["--logs-from", "/shared/logs"] if shared_log_folder(plan) else
+               ["--logs-from", f"/shared/logs/{statefulset_name('decode')}-0",
+                "--prefill-logs-from", f"/shared/logs/{statefulset_name('prefill')}-0"]),
              # The Job already runs in the GPU image: no engine to start the client in.
              "--bench-in-place", "--no-analyze"]
     if cluster.configuration:
@@ -250,8 +272,8 @@ def manifests(plan: LaunchPlan, cluster: Cluster) -> dict[str, list[dict]]:
         "00-namespace.yaml": [{"apiVersion": "v1", "kind": "Namespace",
                                "metadata": {"name": cluster.namespace, "labels": _labels("namespace")}}],
         "10-shared-claim.yaml": [claim],
-        "20-prefill.yaml": _role_objects("prefill", plan.role("prefill"), cluster),
-        "30-decode.yaml": _role_objects("decode", plan.role("decode"), cluster),
+        "20-prefill.yaml": _role_objects("prefill", plan.role("prefill"), cluster, shared_log_folder(plan)),
+        "30-decode.yaml": _role_objects("decode", plan.role("decode"), cluster, shared_log_folder(plan)),
         "40-router.yaml": _router_objects(plan, cluster),
         "50-sweep-job.yaml": [scenario, _job(plan, cluster)],
     }

@@ -72,7 +72,7 @@ class Job:
     gres: str | None = None
     time: str = DEFAULT_TIME
     mounts: tuple[str, ...] = ()
-    log_aliases: tuple[tuple[str, str], ...] = ()  # (server log, name a reader expects)
+    log_aliases: tuple[tuple[str, str], ...] = ()  # (server's log file, the plan's log name for it)
 
 
 def _command(head: str, step: Step) -> str:
@@ -108,7 +108,7 @@ def _placement(job: Job) -> str:
         'for n in "${DECODE_NODES[@]}"; do DECODE_IPS+=("$(node_ip "$n")"); done',
         'ROUTER_IP=${DECODE_IPS[0]}',
         'mkdir -p "$JOB_DIR/logs"',
-        *(f'ln -sfn {src}.log "$JOB_DIR/logs/{alias}.log"' for src, alias in job.log_aliases),
+        *(f'ln -sfn {src} "$JOB_DIR/logs/{alias}"' for src, alias in job.log_aliases),
         'pd_log "prefill: ${PREFILL_NODES[*]} (${PREFILL_IPS[*]}); decode: ${DECODE_NODES[*]} '
         '(${DECODE_IPS[*]}); router: $ROUTER_NODE ($ROUTER_IP); runtime $RUNTIME; job folder $JOB_DIR"',
     ])
@@ -208,6 +208,7 @@ def gpu_job(plan: Plan, lp: LaunchPlan | None = None) -> Job:
         servers=tuple(servers), ready_url=url("${ROUTER_IP}", ports.router) + "/readiness",
         client=client, settings=settings, gres=f"gpu:{per_node}",
         mounts=tuple(m for m in (site.model_path, site.dataset_path, site.ib_devices_file) if m),
-        # The sweep reads prefill.log/decode.log: the first server of each role.
-        log_aliases=tuple((first[role].name, role) for role in ("prefill", "decode")),
+        # Steps log to <step>.log; the sweep reads every server's log under the plan's name for it
+        # (prefill.log, prefill-1.log, ...), which a step of one server per node may already carry.
+        log_aliases=tuple((f"{s.name}.log", s.log_name) for s in lp.servers if s.log_name != f"{s.name}.log"),
     )
