@@ -42,7 +42,8 @@ def register(sub) -> None:
                    help="run the bench client here as a child process, not in a container: for a sweep that already "
                         "runs inside the GPU image (the Kubernetes Job)")
     p.add_argument("--logs-from", metavar="DIR|docker|docker:ssh://HOST",
-                   help="where the servers' logs are: a folder with prefill.log/decode.log, 'docker' (containers by "
+                   help="where the servers' logs are: a folder with prefill.log/decode.log (and prefill-1.log, ... of further "
+                        "servers: xPyD needs the folder they all share), 'docker' (containers by "
                         "name on this host) or docker:ssh://user@host (another node's engine)")
     p.add_argument("--prefill-logs-from", metavar="DIR|docker|docker:ssh://HOST",
                    help="the prefill log's source when it differs (the prefill server runs on the other node)")
@@ -73,16 +74,30 @@ def default_image() -> str:
     raise UserError("no GPU image named in versions.env; pass --image NAME:TAG (the image the servers run)")
 
 
-def _log_source(args):
-    from ..sweep.logsource import PerRoleLogSource, from_spec
+def _log_source(args, servers: dict[str, int]):
+    from ..sweep.logsource import PerRoleLogSource, from_spec, require_every_server
 
     names = {"prefill": args.prefill_container, "decode": args.decode_container, "router": args.router_container}
     if args.prefill_logs_from is None:
-        return from_spec(args.logs_from, names) if args.logs_from is not None else None
-    sources = {"prefill": from_spec(args.prefill_logs_from, names)}
-    if args.logs_from is not None:
-        sources["decode"] = from_spec(args.logs_from, names)
-    return PerRoleLogSource(sources)
+        source = from_spec(args.logs_from, names) if args.logs_from is not None else None
+    else:
+        sources = {"prefill": from_spec(args.prefill_logs_from, names)}
+        if args.logs_from is not None:
+            sources["decode"] = from_spec(args.logs_from, names)
+        source = PerRoleLogSource(sources)
+    if source is not None:
+        require_every_server(source, servers)
+    return source
+
+
+def _servers(scenario, configuration: str | None) -> dict[str, int]:
+    """Servers per role of the stack this sweep measures (a regular configuration has no roles)."""
+    from ..sweep.config import is_disaggregated
+
+    if not is_disaggregated(configuration):
+        return {}
+    t = scenario.topology
+    return {"prefill": t.prefill.nodes * t.prefill.servers_per_node, "decode": t.decode.nodes * t.decode.servers_per_node}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -113,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         target=BenchTarget(args.router, args.model_path, args.served_model_name or scenario.model.name,
                            args.dataset_path, args.tokenizer),
         launcher=launcher,
-        log_source=_log_source(args),
+        log_source=_log_source(args, _servers(scenario, args.configuration)),
         configuration=args.configuration,
         length_timeout_s=args.length_timeout,
         wait_timeout_s=args.wait_timeout,

@@ -1,5 +1,6 @@
 """Where the servers' logs come from: a folder the containers write into, or
-the Docker engine running them. Either way they land in RUN/logs/."""
+the Docker engine running them. Either way they land in RUN/logs/, every
+server's under its name by ``server_log_name`` (prefill.log, prefill-1.log, ...)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from ..contract import write_atomic
 from ..errors import UserError
-from ..rundir import RunDir
+from ..rundir import RunDir, server_log_index
 from .provenance import ENV_PREFIXES
 
 ROLES = ("prefill", "decode")
@@ -42,15 +43,19 @@ class _LogSource(ABC):
 
     @abstractmethod
     def text(self, role: str) -> str | None:
-        """The role's current log text, or None where this source has none."""
+        """The current log text of the role's first server, or None where this source has none."""
+
+    def texts(self, role: str) -> dict[int, str]:
+        """Server index -> current log text, for every server of the role this source has."""
+        text = self.text(role)
+        return {} if text is None else {0: text}
 
     def copy_to(self, run: RunDir) -> list[Path]:
         run.logs_dir.mkdir(parents=True, exist_ok=True)
         out = []
         for role in ROLES:
-            text = self.text(role)
-            if text is not None:
-                dest = run.role_log(role)
+            for index, text in sorted(self.texts(role).items()):
+                dest = run.server_log(role, index)
                 merge_into(dest, text)
                 out.append(dest)
         return out
@@ -58,7 +63,8 @@ class _LogSource(ABC):
 
 class DirLogSource(_LogSource):
     """A folder holding ``prefill.log`` and ``decode.log`` (the compose files
-    mount one), e.g. an NFS share or a folder synced from the prefill node."""
+    mount one), e.g. an NFS share or a folder synced from the prefill node; with
+    several servers of a role, also their ``prefill-1.log``, ``decode-1.log`` ..."""
 
     def __init__(self, folder: Path, names: dict[str, str] | None = None):
         self.folder = Path(folder)
@@ -73,6 +79,10 @@ class DirLogSource(_LogSource):
     def text(self, role: str) -> str | None:
         p = self.path(role)
         return p.read_text(errors="replace") if p.is_file() else None
+
+    def texts(self, role: str) -> dict[int, str]:
+        found = {server_log_index(role, p.name): p for p in self.folder.iterdir() if p.is_file()}
+        return {i: p.read_text(errors="replace") for i, p in found.items() if i is not None}
 
     def describe(self) -> dict:
         return {"kind": "folder", "folder": str(self.folder)}
@@ -219,6 +229,10 @@ class PerRoleLogSource(_LogSource):
         source = self.sources.get(role)
         return source.text(role) if source is not None else None
 
+    def texts(self, role: str) -> dict[int, str]:
+        source = self.sources.get(role)
+        return source.texts(role) if source is not None else {}
+
     def describe(self) -> dict:
         return {role: source.describe() for role, source in self.sources.items()}
 
@@ -236,6 +250,20 @@ class PerRoleLogSource(_LogSource):
             if role in found:
                 facts[role] = found[role]  # a role's own source knows its container best
         return facts
+
+
+def require_every_server(source, servers: dict[str, int]) -> None:
+    """Refuse a source that cannot see every server of a role: a Docker engine reaches only its own host's
+    containers, and the compose files give each role one container name, so a second server of a role
+    is on another host. Analysing the first server's requests alone would pass for the whole run."""
+    for role, count in servers.items():
+        per_role = isinstance(source, PerRoleLogSource)
+        own = source.sources.get(role) if per_role else source
+        option = "--prefill-logs-from" if per_role and role == "prefill" else "--logs-from"
+        if count > 1 and isinstance(own, DockerLogSource):
+            raise UserError(f"{option} docker: the topology runs {count} {role} servers, but a Docker engine reaches "
+                            f"only one {role} container, on its own host; use --logs-from DIR with the shared folder "
+                            f"every server writes its log into ({role}.log, {role}-1.log, ...)")
 
 
 def from_spec(spec: str, names: dict[str, str]):
