@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("", "errors", "units", "contract", "summarymodel", "rundir", "pins", "cliargs", "outputlens",
               "mooncake_log", "typedload", "strictmodel", "kvsize", "gpulock")),
     # The validated inputs: scenario, site facts, the smoke's transfer plan, their JSON Schemas.
-    ("scenario", ("scenario", "siteinput", "smoke.plan", "schemagen")),
+    ("scenario", ("scenario", "launchspec", "siteinput", "smoke.plan", "schemagen")),
     # Readers of the upstream formats (bench client output, server logs, /metrics).
     ("parsers", ("parsers", "parsers.*")),
     # The hosts: RDMA fabric, GPUs, images and versions installed.

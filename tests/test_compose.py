@@ -12,8 +12,9 @@ from composecli import REPO, config, run_config
 
 from pdrepro import launch
 from pdrepro.cli import main
+from pdrepro.launchspec import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES
 from pdrepro.pins import load_pins, parse_env_file
-from pdrepro.scenario import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, load_scenario
+from pdrepro.scenario import load_scenario
 from pdrepro.targets import compose
 
 EXAMPLE = REPO / "compose" / "example.env"

@@ -13,8 +13,9 @@ import shlex
 from dataclasses import dataclass
 
 from .errors import UserError
+from .launchspec import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, Launch
 from .rundir import server_log_name
-from .scenario import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, Launch, Scenario
+from .scenario import Scenario
 
 # As in the published commands; the GPU image puts its venv's python first on PATH.
 PYTHON = "python"

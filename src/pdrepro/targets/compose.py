@@ -15,7 +15,8 @@ import shlex
 
 from ..errors import UserError
 from ..launch import DEFAULT_START_PERIOD, Plan, shell_line, url
-from ..scenario import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, Scenario
+from ..launchspec import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES
+from ..scenario import Scenario
 
 COMPOSE_FILES = {"prefill": "compose/prefill.yaml", "decode": "compose/decode.yaml", "regular": "compose/regular.yaml"}
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ..errors import UserError
 from ..launch import LaunchPlan, Plan, shell_line
-from ..scenario import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, Scenario
+from ..launchspec import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES
+from ..scenario import Scenario
 from .compose import Rows, common_vars
 
 COMPOSE_FILE = "compose/onebox.yaml"

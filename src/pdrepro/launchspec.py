@@ -1,0 +1,103 @@
+"""A scenario's launch section: how servers and router start, as the published launch fixes it.
+
+Stacks, ports, router policy, server flags and the environment the compose
+files hand to the servers. Where the servers run (IPs, GPUs, paths) is the
+site's business (``siteinput``, ``pdrepro render``'s options), not this file's.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import Field
+
+from .errors import UserError
+from .strictmodel import Flag, Int, Record
+
+PORT = Int(1, 65535)
+
+STACKS = ("disaggregated", "regular")
+ROUTER_POLICIES = ("round_robin", "random", "cache_aware", "power_of_two")
+# The environment the compose files hand to the servers. The first two are set
+# by the published launch; the rest are optional tunables the compose files
+# pass through only when set, so an unset one keeps the upstream default.
+LAUNCH_ENV_FIXED = ("MOONCAKE_PROTOCOL", "WITH_NVIDIA_PEERMEM")
+LAUNCH_ENV_TUNABLES = (
+    "MC_SLICE_SIZE", "MC_NUM_QP_PER_EP", "MC_RETRY_CNT", "MC_MAX_WR", "MC_WORKERS_PER_CTX",
+    "MC_MTU", "MC_GID_INDEX", "MC_IB_PORT", "MC_IB_TC", "MC_IB_SL", "MC_PATH_ROUNDROBIN",
+    "MC_LOG_LEVEL", "MC_HANDSHAKE_PORT", "MC_MIN_RPC_PORT", "MC_MAX_RPC_PORT", "MC_TE_FILTERS",
+    "MC_CUSTOM_TOPO_JSON", "MC_TRANSFER_TIMEOUT", "MC_TE_METRIC", "NCCL_IB_GID_INDEX",
+    "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT", "SGLANG_DISAGGREGATION_WAITING_TIMEOUT",
+    "SGLANG_DISAGGREGATION_HEARTBEAT_MAX_FAILURE",
+)
+
+
+class LaunchPorts(Record):
+    router: PORT
+    prefill: PORT | None = None
+    decode: PORT | None = None
+    bootstrap: PORT | None = None
+    # The two regular (non-disaggregated) instances of the comparison stack.
+    regular: tuple[PORT, ...] = ()
+
+
+class Launch(Record):
+    """How servers and router start: what the published launch fixes.
+
+    Where the servers run (IPs, GPUs, paths) is the site's business and comes
+    from ``pdrepro render``'s options, not from here.
+    """
+
+    stacks: tuple[Literal[STACKS], ...]
+    ports: LaunchPorts
+    router_policy: Literal[ROUTER_POLICIES]
+    chunked_prefill_size: Int(-1)
+    stream_interval: Int(1)
+    disable_radix_cache: Flag
+    trust_remote_code: Flag
+    enable_request_time_stats_logging: Flag
+    transfer_backend: Literal["mooncake"] = "mooncake"
+    enable_metrics: Flag = False
+    # TP of each regular instance; unset means parallel.prefill_tp.
+    regular_tp: Int(1, 64) | None = None
+    extra_server_args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+
+    def check(self, source: str) -> None:
+        if not self.stacks or len(set(self.stacks)) != len(self.stacks):
+            raise UserError(f"{source}: launch.stacks must list {' and/or '.join(STACKS)} once each")
+        p = self.ports
+        if "disaggregated" in self.stacks:
+            missing = [k for k in ("prefill", "decode", "bootstrap") if getattr(p, k) is None]
+            if missing:
+                raise UserError(f"{source}: launch.ports.{missing[0]} is missing; "
+                                "the disaggregated stack needs prefill, decode and bootstrap ports")
+            if len({p.prefill, p.decode, p.bootstrap, p.router}) != 4:
+                raise UserError(f"{source}: launch.ports prefill, decode, bootstrap and router must differ "
+                                "(they may share one host)")
+            absent = [k for k in LAUNCH_ENV_FIXED if k not in self.env]
+            if absent:
+                raise UserError(f"{source}: launch.env.{absent[0]} is missing; "
+                                f"the disaggregated stack sets {' and '.join(LAUNCH_ENV_FIXED)}")
+        if "regular" in self.stacks and (len(p.regular) != 2 or len({*p.regular, p.router}) != 3):
+            raise UserError(f"{source}: launch.ports.regular must list two ports, "
+                            "different from each other and from the router's")
+        allowed = LAUNCH_ENV_FIXED + LAUNCH_ENV_TUNABLES
+        for key, value in self.env.items():
+            if key.endswith("_TIMEOUT") and not _positive_number(value):
+                raise UserError(f"{source}: launch.env.{key} is {value!r}; give a timeout in seconds above 0")
+        unknown = sorted(set(self.env) - set(allowed))
+        if unknown:
+            raise UserError(
+                f"{source}: launch.env.{unknown[0]} is not passed to the servers by the compose files; "
+                f"use one of: {', '.join(allowed)}"
+            )
+
+
+def _positive_number(value: str) -> bool:
+    try:
+        number = float(value)
+    except ValueError:
+        return False
+    return math.isfinite(number) and number > 0
