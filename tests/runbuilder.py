@@ -2,7 +2,9 @@
 
 Tests use it to make a run as the published benchmark would have left it
 (bench client JSONL with --output-details, prefill/decode server logs with
-request-stats lines among the usual log noise, optional /metrics scrape),
+request-stats lines among the usual log noise, one log per server of the
+scenario's topology with the router's round robin over them, optional
+/metrics scrape),
 and to degrade such a run in the ways real runs go wrong. It is a test
 helper, not part of the product.
 """
@@ -88,6 +90,8 @@ class BuildOptions:
     counter_width: int = 64
     nic_window_s: dict[int, float] = field(default_factory=dict)
     nic_hw: dict[str, int] = field(default_factory=dict)
+    # Server logs (role, index) the run lacks, as when the sweep copied only some servers' logs.
+    drop_logs: set[tuple[str, int]] = field(default_factory=set)
 
 
 def build_run(root: Path, scenario: Scenario, *, rows: list[Row] | None = None, **overrides) -> RunDir:
@@ -103,10 +107,17 @@ def build_run(root: Path, scenario: Scenario, *, rows: list[Row] | None = None, 
         run.provenance_file.write_text(json.dumps(opts.provenance, indent=2))
 
     clock = _Clock()
-    prefill = [*_startup_lines(clock, "prefill", scenario)]
-    decode = [*_startup_lines(clock, "decode", scenario)]
+    t = scenario.topology
+    # Every server logs its own start; the further ones start alongside the first.
+    prefills = [_startup_lines(clock if k == 0 else _Clock(), "prefill", scenario)
+                for k in range(t.prefill.nodes * t.prefill.servers_per_node)]
+    decodes = [_startup_lines(clock if k == 0 else _Clock(), "decode", scenario)
+               for k in range(t.decode.nodes * t.decode.servers_per_node)]
     health_mib = round(4 * scenario.kv_bytes_per_token / scenario.parallel.prefill_tp / MiB, 2)
-    prefill.append(_reqstats_prefill(clock, opts, "HEALTH_CHECK_0c1d", 0, 4, 0.0004, health_mib, 0.45, t_first=0.031))
+    for k, prefill in enumerate(prefills):
+        prefill.append(_reqstats_prefill(clock, opts, f"HEALTH_CHECK_0c1d{k or ''}", 0, 4, 0.0004, health_mib, 0.45,
+                                         t_first=0.031))
+    sent = 0
     sweep = scenario.sweep
     metric = {"latency_ms": [], "total_mb": [], "speed_gb_s": []}
     room = 7_310_000_000_000_000_000
@@ -128,6 +139,9 @@ def build_run(root: Path, scenario: Scenario, *, rows: list[Row] | None = None, 
         warm = [(transfers[0] * 6, ttft_s * 3)] * sweep.warmup_requests
         for i, (t_xfer, t_first) in enumerate(warm + list(zip(transfers, ttfts))):
             room += 1
+            # The router's round robin: each role's servers in turn.
+            prefill, decode = prefills[sent % len(prefills)], decodes[sent % len(decodes)]
+            sent += 1
             prefill.append(_line(clock.tick(0.002), f"Prefill batch, #new-seq: 1, #new-token: {input_len}, #cached-token: 0, "
                                   f"token usage: 0.00, #running-req: 0, #queue-req: 0, #prealloc-req: 0, #inflight-req: 0, "
                                   f"input throughput (token/s): {input_len / max(t_first, 1e-3):.2f}, "))
@@ -149,11 +163,13 @@ def build_run(root: Path, scenario: Scenario, *, rows: list[Row] | None = None, 
         if opts.counters:
             _write_counters(run, scenario, opts, L, n_ok + sweep.warmup_requests, t_start, clock.t)
 
-    if opts.no_reqstats:
-        prefill = [l for l in prefill if "Time Stats(" not in l and "ReqTimeStats(" not in l]
-        decode = [l for l in decode if "Time Stats(" not in l and "ReqTimeStats(" not in l]
-    run.prefill_log.write_text("\n".join(prefill) + "\n")
-    run.decode_log.write_text("\n".join(decode) + "\n")
+    for role, logs in (("prefill", prefills), ("decode", decodes)):
+        for k, lines in enumerate(logs):
+            if (role, k) in opts.drop_logs:
+                continue
+            if opts.no_reqstats:
+                lines = [l for l in lines if "Time Stats(" not in l and "ReqTimeStats(" not in l]
+            run.server_log(role, k).write_text("\n".join(lines) + "\n")
     if opts.metrics:
         run.metrics_dir.mkdir(exist_ok=True)
         (run.metrics_dir / "prefill.prom").write_text(_metrics_text(metric))
@@ -190,7 +206,8 @@ def _nodes(width: int) -> dict:
 def _write_counters(run: RunDir, scenario: Scenario, opts: BuildOptions, L: int, requests: int,
                     t0: float, t1: float) -> None:
     """Counters of both nodes' kernel-shaped sysfs trees read around the length, through
-    the reader and record the sweep uses; the KV crosses the 4 NICs evenly, plus RoCE headers."""
+    the reader and record the sweep uses; the KV crosses the 4 NICs evenly, plus RoCE headers.
+    With several nodes of a role, the tree is one of them: its share of the round robin."""
     from pdrepro.fabric.counters import read_ports
     from pdrepro.sweep.counters import record
 
@@ -201,11 +218,13 @@ def _write_counters(run: RunDir, scenario: Scenario, opts: BuildOptions, L: int,
         if role not in opts.counter_roles:
             continue
         ib = fs.root / "class" / "infiniband"
+        nodes = scenario.topology.prefill.nodes if role == "prefill" else scenario.topology.decode.nodes
+        share = moved // nodes
         # Nothing moves between one run's reading and the next: the last reading still holds.
         last = fs.__dict__.get("last_reading") or read_ports(ib)
         before[role] = {"source": f"{role} node (test tree)", "at": t0, "ports": last}
         for s in range(4):
-            sent, received = (moved // 4, moved // 4000) if role == "prefill" else (moved // 4000, moved // 4)
+            sent, received = (share // 4, share // 4000) if role == "prefill" else (share // 4000, share // 4)
             fs.traffic(f"mlx5_{s}", sent=sent, received=received, width=opts.counter_width, hw=opts.nic_hw)
         fs.last_reading = read_ports(ib)
         after[role] = {"source": f"{role} node (test tree)", "at": t1, "ports": fs.last_reading}

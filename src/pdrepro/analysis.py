@@ -3,8 +3,9 @@
 Sources per prompt length L:
 - TTFT from the bench client's result for L (per-request ``ttfts`` when the
   run used --output-details, else its summary keys);
-- KV transfer time per request from the prefill server's request-stats lines
-  whose input length is nearest L, minus the warm-up request(s);
+- KV transfer time per request from the prefill servers' request-stats lines
+  (every prefill server's log of the run, merged) whose input length is
+  nearest L, minus the warm-up request(s);
 - KV bytes from the model geometry (``Scenario.kv_bytes``), cross-checked
   against the server's own rank-0 ``transfer_total`` times TP.
 
@@ -24,7 +25,7 @@ from .fabric.baseline import load_ceiling
 from .outputlens import output_figures
 from .parsers.bench import BenchResult, parse_bench_file, percentile
 from .parsers.prom import parse_metrics_file
-from .parsers.reqstats import ReqStat, parse_log
+from .parsers.reqstats import LogScan, ReqStat, merge_scans, parse_log
 from .rundir import RunDir, why_absent
 from .scenario import Scenario
 from .sweep.state import SweepState
@@ -80,14 +81,16 @@ def _read_bench(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[int
     return results
 
 
-def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[int, list[ReqStat]]:
-    path = run.prefill_log
-    if not path.is_file():
-        issues.append(issue(ERROR, "prefill_log_missing",
-                            f"{path}: {why_absent(path)}; save the prefill server's log there (it must run with "
-                            "--enable-request-time-stats-logging)"))
-        return {}
-    scan = parse_log(path)
+def prefill_logs_label(run: RunDir) -> str:
+    """How messages name the prefill log(s): the file, or the files when several servers logged."""
+    paths = run.role_logs("prefill")
+    if len(paths) <= 1:
+        return str(run.prefill_log)
+    return f"{run.logs_dir}/{{{','.join(p.name for p in paths)}}}"
+
+
+def _scan_issues(scan: LogScan, issues: list[dict]) -> None:
+    path = scan.path
     if scan.unreadable:
         issues.append(issue(WARNING, "unparseable_lines",
                             f"{path}: {len(scan.unreadable)} request-stats line(s) could not be read "
@@ -105,10 +108,48 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
         issues.append(issue(ERROR, "conflicting_reqstats",
                             f"{path}: request rid={rid} is logged at lines {first} and {later} with different figures "
                             f"({len(scan.conflicts)} such request(s)); logs of different runs were mixed: keep one run's log"))
-    prefill = [s for s in scan.stats if not s.is_health_check and s.kind in ("prefill", "")]
+
+
+def _count_server_logs(run: RunDir, scenario: Scenario, role: str, issues: list[dict]) -> None:
+    t = scenario.topology
+    nodes = t.prefill if role == "prefill" else t.decode
+    servers, found = nodes.nodes * nodes.servers_per_node, len(run.role_logs(role))
+    if 0 < found < servers:
+        issues.append(issue(WARNING, f"{role}_logs_missing",
+                            f"{run.logs_dir}: {found} {role} server log(s), the {t.label} topology runs {servers}; the "
+                            f"others' requests are not in the figures: copy every server's log ({role}.log, {role}-1.log, "
+                            "...) with `pdrepro sweep --logs-from` the folder they share"))
+
+
+def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[int, list[ReqStat]]:
+    paths = run.role_logs("prefill")
+    if not run.prefill_log.is_file():
+        path = run.prefill_log
+        issues.append(issue(ERROR, "prefill_log_missing",
+                            f"{path}: {why_absent(path)}; save the prefill server's log there (it must run with "
+                            "--enable-request-time-stats-logging)"))
+        if not paths:
+            return {}
+    _count_server_logs(run, scenario, "prefill", issues)
+    scans = [parse_log(p) for p in paths]
+    for scan in scans:
+        _scan_issues(scan, issues)
+    merged = merge_scans(scans)
+    if merged.duplicates:
+        issues.append(issue(WARNING, "duplicate_reqstats",
+                            f"{prefill_logs_label(run)}: {merged.duplicates} request-stats line(s) of one server's log "
+                            "repeat another's (one log copied under two names?); each request was counted once"))
+    for rid, first_path, first, later_path, later in merged.conflicts[:1]:
+        issues.append(issue(ERROR, "conflicting_reqstats",
+                            f"request rid={rid} is logged in {first_path} (line {first}) and in {later_path} (line {later}) "
+                            f"with different figures ({len(merged.conflicts)} such request(s)); logs of different runs "
+                            "were mixed: keep one run's logs"))
+    path = prefill_logs_label(run)
+    prefill = [s for s in merged.stats if not s.is_health_check and s.kind in ("prefill", "")]
     if not prefill:
+        lines = sum(scan.lines for scan in scans)
         issues.append(issue(ERROR, "no_reqstats",
-                            f"{path}: no ReqTimeStats line of a prefill request in {scan.lines} lines; start the prefill "
+                            f"{path}: no ReqTimeStats line of a prefill request in {lines} lines; start the prefill "
                             "server with --enable-request-time-stats-logging and keep its whole log"))
         return {}
     lengths = list(scenario.sweep.prompt_lens)
@@ -128,9 +169,13 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
 
 
 def _transfer_samples(L: int, stats: list[ReqStat], bench: BenchResult | None, scenario: Scenario,
-                      issues: list[dict], path: Path) -> list[ReqStat]:
+                      issues: list[dict], path: Path | str) -> list[ReqStat]:
     warm = scenario.sweep.warmup_requests
     kept = stats[warm:]
+    if bench is not None and 0 < len(kept) < bench.completed:
+        issues.append(issue(WARNING, "fewer_logged_requests",
+                            f"{path}: {len(kept)} requests of length {L} logged after the warm-up, the bench completed "
+                            f"{bench.completed}; the figures cover only those (a server's log missing or cut short?)", L))
     if bench is not None and len(kept) > bench.completed > 0:
         issues.append(issue(WARNING, "extra_requests",
                             f"{path}: {len(kept)} requests of length {L} after the warm-up, the bench completed "
@@ -140,7 +185,7 @@ def _transfer_samples(L: int, stats: list[ReqStat], bench: BenchResult | None, s
 
 
 def _row(L: int, scenario: Scenario, bench: BenchResult | None, samples: list[ReqStat],
-         issues: list[dict], log_path: Path) -> dict:
+         issues: list[dict], log_path: Path | str) -> dict:
     tp = scenario.parallel.prefill_tp
     kv = scenario.kv_bytes(L)
     measured: dict = {}
@@ -236,6 +281,8 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
     if run.prefill_log.is_file() and not run.decode_log.is_file():
         issues.append(issue(WARNING, "decode_log_missing",
                             f"{run.decode_log}: {why_absent(run.decode_log)}; keep the decode server's log there too"))
+    _count_server_logs(run, scenario, "decode", issues)
+    prefill_logs = prefill_logs_label(run)
     rows = []
     for L in scenario.sweep.prompt_lens:
         stats = groups.get(L, [])
@@ -243,10 +290,10 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
             continue
         if groups and not stats:
             issues.append(issue(ERROR, "missing_length",
-                                f"{run.prefill_log}: no prefill request of length {L}; was the log cut short, or the "
+                                f"{prefill_logs}: no prefill request of length {L}; was the log cut short, or the "
                                 "server restarted? keep the whole log of the sweep", L))
-        samples = _transfer_samples(L, stats, bench.get(L), scenario, issues, run.prefill_log)
-        row = _row(L, scenario, bench.get(L), samples, issues, run.prefill_log)
+        samples = _transfer_samples(L, stats, bench.get(L), scenario, issues, prefill_logs)
+        row = _row(L, scenario, bench.get(L), samples, issues, prefill_logs)
         for is_error, kind, message in witness_row(run, scenario, row):
             issues.append(issue(ERROR if is_error else WARNING, kind, message, L))
         rows.append(row)

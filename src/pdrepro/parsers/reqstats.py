@@ -167,3 +167,45 @@ def parse_log(path: Path) -> LogScan:
             stats.append(stat)
     return LogScan(path=path, stats=tuple(stats), lines=count, unreadable=tuple(unreadable), duplicates=duplicates,
                    conflicts=tuple(conflicts), invalid=tuple(invalid))
+
+
+@dataclass(frozen=True)
+class MergedScan:
+    """The request-stats lines of several servers' logs of one role, as one request list."""
+
+    # (log, stat) in the order the requests finished: by timestamp when every line has one, else log by log.
+    located: tuple[tuple[Path, ReqStat], ...]
+    # Requests logged in two files with the same figures (one log copied under two names?): counted once.
+    duplicates: int = 0
+    # (rid, first file, its line, other file, its line) of requests two files log with different figures.
+    conflicts: tuple[tuple[str, Path, int, Path, int], ...] = ()
+
+    @property
+    def stats(self) -> list[ReqStat]:
+        return [stat for _, stat in self.located]
+
+
+def merge_scans(scans: list[LogScan]) -> MergedScan:
+    """One request list over the logs of every server of a role; a request id names one request across the
+    servers, so the same id in two files is either the same line twice or two runs' logs mixed."""
+    seen: dict[tuple[str, str], tuple[Path, ReqStat]] = {}
+    located: list[tuple[Path, ReqStat]] = []
+    duplicates = 0
+    conflicts = []
+    for scan in scans:
+        for stat in scan.stats:
+            key = (stat.rid, stat.kind)
+            if stat.rid and key in seen:
+                path, first = seen[key]
+                if _figures(first) == _figures(stat):
+                    duplicates += 1
+                else:
+                    conflicts.append((stat.rid, path, first.line_no, scan.path, stat.line_no))
+                continue
+            seen[key] = (scan.path, stat)
+            located.append((scan.path, stat))
+    if len(scans) > 1 and all(stat.timestamp for _, stat in located):
+        # The router spreads requests over the servers: their finishing order is the timestamps' (stable
+        # sort, so lines of one second keep their file order).
+        located.sort(key=lambda item: item[1].timestamp.replace("T", " "))
+    return MergedScan(located=tuple(located), duplicates=duplicates, conflicts=tuple(conflicts))
