@@ -78,3 +78,29 @@ def test_sweep_of_2p2d_from_docker_is_one_line_and_exit_2(tmp_path):
         "only one prefill container, on its own host; use --logs-from DIR with the shared folder every server writes "
         "its log into (prefill.log, prefill-1.log, ...)"]
     assert not (tmp_path / "run" / "bench").exists()
+
+
+def test_transport_proof_reads_every_server(tmp_path):
+    from fakecluster import mooncake_startup
+
+    from pdrepro.sweep import runner
+    from pdrepro.sweep.state import SweepState
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    for name, transport in (("prefill.log", "rdma"), ("prefill-1.log", "tcp"), ("decode.log", "rdma"),
+                            ("decode-1.log", "rdma")):
+        role = name.split(".")[0].split("-")[0]
+        (folder / name).write_text(START.format(role=role) + "\n".join(mooncake_startup(transport)) + "\n")
+    said: list[str] = []
+    cfg = type("Cfg", (), {"configuration": None, "prove_transport": True, "log_source": DirLogSource(folder),
+                           "say": said.append})()
+    state = SweepState(RunDir(tmp_path / "run"))
+    with pytest.raises(runner.TransportNotProven) as caught:
+        runner._prove(cfg, state)
+    # The second prefill server fell back to TCP: the first one's RDMA does not hide it.
+    assert "prefill-1: tcp" in str(caught.value)
+    assert sorted(caught.value.facts["servers"]) == ["decode", "decode-1", "prefill", "prefill-1"]
+    (folder / "prefill-1.log").write_text(START.format(role="prefill") + "\n".join(mooncake_startup("rdma")) + "\n")
+    proof = runner._prove(cfg, state)
+    assert proof["proven"] is True and len(proof["servers"]) == 4

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..contract import write_atomic
 from ..errors import UserError
-from ..rundir import RunDir
+from ..rundir import RunDir, server_log_name
 from ..scenario import load_scenario
 from . import health, rdma_proof
 from .config import FAILURE_POLICIES, SweepConfig, is_disaggregated
@@ -105,14 +105,18 @@ def _prove(cfg: SweepConfig, state: SweepState) -> dict | None:
         return {"proven": False, "skipped": True}
     if cfg.log_source is None:
         raise UserError("cannot prove the KV transport without the servers' logs; pass --logs-from DIR or --logs-from docker")
-    logs = {role: cfg.log_source.text(role) for role in ("prefill", "decode")}
-    missing = [role for role, text in logs.items() if not text]
+    texts = {role: cfg.log_source.texts(role) for role in ("prefill", "decode")}
+    missing = [role for role, found in texts.items() if not found.get(0)]
     if missing:
         raise UserError(
             f"no {' or '.join(missing)} server log found via {cfg.log_source.describe()}; "
             "point --logs-from at the folder the servers log into (or the containers' names) to prove the transport")
-    # Only the servers' latest start counts: an older start may have had RDMA.
-    proof = rdma_proof.prove({role: current_start(text) for role, text in logs.items()})
+    # Every server's log, each named as its file (prefill, prefill-1, ...): one TCP fallback among
+    # several servers is as bad as the only one's. Only a server's latest start counts: an older start
+    # may have had RDMA.
+    logs = {server_log_name(role, i).removesuffix(".log"): current_start(text)
+            for role, found in texts.items() for i, text in sorted(found.items())}
+    proof = rdma_proof.prove(logs)
     state.event("transport", **proof.to_dict())
     if not proof.proven:
         raise TransportNotProven(f"KV transport is not RDMA: {proof.describe()}; {rdma_proof.FIX_HINT}", proof.to_dict())
