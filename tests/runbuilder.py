@@ -206,8 +206,7 @@ def _nodes(width: int) -> dict:
 def _write_counters(run: RunDir, scenario: Scenario, opts: BuildOptions, L: int, requests: int,
                     t0: float, t1: float) -> None:
     """Counters of both nodes' kernel-shaped sysfs trees read around the length, through
-    the reader and record the sweep uses; the KV crosses the 4 NICs evenly, plus RoCE headers.
-    With several nodes of a role, the tree is one of them: its share of the round robin."""
+    the reader and record the sweep uses; the KV crosses the 4 NICs evenly, plus RoCE headers."""
     from pdrepro.fabric.counters import read_ports
     from pdrepro.sweep.counters import record
 
@@ -218,13 +217,11 @@ def _write_counters(run: RunDir, scenario: Scenario, opts: BuildOptions, L: int,
         if role not in opts.counter_roles:
             continue
         ib = fs.root / "class" / "infiniband"
-        nodes = scenario.topology.prefill.nodes if role == "prefill" else scenario.topology.decode.nodes
-        share = moved // nodes
         # Nothing moves between one run's reading and the next: the last reading still holds.
         last = fs.__dict__.get("last_reading") or read_ports(ib)
         before[role] = {"source": f"{role} node (test tree)", "at": t0, "ports": last}
         for s in range(4):
-            sent, received = (share // 4, share // 4000) if role == "prefill" else (share // 4000, share // 4)
+            sent, received = (moved // 4, moved // 4000) if role == "prefill" else (moved // 4000, moved // 4)
             fs.traffic(f"mlx5_{s}", sent=sent, received=received, width=opts.counter_width, hw=opts.nic_hw)
         fs.last_reading = read_ports(ib)
         after[role] = {"source": f"{role} node (test tree)", "at": t1, "ports": fs.last_reading}
