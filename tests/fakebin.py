@@ -1,4 +1,4 @@
-"""Executables on PATH that answer like the real tools, from recorded output.
+"""Executables on PATH that answer like the real tools, from recorded output or fixtures.
 
 The product runs nvidia-smi, ib_write_bw and transfer_engine_bench through
 PATH; tests put these small scripts first on PATH instead of adding modes to
@@ -31,16 +31,30 @@ def install(bin_dir: Path, name: str, body: str) -> Path:
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+def served(path: Path) -> str:
+    """A recording's or fixture's text as the tool prints it: without the leading
+    `# source` / `# fixture` lines that say where it comes from."""
+    lines = path.read_text().splitlines(True)
+    while lines and lines[0].startswith("# "):
+        lines.pop(0)
+    return "".join(lines)
+
+
+def _cat(path: Path) -> str:
+    """Shell that prints PATH as served()."""
+    return f"sed '/^# /{{$!d;}}; :a; n; ba' {shlex.quote(str(path))}"
+
+
 def nvidia_smi(bin_dir: Path, query: Path | None = None, topo: Path | None = None, fail_topo: bool = False,
                driver: Path | None = None) -> Path:
-    query = query or RECORDED / "nvidia-smi" / "h20-query-gpu.csv"
-    topo = topo or RECORDED / "nvidia-smi" / "h20-topo-m.txt"
+    query = query or FIXTURES / "nvidia-smi" / "h20-query-gpu.csv"
+    topo = topo or FIXTURES / "nvidia-smi" / "h20-topo-m.txt"
     driver = driver or FIXTURES / "nvidia-smi" / "driver-query-580.65.06-8gpu.csv"
-    topo_cmd = "echo 'topo: not supported' >&2; exit 3" if fail_topo else f"cat {shlex.quote(str(topo))}"
+    topo_cmd = "echo 'topo: not supported' >&2; exit 3" if fail_topo else _cat(topo)
     return install(bin_dir, "nvidia-smi", f"""case "$1" in
   topo) {topo_cmd};;
-  --query-gpu=driver_version) cat {shlex.quote(str(driver))};;
-  --query-gpu=*) cat {shlex.quote(str(query))};;
+  --query-gpu=driver_version) {_cat(driver)};;
+  --query-gpu=*) {_cat(query)};;
   *) echo "unexpected arguments: $*" >&2; exit 2;;
 esac
 """)
@@ -49,27 +63,28 @@ esac
 def ib_write_bw(bin_dir: Path, recorded: str = "ib_write_bw-client-gbits.txt", log: Path | None = None,
                 fail_on: str | None = None) -> Path:
     """Prints the recorded table with the -d device put in; logs its argv to LOG when given."""
-    src = shlex.quote(str(RECORDED / "perftest" / recorded))
+    base = FIXTURES if (FIXTURES / "perftest" / recorded).exists() else RECORDED
+    src = shlex.quote(str(base / "perftest" / recorded))
     log_cmd = f'echo "$*" >> {shlex.quote(str(log))}\n' if log else ""
     fail = (f'if [ "$dev" = "{fail_on}" ]; then echo " Couldn\'t connect to 192.168.100.12:18516"; '
             'echo "Unable to open file descriptor for socket connection Unable to init the socket connection"; exit 1; fi\n'
             if fail_on else "")
     return install(bin_dir, "ib_write_bw", log_cmd + """dev=""
 while [ $# -gt 0 ]; do [ "$1" = "-d" ] && dev="$2"; shift; done
-""" + fail + f'sed "s/mlx5_0/$dev/" {src}\n')
+""" + fail + f'sed -e "/^# /d" -e "s/mlx5_0/$dev/" {src}\n')
 
 
 def transfer_engine_bench(bin_dir: Path, log: Path | None = None, broken: bool = False) -> Path:
-    """Target: prints its startup log and waits; initiator: prints the recorded run (on stderr, like glog)."""
-    init = shlex.quote(str(RECORDED / "mooncake" / "te-initiator.log"))
-    target = shlex.quote(str(RECORDED / "mooncake" / "te-target.log"))
+    """Target: prints its startup log and waits; initiator: prints the fixture's run (on stderr, like glog)."""
+    init = _cat(FIXTURES / "mooncake" / "te-initiator.log")
+    target = _cat(FIXTURES / "mooncake" / "te-target.log")
     log_cmd = f'echo "$* MC_TE_FILTERS=$MC_TE_FILTERS" >> {shlex.quote(str(log))}\n' if log else ""
     if broken:
         return install(bin_dir, "transfer_engine_bench", log_cmd +
                        'echo "E1129 09:41:02.530913 231877 transfer_engine_bench.cpp:391] '
                        'Unable to get target segment ID, please recheck" >&2; exit 1\n')
     return install(bin_dir, "transfer_engine_bench", log_cmd + f"""case " $* " in
-  *" --mode target "*) cat {target} >&2; echo "MC_MIN_RPC_PORT=$MC_MIN_RPC_PORT" >&2; exec sleep 30;;
-  *) cat {init} >&2;;
+  *" --mode target "*) {target} >&2; echo "MC_MIN_RPC_PORT=$MC_MIN_RPC_PORT" >&2; exec sleep 30;;
+  *) {init} >&2;;
 esac
 """)

@@ -27,8 +27,8 @@ def _argv(tmp_path, *extra):
 
 
 def test_parse_perftest_units():
-    gbits = perftest.parse_bw((fakebin.RECORDED / "perftest" / "ib_write_bw-client-gbits.txt").read_text())
-    mbs = perftest.parse_bw((fakebin.RECORDED / "perftest" / "ib_write_bw-client-mbs.txt").read_text())
+    gbits = perftest.parse_bw(fakebin.served(fakebin.FIXTURES / "perftest" / "ib_write_bw-client-gbits.txt"))
+    mbs = perftest.parse_bw(fakebin.served(fakebin.FIXTURES / "perftest" / "ib_write_bw-client-mbs.txt"))
     assert gbits.unit_printed == "Gb/sec" and gbits.average_GB_s == pytest.approx(369.41 / 8)
     assert mbs.unit_printed == "MB/sec" and mbs.average_GB_s == pytest.approx(44035.77 * 2**20 / 1e9)
     # the same run printed both ways: MB/sec is MiB/s, so the two agree in GB/s
@@ -39,12 +39,12 @@ def test_parse_perftest_units():
 
 
 def test_parse_transfer_engine_bench():
-    text = (fakebin.RECORDED / "mooncake" / "te-initiator.log").read_text()
+    text = fakebin.served(fakebin.FIXTURES / "mooncake" / "te-initiator.log")
     res = tebench.parse_result(text)
     assert (res.duration_s, res.batch_count, res.throughput_GB_s) == (10.01, 213170, 178.64)
     gib = tebench.parse_result("Test completed: duration 10.00, batch count 10, throughput 1.50 GiB/s")
     assert gib.throughput_GB_s == pytest.approx(1.5 * 2**30 / 1e9)
-    assert tebench.parse_segment((fakebin.RECORDED / "mooncake" / "te-target.log").read_text()) == "192.168.100.12:16999"
+    assert tebench.parse_segment(fakebin.served(fakebin.FIXTURES / "mooncake" / "te-target.log")) == "192.168.100.12:16999"
     with pytest.raises(ValueError):
         tebench.parse_result("E1129 transfer_engine_bench.cpp:391] Unable to get target segment ID")
 

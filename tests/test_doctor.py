@@ -260,7 +260,7 @@ def test_gpus_missing_or_too_few(tmp_path, bin_dir):
     c = doctor.check_gpus(ctx, doctor.gather(ctx))
     assert c.status == "fail" and "nvidia-smi not found" in c.detail
     four = tmp_path / "four.csv"
-    four.write_text("".join((fakebin.RECORDED / "nvidia-smi" / "h20-query-gpu.csv").read_text().splitlines(True)[:5]))
+    four.write_text("".join(fakebin.served(fakebin.FIXTURES / "nvidia-smi" / "h20-query-gpu.csv").splitlines(True)[:5]))
     fakebin.nvidia_smi(bin_dir, query=four)
     c = doctor.check_gpus(ctx, doctor.gather(ctx))
     assert c.status == "fail" and "4 x NVIDIA H20" in c.detail and "TP 8" in c.detail

@@ -11,7 +11,7 @@ from sysfs_builder import h20_node
 from pdrepro.cli import main
 from pdrepro.fabric import affinity, nvidia, sysfs
 
-TOPO = (fakebin.RECORDED / "nvidia-smi" / "h20-topo-m.txt").read_text()
+TOPO = fakebin.served(fakebin.FIXTURES / "nvidia-smi" / "h20-topo-m.txt")
 EXPECTED = {"0": "mlx5_0", "1": "mlx5_0", "2": "mlx5_1", "3": "mlx5_1",
             "4": "mlx5_2", "5": "mlx5_2", "6": "mlx5_3", "7": "mlx5_3"}
 
@@ -121,11 +121,11 @@ def test_topo_and_query_as_recorded_on_a_real_gpu_node():
     # Recorded from nvidia-smi (driver 580) on a single-GPU H200 machine without
     # RDMA NICs: the header carries terminal underline escapes even in a file.
     recorded = fakebin.RECORDED / "nvidia-smi"
-    raw = (recorded / "h200-topo-m.txt").read_text()
+    raw = fakebin.served(recorded / "h200-topo-m.txt")
     assert "\x1b[4m" in raw
     topo = nvidia.parse_topo(raw)
     assert topo.gpu_to_nic == {0: {}} and topo.nics == []
-    gpus = nvidia.parse_gpu_query((recorded / "h200-query-gpu.csv").read_text())
+    gpus = nvidia.parse_gpu_query(fakebin.served(recorded / "h200-query-gpu.csv"))
     assert [(g.index, g.name, g.bus_id) for g in gpus] == [(0, "NVIDIA H200", "00000000:00:06.0")]
 
 

@@ -13,7 +13,7 @@ from pdrepro.cli import main
 from pdrepro.fabric import nvidia
 
 RECORDED = fakebin.RECORDED / "nvidia-smi"
-H20_TOPO = (RECORDED / "h20-topo-m.txt").read_text()
+H20_TOPO = fakebin.served(fakebin.FIXTURES / "nvidia-smi" / "h20-topo-m.txt")
 EXPECTED = {"0": "mlx5_0", "1": "mlx5_0", "2": "mlx5_1", "3": "mlx5_1",
             "4": "mlx5_2", "5": "mlx5_2", "6": "mlx5_3", "7": "mlx5_3"}
 
