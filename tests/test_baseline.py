@@ -183,3 +183,9 @@ def test_older_transfer_engine_bench_without_a_unit_is_read_as_gb_s_with_a_note(
 def test_throughput_in_an_unknown_unit_is_rejected_naming_the_line():
     with pytest.raises(ValueError, match="Test completed.*furlongs"):
         tebench.parse_result("Test completed: duration 10.00, batch count 5, throughput 6.56 furlongs/s")
+
+
+def test_a_duration_printed_in_microseconds_is_read_in_seconds():
+    line = "I1130 10:00:00.000000 1 bench.cpp:1] Test completed: duration 10012345us, batch count 42, throughput 12.5 GB/s\n"
+    res = tebench.parse_result(line)
+    assert res.duration_s == pytest.approx(10.012345) and res.throughput_GB_s == pytest.approx(12.5)

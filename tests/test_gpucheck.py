@@ -169,3 +169,22 @@ def test_pypis_wheel_delivered_a_write_late_and_the_check_failed_it():
     bad = [(r["prompt_len"], f) for r in write["rows"] for f in r["failures"]]
     assert bad and all("received bytes differ" in f for _, f in bad)
     assert read["ok"] and all(not r["failures"] for r in read["rows"])
+
+
+def test_rdma_asked_but_tcp_used_is_refused_with_the_reason():
+    from pdrepro.gpucheck.run import Settings, _transport_problem
+    from pdrepro.mooncake_log import detect
+    settings = Settings(sizes=((128, MiB),), repeats=1, block_bytes=MiB, gpus=(0, 1), memory="gpu",
+                        transport="rdma", direction="write", seed=0, timeout_s=10, out=REPO)
+    # Engine start-up lines as Mooncake prints them with no usable HCA.
+    tcp_only = ["I1130 19:05:54.661738   857 tcp_transport.cpp:917] TcpTransport: listen on port 16045"]
+    problem = _transport_problem(settings, detect(tcp_only))
+    assert problem and "RDMA was requested" in problem and "tcp" in problem
+    assert _transport_problem(settings, detect([])).startswith("cannot tell")
+
+
+def test_an_out_folder_that_cannot_be_made_is_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    res = pdrepro("gpu-check", "--out", blocker / "sub")
+    assert_one_line_error(res, "gpu-check", "--out")

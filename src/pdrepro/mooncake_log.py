@@ -154,3 +154,17 @@ def detect(log_lines, force_tcp: bool = False) -> TransportEvidence:
     transport = verdict if verdict in ("rdma", "tcp") else None
     hcas = seen.hca_counts[-1] if seen.hca_counts else None
     return TransportEvidence(transport, hcas, tuple(seen.devices), tuple(seen.evidence))
+
+
+def fallback_reason(evidence: TransportEvidence, force_tcp: bool, ib_dir_present: bool) -> str:
+    """Why the engine did not use RDMA, in terms a user can act on."""
+    if force_tcp:
+        return "MC_FORCE_TCP=1 is set; unset it (the smoke's and gpu-check's --transport rdma do)"
+    if evidence.hcas_found == 0 or evidence.hcas_found is None:
+        if not ib_dir_present:
+            return ("no /dev/infiniband in the container: the engine found 0 HCAs; on a laptop create a soft-RoCE "
+                    "device with `scripts/softroce.sh up`, then rerun (the smoke and `make gpu-check` pass /dev/infiniband "
+                    "when the host has it)")
+        return ("the engine found 0 HCAs although /dev/infiniband exists: no port is ACTIVE with a GID, or the "
+                "uverbs devices are not accessible; check `rdma link` / `scripts/softroce.sh status`")
+    return "the engine found an HCA but did not install the RDMA transport; see its log lines in the run's logs/"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 UNITS = {"GB": 1e9, "GiB": 2**30, "Gb": 1e9 / 8, "MB": 1e6, "MiB": 2**20, "Mb": 1e6 / 8,
          "KB": 1e3, "KiB": 2**10, "Kb": 1e3 / 8}
-_DONE = re.compile(r"Test completed: duration ([\d.]+)(?:us)?, batch count (\d+), throughput ([\d.]+)(?:[ \t]+(\S+))?[ \t]*$",
+_DONE = re.compile(r"Test completed: duration ([\d.]+)(us)?, batch count (\d+), throughput ([\d.]+)(?:[ \t]+(\S+))?[ \t]*$",
                    re.MULTILINE)
 _LISTEN = re.compile(r"listening on (\S+):(\d+)")
 
@@ -35,16 +35,18 @@ def parse_result(text: str) -> TeResult:
     if not found:
         raise ValueError("no 'Test completed: ... throughput ...' line")
     m = found[-1]
-    duration, batches, value, printed_unit = m.groups()
+    duration, micro, batches, value, printed_unit = m.groups()
+    # Some builds print the duration in microseconds ("duration 10012345us").
+    duration = float(duration) / 1e6 if micro else float(duration)
     if printed_unit is None:
-        return TeResult(float(duration), int(batches), float(value), f"{value}",
+        return TeResult(duration, int(batches), float(value), f"{value}",
                         note=f"throughput printed with no unit ({value}), as transfer_engine_bench builds before "
                              "--report_unit did: read as GB/s (10^9 bytes/s), the only unit they printed")
     unit = printed_unit[:-2] if printed_unit.endswith("/s") else None
     if unit not in UNITS:
         raise ValueError(f"unknown throughput unit in {m.group(0).strip()!r}; expected one of "
                          f"{', '.join(u + '/s' for u in UNITS)}, or none (older builds)")
-    return TeResult(float(duration), int(batches), float(value) * UNITS[unit] / 1e9, f"{value} {unit}/s")
+    return TeResult(duration, int(batches), float(value) * UNITS[unit] / 1e9, f"{value} {unit}/s")
 
 
 def parse_segment(text: str) -> str | None:

@@ -38,7 +38,8 @@ class DeviceBuffer:
         self.rt, self.gpu, self.nbytes = runtime, gpu, nbytes
         runtime.set_device(gpu)
         self.addr = runtime.malloc(nbytes)
-        # One pinned-size staging area for copies in and out of the device.
+        # Copies in and out of the device go through one bounded host buffer, so a
+        # multi-GB check never holds a second copy of its buffer in host memory.
         self._stage = ctypes.create_string_buffer(STAGE_BYTES)
 
     def write(self, offset: int, data: bytes) -> None:

@@ -11,8 +11,9 @@ import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..contract import write_json_atomic
 from ..errors import UserError
-from ..mooncake_log import detect
+from ..mooncake_log import detect, fallback_reason
 from ..units import bandwidth_GB_s, human_bytes
 from . import pattern
 
@@ -100,8 +101,21 @@ def _env(settings: Settings, gpu: int) -> dict:
     return env
 
 
+def _transport_problem(settings: Settings, evidence) -> str | None:
+    """Moved bytes over another transport than the one asked for prove nothing about it."""
+    if evidence.transport is None:
+        return "cannot tell which transport the engine installed (no RDMA or TCP start-up line in its log)"
+    if settings.transport == "rdma" and evidence.transport != "rdma":
+        reason = fallback_reason(evidence, False, Path("/dev/infiniband").is_dir())  # rdma unsets MC_FORCE_TCP
+        return f"RDMA was requested but Mooncake used {evidence.transport}: {reason}"
+    return None
+
+
 def run(settings: Settings, progress=print) -> dict:
-    settings.out.mkdir(parents=True, exist_ok=True)
+    try:
+        settings.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--out {settings.out}: cannot be created ({exc.strerror}); name a writable folder") from None
     prefill_gpu, decode_gpu = settings.gpus
     # The initiator issues the transfers: prefill when it pushes (write),
     # decode when it pulls (read). The receiving side is zeroed and checked.
@@ -144,7 +158,12 @@ def run(settings: Settings, progress=print) -> dict:
         "rows": [{**asdict(r), "median_GB_s": r.median_GB_s} for r in rows],
         "ok": all(r.verified == settings.repeats and not r.failures for r in rows),
     }
-    (settings.out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+    problem = _transport_problem(settings, evidence)
+    result["transport_problem"] = problem
+    # Written before any verdict, so what was measured is kept either way.
+    write_json_atomic(settings.out / "result.json", result, indent=2)
+    if problem:
+        raise UserError(f"{problem}; the figures are in {settings.out / 'result.json'}")
     return result
 
 

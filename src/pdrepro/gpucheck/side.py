@@ -32,7 +32,9 @@ def _engine(host: str):
     except ImportError as exc:
         raise UserError(f"the Mooncake Transfer Engine is not importable here ({exc}); run the check in the GPU image") from None
     engine = TransferEngine()
-    if engine.initialize(host, "P2PHANDSHAKE", os.environ.get("PDREPRO_PROTOCOL", "rdma"), "") != 0:
+    # The protocol argument only matters when no HCA is usable; MC_FORCE_TCP,
+    # set by the parent for --transport tcp, is what really selects TCP.
+    if engine.initialize(host, "P2PHANDSHAKE", "tcp" if os.environ.get("MC_FORCE_TCP") == "1" else "rdma", "") != 0:
         raise UserError("the Mooncake Transfer Engine failed to initialise; see its log above")
     return engine
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from ..errors import UserError
-from ..mooncake_log import TransportEvidence, detect
+from ..mooncake_log import TransportEvidence, detect, fallback_reason
 from .settings import Settings
 
 
@@ -66,19 +66,6 @@ def start_engine(settings: Settings, host_ip: str):
         raise UserError("the Mooncake Transfer Engine failed to initialise; see its log lines above")
     evidence = detect(tap.settle(), force_tcp=os.environ.get("MC_FORCE_TCP") == "1")
     return engine, evidence
-
-
-def fallback_reason(evidence: TransportEvidence, force_tcp: bool, ib_dir_present: bool) -> str:
-    """Why the engine did not use RDMA, in terms a user can act on."""
-    if force_tcp:
-        return "MC_FORCE_TCP=1 is set; unset it (SMOKE_TRANSPORT=rdma does)"
-    if evidence.hcas_found == 0 or evidence.hcas_found is None:
-        if not ib_dir_present:
-            return ("no /dev/infiniband in the container: the engine found 0 HCAs; on a laptop create a soft-RoCE "
-                    "device with `scripts/softroce.sh up`, then rerun (the smoke passes /dev/infiniband when the host has it)")
-        return ("the engine found 0 HCAs although /dev/infiniband exists: no port is ACTIVE with a GID, or the "
-                "uverbs devices are not accessible; check `rdma link` / `scripts/softroce.sh status`")
-    return "the engine found an HCA but did not install the RDMA transport; see its log lines in the run's logs/"
 
 
 def require_transport(settings: Settings, evidence: TransportEvidence) -> None:
