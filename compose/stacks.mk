@@ -10,18 +10,24 @@ render: setup ## Write the nodes' env files to DEPLOY/: make render PREFILL_IP=.
 	  $(if $(GPUS),--gpus "$(GPUS)") $(if $(IB_DEVICES),--ib-devices "$(IB_DEVICES)") --out $(DEPLOY)
 
 # $(call stack_up,target,stack): start a stack and wait for its health checks;
-# on failure show the containers' last log lines, which say why.
+# on failure show the containers' last log lines, which say why. An xPyD render
+# writes one env file per node (prefill-0.env, ...): NODE=<i> picks this node's.
+NODE ?=
+stack_env = $(DEPLOY)/$(1)$(if $(NODE),-$(NODE)).env
 define stack_up
-	@test -f $(DEPLOY)/$(2).env || { echo "make $(1): no $(DEPLOY)/$(2).env; run make render first (or copy it here)" >&2; exit 2; }
-	$(COMPOSE) -f compose/$(2).yaml --env-file $(DEPLOY)/$(2).env up -d --wait || { \
+	@test -f $(call stack_env,$(2)) || { \
+	  if [ -z "$(NODE)" ] && [ -f $(DEPLOY)/$(2)-0.env ]; then \
+	    echo "make $(1): $(DEPLOY) holds one env file per $(2) node ($(2)-0.env, ...); give this node's: make $(1) NODE=<i>" >&2; \
+	  else echo "make $(1): no $(call stack_env,$(2)); run make render first (or copy it here)" >&2; fi; exit 2; }
+	$(COMPOSE) -f compose/$(2).yaml --env-file $(call stack_env,$(2)) up -d --wait || { \
 	  echo "make $(1): the $(2) stack did not become healthy; last log lines:" >&2; \
-	  $(COMPOSE) -f compose/$(2).yaml --env-file $(DEPLOY)/$(2).env logs --no-color --tail 40 >&2; exit 1; }
+	  $(COMPOSE) -f compose/$(2).yaml --env-file $(call stack_env,$(2)) logs --no-color --tail 40 >&2; exit 1; }
 endef
 
-up-prefill: ## On the prefill node: start the prefill server; returns once it is healthy
+up-prefill: ## On the prefill node: start the prefill server (xPyD: NODE=<i>); returns once it is healthy
 	$(call stack_up,up-prefill,prefill)
 
-up-decode: ## On the decode node, after up-prefill: start decode server + router; returns once the router is ready
+up-decode: ## On the decode node, after up-prefill: start decode server (+ router on NODE=0 / 1P1D); returns once ready
 	$(call stack_up,up-decode,decode)
 
 down: ## Stop and remove this node's stack containers (the logs in LOG_DIR stay)

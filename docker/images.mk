@@ -72,7 +72,7 @@ BUILDCHECK = PYTHONPATH=src $(PYTHON) -m pdrepro.buildcheck --base '$(GPU_BASE)'
 build-check: ## Check the GPU build's inputs only (what `make build` does first)
 	@$(BUILDCHECK)
 
-source-trees:
+source-trees: ## Cut build/mooncake-src and build/sglang-src from MOONCAKE_GIT / SGLANG_GIT (make build does it)
 	$(if $(MOONCAKE_GIT),@bash docker/source-tree.sh mooncake "$(MOONCAKE_GIT)" $(MOONCAKE_COMMIT) build/mooncake-src $(MOONCAKE_SUBMODULES))
 	$(if $(SGLANG_GIT),@bash docker/source-tree.sh sglang "$(SGLANG_GIT)" $(SGLANG_COMMIT) build/sglang-src)
 
@@ -81,7 +81,7 @@ build: source-trees ## Build the GPU image GPU_IMAGE (SGLang + Mooncake at the p
 	@mkdir -p $(WHEELHOUSE)/gpu
 	@rm -f dist/pdrepro-*.whl
 	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps -w dist .
-	DOCKER_BUILDKIT=1 docker build -f docker/gpu.Dockerfile -t $(GPU_IMAGE) \
+	cli=$$(bash docker/buildkit-docker.sh) && DOCKER_BUILDKIT=1 "$$cli" build -f docker/gpu.Dockerfile -t $(GPU_IMAGE) \
 	  --build-arg GPU_BASE=$(GPU_BASE) \
 	  --build-arg CUDA_BASE_DIGEST=$(CUDA_BASE_DIGEST) \
 	  --build-arg GPU_PYTHON_VERSION=$(GPU_PYTHON_VERSION) \
@@ -111,7 +111,7 @@ lint: setup ## Lint every Dockerfile with hadolint (error level)
 # The Mooncake stage of the GPU image, proven without the CUDA base or GitHub:
 # sources from a local clone (MOONCAKE_GIT, assembled by docker/source-tree.sh),
 # a CUDA stand-in base (docker/cuda-substitute.Dockerfile), hash-locked tools.
-mooncake-stage: ## Build the GPU image's Mooncake stage here (USE_CUDA=ON wheel into build/mooncake-stage/; ~25 min on 2 cores)
+mooncake-stage: ## Build the GPU image's Mooncake stage on a CUDA stand-in base (USE_CUDA=ON wheel into build/mooncake-stage/; 8-12 min on 2 cores)
 	@MOONCAKE_COMMIT=$(MOONCAKE_COMMIT) MOONCAKE_CMAKE_FLAGS="$(MOONCAKE_CMAKE_FLAGS)" \
 	  CUDA_VERSION=$(CUDA_VERSION) CUDA_SUBSTITUTE_WHEELS="$(CUDA_SUBSTITUTE_WHEELS)" \
 	  CUDA_SUBSTITUTE_IMAGE=$(CUDA_SUBSTITUTE_IMAGE) SMOKE_BASE_LOCAL=$(SMOKE_BASE_LOCAL) \

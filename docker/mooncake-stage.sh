@@ -19,17 +19,8 @@ die() { say "$*"; exit 2; }
 PYTHON=${PYTHON:-python3}
 started=$(date +%s)
 
-# BuildKit is needed (secret mounts, stage selection by argument). A client
-# without its buildx plugin cannot use it; Debian's docker.io client has it built in.
-docker_cli=${BUILD_DOCKER:-}
-if [ -z "$docker_cli" ]; then
-  if docker buildx version >/dev/null 2>&1; then docker_cli=docker
-  elif [ -x /usr/bin/docker ] && DOCKER_BUILDKIT=1 /usr/bin/docker build --help 2>/dev/null | grep -q -- '--secret'; then
-    docker_cli=/usr/bin/docker
-  else
-    die "no Docker client here can build with BuildKit: install the buildx plugin (or Debian's docker.io), or set BUILD_DOCKER=/path/to/docker"
-  fi
-fi
+# BuildKit is needed (secret mounts, stage selection by argument).
+docker_cli=$(bash "$here/buildkit-docker.sh") || exit 2
 "$docker_cli" info >/dev/null 2>&1 ||
   die "no Docker engine answers '$docker_cli info': start it (e.g. .ci/docker-engine.sh) or check DOCKER_HOST"
 export DOCKER_BUILDKIT=1

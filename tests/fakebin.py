@@ -60,11 +60,12 @@ esac
 """)
 
 
-def ib_write_bw(bin_dir: Path, recorded: str = "ib_write_bw-client-gbits.txt", log: Path | None = None,
+def ib_write_bw(bin_dir: Path, table: str = "ib_write_bw-client-gbits.txt", log: Path | None = None,
                 fail_on: str | None = None) -> Path:
-    """Prints the recorded table with the -d device put in; logs its argv to LOG when given."""
-    base = FIXTURES if (FIXTURES / "perftest" / recorded).exists() else RECORDED
-    src = shlex.quote(str(base / "perftest" / recorded))
+    """Prints TABLE (a fixture, or a recording where no fixture has that name) with the -d device put
+    in; logs its argv to LOG when given."""
+    base = FIXTURES if (FIXTURES / "perftest" / table).exists() else RECORDED
+    src = shlex.quote(str(base / "perftest" / table))
     log_cmd = f'echo "$*" >> {shlex.quote(str(log))}\n' if log else ""
     fail = (f'if [ "$dev" = "{fail_on}" ]; then echo " Couldn\'t connect to 192.168.100.12:18516"; '
             'echo "Unable to open file descriptor for socket connection Unable to init the socket connection"; exit 1; fi\n'

@@ -1,4 +1,5 @@
-"""pdrepro baseline with recorded perftest and transfer_engine_bench output on PATH."""
+"""pdrepro baseline with perftest and transfer_engine_bench stand-ins on PATH that print fixtures in
+the tools' exact formats (tests/fixtures/)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""pdrepro doctor against kernel-shaped sysfs trees, recorded nvidia-smi output
-and a Docker API stand-in."""
+"""pdrepro doctor against kernel-shaped sysfs trees, nvidia-smi output (recorded, and
+fixtures in its exact format) and a Docker API stand-in."""
 
 from __future__ import annotations
 
