@@ -7,7 +7,9 @@ from pdrepro.scenario import shipped_names
 def test_lists_shipped_scenarios():
     result = pdrepro("scenarios")
     assert result.rc == 0
-    for name in shipped_names():
+    names = shipped_names()
+    assert names, "no shipped scenarios found"
+    for name in names:
         assert name in result.out
     assert "128..32768 (9)" in result.out
 

@@ -28,11 +28,11 @@ def _error(tmp_path, data) -> str:
     return message
 
 
-def test_every_shipped_scenario_loads_and_round_trips(tmp_path):
-    for name in shipped_names():
-        s = load_scenario(name)
-        again = load_scenario(_write(tmp_path, s.to_yaml()))
-        assert again.fingerprint == s.fingerprint
+@pytest.mark.parametrize("name", shipped_names())
+def test_every_shipped_scenario_loads_and_round_trips(tmp_path, name):
+    s = load_scenario(name)
+    again = load_scenario(_write(tmp_path, s.to_yaml()))
+    assert again.fingerprint == s.fingerprint
 
 
 def test_unknown_key_is_named(tmp_path):

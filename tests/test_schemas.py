@@ -46,10 +46,10 @@ def test_schema_command_prints_and_writes_the_same(tmp_path, capsys):
     assert main(["schema"]) == 2 and "name the schema" in capsys.readouterr().err
 
 
-def test_every_shipped_scenario_passes_the_schema():
-    validator = _validator("scenario")
-    for name in shipped_names():
-        validator.validate(yaml.safe_load((resources.files("pdrepro") / "scenarios" / f"{name}.yaml").read_text()))
+@pytest.mark.parametrize("name", shipped_names())
+def test_every_shipped_scenario_passes_the_schema(name):
+    _validator("scenario").validate(
+        yaml.safe_load((resources.files("pdrepro") / "scenarios" / f"{name}.yaml").read_text()))
 
 
 @pytest.mark.parametrize("change", [
