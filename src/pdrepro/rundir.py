@@ -80,11 +80,11 @@ class RunDir:
 
     @property
     def prefill_log(self) -> Path:
-        return self.logs_dir / "prefill.log"
+        return self.role_log("prefill")
 
     @property
     def decode_log(self) -> Path:
-        return self.logs_dir / "decode.log"
+        return self.role_log("decode")
 
     @property
     def scenario_file(self) -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..contract import write_atomic
 from ..errors import UserError
-from ..rundir import RunDir, server_log_index
+from ..rundir import RunDir, server_log_index, server_log_name
 from .provenance import ENV_PREFIXES
 
 ROLES = ("prefill", "decode")
@@ -74,7 +74,7 @@ class DirLogSource(_LogSource):
                             "give the folder the servers write prefill.log/decode.log into")
 
     def path(self, role: str) -> Path:
-        return self.folder / f"{role}.log"
+        return self.folder / server_log_name(role, 0)
 
     def text(self, role: str) -> str | None:
         p = self.path(role)
