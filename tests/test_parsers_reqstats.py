@@ -1,6 +1,6 @@
 import pytest
 
-from pdrepro.parsers.reqstats import parse_line, parse_log
+from pdrepro.parsers.reqstats import merge_scans, parse_line, parse_log
 from pdrepro.units import GiB, MiB
 
 CURRENT = ("[2026-07-15 10:11:12 TP0] ReqTimeStats(rid=9f2c, bootstrap_room=7310000000000000001, input_len=32768, "
@@ -81,14 +81,19 @@ def _log(tmp_path, *lines):
 def test_identical_duplicate_lines_are_dropped_and_counted(tmp_path):
     # A log concatenated with its rotated copy repeats every line verbatim.
     other = CURRENT.replace("rid=9f2c", "rid=77aa")
-    scan = parse_log(_log(tmp_path, CURRENT, other, "noise", CURRENT, other))
-    assert [s.rid for s in scan.stats] == ["9f2c", "77aa"]
-    assert scan.duplicates == 2 and scan.conflicts == ()
+    log = _log(tmp_path, CURRENT, other, "noise", CURRENT, other)
+    # Parsing keeps every line; merging decides what a repeat means.
+    assert [s.rid for s in parse_log(log).stats] == ["9f2c", "77aa", "9f2c", "77aa"]
+    merged = merge_scans([parse_log(log)])
+    assert [s.rid for s in merged.stats] == ["9f2c", "77aa"]
+    assert merged.duplicates == (("9f2c", log, 1, log, 4), ("77aa", log, 2, log, 5)) and merged.conflicts == ()
 
 
 def test_conflicting_duplicates_are_reported_with_both_lines(tmp_path):
-    scan = parse_log(_log(tmp_path, CURRENT, CURRENT.replace("transfer_speed=19.13", "transfer_speed=9.13")))
-    assert scan.conflicts == (("9f2c", 1, 2),)
+    log = _log(tmp_path, CURRENT, CURRENT.replace("transfer_speed=19.13", "transfer_speed=9.13"))
+    merged = merge_scans([parse_log(log)])
+    assert merged.conflicts == (("9f2c", log, 1, log, 2),) and merged.duplicates == ()
+    assert [s.transfer_speed_GiB_s for s in merged.stats] == [19.13]
 
 
 def test_negative_figures_are_invalid_not_measurements(tmp_path):

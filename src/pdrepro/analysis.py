@@ -100,14 +100,6 @@ def _scan_issues(scan: LogScan, issues: list[dict]) -> None:
         issues.append(issue(ERROR, "invalid_reqstats",
                             f"{path}: line {line} logs {text} ({len(scan.invalid)} such line(s)); a negative figure is no "
                             "measurement: the log is damaged or edited, use the server's own log"))
-    if scan.duplicates:
-        issues.append(issue(WARNING, "duplicate_reqstats",
-                            f"{path}: {scan.duplicates} request-stats line(s) repeat an earlier request's line (a log "
-                            "concatenated with its rotated copy?); each request was counted once"))
-    for rid, first, later in scan.conflicts[:1]:
-        issues.append(issue(ERROR, "conflicting_reqstats",
-                            f"{path}: request rid={rid} is logged at lines {first} and {later} with different figures "
-                            f"({len(scan.conflicts)} such request(s)); logs of different runs were mixed: keep one run's log"))
 
 
 def _count_server_logs(run: RunDir, scenario: Scenario, role: str, issues: list[dict]) -> None:
@@ -135,10 +127,11 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
     for scan in scans:
         _scan_issues(scan, issues)
     merged = merge_scans(scans)
-    if merged.duplicates:
+    for rid, first_path, first, later_path, later in merged.duplicates[:1]:
         issues.append(issue(WARNING, "duplicate_reqstats",
-                            f"{prefill_logs_label(run)}: {merged.duplicates} request-stats line(s) of one server's log "
-                            "repeat another's (one log copied under two names?); each request was counted once"))
+                            f"{later_path}: line {later} repeats the request-stats line of rid={rid} in {first_path} "
+                            f"(line {first}) with the same figures ({len(merged.duplicates)} such line(s); a log "
+                            "concatenated with its rotated copy, or copied under two names?); each request was counted once"))
     for rid, first_path, first, later_path, later in merged.conflicts[:1]:
         issues.append(issue(ERROR, "conflicting_reqstats",
                             f"request rid={rid} is logged in {first_path} (line {first}) and in {later_path} (line {later}) "

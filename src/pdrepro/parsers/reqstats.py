@@ -119,11 +119,6 @@ class LogScan:
     lines: int
     # Lines that named ReqTimeStats but could not be read (e.g. no input_len).
     unreadable: tuple[int, ...]
-    # Lines repeating an earlier request's line with the same figures (a log
-    # concatenated with its rotated copy): dropped, counted here.
-    duplicates: int = 0
-    # (rid, first line, later line) of requests logged twice with different figures.
-    conflicts: tuple[tuple[str, int, int], ...] = ()
     # (line, the offending key=value) of lines with a figure no measurement can have.
     invalid: tuple[tuple[int, str], ...] = ()
 
@@ -137,11 +132,10 @@ def _figures(stat: ReqStat) -> tuple:
 
 
 def parse_log(path: Path) -> LogScan:
-    """All request-stats lines in a server log; other lines are skipped."""
+    """All request-stats lines in a server log, in file order; other lines are skipped. A request
+    logged twice is kept twice here: ``merge_scans`` decides what repeats mean."""
     path = Path(path)
-    stats, unreadable, invalid, conflicts = [], [], [], []
-    seen: dict[tuple[str, str], ReqStat] = {}
-    duplicates = 0
+    stats, unreadable, invalid = [], [], []
     count = 0
     with path.open(errors="replace") as fh:
         for count, line in enumerate(fh, 1):
@@ -155,18 +149,8 @@ def parse_log(path: Path) -> LogScan:
             if negative:
                 invalid.append((count, f"{negative.group(1)}={negative.group(2)}"))
                 continue
-            key = (stat.rid, stat.kind)
-            if stat.rid and key in seen:
-                first = seen[key]
-                if _figures(first) == _figures(stat):
-                    duplicates += 1
-                else:
-                    conflicts.append((stat.rid, first.line_no, count))
-                continue
-            seen[key] = stat
             stats.append(stat)
-    return LogScan(path=path, stats=tuple(stats), lines=count, unreadable=tuple(unreadable), duplicates=duplicates,
-                   conflicts=tuple(conflicts), invalid=tuple(invalid))
+    return LogScan(path=path, stats=tuple(stats), lines=count, unreadable=tuple(unreadable), invalid=tuple(invalid))
 
 
 @dataclass(frozen=True)
@@ -175,9 +159,11 @@ class MergedScan:
 
     # (log, stat) in the order the requests finished: by timestamp when every line has one, else log by log.
     located: tuple[tuple[Path, ReqStat], ...]
-    # Requests logged in two files with the same figures (one log copied under two names?): counted once.
-    duplicates: int = 0
-    # (rid, first file, its line, other file, its line) of requests two files log with different figures.
+    # (rid, first file, its line, later file, its line) of lines repeating an earlier line of the same request
+    # with the same figures (a log concatenated with its rotated copy, one log copied under two names): the
+    # request counted once.
+    duplicates: tuple[tuple[str, Path, int, Path, int], ...] = ()
+    # The same, of requests logged twice with different figures (logs of different runs mixed).
     conflicts: tuple[tuple[str, Path, int, Path, int], ...] = ()
 
     @property
@@ -186,21 +172,19 @@ class MergedScan:
 
 
 def merge_scans(scans: list[LogScan]) -> MergedScan:
-    """One request list over the logs of every server of a role; a request id names one request across the
-    servers, so the same id in two files is either the same line twice or two runs' logs mixed."""
+    """One request list over the logs of every server of a role. A request id names one request across
+    the servers and within a log, so the same id twice, in one file or in two, is either the same line
+    twice or two runs' logs mixed."""
     seen: dict[tuple[str, str], tuple[Path, ReqStat]] = {}
     located: list[tuple[Path, ReqStat]] = []
-    duplicates = 0
-    conflicts = []
+    duplicates, conflicts = [], []
     for scan in scans:
         for stat in scan.stats:
             key = (stat.rid, stat.kind)
             if stat.rid and key in seen:
                 path, first = seen[key]
-                if _figures(first) == _figures(stat):
-                    duplicates += 1
-                else:
-                    conflicts.append((stat.rid, path, first.line_no, scan.path, stat.line_no))
+                repeat = (stat.rid, path, first.line_no, scan.path, stat.line_no)
+                (duplicates if _figures(first) == _figures(stat) else conflicts).append(repeat)
                 continue
             seen[key] = (scan.path, stat)
             located.append((scan.path, stat))
@@ -208,4 +192,4 @@ def merge_scans(scans: list[LogScan]) -> MergedScan:
         # The router spreads requests over the servers: their finishing order is the timestamps' (stable
         # sort, so lines of one second keep their file order).
         located.sort(key=lambda item: item[1].timestamp.replace("T", " "))
-    return MergedScan(located=tuple(located), duplicates=duplicates, conflicts=tuple(conflicts))
+    return MergedScan(located=tuple(located), duplicates=tuple(duplicates), conflicts=tuple(conflicts))
