@@ -30,7 +30,8 @@ DEFAULT_IB_DEVICES = "/etc/pdrepro/ib_devices.json"
 DEFAULT_LOG_DIR = "/var/log/pdrepro"
 MEMLOCK_UNLIMITED = -1
 # Loading a 235B model takes many minutes; a server is not unhealthy before this.
-DEFAULT_START_PERIOD = "3600s"
+SERVER_START_SECONDS = 3600
+DEFAULT_START_PERIOD = f"{SERVER_START_SECONDS}s"
 
 
 @dataclass(frozen=True)

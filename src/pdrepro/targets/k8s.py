@@ -17,14 +17,12 @@ from dataclasses import dataclass
 
 import yaml
 
-from ..launch import LaunchPlan, NodeLaunch, ServerLaunch, url
+from ..launch import SERVER_START_SECONDS, LaunchPlan, NodeLaunch, ServerLaunch, url
 
 APP = "pdrepro"
 GPU_RESOURCE = "nvidia.com/gpu"
 # The env the plan sets that the cluster decides instead (see the module doc).
 CLUSTER_ENV = ("SGLANG_HOST_IP", "CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES")
-# How long a server may load before its start-up probe gives up (as compose's start period).
-START_SECONDS = 3600
 PROBE_PERIOD = 15
 SCENARIO_DIR = "/etc/pdrepro/scenario"
 
@@ -111,7 +109,7 @@ def _server_container(server: ServerLaunch, cluster: Cluster, log_command: str, 
         "securityContext": {"privileged": False, "capabilities": {"add": ["IPC_LOCK"]}},
         "startupProbe": {"httpGet": {"path": "/health_generate", "port": server.port},
                          "periodSeconds": PROBE_PERIOD, "timeoutSeconds": 60,
-                         "failureThreshold": START_SECONDS // PROBE_PERIOD},
+                         "failureThreshold": SERVER_START_SECONDS // PROBE_PERIOD},
         "readinessProbe": {"httpGet": {"path": "/health", "port": server.port}, "periodSeconds": 30, "timeoutSeconds": 10},
         "volumeMounts": [
             {"name": "model", "mountPath": cluster.model_path, "readOnly": True},
@@ -304,7 +302,7 @@ def steps_text(plan: LaunchPlan, cluster: Cluster, out: str) -> str:
         "# the gates the Job runs, from a checkout of this bundle:",
         f"$ kubectl -n {ns} create configmap {APP}-gates --from-file=repro/",
         f"$ kubectl apply -f {out}/20-prefill.yaml -f {out}/30-decode.yaml -f {out}/40-router.yaml",
-        *(f"$ kubectl -n {ns} rollout status statefulset/{statefulset_name(role)} --timeout={START_SECONDS}s"
+        *(f"$ kubectl -n {ns} rollout status statefulset/{statefulset_name(role)} --timeout={SERVER_START_SECONDS}s"
           for role in ("prefill", "decode")),
         f"$ kubectl -n {ns} wait --for=condition=Available deployment/{APP}-router --timeout=600s",
         f"$ kubectl apply -f {out}/50-sweep-job.yaml",

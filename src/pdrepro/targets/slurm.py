@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import TYPE_CHECKING
 
+from ..launch import SERVER_START_SECONDS
+
 if TYPE_CHECKING:
     from ..launch import LaunchPlan, Plan
 
@@ -198,7 +200,7 @@ def gpu_job(plan: Plan, lp: LaunchPlan | None = None) -> Job:
         ("BUNDLE", "$SLURM_SUBMIT_DIR", "this bundle's checkout with .venv, on a shared filesystem"),
         ("JOB_DIR", "$SLURM_SUBMIT_DIR/runs/slurm-$SLURM_JOB_ID", "logs/ and run/ of this job, shared"),
         ("MEMLOCK", str(site.memlock), "locked-memory limit of the servers, bytes; -1 = unlimited"),
-        ("READY_TIMEOUT_S", "3600", "loading a large model takes many minutes"),
+        ("READY_TIMEOUT_S", str(SERVER_START_SECONDS), "loading a large model takes many minutes"),
         ("STOP_GRACE_S", "60", "seconds the servers get to stop before they are killed"),
     )
     return Job(
