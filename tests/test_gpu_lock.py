@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import tomllib
+from pyproject_data import load_pyproject
 
 from pdrepro import gpulock
 from pdrepro.errors import UserError
@@ -135,7 +135,7 @@ def test_lock_problems_name_a_router_and_a_cuda_drift(tmp_path):
 
 
 def test_the_bundles_own_dependencies_are_locked():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    project = load_pyproject()["project"]
     names = [gpulock.parse_requirements_in(dep)[0].name for dep in project["dependencies"]]
     assert names and [n for n in names if n not in LOCK] == []
 

