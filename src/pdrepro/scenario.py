@@ -251,8 +251,8 @@ def scenario_from_dict(data: object, source: str, base_dir: Path | None = None) 
     return scenario
 
 
-def load_scenario(spec: str | Path) -> Scenario:
-    """``spec`` is a shipped scenario name or a path to a scenario YAML file."""
+def resolve_path(spec: str | Path) -> Path:
+    """The scenario file ``spec`` names: a path to a YAML file, else a shipped scenario's name."""
     path = Path(spec)
     if path.is_dir():
         raise UserError(f"{path}: is a directory, not a scenario file; give the scenario YAML file in it")
@@ -263,6 +263,12 @@ def load_scenario(spec: str | Path) -> Scenario:
             raise UserError(f"{spec}: no such scenario file; check the path, or use a shipped name: {', '.join(shipped_names())}")
         else:
             raise UserError(f"unknown scenario {spec!r}; use a path or one of: {', '.join(shipped_names())}")
+    return path
+
+
+def load_scenario(spec: str | Path) -> Scenario:
+    """``spec`` is a shipped scenario name or a path to a scenario YAML file."""
+    path = resolve_path(spec)
     return scenario_from_dict(_read_yaml(path, "scenario"), str(path), path.parent)
 
 

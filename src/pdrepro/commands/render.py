@@ -8,12 +8,11 @@ import dataclasses
 import os
 import re
 import shutil
-from importlib import resources
 from pathlib import Path
 
 from .. import launch, siteinput
 from ..errors import UserError
-from ..scenario import load_scenario
+from ..scenario import load_scenario, resolve_path
 from ..targets import compose, k8s, onebox
 
 HELP = "write a scenario's launch for a target (compose env files per node, Kubernetes manifests, or a SLURM sbatch script)"
@@ -150,10 +149,7 @@ _RESOURCE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9
 
 def scenario_text(spec: str) -> str:
     """The scenario file as written (load_scenario has read it already)."""
-    path = Path(spec)
-    if not path.is_file():
-        path = Path(str(resources.files("pdrepro") / "scenarios" / f"{spec}.yaml"))
-    return path.read_text()
+    return resolve_path(spec).read_text()
 
 
 def _k8s(args, scenario) -> int:
