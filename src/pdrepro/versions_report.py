@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
-from .fabric.driver import Requirement
+from .fabric.driver import Requirement, parse_driver_version
 from .pins import load_pins
 
 # Python distributions that decide PD behaviour or performance; several names
@@ -137,8 +137,12 @@ def nvidia_driver(proc_file: Path = Path("/proc/driver/nvidia/version")) -> dict
     code, out = _run(["nvidia-smi", "--query-gpu=driver_version,name", "--format=csv,noheader"])
     if code == 0 and out:
         rows = [line.split(",") for line in out.splitlines() if line.strip()]
-        return _found(rows[0][0].strip(), gpus=[r[1].strip() for r in rows if len(r) > 1],
-                      source="nvidia-smi")
+        try:
+            version = parse_driver_version("\n".join(r[0] for r in rows))
+        except ValueError:
+            version = None
+        if version is not None:
+            return _found(version, gpus=[r[1].strip() for r in rows if len(r) > 1], source="nvidia-smi")
     if proc_file.is_file():
         match = re.search(r"Kernel Module\s+([\d.]+)", proc_file.read_text())
         if match:

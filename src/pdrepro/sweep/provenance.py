@@ -14,6 +14,7 @@ from pathlib import Path
 import requests
 
 from ..contract import write_json_atomic
+from ..fabric.driver import parse_driver_version
 from ..pins import load_pins
 from ..versions_report import collect_versions
 
@@ -57,7 +58,10 @@ def gpu() -> dict:
         return {"error": f"nvidia-smi failed: {type(exc).__name__}"}
     cuda = re.search(r"CUDA Version:\s*([\d.]+)", head)
     names = [line.split(",")[0].strip() for line in query.splitlines() if line.strip()]
-    driver = query.split(",")[1].strip() if "," in query else None
+    try:
+        driver = parse_driver_version("\n".join(line.split(",")[-1] for line in query.splitlines()))
+    except ValueError:
+        driver = None
     return {"driver": driver, "cuda": cuda.group(1) if cuda else None, "gpus": names}
 
 
