@@ -7,7 +7,9 @@
 # libcuda.so.1 at run time, as in NVIDIA's own images).
 #
 #   make cuda-substitute     # see docker/images.mk
-ARG SUBSTITUTE_FROM=pdrepro-base:bookworm-slim-local
+# No default: the base is the local debootstrapped image whose name docker/images.mk
+# owns (SMOKE_BASE_LOCAL); docker/mooncake-stage.sh passes it.
+ARG SUBSTITUTE_FROM
 FROM ${SUBSTITUTE_FROM}
 ARG CUDA_VERSION
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]

@@ -124,21 +124,52 @@ def test_every_image_digest_in_the_repo_is_the_pinned_one():
     assert seen >= 2, "expected the Dockerfiles' digest-pinned bases"
 
 
-@pytest.mark.parametrize("dockerfile", ["gpu.Dockerfile", "smoke.Dockerfile"])
-def test_dockerfile_arg_defaults_match_versions_env(dockerfile):
-    args = dockerfile_args(ROOT / "docker" / dockerfile)
+DOCKERFILES = sorted(path.name for path in (ROOT / "docker").glob("*.Dockerfile"))
+# Build knobs that are not pins: the only defaults these ARGs may carry.
+NOT_PINS = {
+    "DEBIAN_FRONTEND": {"noninteractive"},
+    "MOONCAKE_SOURCE": {"git"},
+    "SGLANG_SOURCE": {"git"},
+    "GITHUB_MIRROR": {""},
+    "WHEELS_ONLY": {""},
+    "BUILD_JOBS": {""},
+    "CONTEXT_HASH": {"unset"},
+}
+
+
+def _expected_arg_defaults() -> dict[str, str]:
     expected = dict(PINS)
     expected["GPU_BASE"] = f"{PINS['CUDA_BASE_IMAGE']}@{PINS['CUDA_BASE_DIGEST']}"
     expected["SMOKE_BASE"] = f"{PINS['SMOKE_BASE_IMAGE']}@{PINS['SMOKE_BASE_DIGEST']}"
+    expected["SLURM_BASE"] = expected["SMOKE_BASE"]
     expected["BUNDLE_VERSION"] = __version__
-    compared = 0
-    for name, defaults in args.items():
-        if name not in expected:
-            continue
+    return expected
+
+
+def test_every_dockerfile_is_checked():
+    assert {"gpu.Dockerfile", "smoke.Dockerfile", "slurm.Dockerfile", "cuda-substitute.Dockerfile"} <= set(DOCKERFILES)
+
+
+@pytest.mark.parametrize("dockerfile", DOCKERFILES)
+def test_dockerfile_arg_defaults_match_versions_env(dockerfile):
+    # An ARG default is either a pin (equal to versions.env) or a listed build knob; anything
+    # else is a version or name hard-coded outside versions.env.
+    expected = _expected_arg_defaults()
+    for name, defaults in dockerfile_args(ROOT / "docker" / dockerfile).items():
         for default in defaults:
-            compared += 1
-            assert default == expected[name], f"{dockerfile}: ARG {name}={default} but the pin is {expected[name]}"
-    assert compared >= 4, f"{dockerfile}: too few pinned ARGs found ({compared})"
+            if name in expected:
+                assert default == expected[name], f"{dockerfile}: ARG {name}={default} but the pin is {expected[name]}"
+            else:
+                assert default in NOT_PINS.get(name, set()), (
+                    f"{dockerfile}: ARG {name}={default} is neither a versions.env pin nor a known build knob; "
+                    "pass it from versions.env (or images.mk) with no default")
+
+
+def test_the_pinned_dockerfile_args_are_found():
+    expected = _expected_arg_defaults()
+    compared = {(f, n) for f in DOCKERFILES for n in dockerfile_args(ROOT / "docker" / f) if n in expected}
+    for dockerfile in ("gpu.Dockerfile", "smoke.Dockerfile", "slurm.Dockerfile"):
+        assert len([n for f, n in compared if f == dockerfile]) >= 2, f"{dockerfile}: too few pinned ARGs found"
 
 
 # The test extra's exact pins and the versions.env key each must equal.
