@@ -99,6 +99,17 @@ def test_cut_off_run_after_an_older_complete_one_is_bad_input(tmp_path):
     assert_one_line_error(pdrepro("analyze", run.root), "analyze", "result-1024.jsonl", "cut off")
 
 
+def test_a_damaged_output_lens_is_bad_input_naming_the_file_and_field(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO)
+    obj = json.loads(run.bench_file(1024).read_text())
+    obj["output_lens"][3] = "1"
+    run.bench_file(1024).write_text(json.dumps(obj) + "\n")
+    assert_one_line_error(pdrepro("analyze", run.root), "analyze", "result-1024.jsonl", "'output_lens' entry 3 is '1'")
+    rows = {r["prompt_len"]: r for r in json.loads(run.summary_file.read_text())["rows"]}
+    # The other lengths are still measured.
+    assert rows[2048]["output_tokens_min"] == SCENARIO.sweep.output_len
+
+
 def test_nan_in_a_metrics_scrape_is_named_and_left_out(tmp_path):
     # /metrics is the optional second source: a broken scrape is a warning naming it, the table still stands.
     run = build_run(tmp_path / "run", SCENARIO, metrics=True)

@@ -47,7 +47,7 @@ def test_upstream_infinity_rate_is_accepted(tmp_path):
     path = tmp_path / "r.jsonl"
     path.write_text('{"request_rate": Infinity, "completed": 2, "mean_ttft_ms": 1.0}\n')
     result, _ = parse_bench_file(path)
-    assert result.raw["request_rate"] == float("inf")
+    assert (result.completed, result.mean_ttft_ms) == (2, 1.0)
 
 
 @pytest.mark.parametrize("content, message", [
@@ -164,3 +164,34 @@ def test_a_directory_or_a_symlink_loop_is_bad_input(tmp_path):
     with pytest.raises(UserError, match="symlink") as info:
         parse_bench_file(loop)
     assert str(loop) in str(info.value)
+
+
+def test_output_lens_are_read_per_successful_request(tmp_path):
+    path = _write(tmp_path, _run(n=3, output_lens=[128, 0, 97], errors=["", "Server disconnected", ""],
+                                 total_output_tokens=225, total_output_tokens_retokenized=224.0))
+    result, _ = parse_bench_file(path, prompt_len=1024, num_prompts=3, output_len=128)
+    assert result.ok_output_lens == (128, 97)
+    assert (result.total_output_tokens, result.total_output_tokens_retokenized) == (225, 224)
+
+
+@pytest.mark.parametrize("lens, shown", [
+    ([128, "128", 128], "entry 1 is '128'"),
+    ([128, None, 128], "entry 1 is None"),
+    ([128, 128, -1], "entry 2 is -1"),
+    ([128, 12.5, 128], "entry 1 is 12.5"),
+    ({"0": 128}, "'output_lens' is dict"),
+])
+def test_a_damaged_output_lens_is_bad_input_naming_file_and_field(tmp_path, lens, shown):
+    path = _write(tmp_path, _run(n=3, output_lens=lens))
+    with pytest.raises(UserError, match="output_lens") as info:
+        parse_bench_file(path, prompt_len=1024, num_prompts=3, output_len=128)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") and shown in message and "\n" not in message
+    assert "rerun the bench for this length" in message
+
+
+def test_a_token_total_that_is_no_number_is_bad_input(tmp_path):
+    path = _write(tmp_path, _run(total_output_tokens="n/a"))
+    with pytest.raises(UserError, match="'total_output_tokens' is 'n/a', not a count of tokens") as info:
+        parse_bench_file(path, prompt_len=1024, num_prompts=4, output_len=128)
+    assert str(path) in str(info.value)

@@ -192,8 +192,8 @@ def _row(L: int, scenario: Scenario, bench: BenchResult | None, samples: list[Re
     row = result_row(L, kv, line_rate_GB_s=scenario.line_rate_GB_s, expected_requests=scenario.sweep.num_prompts,
                      transfer_samples=len(timed), **measured)
     if bench is not None:
-        row.update(output_figures(bench.raw, bench.completed, scenario.sweep.output_len,
-                                  scenario.sweep.random_range_ratio))
+        row.update(output_figures(bench.ok_output_lens, bench.total_output_tokens, bench.total_output_tokens_retokenized,
+                                  bench.completed, scenario.sweep.output_len, scenario.sweep.random_range_ratio))
         if bench.errors:
             first = bench.errors[0].strip().splitlines()[-1][:160]
             issues.append(issue(WARNING, "request_errors",

@@ -21,7 +21,7 @@ from .parsers.bench import parse_bench_file
 from .rundir import RunDir
 from .scenario import Scenario
 
-# metric -> (bench JSON key, unit, label, better): better is "higher" or "lower".
+# metric -> (bench JSON key, one of parsers.bench.REPORTED_KEYS; unit, label, better): better is "higher" or "lower".
 METRICS = {
     "output_tok_s": ("output_throughput", "tok/s", "Output token throughput", "higher"),
     "total_tok_s": ("total_throughput", "tok/s", "Total token throughput", "higher"),
@@ -51,8 +51,7 @@ def _measure(run: RunDir, scenario: Scenario, name: str, issues: list[dict]) -> 
         issues.append(issue(ERROR, "bench_unreadable", f"{name}: {exc}"))
         return None
     issues.extend(issue(WARNING, "bench_note", f"{name}: {n}") for n in notes)
-    raw = result.raw
-    measured = {metric: _num(raw.get(key)) for metric, (key, *_rest) in METRICS.items()}
+    measured = {metric: result.reported[key] for metric, (key, *_rest) in METRICS.items()}
     if result.completed != scenario.sweep.num_prompts:
         issues.append(issue(WARNING, "incomplete",
                             f"{name}: completed {result.completed} of {scenario.sweep.num_prompts} requests"))
@@ -61,10 +60,6 @@ def _measure(run: RunDir, scenario: Scenario, name: str, issues: list[dict]) -> 
                              f"{name}: {len(result.errors)} request(s) failed, first: {result.errors[0][:120]}"))
     return {"prompt_len": length, "completed": result.completed, "errors": len(result.errors),
             "bench_file": str(sub.bench_file(length).relative_to(run.root)), **measured}
-
-
-def _num(value):
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _change_pct(a, b):

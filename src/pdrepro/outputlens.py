@@ -16,27 +16,13 @@ def requested_min(output_len: int, range_ratio: float) -> int:
     return max(int(output_len * range_ratio), 1)
 
 
-def _count(raw: dict, key: str) -> int | None:
-    value = raw.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        return None
-    return int(value)
-
-
-def output_figures(raw: dict, completed: int, output_len: int, range_ratio: float) -> dict:
+def output_figures(ok_output_lens: tuple[int, ...], total: int | None, retokenized: int | None, completed: int,
+                   output_len: int, range_ratio: float) -> dict:
     """Row fields: the fewest tokens a successful request generated (per request where the
     client listed them, else the mean), the totals, and the fewest the run asked for."""
-    lens, errors = raw.get("output_lens"), raw.get("errors")
-    per_request = None
-    if isinstance(lens, list) and lens:
-        errors = errors if isinstance(errors, list) and len(errors) == len(lens) else [""] * len(lens)
-        ok = [n for n, e in zip(lens, errors) if not e and isinstance(n, (int, float)) and not isinstance(n, bool)]
-        per_request = min(ok) if ok else None
-    total = _count(raw, "total_output_tokens")
-    retokenized = _count(raw, "total_output_tokens_retokenized")
     fewest, basis = None, None
-    if per_request is not None:
-        fewest, basis = int(per_request), "per request"
+    if ok_output_lens:
+        fewest, basis = min(ok_output_lens), "per request"
     elif total is not None and completed > 0:
         fewest, basis = total // completed, "mean per request"
     if retokenized == 0 and completed > 0:
