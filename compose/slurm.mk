@@ -15,7 +15,7 @@ slurm-image: smoke-image ## Build the SLURM node image of the local test cluster
 	  --build-arg SLURM_DEB_VERSION=$(SLURM_DEB_VERSION) docker/slurm >/dev/null
 
 slurm-smoke: setup slurm-image ## Run the smoke as a real 2-node SLURM job on a local 3-container cluster
-	SLURM_IMAGE=$(SLURM_IMAGE) PYTHON=$(BIN)/python SLURM_SMOKE_RUNTIME=$(SLURM_SMOKE_RUNTIME) \
+	SLURM_IMAGE=$(SLURM_IMAGE) PYTHON=$(BIN)/python COMPOSE="$(COMPOSE)" SLURM_SMOKE_RUNTIME=$(SLURM_SMOKE_RUNTIME) \
 	  SLURM_SMOKE_ARGS="$(SLURM_SMOKE_ARGS)" bash scripts/slurm-smoke.sh
 
 .PHONY: slurm-image slurm-smoke

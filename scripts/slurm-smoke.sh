@@ -11,7 +11,8 @@
 #      SLURM_SMOKE_RUNTIME=docker|host (docker: each side in a smoke-image container
 #      started on its node through the host's Docker engine, as the GPU script does;
 #      host: the sides run on the node containers themselves),
-#      SLURM_SMOKE_CANCEL=1 (scancel the job once the prefill side runs, then check the cleanup)
+#      SLURM_SMOKE_CANCEL=1 (scancel the job once the prefill side runs, then check the cleanup),
+#      COMPOSE (the compose client, as the stacks use it; make passes its choice; default "docker compose")
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 say() { printf 'slurm-smoke: %s\n' "$*" >&2; }
@@ -21,11 +22,13 @@ image=${SLURM_IMAGE:?set SLURM_IMAGE (make slurm-smoke sets it from docker/versi
 python=${PYTHON:-$here/.venv/bin/python}
 out=$(realpath -m "${1:-$here/results/slurm-smoke-$(date -u +%Y%m%d-%H%M%S)}")
 project=pdslurm-$(basename "$out" | tr -c 'a-z0-9\n' '-' | tail -c 32)-$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')
-compose=(docker compose -p "$project" -f "$here/compose/slurm-smoke.yaml")
+read -r -a compose_cli <<< "${COMPOSE:-docker compose}"
+compose=("${compose_cli[@]}" -p "$project" -f "$here/compose/slurm-smoke.yaml")
 runtime=${SLURM_SMOKE_RUNTIME:-docker}
 case $runtime in docker|host) ;; *) die "SLURM_SMOKE_RUNTIME=$runtime: use docker or host" ;; esac
 
 docker info >/dev/null 2>&1 || die "no Docker engine answers 'docker info': install Docker (with compose v2) and start it"
+"${compose_cli[@]}" version >/dev/null 2>&1 || die "the compose client '${compose_cli[*]}' does not run: install compose v2 or set COMPOSE"
 docker image inspect "$image" >/dev/null 2>&1 || die "no image $image: run 'make slurm-image'"
 [ ! -e "$out/cluster" ] || die "$out already holds a cluster; give a new folder"
 mkdir -p "$out/cluster" "$out/shared"
