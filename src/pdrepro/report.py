@@ -13,7 +13,7 @@ import json
 
 from tabulate import tabulate
 
-from .units import human_bytes
+from .units import GB, MiB, human_bytes
 
 DASH = "—"
 
@@ -139,7 +139,7 @@ def witness_section(summary: dict) -> list[str]:
         if not nodes:
             table.append([str(r["prompt_len"]), "—", "—", "—", "—", "—", r.get("nic_problem") or ""])
         for role, n in nodes.items():
-            moved = None if n.get("bytes") is None else n["bytes"] / 1e9
+            moved = None if n.get("bytes") is None else n["bytes"] / GB
             table.append([str(r["prompt_len"]), role, n.get("counter") or "", _f(moved, 2), _f(n.get("kv_share_pct"), 1),
                           _f(n.get("rate_GB_s"), 2), n.get("problem") or ""])
     w = summary.get("witness") or {}
@@ -148,7 +148,7 @@ def witness_section(summary: dict) -> list[str]:
             "length, against KV = prompt length x KV bytes per token x completed requests; below "
             f"{_f(w.get('min_kv_share_pct'), 0)} % fails. Allowance above KV: "
             f"{_f((w.get('header_fraction') or 0) * 100, 0)} % headers, "
-            f"{_f((w.get('control_bytes_per_request') or 0) / 2**20, 0)} MiB of control per request, plus the "
+            f"{_f((w.get('control_bytes_per_request') or 0) / MiB, 0)} MiB of control per request, plus the "
             "warm-up and failed requests' KV.", "", _table(headers, table), ""]
 
 

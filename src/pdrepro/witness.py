@@ -32,7 +32,7 @@ import math
 from .fabric.counters import WORD_BYTES, words_moved
 from .rundir import RunDir
 from .scenario import Scenario
-from .units import human_bytes
+from .units import GB, MiB, human_bytes
 
 MIN_KV_SHARE_PCT = 90.0
 ALLOWANCE = {
@@ -41,7 +41,7 @@ ALLOWANCE = {
     "header_fraction": 0.05,
     # Per request: the transfer engine's and SGLang's small RDMA messages (aux
     # data, status), far above what they carry.
-    "control_bytes_per_request": 4 * 2**20,
+    "control_bytes_per_request": 4 * MiB,
 }
 # Which way the KV crosses each node's ports.
 DIRECTION = {"prefill": "port_xmit_data", "decode": "port_rcv_data"}
@@ -160,7 +160,7 @@ def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, 
             problems.append(f"{role} node: {figures['problem']}")
             continue
         moved = figures["bytes"]
-        entry["rate_GB_s"] = moved / figures["window_s"] / 1e9
+        entry["rate_GB_s"] = moved / figures["window_s"] / GB
         rates.append(entry["rate_GB_s"])
         if kv > 0:
             entry["kv_share_pct"] = moved / kv * 100

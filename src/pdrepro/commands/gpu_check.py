@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..cliargs import seconds
 from ..errors import UserError
-from ..units import MiB
+from ..units import GB, MiB
 
 
 def _gpus(text: str) -> tuple[int, int]:
@@ -80,7 +80,7 @@ def run(args) -> int:
              else "host memory, process to process (no GPU used)")
     print(f"gpu-check: {scenario.name}, one prefill TP rank's KV (TP {scenario.parallel.prefill_tp}); "
           f"{route}; largest buffer "
-          f"{largest / 1e9:.2f} GB; sizes in decimal MB/GB, bandwidth in decimal GB/s", flush=True)
+          f"{largest / GB:.2f} GB; sizes in decimal MB/GB, bandwidth in decimal GB/s", flush=True)
     result = check(settings, progress=lambda line: print(line, flush=True))
     print(f"gpu-check: transport {result['transport'] or 'unknown'}; "
           f"{'all bytes verified' if result['ok'] else 'FAILED'}; details in {out / 'result.json'}")

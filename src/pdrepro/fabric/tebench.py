@@ -14,7 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-UNITS = {"GB": 1e9, "GiB": 2**30, "Gb": 1e9 / 8, "MB": 1e6, "MiB": 2**20, "Mb": 1e6 / 8,
+from ..units import GB, MB, GiB, MiB
+
+UNITS = {"GB": GB, "GiB": GiB, "Gb": GB / 8, "MB": MB, "MiB": MiB, "Mb": MB / 8,
          "KB": 1e3, "KiB": 2**10, "Kb": 1e3 / 8}
 _DONE = re.compile(r"Test completed: duration ([\d.]+)(us)?, batch count (\d+), throughput ([\d.]+)(?:[ \t]+(\S+))?[ \t]*$",
                    re.MULTILINE)
@@ -46,7 +48,7 @@ def parse_result(text: str) -> TeResult:
     if unit not in UNITS:
         raise ValueError(f"unknown throughput unit in {m.group(0).strip()!r}; expected one of "
                          f"{', '.join(u + '/s' for u in UNITS)}, or none (older builds)")
-    return TeResult(duration, int(batches), float(value) * UNITS[unit] / 1e9, f"{value} {unit}/s")
+    return TeResult(duration, int(batches), float(value) * UNITS[unit] / GB, f"{value} {unit}/s")
 
 
 def parse_segment(text: str) -> str | None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import resource
 
+from ...units import MiB
 from .. import limits
 from .base import PASS, WARN, Check, Context, Facts
 
 
 def _fmt_limit(v: int) -> str:
-    return "unlimited" if v == resource.RLIM_INFINITY else f"{v / 2**20:g} MiB"
+    return "unlimited" if v == resource.RLIM_INFINITY else f"{v / MiB:g} MiB"
 
 
 def check_memlock(ctx: Context, f: Facts) -> Check:
