@@ -59,14 +59,8 @@ onebox: setup ## One node, 2+ GPUs: real SGLang prefill+decode+router on a small
 
 onebox-repro: setup ## With `make onebox` up: sweep, analyze and gates against it (DATASET=ShareGPT json)
 	@test -n "$(DATASET)" || { echo "make onebox-repro: pass DATASET=/path/to/ShareGPT_V3_unfiltered_cleaned_split.json" >&2; exit 2; }
-	@set -a; . $(ONEBOX_DEPLOY)/onebox.env; set +a; run="$(RUN)"; \
-	$(PDREPRO) sweep --scenario $(ONEBOX_SCENARIO) --router "http://$$BOX_IP:$$ROUTER_PORT" \
-	  --prefill "http://$$BOX_IP:$$PREFILL_PORT" --decode "http://$$BOX_IP:$$DECODE_PORT" \
-	  --model-path "$$MODEL_PATH" --dataset-path "$(DATASET)" --image "$$GPU_IMAGE" \
-	  --logs-from "$$LOG_DIR" --out "$$run" --no-analyze $(SWEEP_ARGS); rc=$$?; [ $$rc -eq 2 ] && exit 2; \
-	$(PDREPRO) analyze "$$run"; analyzed=$$?; \
-	$(PYTEST) repro/ --run-dir "$$run" -p no:cacheprovider -q; gates=$$?; \
-	for s in $$rc $$analyzed $$gates; do [ $$s -eq 0 ] || exit $$s; done
+	@set -a; . $(ONEBOX_DEPLOY)/onebox.env; set +a; \
+	$(call repro_steps,$(ONEBOX_SCENARIO),http://$$BOX_IP:$$ROUTER_PORT,http://$$BOX_IP:$$PREFILL_PORT,http://$$BOX_IP:$$DECODE_PORT,$(DATASET),,$(RUN),:)
 
 onebox-down: ## Stop and remove the one-box stack (the logs in LOG_DIR stay)
 	$(COMPOSE) -p pdrepro-onebox down
