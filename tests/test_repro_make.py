@@ -67,3 +67,23 @@ def test_failed_length_is_still_analysed_and_gated(tmp_path):
     assert f"report: {tmp_path / 'run'}/report.md" in proc.stdout
     assert "test_bandwidth[L16384]" in proc.stdout and "no bench result for prompt length 16384" in proc.stdout
     assert (tmp_path / "run" / "junit.xml").is_file() and (tmp_path / "run" / "report.md").is_file()
+
+
+def _dry_steps(target: str, *extra: str) -> list[str]:
+    """The pipeline's commands as `make -n` prints them, from the sweep on, without the step announcements."""
+    out = subprocess.run(["make", "-n", "--no-print-directory", "-o", "setup", target, "RUN=runs/X", "PDREPRO=pdrepro",
+                          "PYTEST=pytest", *extra], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    text = " ".join(out.replace("\\\n", " ").split())
+    steps = [s.strip() for s in text[text.index("pdrepro sweep"):].split(";")]
+    return [s for s in steps if s and not s.startswith(("echo ", ": "))]
+
+
+def test_repro_and_onebox_repro_run_the_same_pipeline():
+    repro, onebox = _dry_steps("repro"), _dry_steps("onebox-repro", "DATASET=/d.json")
+    assert repro[0].startswith('pdrepro sweep --scenario "h20-qwen3-235b-1p1d"') and '--prefill-logs-from' in repro[0]
+    assert onebox[0].startswith('pdrepro sweep --scenario "onebox-qwen25-0.5b"') and '--dataset-path "/d.json"' in onebox[0]
+    assert repro[1:] == onebox[1:] == [
+        "rc=$?", "if [ $rc -eq 2 ]", "then exit 2", "fi",
+        'pdrepro analyze "runs/X"', "analyzed=$?",
+        'pytest repro/ --run-dir "runs/X" -p no:cacheprovider -q', "gates=$?",
+        "for status in $rc $analyzed $gates", "do [ $status -eq 0 ] || exit $status", "done"]
