@@ -150,12 +150,14 @@ def test_comparison_scenarios_are_dispatched(tmp_path, monkeypatch):
     from pdrepro import publish
 
     comparison = SCENARIO.model_copy(update={"kind": "comparison"})
-    monkeypatch.setattr(publish, "analyze_comparison", lambda run, s: {"dispatched": s.kind})
+    monkeypatch.setattr(publish, "compute_comparison", lambda run, s: {"dispatched": s.kind})
+    monkeypatch.setattr(publish, "render_comparison", lambda summary: f"{summary['dispatched']}\n")
     run = build_run(tmp_path / "r", SCENARIO)
     summary = analyze_run(run, comparison)
     assert summary["dispatched"] == "comparison"
     # Stamped with its inputs, so `check` and the gates reuse it until one changes.
     assert json.loads(run.summary_file.read_text())["inputs_signature"] == summary["inputs_signature"]
+    assert run.report_file.read_text() == "comparison\n"
 
 
 def test_measured_ceiling_from_baseline_reaches_the_report(tmp_path):

@@ -5,8 +5,8 @@ import json
 import pytest
 from clihelp import assert_one_line_error, pdrepro_process
 
-from pdrepro.comparison import analyze_comparison
 from pdrepro.errors import UserError
+from pdrepro.publish import analyze_run
 from pdrepro.rundir import RunDir
 from pdrepro.scenario import load_scenario
 
@@ -52,7 +52,7 @@ def _run_as_published(tmp_path, sc, only=None):
 
 def test_report_sets_configurations_side_by_side(tmp_path):
     sc = load_scenario("a10-qwen25-7b-rate1")
-    summary = analyze_comparison(_run_as_published(tmp_path, sc), sc)
+    summary = analyze_run(_run_as_published(tmp_path, sc), sc)
     change = summary["comparison"]["change_pct"]["mean_itl_ms"]
     # Published: 1P1D's mean ITL is about 30 % below two regular instances'.
     assert change["measured_pct"] == pytest.approx(100 * (7.23 - 10.30) / 10.30)
@@ -63,9 +63,24 @@ def test_report_sets_configurations_side_by_side(tmp_path):
     assert json.loads((tmp_path / "summary.json").read_text())["configurations"]["2-regular"]["measured"]["p99_itl_ms"] == 12.73
 
 
+def test_the_summary_is_written_once_already_stamped(tmp_path, monkeypatch):
+    import os
+
+    sc = load_scenario("a10-qwen25-7b-rate1")
+    run = _run_as_published(tmp_path, sc)
+    written = []
+    replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda src, dst: (written.append(os.path.basename(dst)), replace(src, dst)))
+    summary = analyze_run(run, sc)
+    assert sorted(written) == ["report.md", "summary.json"]
+    stored = json.loads(run.summary_file.read_text())
+    assert stored["inputs_signature"] == summary["inputs_signature"] == run.inputs_signature()
+    assert stored["analysis_code"] == summary["analysis_code"]
+
+
 def test_one_configuration_missing_is_an_issue_not_a_crash(tmp_path):
     sc = load_scenario("a10-qwen25-7b-rate4")
-    summary = analyze_comparison(_run_as_published(tmp_path, sc, only={"1P1D"}), sc)
+    summary = analyze_run(_run_as_published(tmp_path, sc, only={"1P1D"}), sc)
     assert summary["configurations"]["2-regular"]["measured"] is None
     assert any("--configuration 2-regular" in i["message"] for i in summary["issues"])
     assert "n/a" in (tmp_path / "report.md").read_text()
@@ -73,7 +88,7 @@ def test_one_configuration_missing_is_an_issue_not_a_crash(tmp_path):
 
 def test_no_results_at_all_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="--configuration 1P1D"):
-        analyze_comparison(RunDir(tmp_path), load_scenario("a10-qwen25-7b-rate1"))
+        analyze_run(RunDir(tmp_path), load_scenario("a10-qwen25-7b-rate1"))
 
 
 def test_analyze_command_dispatches_comparison(tmp_path):
@@ -96,7 +111,7 @@ def test_unreadable_configuration_keeps_the_other_and_exits_2(tmp_path):
     cut.write_text("")
     (tmp_path / "1P1D" / "bench" / "result-8192.jsonl").unlink()
     with pytest.raises(UserError, match="2-regular.*empty"):
-        analyze_comparison(run, sc)
+        analyze_run(run, sc)
 
 
 def test_hand_edited_comparison_summary_is_an_error_naming_it(tmp_path):

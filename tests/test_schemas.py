@@ -17,7 +17,7 @@ from pdrepro import schemagen
 from pdrepro.analysis import compute_summary
 from pdrepro.cli import main
 from pdrepro.commands.smoke import as_run
-from pdrepro.comparison import analyze_comparison
+from pdrepro.comparison import compute_comparison
 from pdrepro.errors import UserError
 from pdrepro.rundir import RunDir
 from pdrepro.scenario import load_scenario, shipped_names
@@ -77,7 +77,7 @@ def _summaries(tmp_path):
     smoke = build_summary(as_run(load_scenario("smoke-tcp"), plan), _initiator(plan, [0.4, 8.0], [0.3, 7.5]), {})
     yield "smoke", json.loads(json.dumps(smoke))
     cmp = load_scenario("a10-qwen25-7b-rate1")
-    yield "comparison", json.loads(json.dumps(analyze_comparison(_run_as_published(tmp_path / "cmp", cmp), cmp)))
+    yield "comparison", json.loads(json.dumps(compute_comparison(_run_as_published(tmp_path / "cmp", cmp), cmp)))
 
 
 def test_what_the_bundle_writes_is_a_summary(tmp_path):

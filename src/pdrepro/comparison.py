@@ -6,7 +6,7 @@ Run layout (one sweep per configuration into the same run directory):
   RUN/scenario.yaml
   RUN/<configuration>/bench/result-<L>.jsonl   bench client output
   RUN/<configuration>/logs/, provenance ...    as for a kv-sweep run
-  RUN/summary.json, RUN/report.md              written here
+  RUN/summary.json, RUN/report.md              computed and rendered here, written by publish
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 
 from tabulate import tabulate
 
-from .contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, dumps_json, issue, write_atomic
+from .contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, issue
 from .errors import UserError
 from .parsers.bench import parse_bench_file
 from .rundir import RunDir
@@ -67,14 +67,6 @@ def _change_pct(a, b):
     if a is None or b is None or b == 0:
         return None
     return 100.0 * (a - b) / b
-
-
-def analyze_comparison(run: RunDir, scenario: Scenario) -> dict:
-    """Compute the comparison and write its summary.json and report.md."""
-    summary = compute_comparison(run, scenario)
-    write_atomic(run.summary_file, dumps_json(summary, run.summary_file, indent=2, sort_keys=True))
-    write_atomic(run.report_file, render_comparison(summary))
-    return summary
 
 
 def compute_comparison(run: RunDir, scenario: Scenario) -> dict:

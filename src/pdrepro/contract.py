@@ -85,6 +85,20 @@ def analysis_code_stamp() -> str:
     return f"pdrepro {__version__}, summary schema {SUMMARY_SCHEMA_VERSION}"
 
 
+def stamp(summary: dict, signature: str) -> dict:
+    """Marks ``summary`` with what made it: the run's inputs (their signature, taken before they
+    were read, so an input changing meanwhile leaves the summary stale) and the analysing code."""
+    summary.update(inputs_signature=signature, analysis_code=analysis_code_stamp())
+    return summary
+
+
+def is_current(stored: dict, signature: str, fingerprint: str) -> bool:
+    """Whether a stored summary was made from these very inputs, scenario and analysing code:
+    then it must agree with a fresh analysis, and where it does not it was edited afterwards."""
+    return (stored.get("inputs_signature") == signature and stored.get("scenario_fingerprint") == fingerprint
+            and stored.get("analysis_code") == analysis_code_stamp())
+
+
 def _non_finite(data, where: str = "") -> tuple[str, float] | None:
     """(key path, value) of the first NaN or infinity in ``data``."""
     if isinstance(data, float) and not math.isfinite(data):

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .analysis import compute_summary
-from .comparison import analyze_comparison
-from .contract import analysis_code_stamp, dumps_json, unwritable, write_atomic, write_json_atomic
+from .comparison import compute_comparison, render_comparison
+from .contract import dumps_json, stamp, unwritable, write_atomic, write_json_atomic
 from .errors import UserError
 from .plots import render_plots
 from .report import render_csv, render_report
@@ -36,10 +36,11 @@ def analyze_run(run: RunDir, scenario: Scenario) -> dict:
     """Parse and compute a run, write summary.json, report.md and plots; return the summary."""
     if scenario.kind == "comparison":
         signature = run.inputs_signature() if run.root.is_dir() else None
-        summary = analyze_comparison(run, scenario)
+        summary = compute_comparison(run, scenario)
         if signature is not None:
-            summary.update(inputs_signature=signature, analysis_code=analysis_code_stamp())
-            write_json_atomic(run.summary_file, summary, indent=2, sort_keys=True)
+            stamp(summary, signature)
+        write_json_atomic(run.summary_file, summary, indent=2, sort_keys=True)
+        write_atomic(run.report_file, render_comparison(summary))
         return summary
     if not run.root.is_dir():
         why = why_absent(run.root, "directory").replace("missing", "no such run directory")
@@ -52,7 +53,6 @@ def analyze_run(run: RunDir, scenario: Scenario) -> dict:
         raise UserError(f"{run.root}: has neither bench/ nor logs/; is this a run directory?")
     # Taken before reading, so an input that changes meanwhile makes the summary stale.
     signature = run.inputs_signature()
-    summary = compute_summary(run, scenario)
-    summary["inputs_signature"] = signature
+    summary = stamp(compute_summary(run, scenario), signature)
     write_outputs(run, summary)
     return summary

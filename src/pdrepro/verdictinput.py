@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .analysis import compute_summary
 from .comparison import compute_comparison
-from .contract import SUMMARY_SCHEMA_VERSION, analysis_code_stamp
+from .contract import SUMMARY_SCHEMA_VERSION, is_current, stamp
 from .errors import UserError
 from .publish import analyze_run, write_outputs
 from .rundir import RunDir
@@ -37,13 +37,12 @@ _VERDICT_KEYS = ("rows", "headline", "transport", "line_rate_GB_s", "witness", "
 
 def _disagreement(stored: dict, fresh: dict) -> str | None:
     """The first part of a stored summary that its run's inputs do not reproduce, or None."""
-    plain = fresh
     for key in _VERDICT_KEYS:
-        if stored.get(key) != plain.get(key):
+        if stored.get(key) != fresh.get(key):
             if key == "rows":
                 rows = stored.get("rows")
                 old = {r.get("prompt_len"): r for r in (rows if isinstance(rows, list) else []) if isinstance(r, dict)}
-                for row in plain["rows"]:
+                for row in fresh["rows"]:
                     if old.get(row["prompt_len"]) != row:
                         return f"its row for prompt length {row['prompt_len']}"
             return f"its {key!r}"
@@ -51,7 +50,7 @@ def _disagreement(stored: dict, fresh: dict) -> str | None:
         found = summary.get("issues")
         return sorted(json.dumps([i.get("severity"), i.get("kind"), i.get("prompt_len")])
                       for i in (found if isinstance(found, list) else []) if isinstance(i, dict))
-    if kinds(stored) != kinds(plain):
+    if kinds(stored) != kinds(fresh):
         return "its list of issues"
     return None
 
@@ -71,12 +70,9 @@ def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
         return _load_comparison(run, scenario, stored)
     if run.root.is_dir() and (run.bench_dir.is_dir() or run.logs_dir.is_dir()):
         signature = run.inputs_signature()
-        fresh = compute_summary(run, scenario)
-        fresh["inputs_signature"] = signature
+        fresh = stamp(compute_summary(run, scenario), signature)
         fresh = json.loads(json.dumps(fresh))  # as it reads back from summary.json
-        if stored is not None and stored.get("inputs_signature") == signature \
-                and stored.get("scenario_fingerprint") == scenario.fingerprint \
-                and stored.get("analysis_code") == fresh["analysis_code"]:
+        if stored is not None and is_current(stored, signature, scenario.fingerprint):
             _refuse_edited(run, stored, fresh)
             return fresh
         write_outputs(run, fresh)
@@ -101,12 +97,9 @@ def _refuse_edited(run: RunDir, stored: dict, fresh: dict) -> None:
 def _load_comparison(run: RunDir, scenario: Scenario, stored: dict | None) -> dict:
     """A comparison's inputs live in one folder per configuration: its stamped summary is
     checked against them the same way, and analysed afresh when stale."""
-    if stored is not None and stored.get("scenario_fingerprint") == scenario.fingerprint \
-            and stored.get("inputs_signature") == run.inputs_signature() \
-            and stored.get("analysis_code") == analysis_code_stamp():
-        fresh = compute_comparison(run, scenario)
-        fresh.update(inputs_signature=stored["inputs_signature"], analysis_code=stored["analysis_code"])
-        fresh = json.loads(json.dumps(fresh))
+    signature = run.inputs_signature() if stored is not None else None
+    if stored is not None and is_current(stored, signature, scenario.fingerprint):
+        fresh = json.loads(json.dumps(stamp(compute_comparison(run, scenario), signature)))
         _refuse_edited(run, stored, fresh)
         return fresh
     return analyze_run(run, scenario)
