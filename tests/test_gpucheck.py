@@ -30,7 +30,7 @@ def _filled(nbytes: int, seed: int = 7) -> HostBuffer:
 def test_one_prefill_rank_at_32k_tokens_is_an_eighth_of_the_published_kv():
     published = yaml.safe_load((REPO.parent / "shared" / "reference" / "h20-qwen3-235b-1p1d.yaml").read_text()) \
         if (REPO.parent / "shared" / "reference" / "h20-qwen3-235b-1p1d.yaml").exists() else None
-    sizes = dict(_sizes(load_scenario("h20-qwen3-235b-1p1d"), "32768"))
+    sizes = dict(_sizes(load_scenario("h20-qwen3-235b-1p1d"), (32768,)))
     assert round(sizes[32768] / 1e9, 2) == 1.58
     if published is not None:
         text = json.dumps(published)

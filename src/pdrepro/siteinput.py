@@ -57,7 +57,7 @@ def check_node_ips(prefill_ips: tuple[str, ...], decode_ips: tuple[str, ...]) ->
 def parse_gpus(value: str, option: str = "--gpus") -> tuple[int, ...]:
     items = [v.strip() for v in value.split(",") if v.strip()]
     if not items or not all(v.isdigit() for v in items):
-        raise UserError(f"{option} {value!r}: expected GPU ids separated by commas, e.g. 0,1,2,3")
+        raise UserError(f"{option} {value!r}: expected a comma list of GPU ids, e.g. 0,1,2,3")
     gpus = tuple(int(v) for v in items)
     if len(set(gpus)) != len(gpus):
         raise UserError(f"{option} {value!r}: a GPU id is listed twice; list each once")

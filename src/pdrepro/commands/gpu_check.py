@@ -5,30 +5,21 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ..cliargs import seconds
+from ..cliargs import prompt_lens, seconds
 from ..errors import UserError
+from ..siteinput import parse_gpus
 from ..units import GB, MiB
 
 
 def _gpus(text: str) -> tuple[int, int]:
-    try:
-        a, b = (int(x) for x in text.split(","))
-    except ValueError:
-        raise UserError(f"--gpus {text!r}: give two GPU ids, prefill first, e.g. 0,1") from None
-    if a == b or min(a, b) < 0:
-        raise UserError(f"--gpus {text!r}: give two different GPU ids >= 0")
-    return a, b
+    gpus = parse_gpus(text)
+    if len(gpus) != 2:
+        raise UserError(f"--gpus {text!r}: give two GPU ids, prefill first, e.g. 0,1")
+    return gpus[0], gpus[1]
 
 
-def _sizes(scenario, lens_text: str | None) -> tuple[tuple[int, int], ...]:
-    lens = scenario.sweep.prompt_lens
-    if lens_text:
-        try:
-            lens = tuple(int(x) for x in lens_text.split(",") if x.strip())
-        except ValueError:
-            raise UserError(f"--prompt-lens {lens_text!r}: give comma-separated token counts") from None
-        if not lens or min(lens) < 1:
-            raise UserError(f"--prompt-lens {lens_text!r}: give token counts >= 1")
+def _sizes(scenario, lens: tuple[int, ...] | None) -> tuple[tuple[int, int], ...]:
+    lens = lens or scenario.sweep.prompt_lens
     tp = scenario.parallel.prefill_tp
     # One prefill rank's share: what one GPU of the prefill node sends.
     return tuple((n, scenario.kv_bytes(n) // tp) for n in sorted(lens))
@@ -71,7 +62,7 @@ def run(args) -> int:
     out = args.out or Path("results") / time.strftime("gpu-check-%Y%m%dT%H%M%SZ", time.gmtime())
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; name a directory")
-    settings = Settings(sizes=_sizes(scenario, args.prompt_lens), repeats=args.repeats,
+    settings = Settings(sizes=_sizes(scenario, prompt_lens(args.prompt_lens) if args.prompt_lens else None), repeats=args.repeats,
                         block_bytes=args.block_mib * MiB, gpus=_gpus(args.gpus), memory=args.memory,
                         transport=args.transport, direction=args.direction, seed=scenario.sweep.seed,
                         timeout_s=args.timeout, out=out)

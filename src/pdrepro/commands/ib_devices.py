@@ -8,7 +8,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..fabric import affinity, nvidia, sysfs
 from ..fabric.tools import ToolFailed, ToolMissing
-from ..siteinput import ib_device_key_problem
+from ..siteinput import ib_device_key_problem, parse_gpus
 
 
 def register(sub) -> None:
@@ -24,18 +24,6 @@ def register(sub) -> None:
     p.add_argument("--gpus", help="comma list of the GPUs (nvidia-smi ids) one server uses, e.g. 8,9,...,15 for the "
                                   "second server on a node; written as 0,1,... as SGLang numbers them (default: all)")
     p.set_defaults(func=run)
-
-
-def _gpu_ids(text: str | None) -> list[int] | None:
-    if not text:
-        return None
-    try:
-        ids = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UserError(f"--gpus {text!r}: give nvidia-smi GPU ids as a comma list, e.g. 0,1,2,3") from None
-    if not ids or len(set(ids)) != len(ids):
-        raise UserError(f"--gpus {text!r}: give each GPU id once, e.g. 0,1,2,3")
-    return ids
 
 
 def _topology(nics, gpus, from_sysfs: bool) -> nvidia.Topology | None:
@@ -103,7 +91,7 @@ def run(args) -> int:
     if args.out.suffix != ".json":
         raise UserError(f"--out {args.out}: the name must end in .json, or SGLang's --disaggregation-ib-device "
                         "takes it for a device list; e.g. --out ib_devices.json")
-    mapping, reasons = build_map(args.sysfs_root, _gpu_ids(args.gpus), from_sysfs=args.from_sysfs)
+    mapping, reasons = build_map(args.sysfs_root, list(parse_gpus(args.gpus)) if args.gpus else None, from_sysfs=args.from_sysfs)
     for key in mapping:
         # SGLang raises on any key but an integer GPU index ("default" and "*" included).
         problem = ib_device_key_problem(key)

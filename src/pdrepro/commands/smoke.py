@@ -5,19 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..cliargs import seconds
+from ..cliargs import prompt_lens, seconds
 from ..errors import UserError
 from ..units import MiB
-
-
-def _lens(text: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UserError(f"--prompt-lens {text!r}: give comma-separated token counts, e.g. 128,4096,32768") from None
-    if not values:
-        raise UserError("--prompt-lens is empty; give comma-separated token counts")
-    return values
 
 
 def as_run(scenario, plan):
@@ -83,7 +73,7 @@ def run(args) -> int:
             int(memlock)
         except ValueError:
             raise UserError(f"memlock {memlock!r}: give bytes as an integer, or -1 for unlimited") from None
-    plan = make_plan(scenario, _lens(args.prompt_lens) if args.prompt_lens else None,
+    plan = make_plan(scenario, prompt_lens(args.prompt_lens) if args.prompt_lens else None,
                      repeats=repeats, block_bytes=args.block_mib * MiB)
     scenario = as_run(scenario, plan)
     image = args.image or os.environ.get("SMOKE_IMAGE") or load_pins().get("SMOKE_IMAGE")

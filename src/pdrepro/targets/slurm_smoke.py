@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..cliargs import prompt_lens
 from ..errors import UserError
 from ..pins import load_pins
 from ..units import MiB
@@ -113,11 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.cmd == "render":
             scenario = load_scenario(args.scenario)
-            try:
-                lens = [int(x) for x in args.prompt_lens.split(",") if x.strip()]
-            except ValueError:
-                raise UserError(f"--prompt-lens {args.prompt_lens!r}: give comma-separated token counts") from None
-            plan = make_plan(scenario, lens, repeats=args.repeats, block_bytes=args.block_mib * MiB)
+            plan = make_plan(scenario, prompt_lens(args.prompt_lens), repeats=args.repeats, block_bytes=args.block_mib * MiB)
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(render(smoke_job(scenario, plan, timeout_s=args.timeout, runtime=args.runtime)))
             print(f"wrote {args.out}")
