@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .scenario import Scenario
-from .witness import MIN_KV_SHARE_PCT
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ def _evaluate_comparison(summary: dict, scenario: Scenario) -> list[CheckResult]
     return out
 
 
-def _witness(L: int, row: dict, line_rate: float | None) -> list[CheckResult]:
+def _witness(L: int, row: dict, line_rate: float | None, floor: float) -> list[CheckResult]:
     """The NICs' own byte counts (witness.py): they must show the KV the model says was sent,
     and cannot have run faster than the line."""
     share = row.get("nic_kv_share_pct")
@@ -75,9 +74,9 @@ def _witness(L: int, row: dict, line_rate: float | None) -> list[CheckResult]:
                       if n.get("kv_share_pct") is not None)
     if share is None:
         detail = f"length {L}: NIC byte counts not measured: {row.get('nic_problem') or 'no counter record'}"
-        out = [CheckResult("nic_witness", L, None, MIN_KV_SHARE_PCT, "% of KV", False, detail, ">=")]
+        out = [CheckResult("nic_witness", L, None, floor, "% of KV", False, detail, ">=")]
     else:
-        c = _check("nic_witness", L, share, ">=", MIN_KV_SHARE_PCT, "% of KV",
+        c = _check("nic_witness", L, share, ">=", floor, "% of KV",
                    f"bytes the NICs moved ({nodes}) as a share of the model's KV bytes:")
         if not c.passed:
             c = CheckResult(c.name, L, share, c.bound, c.unit, False,
@@ -150,7 +149,7 @@ def evaluate(summary: dict, scenario: Scenario) -> list[CheckResult]:
             out.append(_check("request_errors", L, float(row["request_errors"]), "<=", float(t.max_request_errors),
                               "errors", "failed requests"))
         if measures_ttft:
-            out += _witness(L, row, line_rate)
+            out += _witness(L, row, line_rate, t.min_nic_kv_share_pct)
         mismatch = row.get("kv_size_mismatch_pct")
         if mismatch is not None:
             out.append(_check("kv_size_match", L, abs(mismatch), "<=", t.max_kv_size_mismatch_pct, "%",

@@ -127,6 +127,10 @@ class Thresholds(Record):
         default=None, description="lowest peak share of the link's line rate, percent")
     min_completed_fraction: Number(0, 1) = Field(default=1.0, description="share of requests that must complete")
     max_request_errors: Int(0) = Field(default=0, description="failed requests allowed per length")
+    min_nic_kv_share_pct: Number(0, 100) = Field(
+        default=90.0,
+        description="lowest share of the model's KV bytes the RDMA port counters must show at each length, percent "
+                    "(an intact RDMA path shows all of it plus headers; a TCP fallback next to nothing)")
     max_kv_size_mismatch_pct: Number(ge=0) = Field(
         default=5.0,
         description="largest gap between the scenario's KV size and the one the server logs before a warning, percent")

@@ -9,7 +9,7 @@ sweep reads each node's RDMA port counters before and after every length
     KV = prompt_len x KV bytes per token x completed requests
          / nodes of that role (the router spreads requests evenly over them).
 
-The NICs must show at least MIN_KV_SHARE_PCT of it: an intact RDMA path
+The NICs must show at least the scenario's thresholds.min_nic_kv_share_pct of it: an intact RDMA path
 shows all of it plus headers, a TCP fallback or a dead path next to nothing
 (mlx5 fills these counters from the port's RDMA unicast and multicast octets,
 so TCP through the same port is not counted).
@@ -31,10 +31,9 @@ import math
 
 from .fabric.counters import WORD_BYTES, words_moved
 from .rundir import RunDir
-from .scenario import Scenario
+from .scenario import Scenario, Thresholds
 from .units import GB, MiB, human_bytes
 
-MIN_KV_SHARE_PCT = 90.0
 ALLOWANCE = {
     # Ethernet, IPv4, UDP, BTH, RETH and ICRC around each 4096-byte RoCE payload,
     # plus the acknowledgements, rounded up.
@@ -49,8 +48,11 @@ DIRECTION = {"prefill": "port_xmit_data", "decode": "port_rcv_data"}
 _TROUBLE = ("retrans", "timeout", "seq_err", "out_of_sequence", "nak", "_err")
 
 
-def describe_allowance() -> dict:
-    return {"min_kv_share_pct": MIN_KV_SHARE_PCT, **ALLOWANCE,
+def describe_allowance(min_kv_share_pct: float | None = None) -> dict:
+    """The witness's bounds for the summary; without a scenario's figure, the thresholds' own default."""
+    if min_kv_share_pct is None:
+        min_kv_share_pct = Thresholds.model_fields["min_nic_kv_share_pct"].default
+    return {"min_kv_share_pct": min_kv_share_pct, **ALLOWANCE,
             "counted": {role: f"{name} (x {WORD_BYTES} bytes)" for role, name in DIRECTION.items()}}
 
 
