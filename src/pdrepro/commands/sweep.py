@@ -9,6 +9,7 @@ from pathlib import Path
 from ..cliargs import seconds
 from ..errors import UserError
 from ..scenario import resolve_scenario
+from ..sweep.config import DEFAULT_WAIT_S, FAILURE_POLICIES
 
 
 def register(sub) -> None:
@@ -52,10 +53,10 @@ def register(sub) -> None:
     p.add_argument("--router-container", default="pdrepro-router",
                    help="router container name (its image and environment go in the provenance)")
     p.add_argument("--length-timeout", type=seconds, metavar="SEC", help="stop a prompt length's client after SEC seconds")
-    p.add_argument("--wait-timeout", type=seconds, default=900.0, metavar="SEC",
-                   help="how long to wait for the stack to be healthy (default 900)")
-    p.add_argument("--on-failure", choices=("continue", "stop"), default="continue",
-                   help="after a failed length (default: continue)")
+    p.add_argument("--wait-timeout", type=seconds, default=DEFAULT_WAIT_S, metavar="SEC",
+                   help=f"how long to wait for the stack to be healthy (default {DEFAULT_WAIT_S:g})")
+    p.add_argument("--on-failure", choices=FAILURE_POLICIES, default=FAILURE_POLICIES[0],
+                   help=f"after a failed length (default: {FAILURE_POLICIES[0]})")
     p.add_argument("--metrics", action="store_true",
                    help="scrape the servers' /metrics before and after each length; RUN/metrics/<role>-<L>.prom "
                         "is the difference (needs --enable-metrics)")

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
+from ..fabric.sysfs import DEFAULT_ROOT
 from ..rundir import RunDir
 from ..scenario import Scenario
 from .benchcmd import BenchTarget
 from .launcher import BenchLauncher
 
+# The CLI's choices and defaults: the command declares them from here, the config keeps the same.
 FAILURE_POLICIES = ("continue", "stop")
+DEFAULT_WAIT_S = 900.0
+# Where the node's RDMA port counters and NIC facts are read.
+IB_CLASS = DEFAULT_ROOT / "class" / "infiniband"
 
 
 def is_disaggregated(configuration: str | None) -> bool:
@@ -33,8 +39,8 @@ class SweepConfig:
     log_source: object | None = None
     configuration: str | None = None
     length_timeout_s: float | None = None
-    wait_timeout_s: float = 900.0
-    on_failure: str = "continue"
+    wait_timeout_s: float = DEFAULT_WAIT_S
+    on_failure: Literal[FAILURE_POLICIES] = FAILURE_POLICIES[0]
     prove_transport: bool = True
     scrape_metrics: bool = False
     # What the command layer runs over the finished run (the analysis), or None to skip it.
@@ -43,7 +49,7 @@ class SweepConfig:
     bench_image: dict | None = None
     heartbeat_s: float = 60.0
     say: Callable[[str], None] = print
-    sysfs: Path = field(default=Path("/sys/class/infiniband"))
+    sysfs: Path = IB_CLASS
 
     def endpoints(self) -> dict[str, str]:
         """Role -> URL of every server the sweep waits for, router first."""

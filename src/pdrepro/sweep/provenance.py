@@ -26,7 +26,7 @@ def environment(env: dict[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES)}
 
 
-def nics(sysfs: Path = Path("/sys/class/infiniband")) -> dict:
+def nics(sysfs: Path) -> dict:
     """Firmware and port rates of every RDMA device this host shows."""
     found = {}
     if not sysfs.is_dir():
@@ -82,7 +82,7 @@ def versions() -> dict:
 
 def collect(*, scenario, endpoints: dict[str, str], bench_image: dict | None, containers: dict,
             transport: dict | None, log_source: dict | None, configuration: str | None,
-            sysfs: Path = Path("/sys/class/infiniband")) -> dict:
+            sysfs: Path) -> dict:
     pins = load_pins()
     return {
         "schema_version": 1,
