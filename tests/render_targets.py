@@ -119,11 +119,20 @@ def launched_k8s(out: Path, scenario: Scenario) -> Launched:
                 for c in spec["containers"]:
                     name = f"{role}-{i}" if c["name"] == role else f"{role}-{i}-{c['name'].rsplit('-', 1)[1]}"
                     env = {e["name"]: e.get("value", e.get("valueFrom")) for e in c["env"]}
-                    servers[name] = (_swap(k8s.container_argv(c), addresses),
+                    servers[name] = (_swap(_k8s_argv(c), addresses),
                                      {k: v for k, v in env.items() if k not in ("POD_NAME", "PYTHONUNBUFFERED")})
         elif obj["kind"] == "Deployment" and obj["metadata"]["name"].endswith("-router"):
-            router = _swap(k8s.container_argv(spec["containers"][0]), addresses)
+            router = _swap(_k8s_argv(spec["containers"][0]), addresses)
     return Launched(servers, router)
+
+
+def _k8s_argv(container: dict) -> list[str]:
+    """What a rendered container execs: a server's `args` behind the log
+    wrapper, else its `command` (the image has no ENTRYPOINT)."""
+    command = container.get("command", [])
+    if command[:2] == ["bash", "-c"] and len(command) == 3 and "exec \"$0\" \"$@\"" in command[2]:
+        return list(container["args"])
+    return [*command, *container.get("args", [])]
 
 
 def slurm_command(text: str, name: str, values: dict[str, str]) -> tuple[dict[str, str], list[str]]:

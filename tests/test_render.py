@@ -60,7 +60,7 @@ def test_same_node_splits_gpus():
     site = launch.Site(prefill_hosts=("192.0.2.10",), decode_hosts=("192.0.2.10",), model_path="/m", dataset_path="/d",
                        ib_devices_file="/i.json", gpus=tuple(range(16)), image="img")
     plan = launch.Plan(scenario, site)
-    assert plan.prefill_gpus == tuple(range(8)) and plan.decode_gpus == tuple(range(8, 16))
+    assert plan.server_gpus("prefill") == tuple(range(8)) and plan.server_gpus("decode") == tuple(range(8, 16))
 
 
 def _scenario_file(tmp_path: Path, drop_launch=False, **launch_changes) -> str:

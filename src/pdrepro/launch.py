@@ -153,14 +153,6 @@ class Plan:
     def server_gpus(self, role: str, node: int = 0, server: int = 0) -> tuple[int, ...]:
         return self._gpus.get((role, node, server), ())
 
-    @property
-    def prefill_gpus(self) -> tuple[int, ...]:
-        return self.server_gpus("prefill")
-
-    @property
-    def decode_gpus(self) -> tuple[int, ...]:
-        return self.server_gpus("decode")
-
     def _check_compose_can_express(self) -> None:
         # These flags are written literally in compose/*.yaml so that the file
         # itself shows the published launch; turning one off needs an edit there.

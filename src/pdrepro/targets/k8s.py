@@ -181,15 +181,6 @@ def _router_objects(plan: LaunchPlan, cluster: Cluster) -> list[dict]:
     return [deployment, service]
 
 
-def container_argv(container: dict) -> list[str]:
-    """What a rendered container execs: a server's `args` behind the log
-    wrapper, else its `command` (the image has no ENTRYPOINT)."""
-    command = container.get("command", [])
-    if command[:2] == ["bash", "-c"] and len(command) == 3 and "exec \"$0\" \"$@\"" in command[2]:
-        return list(container["args"])
-    return [*command, *container.get("args", [])]
-
-
 def router_url(plan: LaunchPlan) -> str:
     return url(f"{APP}-router", plan.router_port)
 
