@@ -15,6 +15,7 @@ from sysfs_builder import h20_node, rxe_node
 
 from pdrepro.cli import main
 from pdrepro.fabric import doctor
+from pdrepro.fabric.checks.rdma import roce_mtu
 from pdrepro.scenario import load_scenario
 
 INF = resource.RLIM_INFINITY
@@ -191,10 +192,10 @@ def test_soft_roce_laptop(tmp_path, bin_dir, docker_engine):
 
 
 def test_roce_mtu():
-    assert doctor.roce_mtu(1500) == 1024
-    assert doctor.roce_mtu(4200) == 4096
-    assert doctor.roce_mtu(4000) == 2048
-    assert doctor.roce_mtu(9000) == 4096
+    assert roce_mtu(1500) == 1024
+    assert roce_mtu(4200) == 4096
+    assert roce_mtu(4000) == 2048
+    assert roce_mtu(9000) == 4096
 
 
 def test_dev_infiniband_missing_and_not_char(tmp_path, bin_dir):

@@ -24,11 +24,7 @@ from .checks.rdma import (
     check_link_layer,
     check_mtu,
     check_ports,
-    roce_mtu,
 )
-
-# The check functions, roce_mtu and line_rate_GB_s are reached through this module too (tests, the command).
-__all__ = ["CHECKS", "Check", "Context", "Facts", "gather", "line_rate_GB_s", "roce_mtu", "run_checks", "to_json"]
 
 # Some concerns give one row, others none or several (the model is only checked
 # when given; Docker adds the GPU runtime row when reachable).
