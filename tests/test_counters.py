@@ -181,3 +181,9 @@ def test_with_two_decode_nodes_each_node_carries_half(tmp_path):
     # The same half on a 1P1D run is half the KV missing.
     _, results = _checks(tmp_path, nic_share={1024: 0.5})
     assert [(r.name, r.prompt_len) for r in failed(results)] == [("nic_witness", 1024)]
+
+
+def test_the_summary_states_the_floor_the_scenario_set(tmp_path):
+    scenario = SCENARIO.with_thresholds(SCENARIO.thresholds.model_copy(update={"min_nic_kv_share_pct": 80.0}))
+    summary = compute_summary(build_run(tmp_path / "r", scenario), scenario)
+    assert summary["witness"]["min_kv_share_pct"] == 80.0
