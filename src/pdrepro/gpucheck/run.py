@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..contract import write_json_atomic
 from ..errors import UserError
+from ..mooncake_engine import set_transport_env
 from ..mooncake_log import detect, fallback_reason
 from ..units import bandwidth_GB_s, human_bytes
 from . import pattern
@@ -88,15 +89,9 @@ class Side:
         self._log.close()
 
 
-def _env(settings: Settings, gpu: int) -> dict:
+def _env(settings: Settings) -> dict:
     env = dict(os.environ)
-    # The engine's start-up lines say which transport it installed.
-    env["MC_LOG_LEVEL"] = "INFO"
-    env.setdefault("MC_TCP_ENABLE_CONNECTION_POOL", "1")
-    if settings.transport == "tcp":
-        env["MC_FORCE_TCP"] = "1"
-    elif settings.transport == "rdma":
-        env.pop("MC_FORCE_TCP", None)
+    set_transport_env(env, settings.transport)
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
@@ -121,12 +116,12 @@ def run(settings: Settings, progress=print) -> dict:
     # decode when it pulls (read). The receiving side is zeroed and checked.
     pushes = settings.direction == "write"
     init_gpu, target_gpu = (prefill_gpu, decode_gpu) if pushes else (decode_gpu, prefill_gpu)
-    target = Side("target", target_gpu, not pushes, settings, _env(settings, target_gpu))
+    target = Side("target", target_gpu, not pushes, settings, _env(settings))
     initiator = None
     rows = [Row(n, b) for n, b in settings.sizes]
     try:
         ready = target.ask()
-        initiator = Side("initiator", init_gpu, pushes, settings, _env(settings, init_gpu))
+        initiator = Side("initiator", init_gpu, pushes, settings, _env(settings))
         initiator.ask()
         receiver = target if pushes else initiator
         for row in rows:

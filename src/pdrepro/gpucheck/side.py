@@ -17,6 +17,7 @@ import sys
 import time
 
 from ..errors import UserError
+from ..mooncake_engine import start
 from . import pattern
 from .buffers import DeviceBuffer, HostBuffer
 
@@ -27,16 +28,9 @@ def _reply(**data) -> None:
 
 
 def _engine(host: str):
-    try:
-        from mooncake.engine import TransferEngine
-    except ImportError as exc:
-        raise UserError(f"the Mooncake Transfer Engine is not importable here ({exc}); run the check in the GPU image") from None
-    engine = TransferEngine()
     # The protocol argument only matters when no HCA is usable; MC_FORCE_TCP,
     # set by the parent for --transport tcp, is what really selects TCP.
-    if engine.initialize(host, "P2PHANDSHAKE", "tcp" if os.environ.get("MC_FORCE_TCP") == "1" else "rdma", "") != 0:
-        raise UserError("the Mooncake Transfer Engine failed to initialise; see its log above")
-    return engine
+    return start(host, "tcp" if os.environ.get("MC_FORCE_TCP") == "1" else "rdma", "run the check in the GPU image")
 
 
 def _buffer(args):

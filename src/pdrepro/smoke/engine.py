@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from ..errors import UserError
+from ..mooncake_engine import set_transport_env, start
 from ..mooncake_log import TransportEvidence, detect, fallback_reason
 from .settings import Settings
 
@@ -46,24 +47,9 @@ class StderrTap:
 
 def start_engine(settings: Settings, host_ip: str):
     """Initialise the engine with the environment the TCP transport needs."""
-    if settings.transport == "tcp":
-        os.environ["MC_FORCE_TCP"] = "1"
-    elif settings.transport == "rdma":
-        os.environ.pop("MC_FORCE_TCP", None)
-    # Without the pool, batches over TCP open a connection per slice.
-    os.environ.setdefault("MC_TCP_ENABLE_CONNECTION_POOL", "1")
-    # The transport is read from the engine's INFO lines; a quieter level hides it.
-    os.environ["MC_LOG_LEVEL"] = "INFO"
+    set_transport_env(os.environ, settings.transport)
     tap = StderrTap()
-    try:
-        from mooncake.engine import TransferEngine
-    except ImportError as exc:
-        raise UserError(f"the Mooncake Transfer Engine is not importable here ({exc}); "
-                        "run the agent in the smoke image") from None
-    engine = TransferEngine()
-    protocol = "rdma" if settings.transport == "rdma" else "tcp"
-    if engine.initialize(host_ip, "P2PHANDSHAKE", protocol, "") != 0:
-        raise UserError("the Mooncake Transfer Engine failed to initialise; see its log lines above")
+    engine = start(host_ip, "rdma" if settings.transport == "rdma" else "tcp", "run the agent in the smoke image")
     evidence = detect(tap.settle(), force_tcp=os.environ.get("MC_FORCE_TCP") == "1")
     return engine, evidence
 
