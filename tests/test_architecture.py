@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # Readers of the upstream formats (bench client output, server logs, /metrics).
     ("parsers", ("parsers", "parsers.*")),
     # The hosts: RDMA fabric, GPUs, images and versions installed.
-    ("host", ("fabric", "fabric.*", "gpucheck", "gpucheck.*", "versions_report", "buildcheck")),
+    ("host", ("fabric", "fabric.*", "gpucheck", "gpucheck.*", "versions_report", "buildcheck", "offline_model")),
     # Turning a scenario into running servers.
     ("launch", ("launch", "targets", "targets.*")),
     # Measuring against running servers: the sweep, and the smoke's agents in their containers.

@@ -184,7 +184,24 @@ def test_the_test_extra_has_exact_pins():
     assert exact_test_pins(), "no name==version requirement found in the pyproject test extra"
 
 
-@pytest.mark.parametrize("name", sorted(exact_test_pins()))
+# Test-extra pins of what SGLang itself brings (the offline model is made with them): they are the
+# GPU lock's versions, so the model the tests make is the one the GPU box makes.
+TEST_EXTRA_LOCK_PINS = ("tokenizers", "transformers")
+
+
+def _lock_version(name: str) -> str:
+    found = re.search(rf"^{re.escape(name)}==(\S+)", (ROOT / "docker" / "gpu-requirements.lock").read_text(), re.M)
+    assert found, f"docker/gpu-requirements.lock has no {name}=="
+    return found.group(1)
+
+
+@pytest.mark.parametrize("name", TEST_EXTRA_LOCK_PINS)
+def test_test_extra_pin_is_the_gpu_lock_pin_and_installed(name):
+    assert exact_test_pins().get(name) == _lock_version(name), f"pyproject's test extra must pin {name}=={_lock_version(name)}"
+    assert version(name) == _lock_version(name), f"installed {name} {version(name)} is not the lock's; run `make setup`"
+
+
+@pytest.mark.parametrize("name", sorted(set(exact_test_pins()) - set(TEST_EXTRA_LOCK_PINS)))
 def test_test_extra_pin_is_the_versions_env_pin_and_installed(name):
     key = TEST_EXTRA_PIN_KEYS.get(name)
     assert key, f"pyproject pins {name} but versions.env has no pin for it; add one and map it in TEST_EXTRA_PIN_KEYS"
