@@ -17,6 +17,7 @@ from typing import Literal
 import yaml
 from pydantic import Field
 
+from . import configyaml
 from .errors import UserError
 from .kvsize import DTYPE_BYTES, Geometry, geometry_from_config, kv_bytes_per_token
 from .launchspec import Launch
@@ -231,12 +232,7 @@ def _read_yaml(path: Path, what: str) -> object:
                         "file as UTF-8") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read the {what} file ({exc.strerror}); fix the path or its permissions") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise UserError(f"{path}: not valid YAML{where}; fix the syntax") from None
+    data = configyaml.parse(text, str(path))
     if data is None:
         raise UserError(f"{path}: the {what} file is empty; fill it in (see the shipped scenarios)")
     return data

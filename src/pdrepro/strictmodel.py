@@ -11,6 +11,7 @@ themselves; code downstream trusts the objects.
 from __future__ import annotations
 
 import math
+import reprlib
 import types
 import typing
 from typing import Annotated, Any, Literal, Union
@@ -120,27 +121,36 @@ def one_line(cls: type, exc: ValidationError, source: str, where: str = "", hint
 
 def _what(kind: str, value: Any, ctx: dict, leaf: Any, msg: str) -> str:
     if kind in ("int_type", "int_parsing", "int_from_float"):
-        return f"expected an integer, got {value!r}"
+        return f"expected an integer, got {_show(value)}"
     if kind in ("float_type", "float_parsing"):
-        return f"expected a number, got {value!r}"
+        return f"expected a number, got {_show(value)}"
     if kind in ("bool_type", "bool_parsing"):
-        return f"expected true or false, got {value!r}"
+        return f"expected true or false, got {_show(value)}"
     if kind == "string_type":
-        return f"expected a string, got {value!r}"
+        return f"expected a string, got {_show(value)}"
     if kind in ("tuple_type", "list_type"):
-        return f"expected a list, got {value!r}"
+        return f"expected a list, got {_show(value)}"
     if kind == "dict_type":
-        return f"expected a mapping, got {value!r}"
+        return f"expected a mapping, got {_show(value)}"
     if kind in ("model_type", "model_attributes_type"):
         return f"expected a mapping, got {type(value).__name__}"
     if kind == "literal_error":
         choices = typing.get_args(leaf) if typing.get_origin(leaf) is Literal else ()
-        return f"{value!r} is not one of {', '.join(map(str, choices))}" if choices else msg
+        return f"{_show(value)} is not one of {', '.join(map(str, choices))}" if choices else msg
     if kind in ("greater_than_equal", "greater_than"):
-        return f"{value} is below the minimum {_bound(ctx.get('ge', ctx.get('gt')))}"
+        return f"{_show(value)} is below the minimum {_bound(ctx.get('ge', ctx.get('gt')))}"
     if kind in ("less_than_equal", "less_than"):
-        return f"{value} is above the maximum {_bound(ctx.get('le', ctx.get('lt')))}"
+        return f"{_show(value)} is above the maximum {_bound(ctx.get('le', ctx.get('lt')))}"
     return msg
+
+
+# A value in a message is cut short: a long string or a nested list must not make a multi-megabyte line.
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 60
+
+
+def _show(value: Any) -> str:
+    return _REPR.repr(value)
 
 
 def _bound(x: Any) -> str:
