@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # What everything shares: errors, units, pins, the output contract, the run directory's
     # paths, log and output readers that know no step.
     ("base", ("", "errors", "units", "contract", "summarymodel", "rundir", "pins", "cliargs", "outputlens",
-              "mooncake_log", "mooncake_engine", "typedload", "configyaml", "strictmodel", "kvsize", "gpulock")),
+              "mooncake_log", "mooncake_engine", "typedload", "configyaml", "runfile", "strictmodel", "kvsize", "gpulock")),
     # The validated inputs: scenario, site facts, the smoke's transfer plan, their JSON Schemas.
     ("scenario", ("scenario", "launchspec", "siteinput", "smoke.plan", "schemagen")),
     # Readers of the upstream formats (bench client output, server logs, /metrics).

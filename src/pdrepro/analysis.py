@@ -19,6 +19,7 @@ import json
 import statistics
 from pathlib import Path
 
+from . import runfile
 from .contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, analysis_code_stamp, headline, issue, result_row
 from .errors import UserError
 from .fabric.baseline import load_ceiling
@@ -115,7 +116,7 @@ def _count_server_logs(run: RunDir, scenario: Scenario, role: str, issues: list[
 
 def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[int, list[ReqStat]]:
     paths = run.role_logs("prefill")
-    if not run.prefill_log.is_file():
+    if run.prefill_log not in paths:
         path = run.prefill_log
         issues.append(issue(ERROR, "prefill_log_missing",
                             f"{path}: {why_absent(path)}; save the prefill server's log there (it must run with "
@@ -259,7 +260,7 @@ def _provenance(run: RunDir, issues: list[dict]) -> dict | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(runfile.read_text(path))
     except (json.JSONDecodeError, UnicodeDecodeError):
         issues.append(issue(WARNING, "provenance_unreadable", f"{path}: not valid JSON; it was left out of the report"))
         return None

@@ -15,6 +15,7 @@ import json
 
 from tabulate import tabulate
 
+from . import runfile
 from .contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, issue
 from .errors import UserError
 from .parsers.bench import parse_bench_file
@@ -115,7 +116,7 @@ def _provenance(run: RunDir, names: list[str]) -> dict:
         path = (run if name is None else run.configuration(name)).provenance_file
         if path.is_file():
             try:
-                out[name or "run"] = json.loads(path.read_text())
+                out[name or "run"] = json.loads(runfile.read_text(path))
             except json.JSONDecodeError:
                 out[name or "run"] = {"error": f"{path} is not JSON"}
     return out

@@ -158,7 +158,9 @@ class RunDir:
         """Every server's log of the role that the run holds, by server index (empty when none)."""
         if not self.logs_dir.is_dir():
             return []
-        found = {server_log_index(role, p.name): p for p in self.logs_dir.iterdir() if p.is_file()}
+        # Anything there but a folder counts (a FIFO, a device): the log reader refuses it by name, rather
+        # than the run being told the log is missing.
+        found = {server_log_index(role, p.name): p for p in self.logs_dir.iterdir() if p.exists() and not p.is_dir()}
         return [found[i] for i in sorted(i for i in found if i is not None)]
 
     def configuration(self, name: str) -> RunDir:

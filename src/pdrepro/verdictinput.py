@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from . import runfile
 from .analysis import compute_summary
 from .comparison import compute_comparison
 from .contract import SUMMARY_SCHEMA_VERSION, is_current, stamp
@@ -25,7 +26,7 @@ from .summarymodel import Summary
 
 def _stored_summary(path: Path) -> dict | None:
     try:
-        summary = json.loads(path.read_text())
+        summary = json.loads(runfile.read_text(path))
     except (OSError, ValueError):
         return None
     return summary if isinstance(summary, dict) else None

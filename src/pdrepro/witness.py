@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 
+from . import runfile
 from .fabric.counters import WORD_BYTES, words_moved
 from .rundir import RunDir
 from .scenario import Scenario, Thresholds
@@ -106,7 +107,7 @@ def _load(run: RunDir, L: int, issues: list) -> dict | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(runfile.read_text(path))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         issues.append((True, "counters_unreadable",
                        f"{path}: not readable JSON ({type(exc).__name__}); rerun `pdrepro sweep` for this length "

@@ -18,6 +18,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import runfile
 from ..errors import UserError
 
 
@@ -67,7 +68,7 @@ def percentile(sorted_values: list[float], pct: float) -> float:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(errors="replace")
+        return runfile.read_text(path)
     except FileNotFoundError:
         if path.is_symlink():
             raise UserError(f"{path}: a symlink to {os.readlink(path)}, which does not exist; point it at the bench "

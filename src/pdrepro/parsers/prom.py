@@ -19,6 +19,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from .. import runfile
 from ..errors import UserError
 
 PREFIX = "sglang:kv_transfer_"
@@ -76,7 +77,7 @@ def parse_metrics_text(text: str, source: str = "metrics") -> dict[str, Histogra
 def parse_metrics_file(path: Path) -> dict[str, Histogram]:
     path = Path(path)
     try:
-        text = path.read_text(errors="replace")
+        text = runfile.read_text(path)
     except FileNotFoundError:
         raise UserError(f"{path}: no such metrics file; scrape the prefill server's /metrics into it") from None
     return parse_metrics_text(text, str(path))

@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+from .. import runfile
 from ..contract import write_json_atomic
 from ..rundir import RunDir
 
@@ -16,7 +17,7 @@ def result_problem(path: Path, num_prompts: int, prompt_len: int | None = None) 
     if not path.is_file():
         return "no result file"
     records = []
-    for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+    for number, line in enumerate(runfile.read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -42,7 +43,7 @@ class SweepState:
         data = {}
         if self.path.is_file():
             try:
-                data = json.loads(self.path.read_text())
+                data = json.loads(runfile.read_text(self.path))
             except json.JSONDecodeError:
                 data = {}
         self.lengths: dict[str, dict] = data.get("lengths", {})
