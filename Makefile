@@ -41,4 +41,7 @@ test: setup ## Run the bundle's own tests (in parallel)
 schemas: setup ## Regenerate the JSON Schemas of scenario files and summary.json from their models
 	$(BIN)/pdrepro schema --write src/pdrepro/schemas
 
-.PHONY: help setup test schemas
+docs: setup ## Regenerate docs/reference (commands, scenario file, summary.json) from the CLI and the schemas
+	$(BIN)/pdrepro docs --write docs/reference
+
+.PHONY: help setup test schemas docs

@@ -39,8 +39,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("raw results", ("witness",)),
     # Raw results -> summary, and the verdicts drawn from a summary.
     ("analysis", ("analysis", "comparison", "checks", "smoke.summary")),
-    # Summary -> text and pictures for people.
-    ("report", ("report", "plots")),
+    # Summary -> text and pictures for people; the reference pages drawn from the CLI and the schemas.
+    ("report", ("report", "plots", "docgen", "docgen.*")),
     # Steps that write a run's results or pick the summary a verdict is drawn from; the smoke's host side.
     ("results", ("publish", "verdictinput", "smoke.run")),
     # The command line.

@@ -1,0 +1,59 @@
+"""``pdrepro docs``: the generated reference pages (commands, scenario file, summary.json)."""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import UserError
+
+PAGES = ("cli", "scenario", "summary")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "docs", help="print or write the reference pages generated from the command line and the schemas",
+        description="Render docs/reference: cli.md from the command line's own parser, scenario.md and "
+                    "summary.md from the JSON Schemas. `make docs` writes them into docs/reference.")
+    p.add_argument("which", nargs="?", choices=PAGES, help="the page to print")
+    p.add_argument("--write", type=Path, metavar="DIR", help="write every page into DIR instead of printing one")
+    p.set_defaults(func=run)
+
+
+@contextmanager
+def _bare_environment():
+    """Some options default to an environment variable; the reference states their defaults without one."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def reference_pages() -> dict[str, str]:
+    """File name -> text of each page, as `make docs` writes them."""
+    from ..cli import build_parser
+    from ..docgen import render_pages
+
+    with _bare_environment():
+        parser = build_parser()
+    return render_pages(parser)
+
+
+def run(args) -> int:
+    pages = reference_pages()
+    if args.write is not None:
+        if args.write.exists() and not args.write.is_dir():
+            raise UserError(f"--write {args.write}: is a file; give a folder")
+        args.write.mkdir(parents=True, exist_ok=True)
+        for name, text in pages.items():
+            (args.write / name).write_text(text)
+            print(args.write / name)
+        return 0
+    if args.which is None:
+        raise UserError(f"name the page to print ({', '.join(PAGES)}), or pass --write DIR")
+    print(pages[f"{args.which}.md"], end="")
+    return 0
