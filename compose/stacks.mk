@@ -60,7 +60,7 @@ onebox: setup ## One node, 2+ GPUs: real SGLang prefill+decode+router on a small
 onebox-repro: setup ## With `make onebox` up: sweep, analyze and gates against it (DATASET=ShareGPT json)
 	@test -n "$(DATASET)" || { echo "make onebox-repro: pass DATASET=/path/to/ShareGPT_V3_unfiltered_cleaned_split.json" >&2; exit 2; }
 	@set -a; . $(ONEBOX_DEPLOY)/onebox.env; set +a; \
-	$(call repro_steps,$(ONEBOX_SCENARIO),http://$$BOX_IP:$$ROUTER_PORT,http://$$BOX_IP:$$PREFILL_PORT,http://$$BOX_IP:$$DECODE_PORT,$(DATASET),,$(RUN),:)
+	$(call repro_steps,$(ONEBOX_SCENARIO),http://$$BOX_IP:$$ROUTER_PORT,http://$$BOX_IP:$$PREFILL_PORT,http://$$BOX_IP:$$DECODE_PORT,$(DATASET),--quiet,$(RUN))
 
 onebox-down: ## Stop and remove the one-box stack (the logs in LOG_DIR stay)
 	$(COMPOSE) -p pdrepro-onebox down

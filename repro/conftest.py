@@ -7,7 +7,6 @@ Every figure comes from ``pdrepro.checks.evaluate``, the same code behind
 
 from __future__ import annotations
 
-import shlex
 import time
 from pathlib import Path
 
@@ -24,7 +23,7 @@ def pytest_addoption(parser):
     g.addoption("--thresholds", help="YAML file of thresholds laid over the scenario's (keys it names win)")
     g.addoption("--sweep-args", default="", help='with --router: more `pdrepro sweep` flags, e.g. "--wait-timeout 60 --metrics"')
     for opt in ("--prefill", "--decode", "--model-path", "--dataset-path", "--image", "--logs-from", "--configuration"):
-        g.addoption(f"--sweep{opt}" if opt in ("--image", "--configuration") else opt,
+        g.addoption(f"--sweep-{opt[2:]}" if opt in ("--image", "--configuration") else opt,
                     help=f"with --router: passed to `pdrepro sweep {opt}`")
 
 
@@ -111,22 +110,18 @@ def run(pytestconfig, scenario):
 
 
 def _sweep(config, root: Path) -> None:
-    from pdrepro.cli import main
+    # The pipeline's own sweep stage (`pdrepro repro` runs the same), with the sweep's analysis: this suite is the gates.
+    from pdrepro.pipeline import Sweep, run_sweep, split_words
 
-    argv = ["sweep", "--scenario", config.getoption("--scenario") or DEFAULT_SCENARIO,
-            "--router", config.getoption("--router"), "--out", str(root)]
-    for opt, dest in (("--prefill", "prefill"), ("--decode", "decode"), ("--model-path", "model_path"),
-                      ("--dataset-path", "dataset_path"), ("--image", "sweep_image"), ("--logs-from", "logs_from"),
-                      ("--configuration", "sweep_configuration")):
-        value = getattr(config.option, dest, None)
-        if value:
-            argv += [opt, value]
-    if config.getoption("--thresholds"):
-        argv += ["--thresholds", config.getoption("--thresholds")]
-    argv += shlex.split(config.getoption("--sweep-args") or "")
+    o = config.option
+    sweep = Sweep(scenario=config.getoption("--scenario") or DEFAULT_SCENARIO, router=config.getoption("--router"),
+                  out=str(root), prefill=o.prefill, decode=o.decode, model_path=o.model_path, dataset_path=o.dataset_path,
+                  image=o.sweep_image, logs_from=o.logs_from, configuration=o.sweep_configuration,
+                  thresholds=config.getoption("--thresholds"), extra=split_words(o.sweep_args, "--sweep-args"))
+    argv = sweep.argv(analyze=True)
     capture = config.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled():  # the sweep's progress belongs on the terminal
-        rc = main(argv)
+        rc = run_sweep(sweep, analyze=True)
     if rc == 2:
         pytest.fail(f"pdrepro sweep stopped (exit 2); its message is above. Command: pdrepro {' '.join(argv)}", pytrace=False)
     if rc == 130:

@@ -43,8 +43,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("report", ("report", "plots", "docgen", "docgen.*")),
     # Steps that write a run's results or pick the summary a verdict is drawn from; the smoke's host side.
     ("results", ("publish", "verdictinput", "smoke.run")),
-    # The command line.
-    ("commands", ("commands", "commands.*", "cli", "__main__")),
+    # The command line, and the reproduction pipeline that chains its commands (`pdrepro repro`).
+    ("commands", ("commands", "commands.*", "cli", "__main__", "pipeline")),
 ]
 
 

@@ -88,8 +88,8 @@ def test_2p2d_wiring(tmp_path):
     assert _by_kind(objects, "Service")["pdrepro-router"]["spec"]["ports"][0]["port"] == 8000
     job = _by_kind(objects, "Job")["pdrepro-sweep"]["spec"]["template"]["spec"]
     script = job["containers"][0]["command"][2]
-    assert script.index("pdrepro sweep") < script.index("pdrepro analyze") < script.index("pytest /gates --run-dir")
-    assert 'pdrepro check "$run"' in script
+    # One `pdrepro repro` (tests/test_pipeline.py), with the gates from their ConfigMap.
+    assert script.count("pdrepro repro ") == 1 and "--gates /gates" in script and '--out "$run"' in script
     import subprocess
 
     syntax = subprocess.run(["bash", "-n", "-c", script], capture_output=True, text=True)

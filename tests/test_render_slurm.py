@@ -62,7 +62,7 @@ def _bash_tool(bin_dir: Path, name: str, body: str) -> None:
     path.write_text(body)
 
 
-def _fakes(tmp_path: Path, ready: bool = True, gates_rc: int = 0) -> tuple[dict, Path]:
+def _fakes(tmp_path: Path, ready: bool = True, repro_rc: int = 0) -> tuple[dict, Path]:
     bin_dir, log = tmp_path / "bin", tmp_path / "log"
     log.mkdir()
     _bash_tool(bin_dir, "srun", SRUN)
@@ -72,8 +72,8 @@ def _fakes(tmp_path: Path, ready: bool = True, gates_rc: int = 0) -> tuple[dict,
             + "esac\n")
     install(bin_dir, "curl", f'echo "$*" >> "$FAKE_LOG/curl.log"; exit {0 if ready else 7}\n')
     bundle = tmp_path / "bundle"
-    for tool, rc in (("pdrepro", 0), ("pytest", gates_rc)):
-        install(bundle / ".venv" / "bin", tool, f'printf "%s\\n" "$*" >> "$FAKE_LOG/{tool}.log"; exit {rc}\n')
+    # `pdrepro repro` is the pipeline (tests/test_pipeline.py): its status, the gates' among them, is the job's.
+    install(bundle / ".venv" / "bin", "pdrepro", f'printf "%s\\n" "$*" >> "$FAKE_LOG/pdrepro.log"; exit {repro_rc}\n')
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "FAKE_LOG": str(log), "SLURM_JOB_ID": "77", "SLURM_CLUSTER_NAME": "lab",
            "SLURM_JOB_NODELIST": "gpu-a[1-2],gpu-b[1-2]", "SLURM_SUBMIT_DIR": str(tmp_path), "BUNDLE": str(bundle),
            "STOP_GRACE_S": "5"}
@@ -104,7 +104,7 @@ def _plan(name: str):
 
 def test_2p2d_job_places_every_server_and_cleans_up(tmp_path):
     script = _render(tmp_path)
-    env, log = _fakes(tmp_path, gates_rc=1)
+    env, log = _fakes(tmp_path, repro_rc=1)
     proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=120)
     # The gates' failure is the job's: a scheduler sees the reproduction fail.
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -126,13 +126,16 @@ def test_2p2d_job_places_every_server_and_cleans_up(tmp_path):
     router = runs["pdrepro-lab-77-router"]
     assert router[router.index("pdrepro-gpu:0.1.0") + 1:] == list(plan.router_argv)
     assert "--gpus" not in router
-    sweep = (log / "pdrepro.log").read_text().splitlines()[0].split()
-    assert sweep[sweep.index("--router") + 1] == "http://10.0.0.3:8000"
-    assert sweep[sweep.index("--prefill") + 1] == "http://10.0.0.1:30000"
+    (repro,) = [line.split() for line in (log / "pdrepro.log").read_text().splitlines()]
+    assert repro[0] == "repro"
+    assert repro[repro.index("--router") + 1] == "http://10.0.0.3:8000"
+    assert repro[repro.index("--prefill") + 1] == "http://10.0.0.1:30000"
     assert "http://10.0.0.3:8000/readiness" in (log / "curl.log").read_text()
     job_dir = tmp_path / "runs" / "slurm-77"
     assert os.readlink(job_dir / "logs" / "prefill.log") == "prefill-0.log"
-    assert (log / "pytest.log").read_text().split()[:3] == [f"{env['BUNDLE']}/repro/", "--run-dir", f"{job_dir}/run"]
+    assert repro[repro.index("--gates") + 1] == f"{env['BUNDLE']}/repro/"
+    assert repro[repro.index("--pytest") + 1] == f"{env['BUNDLE']}/.venv/bin/pytest"
+    assert repro[repro.index("--out") + 1] == f"{job_dir}/run"
     # Every container was removed, and nothing of the job is left running.
     removed = {n for c in _docker_calls(log) if c[1] == "rm" for n in c[3:]}
     assert set(runs) <= removed

@@ -1,6 +1,7 @@
 """`make repro` wiring: reads the rendered decode.env, stops on bad input."""
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -45,20 +46,21 @@ def test_failed_length_is_still_analysed_and_gated(tmp_path):
     (deploy / "decode.env").write_text(
         f"GPU_IMAGE=pdrepro-gpu:0.1.0\nPREFILL_IP=127.0.0.1\nDECODE_IP=127.0.0.1\nPREFILL_PORT=9\nDECODE_PORT=9\n"
         f"ROUTER_PORT=9\nMODEL_PATH={tmp_path}\nDATASET_PATH={tmp_path}/d.json\nLOG_DIR={tmp_path}\n")
-    # Stands in for `pdrepro sweep`: leaves the run a sweep leaves when 16384 timed out, exits 1 as it does.
+    # The real `pdrepro repro`, whose sweep stage stands in for `pdrepro sweep`: it leaves the run a sweep
+    # leaves when 16384 timed out and exits 1 as the sweep does; analyze and the gates are the real ones.
     fake = tmp_path / "pdrepro"
     fake.write_text(
         "#!/bin/sh\n"
-        'if [ "$1" = sweep ]; then\n'
-        f'  PYTHONPATH="{REPO / "tests"}" "{sys.executable}" -c "$BUILD" "{tmp_path / "run"}"; exit 1\n'
-        "fi\n"
-        f'exec "{sys.executable}" -m pdrepro "$@"\n')
+        f'PYTHONPATH="{REPO / "tests"}:$PYTHONPATH" exec "{sys.executable}" -c "$BUILD" "{tmp_path / "run"}" "$@"\n')
     fake.chmod(0o755)
     build = ("import sys, json; from pathlib import Path; from runbuilder import build_run; "
+             "from pdrepro import cli, pipeline; "
              "from pdrepro.scenario import load_scenario; sc = load_scenario('h20-qwen3-235b-1p1d'); "
              "prov = {'pins': {'sglang_commit': 'a', 'mooncake_commit': 'b'}, 'host': {}, 'environment': {}, "
              "'endpoints': {}, 'scenario': {'name': sc.name}, 'transport': {'proven': True, 'servers': {}}}; "
-             "build_run(Path(sys.argv[1]), sc, drop_lengths={16384}, provenance=prov)")
+             "run = Path(sys.argv[1]); "
+             "pipeline.run_sweep = lambda sweep, **kw: build_run(run, sc, drop_lengths={16384}, provenance=prov) and 1; "
+             "sys.exit(cli.main(sys.argv[2:]))")
     proc = subprocess.run(["make", "-s", "-o", "setup", "repro", f"DEPLOY={deploy}", f"PDREPRO={fake}",
                            f"PYTEST={sys.executable} -m pytest -p no:xdist", f"RUN={tmp_path / 'run'}", "SKIP_DOCTOR=1"],
                           cwd=REPO, capture_output=True, text=True, timeout=300, env={**os.environ, "BUILD": build})
@@ -69,21 +71,29 @@ def test_failed_length_is_still_analysed_and_gated(tmp_path):
     assert (tmp_path / "run" / "junit.xml").is_file() and (tmp_path / "run" / "report.md").is_file()
 
 
-def _dry_steps(target: str, *extra: str) -> list[str]:
-    """The pipeline's commands as `make -n` prints them, from the sweep on, without the step announcements."""
+def _dry_repro(target: str, *extra: str) -> list[str]:
+    """The words of the one `pdrepro repro` call `make -n` prints for the target."""
     out = subprocess.run(["make", "-n", "--no-print-directory", "-o", "setup", target, "RUN=runs/X", "PDREPRO=pdrepro",
                           "PYTEST=pytest", *extra], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    text = " ".join(out.replace("\\\n", " ").split())
-    steps = [s.strip() for s in text[text.index("pdrepro sweep"):].split(";")]
-    return [s for s in steps if s and not s.startswith(("echo ", ": "))]
+    text = out.replace("\\\n", " ")
+    assert text.count("pdrepro repro ") == 1, text
+    # Shell words up to the end of the command (the recipe's last one): make -n prints the $$ of the recipe as $.
+    return shlex.split(text[text.index("pdrepro repro "):].split(";")[0].replace("$", "\\$"))
+
+
+def _flag(words: list[str], flag: str) -> str:
+    return words[words.index(flag) + 1]
 
 
 def test_repro_and_onebox_repro_run_the_same_pipeline():
-    repro, onebox = _dry_steps("repro"), _dry_steps("onebox-repro", "DATASET=/d.json")
-    assert repro[0].startswith('pdrepro sweep --scenario "h20-qwen3-235b-1p1d"') and '--prefill-logs-from' in repro[0]
-    assert onebox[0].startswith('pdrepro sweep --scenario "onebox-qwen25-0.5b"') and '--dataset-path "/d.json"' in onebox[0]
-    assert repro[1:] == onebox[1:] == [
-        "rc=$?", "if [ $rc -eq 2 ]", "then exit 2", "fi",
-        'pdrepro analyze "runs/X"', "analyzed=$?",
-        'pytest repro/ --run-dir "runs/X" -p no:cacheprovider -q', "gates=$?",
-        "for status in $rc $analyzed $gates", "do [ $status -eq 0 ] || exit $status", "done"]
+    """Both targets are one `pdrepro repro` call: the pipeline (sweep, analyze, gates, first failing status)
+    is the command's, tested in tests/test_pipeline.py; here, that each hands it what it should."""
+    repro, onebox = _dry_repro("repro"), _dry_repro("onebox-repro", "DATASET=/d.json")
+    assert _flag(repro, "--scenario") == "h20-qwen3-235b-1p1d" and "--prefill-logs-from" in repro
+    assert _flag(repro, "--preflight") == "decode" and "--quiet" not in repro
+    assert _flag(onebox, "--scenario") == "onebox-qwen25-0.5b" and _flag(onebox, "--dataset-path") == "/d.json"
+    assert "--preflight" not in onebox and "--quiet" in onebox
+    for words in (repro, onebox):
+        assert words[:2] == ["pdrepro", "repro"]
+        assert (_flag(words, "--out"), _flag(words, "--gates"), _flag(words, "--pytest")) == ("runs/X", "repro/", "pytest")
+    assert "--preflight" not in _dry_repro("repro", "SKIP_DOCTOR=1")

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import re
 import shlex
+from pathlib import Path
 
+from .. import siteinput
 from ..errors import UserError
 from ..launch import DEFAULT_START_PERIOD, Plan, shell_line, url
 from ..launchspec import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES
 from ..scenario import Scenario
+from .base import Hosts, Rendered
 
 COMPOSE_FILES = {"prefill": "compose/prefill.yaml", "decode": "compose/decode.yaml", "regular": "compose/regular.yaml"}
 
@@ -210,3 +213,34 @@ def commands_text(plan: Plan, env_dir: str) -> str:
                   [("regular-2", plan.server_env("regular", 1), plan.regular_argv(1)),
                    ("regular-router", {}, plan.regular_router_argv())])
     return "\n".join(blocks)
+
+
+class ComposeTarget:
+    """Env files per node for the compose stacks, and the per-node recipe (commands.txt)."""
+
+    name = "compose"
+
+    def hosts(self, scenario: Scenario, options) -> Hosts:
+        t = scenario.topology
+        prefill_ips = siteinput.parse_ips(options.prefill_ip, "--prefill-ip", t.prefill.nodes)
+        decode_ips = siteinput.parse_ips(options.decode_ip, "--decode-ip", t.decode.nodes)
+        siteinput.check_node_ips(prefill_ips, decode_ips)
+        return prefill_ips, decode_ips
+
+    def render(self, plan: Plan, options, out: str) -> Rendered:
+        files = {name: format_env_file(name, rows, plan.scenario) for name, rows in env_files(plan).items()}
+        if options.ib_devices:
+            # A reference copy, so the folder shipped to the nodes is complete.
+            files["ib_devices.json"] = Path(options.ib_devices).expanduser().read_text()
+        text = commands_text(plan, out)
+        files["commands.txt"] = text
+        notes = []
+        if not options.model:
+            notes.append(f"note: model path {plan.site.model_path} is a default, not checked: pass --model")
+        if not options.ib_devices:
+            notes.append(f"note: {plan.site.ib_devices_file} must exist on every node: "
+                         f"`pdrepro ib-devices --out {plan.site.ib_devices_file}`")
+        return Rendered(files=files, commands=text, notes=tuple(notes))
+
+
+TARGET = ComposeTarget()

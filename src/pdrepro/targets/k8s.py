@@ -4,7 +4,7 @@ One StatefulSet per role (one pod per node, kept apart by pod anti-affinity),
 each pod one container per server, on the host network so RoCE GIDs are the
 node's own; RDMA devices through a device-plugin resource, GPUs through
 nvidia.com/gpu, CAP_IPC_LOCK and nothing privileged. The router is a
-Deployment behind a Service; a Job runs the sweep and the gates. Server and
+Deployment behind a Service; a Job runs `pdrepro repro` (sweep, analysis, gates). Server and
 router argv are the plan's, unchanged; only the GPU choice (the device plugin
 assigns each container its GPUs) and SGLANG_HOST_IP (the pod's address, which
 is the node's on the host network) come from the cluster.
@@ -12,12 +12,16 @@ is the node's on the host network) come from the cluster.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 
 import yaml
 
-from ..launch import SERVER_START_SECONDS, LaunchPlan, NodeLaunch, ServerLaunch, url
+from ..errors import UserError
+from ..launch import SERVER_START_SECONDS, LaunchPlan, NodeLaunch, Plan, ServerLaunch, url
+from ..scenario import Scenario, resolve_path
+from .base import Hosts, Rendered
 
 APP = "pdrepro"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -186,35 +190,28 @@ def router_url(plan: LaunchPlan) -> str:
 
 
 def job_script(plan: LaunchPlan, cluster: Cluster) -> str:
-    """Sweep, analyze, gates; the run folder lands on the shared volume."""
+    """`pdrepro repro` (sweep, analyze, gates); the run folder lands on the shared volume."""
     prefill, decode = plan.role("prefill")[0].servers[0], plan.role("decode")[0].servers[0]
     # The pod name: unique per Job run, and free of $(...), which Kubernetes would expand.
     run = "/shared/runs/$HOSTNAME"
-    sweep = ["pdrepro", "sweep", "--scenario", f"{SCENARIO_DIR}/scenario.yaml", "--router", router_url(plan),
+    repro = ["pdrepro", "repro", "--scenario", f"{SCENARIO_DIR}/scenario.yaml", "--router", router_url(plan),
              "--prefill", prefill.url, "--decode", decode.url,
              "--model-path", cluster.model_path, "--dataset-path", cluster.dataset_path,
              *(["--logs-from", "/shared/logs"] if shared_log_folder(plan) else
                ["--logs-from", f"/shared/logs/{statefulset_name('decode')}-0",
                 "--prefill-logs-from", f"/shared/logs/{statefulset_name('prefill')}-0"]),
              # The Job already runs in the GPU image: no engine to start the client in.
-             "--bench-in-place", "--no-analyze"]
+             "--bench-in-place",
+             # The gates from their ConfigMap; an image without pytest is judged by `pdrepro check`.
+             "--gates", "/gates"]
     if cluster.configuration:
-        sweep += ["--configuration", cluster.configuration]
+        repro += ["--configuration", cluster.configuration]
     return "\n".join([
         "set -uo pipefail",
         f'run="{run}"',
-        f'{shlex.join(sweep)} --out "$run"; swept=$?',
-        "[ $swept -eq 2 ] && exit 2",
-        'pdrepro analyze "$run"; analyzed=$?',
-        # The gates are pytest over repro/; an image without pytest is judged by
-        # `pdrepro check`, the code the gates call, so the verdict is the same.
-        'if python -c "import pytest" 2>/dev/null; then',
-        '  python -m pytest /gates --run-dir "$run" -p no:cacheprovider -q; gates=$?',
-        "else",
-        '  echo "no pytest in the image: judging with pdrepro check"; pdrepro check "$run"; gates=$?',
-        "fi",
+        f'{shlex.join(repro)} --out "$run"; status=$?',
         'echo "run folder: $run (on the shared volume)"',
-        "for s in $swept $analyzed $gates; do [ $s -eq 0 ] || exit $s; done",
+        'exit "$status"',
     ])
 
 
@@ -300,3 +297,42 @@ def steps_text(plan: LaunchPlan, cluster: Cluster, out: str) -> str:
         f"$ kubectl -n {ns} logs -f job/{APP}-sweep",
         "",
     ])
+
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_RESOURCE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+class K8sTarget:
+    """Manifests for `kubectl apply`, and the steps to apply them (steps.txt)."""
+
+    name = "k8s"
+
+    def hosts(self, scenario: Scenario, options) -> Hosts:
+        for option, value in (("--namespace", options.namespace), ("--shared-claim", options.shared_claim)):
+            if not _DNS_LABEL.match(value or ""):
+                raise UserError(f"{option} {value!r}: not a Kubernetes name; use lower-case letters, digits and '-' (at most 63)")
+        rdma = options.rdma_resource
+        if rdma != "none" and not _RESOURCE.match(rdma):
+            raise UserError(f"--rdma-resource {rdma!r}: expected a device-plugin resource such as rdma/hca, or none")
+        t = scenario.topology
+        return (tuple(pod_host("prefill", i) for i in range(t.prefill.nodes)),
+                tuple(pod_host("decode", i) for i in range(t.decode.nodes)))
+
+    def render(self, plan: Plan, options, out: str) -> Rendered:
+        site, scenario = plan.site, plan.scenario
+        lp = plan.launch_plan()
+        cluster = Cluster(namespace=options.namespace, image=site.image, model_path=site.model_path,
+                          dataset_path=site.dataset_path, ib_devices_file=site.ib_devices_file,
+                          rdma_resource=None if options.rdma_resource == "none" else options.rdma_resource,
+                          shared_claim=options.shared_claim,
+                          # The scenario file as written (load_scenario has read it already).
+                          scenario_yaml=resolve_path(options.scenario).read_text(),
+                          configuration=lp.topology if scenario.kind == "comparison" else None)
+        files = {name: dump(objects) for name, objects in manifests(lp, cluster).items()}
+        text = steps_text(lp, cluster, out)
+        files["steps.txt"] = text
+        return Rendered(files=files, commands=text)
+
+
+TARGET = K8sTarget()

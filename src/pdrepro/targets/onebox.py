@@ -3,11 +3,15 @@ for compose/onebox.yaml (one env file, onebox.env, and the recipe)."""
 
 from __future__ import annotations
 
+import dataclasses
+
+from .. import siteinput
 from ..errors import UserError
 from ..launch import LaunchPlan, Plan, shell_line
 from ..launchspec import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES
 from ..scenario import Scenario
-from .compose import Rows, common_vars
+from .base import Hosts, Rendered
+from .compose import Rows, common_vars, format_env_file
 
 COMPOSE_FILE = "compose/onebox.yaml"
 RDMA_FILE = "compose/onebox.rdma.yaml"
@@ -67,3 +71,31 @@ def commands_text(plan: Plan, env_dir: str) -> str:
                             ("router", {}, lp.router_argv)):
         lines += [f"# {name} runs:", shell_line(env, argv), ""]
     return "\n".join(lines)
+
+
+class OneboxTarget:
+    """One env file for compose/onebox.yaml on one node with 2+ GPUs, and its recipe."""
+
+    name = "onebox"
+
+    def hosts(self, scenario: Scenario, options) -> Hosts:
+        check_scenario(scenario)
+        given = {ip for ip in (options.prefill_ip, options.decode_ip) if ip}
+        if len(given) > 1:
+            raise UserError("--prefill-ip and --decode-ip: the one-box target runs everything on one node; "
+                            "give one address (or neither)")
+        if options.ib_devices:
+            raise UserError("--ib-devices: the one-box target lets Mooncake pick the RDMA devices itself; drop the option")
+        ip = siteinput.parse_ip(given.pop() if given else "127.0.0.1", "--prefill-ip")
+        return (ip,), (ip,)
+
+    def render(self, plan: Plan, options, out: str) -> Rendered:
+        # Mooncake picks the RDMA devices itself on one box: no device file.
+        plan = Plan(plan.scenario, dataclasses.replace(plan.site, ib_devices_file=None))
+        text = commands_text(plan, out)
+        files = {ENV_FILE: format_env_file(ENV_FILE, env_rows(plan), plan.scenario), "commands.txt": text}
+        notes = () if options.model else (f"note: model path {plan.site.model_path} is a default, not checked: pass --model",)
+        return Rendered(files=files, commands=text, notes=notes)
+
+
+TARGET = OneboxTarget()

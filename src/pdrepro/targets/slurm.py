@@ -5,8 +5,8 @@ hostnames``): the first P nodes serve prefill, the next D decode, and the
 router runs on the first decode node. Each server is a background job step
 (``srun --overlap``) running the plan's argv through a container runtime
 (Docker by default; pyxis/enroot or software installed on the nodes as
-options); the script waits for the router's /readiness, runs the sweep, the
-analysis and the gates, and stops every step on exit, error or ``scancel``.
+options); the script waits for the router's /readiness, runs `pdrepro repro` (sweep,
+analysis, gates), and stops every step on exit, error or ``scancel``.
 
 Node addresses are known only inside the allocation, so the plan is built
 with shell references (``${PREFILL_IPS[0]}``...) as hosts; the script fills
@@ -19,12 +19,15 @@ import re
 import shlex
 from dataclasses import dataclass
 from importlib.resources import files
+from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from ..launch import SERVER_START_SECONDS
+from .base import Hosts, Rendered
 
 if TYPE_CHECKING:
     from ..launch import LaunchPlan, Plan
+    from ..scenario import Scenario
 
 RUNTIMES = ("docker", "pyxis", "host")
 DEFAULT_TIME = "04:00:00"
@@ -177,20 +180,16 @@ def gpu_job(plan: Plan, lp: LaunchPlan | None = None) -> Job:
     servers.append(Step("router", "$ROUTER_NODE", lp.router_argv))
     ports = plan.launch.ports
     first = {role: lp.role(role)[0].servers[0] for role in ("prefill", "decode")}
-    pdrepro, run = "$BUNDLE/.venv/bin/pdrepro", "$JOB_DIR/run"
-    sweep = (pdrepro, "sweep", "--scenario", scenario.name, "--router", url("${ROUTER_IP}", ports.router),
+    # The one pipeline (`pdrepro repro`: sweep, analyze, gates, first failing status) from the bundle's checkout.
+    repro = ("$BUNDLE/.venv/bin/pdrepro", "repro", "--scenario", scenario.name, "--router", url("${ROUTER_IP}", ports.router),
              "--prefill", first["prefill"].url, "--decode", first["decode"].url,
              "--model-path", site.model_path, "--dataset-path", site.dataset_path, "--image", "$IMAGE",
-             "--logs-from", "$JOB_DIR/logs", "--out", run, "--no-analyze")
+             "--logs-from", "$JOB_DIR/logs", "--out", "$JOB_DIR/run",
+             "--gates", "$BUNDLE/repro/", "--pytest", "$BUNDLE/.venv/bin/pytest")
     if scenario.kind == "comparison":
         # This job runs the disaggregated configuration; the regular one is not placed here.
-        sweep += ("--configuration", lp.topology)
-    client = (
-        Step("sweep", "-", sweep, on_failure="continue"),
-        Step("analyze", "-", (pdrepro, "analyze", run), on_failure="continue"),
-        Step("gates", "-", ("$BUNDLE/.venv/bin/pytest", "$BUNDLE/repro/", "--run-dir", run,
-                            "-p", "no:cacheprovider", "-q"), on_failure="continue"),
-    )
+        repro += ("--configuration", lp.topology)
+    client = (Step("repro", "-", repro),)
     t = scenario.topology
     per_node = max(t.prefill.servers_per_node * plan.tp("prefill"), t.decode.servers_per_node * plan.tp("decode"))
     settings = (
@@ -214,3 +213,24 @@ def gpu_job(plan: Plan, lp: LaunchPlan | None = None) -> Job:
         # (prefill.log, prefill-1.log, ...), which a step of one server per node may already carry.
         log_aliases=tuple((f"{s.name}.log", s.log_name) for s in lp.servers if s.log_name != f"{s.name}.log"),
     )
+
+
+class SlurmTarget:
+    """One sbatch script running the plan on an allocation (the script finds the node addresses)."""
+
+    name = "slurm"
+
+    def hosts(self, scenario: Scenario, options) -> Hosts:
+        return symbolic_hosts(scenario)
+
+    def render(self, plan: Plan, options, out: str) -> Rendered:
+        job = gpu_job(plan)
+        name = f"{plan.scenario.name}.sbatch"
+        return Rendered(
+            files={name: render(job)}, executable=frozenset({name}),
+            wrote=f": {job.prefill_nodes} prefill + {job.decode_nodes} decode node(s), router on the first decode node",
+            notes=(f"submit from the bundle's checkout on a shared filesystem: sbatch {PurePath(out, name)}",
+                   "runtime: Docker on each node (default); sbatch --export=ALL,RUNTIME=pyxis for enroot/pyxis"))
+
+
+TARGET = SlurmTarget()
