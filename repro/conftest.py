@@ -145,6 +145,11 @@ def checks(summary, scenario):
 
 
 def pytest_terminal_summary(terminalreporter, config):
+    # Not applicable is neither a pass nor a failure: say which gates it was and why, beside the counts.
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        terminalreporter.write_line(f"N/A (skipped, not passed) {report.nodeid.split('::')[-1]}: "
+                                    f"{reason.removeprefix('Skipped: ')}")
     run_dir = config.getoption("--run-dir")
     if run_dir:
         terminalreporter.write_line(f"report: {Path(run_dir) / 'report.md'}   JUnit XML: {config.option.xmlpath}")

@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("measure", ("sweep", "sweep.*", "smoke", "smoke.agent", "smoke.engine", "smoke.initiator", "smoke.target",
                  "smoke.measure", "smoke.memory", "smoke.output", "smoke.settings")),
     # What the raw results prove on their own (the NICs' counters against the KV).
-    ("raw results", ("witness",)),
+    ("raw results", ("witness", "transport_evidence")),
     # Raw results -> summary, and the verdicts drawn from a summary.
     ("analysis", ("analysis", "comparison", "checks", "smoke.summary")),
     # Summary -> text and pictures for people; the reference pages drawn from the CLI and the schemas.

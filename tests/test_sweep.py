@@ -177,7 +177,10 @@ def test_sweep_output_analyses_and_passes_the_checks(tmp_path, cluster):
     assert "mlx5_3/1" in counted["decode"]["after"]["ports"]
     # A folder of logs gives no way onto the prefill node: the record says so.
     assert "not read" in counted["prefill"]["error"]
-    assert summary["transport"]["proven"] is True
+    assert summary["transport_evidence"]["proof"]["proven"] is True and summary["transport"] == "rdma"
+    # The sweep records the devices it saw on the node it reads (mlx5_0..3 of the H20 tree).
+    assert counted["decode"]["rdma_devices"] == [f"mlx5_{i}" for i in range(4)]
+    assert summary["transport_evidence"]["rdma_devices"]["found"] is True
     row = {r["prompt_len"]: r for r in summary["rows"]}[512]
     assert row["bandwidth_GB_s"] == pytest.approx(66.18, rel=0.03)  # the published 512-token row
     assert failed(evaluate(summary, cluster.scenario)) == []

@@ -71,6 +71,27 @@ def test_transport_not_rdma_stops_before_first_length(tmp_path, transport, found
     assert prov["transport"]["proven"] is False and found in prov["transport"]["servers"]["prefill"]["summary"]
 
 
+@pytest.mark.parametrize("transport", ["tcp", "force-tcp"])
+def test_transport_any_lets_a_tcp_engine_sweep_and_records_what_it_used(tmp_path, transport):
+    sc = short_scenario((128,)).model_copy(update={"transport": "any"})
+    with FakeCluster(tmp_path, sc, transport=transport) as c:
+        lines = []
+        out = run_sweep(config(tmp_path, c, FakeBench(c), lines))
+    assert out.done == [128]
+    assert any(l.startswith("transport: tcp, allowed by the scenario (transport: any): prefill: tcp") for l in lines)
+    prov = json.loads((tmp_path / "run" / "provenance.json").read_text())
+    assert prov["transport"]["proven"] is False and prov["transport"]["servers"]["decode"]["verdict"] == "tcp"
+
+
+def test_transport_any_still_stops_on_a_broken_rdma_start(tmp_path):
+    sc = short_scenario((128,)).model_copy(update={"transport": "any"})
+    with FakeCluster(tmp_path, sc, transport="no-gid") as c:
+        bench = FakeBench(c)
+        with pytest.raises(UserError, match=r"KV transport is not RDMA or TCP \(the scenario's transport: any\)"):
+            run_sweep(config(tmp_path, c, bench))
+    assert bench.calls == []
+
+
 def test_no_logs_means_no_proof(tmp_path):
     with FakeCluster(tmp_path, short_scenario((128,))) as c:
         with pytest.raises(UserError, match="--logs-from"):

@@ -83,6 +83,7 @@ def test_sweep_of_2p2d_from_docker_is_one_line_and_exit_2(tmp_path):
 def test_transport_proof_reads_every_server(tmp_path):
     from fakecluster import mooncake_startup
 
+    from pdrepro.scenario import load_scenario
     from pdrepro.sweep import runner
     from pdrepro.sweep.state import SweepState
 
@@ -94,7 +95,7 @@ def test_transport_proof_reads_every_server(tmp_path):
         (folder / name).write_text(START.format(role=role) + "\n".join(mooncake_startup(transport)) + "\n")
     said: list[str] = []
     cfg = type("Cfg", (), {"configuration": None, "prove_transport": True, "log_source": DirLogSource(folder),
-                           "say": said.append})()
+                           "say": said.append, "scenario": load_scenario("h20-qwen3-235b-1p1d")})()
     state = SweepState(RunDir(tmp_path / "run"))
     with pytest.raises(runner.TransportNotProven) as caught:
         runner._prove(cfg, state)

@@ -30,6 +30,7 @@ from .parsers.reqstats import LogScan, ReqStat, merge_scans, parse_log
 from .rundir import RunDir, why_absent
 from .scenario import Scenario
 from .sweep.state import SweepState
+from .transport_evidence import transport_facts
 from .units import MiB, bandwidth_GB_s, human_bytes
 from .witness import describe_allowance, witness_row
 
@@ -292,12 +293,14 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
             issues.append(issue(ERROR if is_error else WARNING, kind, message, L))
         rows.append(row)
     provenance = _provenance(run, issues)
+    transport, transport_evidence = transport_facts(run, provenance)
     summary = {
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "scenario": scenario.to_dict(),
         "scenario_fingerprint": scenario.fingerprint,
         "source": "sglang",
-        "transport": (provenance or {}).get("transport"),
+        "transport": transport,
+        "transport_evidence": transport_evidence,
         "line_rate_GB_s": scenario.line_rate_GB_s,
         "rows": rows,
         "headline": headline(rows),

@@ -3,6 +3,12 @@
 ``evaluate`` reads only the summary dict and the scenario, so it serves
 ``pdrepro check`` and the reproduction gates alike. Each result names the
 prompt length it concerns (None for run-wide checks).
+
+A result has three states: PASS, FAIL, and N/A (``applicable`` False), which
+only the transport and NIC witness checks take: under a scenario's
+``transport: any``, a run whose engines used TCP on nodes the sweep found
+without any RDMA device has no RDMA path to prove. N/A is never a pass
+(``passed`` is False) and never a failure (``failed`` leaves it out).
 """
 
 from __future__ import annotations
@@ -22,6 +28,68 @@ class CheckResult:
     passed: bool
     detail: str
     op: str = ""          # how figure is compared with bound: ">=", "<=", "=="
+    applicable: bool = True
+
+    @property
+    def verdict(self) -> str:
+        return "N/A" if not self.applicable else "PASS" if self.passed else "FAIL"
+
+
+# Why the transport and the NIC witness do not apply to a run (transport: any, TCP, no RDMA device).
+NOT_APPLICABLE = "not applicable: TCP, allowed by the scenario, no RDMA device on the node"
+
+
+def _not_applicable(name: str, L: int | None, bound=None, unit: str = "", op: str = "") -> CheckResult:
+    where = f"length {L}: " if L is not None else "KV transport: "
+    return CheckResult(name, L, None, bound, unit, False, where + NOT_APPLICABLE, op, applicable=False)
+
+
+def tcp_without_rdma(summary: dict, policy: str) -> bool:
+    """The scenario's transport policy allows TCP, every engine used it, and the sweep found no RDMA
+    device on the nodes (the report asks this too, with the policy its summary's scenario states)."""
+    devices = ((summary.get("transport_evidence") or {}).get("rdma_devices") or {}).get("found")
+    return policy == "any" and summary.get("transport") == "tcp" and devices is False
+
+
+def _servers(summary: dict) -> str:
+    evidence = summary.get("transport_evidence") or {}
+    proof = evidence.get("proof") or {}
+    lines = [s.get("summary", "") for s in (proof.get("servers") or {}).values()]
+    return "; ".join(lines or (evidence.get("servers") or {}).values()) or "nothing found"
+
+
+def _transport(summary: dict, scenario: Scenario) -> CheckResult:
+    """rdma: the sweep's proof must hold. any: the servers' own log lines decide, for every run."""
+    evidence = summary.get("transport_evidence") or {}
+    used = summary.get("transport")
+    logged = f" (the servers' logs: {'; '.join((evidence.get('servers') or {}).values())})" if evidence.get("servers") else ""
+    if scenario.transport == "rdma":
+        proof = evidence.get("proof")
+        if not proof:
+            return CheckResult("transport", None, None, None, "", False, "the run records no transport proof "
+                               "(provenance.json has no 'transport'); run it with `pdrepro sweep`" + logged)
+        if proof.get("skipped"):
+            return CheckResult("transport", None, None, None, "", False, "KV transport not checked: the sweep ran "
+                               "with --no-transport-proof; rerun it without that flag" + logged)
+        if proof.get("proven") is not True:
+            return CheckResult("transport", None, None, None, "", False,
+                               f"KV transport not proven to be RDMA: {_servers(summary)}")
+        return CheckResult("transport", None, None, None, "", True, f"KV transport proven RDMA: {_servers(summary)}")
+    if tcp_without_rdma(summary, scenario.transport):
+        return _not_applicable("transport", None)
+    found = "; ".join((evidence.get("servers") or {}).values()) or "no server log in the run"
+    if used == "rdma":
+        return CheckResult("transport", None, None, None, "", True, f"the engines used RDMA: {found}")
+    if used == "tcp":
+        devices = (evidence.get("rdma_devices") or {})
+        why = ("the sweep found RDMA devices on the nodes "
+               f"({', '.join(f'{r} {d}' for r, d in sorted((devices.get('devices') or {}).items()) if d)}), so the "
+               "NIC witness decides" if devices.get("found") else
+               "no record shows the nodes lack RDMA devices ("
+               + "; ".join(devices.get("evidence") or ["no counters or host NIC record"]) + "), so the NIC witness decides")
+        return CheckResult("transport", None, None, None, "", True, f"the engines used TCP, allowed by the scenario; {why}")
+    return CheckResult("transport", None, None, None, "", False,
+                       f"the servers' logs do not show one working transport ({used or 'no logs'}): {found}")
 
 
 def _cmp(figure, op: str, bound) -> bool:
@@ -66,9 +134,11 @@ def _evaluate_comparison(summary: dict, scenario: Scenario) -> list[CheckResult]
     return out
 
 
-def _witness(L: int, row: dict, line_rate: float | None, floor: float) -> list[CheckResult]:
+def _witness(L: int, row: dict, line_rate: float | None, floor: float, applies: bool = True) -> list[CheckResult]:
     """The NICs' own byte counts (witness.py): they must show the KV the model says was sent,
     and cannot have run faster than the line."""
+    if not applies:
+        return [_not_applicable("nic_witness", L, floor, "% of KV", ">=")]
     share = row.get("nic_kv_share_pct")
     nodes = ", ".join(f"{role} {n['counter']}" for role, n in (row.get("nic_nodes") or {}).items()
                       if n.get("kv_share_pct") is not None)
@@ -98,6 +168,7 @@ def evaluate(summary: dict, scenario: Scenario) -> list[CheckResult]:
     measures_ttft = summary.get("source") != "smoke"
     issues = _issue_kinds(summary)
     out: list[CheckResult] = []
+    witness_applies = not tcp_without_rdma(summary, scenario.transport)
 
     # Inputs: every configured length present, every log readable.
     unreadable = issues.get("no_reqstats", []) + issues.get("prefill_log_missing", []) + issues.get("unparseable_lines", [])
@@ -149,11 +220,16 @@ def evaluate(summary: dict, scenario: Scenario) -> list[CheckResult]:
             out.append(_check("request_errors", L, float(row["request_errors"]), "<=", float(t.max_request_errors),
                               "errors", "failed requests"))
         if measures_ttft:
-            out += _witness(L, row, line_rate, t.min_nic_kv_share_pct)
+            out += _witness(L, row, line_rate, t.min_nic_kv_share_pct, witness_applies)
         mismatch = row.get("kv_size_mismatch_pct")
         if mismatch is not None:
             out.append(_check("kv_size_match", L, abs(mismatch), "<=", t.max_kv_size_mismatch_pct, "%",
                               "|logged KV size - model KV size|"))
+
+    # A run without provenance.json was not made by the sweep (logs and bench files put together by
+    # hand): under rdma it has no proof to judge here, and the transport gate fails it on its own.
+    if measures_ttft and (scenario.transport == "any" or summary.get("provenance") is not None):
+        out.append(_transport(summary, scenario))
 
     head = summary.get("headline") or {}
     if t.min_peak_bandwidth_GB_s is not None:
@@ -166,4 +242,8 @@ def evaluate(summary: dict, scenario: Scenario) -> list[CheckResult]:
 
 
 def failed(results: list[CheckResult]) -> list[CheckResult]:
-    return [r for r in results if not r.passed]
+    return [r for r in results if r.applicable and not r.passed]
+
+
+def not_applicable(results: list[CheckResult]) -> list[CheckResult]:
+    return [r for r in results if not r.applicable]

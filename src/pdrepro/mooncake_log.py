@@ -102,30 +102,43 @@ class ServerTransport:
         }
 
 
+# One pass finds the few evidence lines of a server log that can be hundreds of MB long.
+_ANY_EVIDENCE = re.compile("|".join(f"(?:{re.sub(r'[(][?]P<[a-z]+>', '(', rx.pattern)})" for rx in _EVIDENCE))
+
+
+def _scan_line(st: ServerTransport, line: str) -> None:
+    if _RDMA_INSTALLED.search(line):
+        st.rdma_installed += 1
+    if m := _RDMA_DEVICE.search(line):
+        st.devices[m["dev"]] = int(m["gid"])
+    if m := _BEST_GID.search(line):
+        st.devices.setdefault(m["dev"], int(m["gid"]))
+        if m["state"]:
+            st.gid_states[m["dev"]] = m["state"]
+    if m := _HCAS.search(line):
+        st.hca_counts.append(int(m["n"]))
+    if _FORCE_TCP.search(line):
+        st.force_tcp += 1
+    if _TCP_LISTEN.search(line):
+        st.tcp_listens += 1
+    if m := _NO_GID.search(line):
+        st.no_gid.append(f"{m['dev']}/{m['port']}")
+    if _RDMA_FAILED.search(line):
+        st.rdma_failed += 1
+    st.evidence.append(line.strip())
+
+
 def scan(role: str, text: str, force_tcp_set: bool = False) -> ServerTransport:
     st = ServerTransport(role, force_tcp_set=force_tcp_set)
-    for line in text.splitlines():
-        st.lines_read += 1
-        if _RDMA_INSTALLED.search(line):
-            st.rdma_installed += 1
-        if m := _RDMA_DEVICE.search(line):
-            st.devices[m["dev"]] = int(m["gid"])
-        if m := _BEST_GID.search(line):
-            st.devices.setdefault(m["dev"], int(m["gid"]))
-            if m["state"]:
-                st.gid_states[m["dev"]] = m["state"]
-        if m := _HCAS.search(line):
-            st.hca_counts.append(int(m["n"]))
-        if _FORCE_TCP.search(line):
-            st.force_tcp += 1
-        if _TCP_LISTEN.search(line):
-            st.tcp_listens += 1
-        if m := _NO_GID.search(line):
-            st.no_gid.append(f"{m['dev']}/{m['port']}")
-        if _RDMA_FAILED.search(line):
-            st.rdma_failed += 1
-        if any(rx.search(line) for rx in _EVIDENCE):
-            st.evidence.append(line.strip())
+    st.lines_read = len(text.splitlines())
+    end = -1
+    for m in _ANY_EVIDENCE.finditer(text):
+        if m.start() <= end:
+            continue  # a second piece of evidence on a line already read
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        _scan_line(st, text[start:end])
     return st
 
 

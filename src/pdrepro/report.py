@@ -13,6 +13,7 @@ import json
 
 from tabulate import tabulate
 
+from .checks import NOT_APPLICABLE, tcp_without_rdma
 from .units import GB, MiB, human_bytes
 
 DASH = "—"
@@ -128,10 +129,41 @@ def metrics_section(summary: dict) -> list[str]:
             _table(headers, rows), ""]
 
 
+def transport_section(summary: dict) -> list[str]:
+    """What the engines used (their own log lines), the sweep's proof, and the nodes' RDMA devices."""
+    evidence = summary.get("transport_evidence")
+    policy = (summary.get("scenario") or {}).get("transport", "rdma")
+    # Logs and bench files put together by hand (no provenance) under rdma: nothing to judge, as in the checks.
+    if not evidence or (policy == "rdma" and not summary.get("provenance") and summary.get("transport") == "unknown"):
+        return []
+    proof = evidence.get("proof") or {}
+    proof_text = ("not run (--no-transport-proof)" if proof.get("skipped") else
+                  "RDMA proven" if proof.get("proven") else "not proven" if proof else "not recorded")
+    devices = evidence.get("rdma_devices") or {}
+    found = {True: "found", False: "none", None: "not known"}[devices.get("found")]
+    if tcp_without_rdma(summary, policy):
+        verdict = f"transport and NIC witness: {NOT_APPLICABLE}."
+    elif policy == "any":
+        verdict = "transport: TCP or RDMA allowed by the scenario; the NIC witness applies (RDMA devices " \
+                  f"{found} on the nodes)."
+    else:
+        verdict = "transport: the scenario expects RDMA: the sweep's proof and the NIC witness are gates."
+    out = ["## KV transport", "",
+           f"Scenario policy `{policy}`; the engines used **{summary.get('transport') or 'unknown'}** (their start-up "
+           f"lines in the servers' logs); the sweep's proof: {proof_text}; RDMA devices on the nodes: {found}. "
+           + verdict, ""]
+    out += [f"- {line}" for line in (evidence.get("servers") or {}).values()]
+    out += [f"- RDMA devices, {line}" for line in devices.get("evidence") or []]
+    return out + [""]
+
+
 def witness_section(summary: dict) -> list[str]:
     rows = [r for r in summary.get("rows", []) if "nic_nodes" in r]
     if not rows:
         return []
+    if tcp_without_rdma(summary, (summary.get("scenario") or {}).get("transport", "rdma")):
+        return ["## NIC witness", "", f"{NOT_APPLICABLE}: the engines used TCP, which RDMA port counters do not "
+                "count, on nodes the sweep found without RDMA devices.", ""]
     headers = ["Prompt Length", "Node", "Counter", "Moved (GB)", "Share of KV (%)", "Average rate (GB/s)", "Problem"]
     table = []
     for r in rows:
@@ -177,7 +209,7 @@ def render_report(summary: dict) -> str:
     title = scenario.get("title") or scenario.get("name") or "run"
     parts = [f"# KV transfer report: {title}", ""]
     meta = [f"Scenario `{scenario.get('name', '?')}`", f"source: {summary.get('source', '?')}"]
-    if summary.get("transport"):
+    if summary.get("transport") and summary["transport"] != "unknown":
         meta.append(f"transport: {summary['transport']}")
     if summary.get("line_rate_GB_s"):
         meta.append(f"line rate: {summary['line_rate_GB_s']:g} GB/s")
@@ -187,6 +219,7 @@ def render_report(summary: dict) -> str:
     if ref:
         parts += ["## Against the published run", "", ref, ""]
     parts += metrics_section(summary)
+    parts += transport_section(summary)
     parts += witness_section(summary)
     parts += ["## Issues", "", *issues_section(summary), ""]
     parts += provenance_section(summary)

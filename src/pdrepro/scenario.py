@@ -28,6 +28,12 @@ from .strictmodel import Int, Number, Record, load, to_plain
 # because a scenario and a summary change apart.
 SCENARIO_SCHEMA_VERSION = 1
 KINDS = ("kv-sweep", "comparison")
+# What the KV may move over: "rdma" (the published run: the transport proof and the NIC witness are
+# gates) or "any" (a box without an RDMA device may use TCP; the witness then does not apply).
+TRANSPORTS = ("rdma", "any")
+# Keys added after runs were recorded, with the value every scenario meant before the key existed:
+# at that value they stay out of the fingerprint, so those runs' recorded fingerprints still hold.
+_FINGERPRINT_NEUTRAL = {"transport": "rdma"}
 
 TP = Int(1, 64)
 
@@ -150,6 +156,10 @@ class Scenario(Record):
     thresholds: Thresholds = Field(default_factory=Thresholds)
     launch: Launch | None = None
     topology: Topology = Field(default_factory=Topology)
+    transport: Literal[TRANSPORTS] = Field(
+        default="rdma",
+        description="what the KV may move over: rdma (the transport proof and the NIC witness are gates) or any "
+                    "(TCP is allowed; on a node the sweep found without RDMA devices the witness is not applicable)")
 
     def check(self, source: str) -> None:
         self._validate_port_ranges(source)
@@ -208,7 +218,8 @@ class Scenario(Record):
     @property
     def fingerprint(self) -> str:
         """sha256 of the canonical scenario, recorded in every run's provenance."""
-        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        data = {k: v for k, v in self.to_dict().items() if _FINGERPRINT_NEUTRAL.get(k, object()) != v}
+        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 
     def with_thresholds(self, thresholds: Thresholds) -> Scenario:

@@ -79,7 +79,11 @@ class Summary(_Open):
     scenario: dict[str, Any] = Field(description="the scenario as run (see scenario.schema.json)")
     scenario_fingerprint: str = Field(description="sha256 of the canonical scenario")
     source: Literal["sglang", "smoke"] = Field(description="what measured the rows")
-    transport: str | None = Field(default=None, description="the transport Mooncake's log shows it used")
+    transport: str | None = Field(default=None, description="the transport Mooncake's log shows it used "
+                                                            "(rdma, tcp, mixed, unknown)")
+    transport_evidence: dict[str, Any] | None = Field(
+        default=None, description="each server's transport line, the sweep's proof and the RDMA devices the sweep "
+                                  "found on the nodes, which the transport and NIC witness checks judge")
     line_rate_GB_s: float | None = Field(default=None, description="the scenario link's line rate, decimal GB/s")
     rows: list[Row]
     headline: Headline = Field(default_factory=Headline)

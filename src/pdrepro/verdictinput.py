@@ -33,7 +33,8 @@ def _stored_summary(path: Path) -> dict | None:
 
 
 # What a verdict is derived from; a stored summary must match a fresh analysis in all of these.
-_VERDICT_KEYS = ("rows", "headline", "transport", "line_rate_GB_s", "witness", "configurations", "comparison")
+_VERDICT_KEYS = ("rows", "headline", "transport", "transport_evidence", "line_rate_GB_s", "witness",
+                 "configurations", "comparison")
 
 
 def _disagreement(stored: dict, fresh: dict) -> str | None:

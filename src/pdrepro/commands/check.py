@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from ..checks import evaluate, failed
+from ..checks import evaluate, failed, not_applicable
 from ..contract import input_errors
 from ..errors import UserError
 from ..rundir import RunDir
@@ -41,15 +41,18 @@ def run(args) -> int:
     summary = load_or_analyze(run_dir, scenario)
     results = evaluate(summary, scenario)
     table = [[r.name, "all" if r.prompt_len is None else str(r.prompt_len), _fmt(r.figure, r.unit),
-              "" if r.bound is None else f"{r.op} {r.bound:g} {r.unit}".rstrip(), "PASS" if r.passed else "FAIL"]
+              "" if r.bound is None else f"{r.op} {r.bound:g} {r.unit}".rstrip(), r.verdict]
              for r in results]
     print(tabulate(table, headers=["check", "length", "figure", "bound", "verdict"], tablefmt="simple",
                    disable_numparse=True))
-    bad = failed(results)
+    bad, idle = failed(results), not_applicable(results)
     print()
     for r in bad:
         print(f"FAIL {r.detail}")
-    print(f"{len(results) - len(bad)} passed, {len(bad)} failed", file=sys.stderr)
+    for r in idle:
+        print(f"N/A  {r.detail}")
+    passed = len(results) - len(bad) - len(idle)
+    print(f"{passed} passed, {len(bad)} failed" + (f", {len(idle)} not applicable" if idle else ""), file=sys.stderr)
     errors = input_errors(summary)
     if errors:
         raise UserError(errors[0]["message"])

@@ -17,6 +17,11 @@ from pathlib import Path
 from ..fabric.counters import SNAPSHOT_SCRIPT, parse_snapshot, read_ports
 
 
+def _devices(sysfs: Path) -> list[str]:
+    """The RDMA devices a node's sysfs lists: an empty list is the sweep's evidence that the node has none."""
+    return sorted(p.name for p in sysfs.iterdir()) if sysfs.is_dir() else []
+
+
 def _has_data(ports: dict) -> bool:
     return any("port_xmit_data" in p or "port_rcv_data" in p for p in ports.values())
 
@@ -27,10 +32,11 @@ class CounterReader:
 
     def _local(self) -> dict:
         source = f"{self.sysfs} on {socket.gethostname()} (the host running the sweep)"
-        ports = read_ports(self.sysfs)
+        ports, devices = read_ports(self.sysfs), _devices(self.sysfs)
         if not _has_data(ports):
-            return {"source": source, "error": f"no RDMA port counters under {self.sysfs} on this host"}
-        return {"source": source, "at": time.time(), "ports": ports}
+            return {"source": source, "rdma_devices": devices,
+                    "error": f"no RDMA port counters under {self.sysfs} on this host"}
+        return {"source": source, "rdma_devices": devices, "at": time.time(), "ports": ports}
 
     def _remote(self, role: str) -> dict:
         run = getattr(self.log_source, "run_script", None)
@@ -41,9 +47,12 @@ class CounterReader:
         if text is None:
             return {"source": where, "error": f"the {role} node's counters were not read: {where}"}
         ports = parse_snapshot(text)
+        # The snapshot lists every port of every device: a device without ports carries no KV either.
+        devices = sorted({name.split("/", 1)[0] for name in ports})
         if not _has_data(ports):
-            return {"source": where, "error": f"no RDMA port counters in /sys/class/infiniband of {where}"}
-        return {"source": where, "at": at, "ports": ports}
+            return {"source": where, "rdma_devices": devices,
+                    "error": f"no RDMA port counters in /sys/class/infiniband of {where}"}
+        return {"source": where, "rdma_devices": devices, "at": at, "ports": ports}
 
     def read(self) -> dict[str, dict]:
         return {"prefill": self._remote("prefill"), "decode": self._local()}
@@ -56,6 +65,9 @@ def record(before: dict[str, dict], after: dict[str, dict], prompt_len: int) -> 
         b, a = before.get(role) or {}, after.get(role) or {}
         error = b.get("error") or a.get("error")
         node = {"source": a.get("source") or b.get("source")}
+        devices = sorted(set(b.get("rdma_devices") or ()) | set(a.get("rdma_devices") or ()))
+        if "rdma_devices" in a or "rdma_devices" in b:
+            node["rdma_devices"] = devices
         if error:
             node["error"] = error
         else:

@@ -19,11 +19,23 @@ class TransportProof:
     def proven(self) -> bool:
         return bool(self.servers) and all(s.verdict == "rdma" for s in self.servers)
 
+    def allowed(self, policy: str) -> bool:
+        """Whether the sweep may go on: RDMA everywhere, or under a scenario's `transport: any` one
+        working transport (TCP included; whether the NIC witness applies is the checks' call)."""
+        if policy == "any":
+            return bool(self.servers) and all(s.verdict in ("rdma", "tcp") for s in self.servers)
+        return self.proven
+
     def describe(self) -> str:
         return "; ".join(s.describe() for s in self.servers)
 
     def to_dict(self) -> dict:
         return {"proven": self.proven, "servers": {s.role: s.to_dict() for s in self.servers}}
+
+    @property
+    def used(self) -> str:
+        verdicts = {s.verdict for s in self.servers}
+        return verdicts.pop() if len(verdicts) == 1 else "mixed"
 
 
 def prove(logs: dict[str, str]) -> TransportProof:

@@ -116,8 +116,14 @@ def _prove(cfg: SweepConfig, state: SweepState) -> dict | None:
             for role, found in texts.items() for i, text in sorted(found.items())}
     proof = rdma_proof.prove(logs)
     state.event("transport", **proof.to_dict())
+    policy = cfg.scenario.transport
+    if not proof.allowed(policy):
+        expected = "RDMA" if policy == "rdma" else "RDMA or TCP (the scenario's transport: any)"
+        raise TransportNotProven(f"KV transport is not {expected}: {proof.describe()}; {rdma_proof.FIX_HINT}",
+                                 proof.to_dict())
     if not proof.proven:
-        raise TransportNotProven(f"KV transport is not RDMA: {proof.describe()}; {rdma_proof.FIX_HINT}", proof.to_dict())
+        cfg.say(f"transport: {proof.used}, allowed by the scenario (transport: any): {proof.describe()}")
+        return proof.to_dict()
     cfg.say(f"transport: {proof.describe()}")
     return proof.to_dict()
 

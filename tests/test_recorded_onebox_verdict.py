@@ -1,0 +1,131 @@
+"""The real one-GPU run (tests/recorded/h200-onebox-sglang-0.5.15.post1/, see its SOURCE) judged by
+`pdrepro check` and the gates under both transport policies: on a box without RDMA the one-box
+scenario's `transport: any` turns the NIC witness and the transport into N/A, the published
+`rdma` policy still fails them, and a box where the sweep saw RDMA devices is held to the witness."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from pdrepro.checks import NOT_APPLICABLE, evaluate, failed, not_applicable
+from pdrepro.cli import main
+from pdrepro.rundir import RunDir
+from pdrepro.scenario import load_scenario
+from pdrepro.verdictinput import load_or_analyze
+
+REPO = Path(__file__).resolve().parents[1]
+RECORDED = REPO / "tests" / "recorded" / "h200-onebox-sglang-0.5.15.post1"
+LENGTHS = (128, 1024, 4096, 16384)
+
+
+def copy_run(tmp_path: Path) -> Path:
+    """A writable copy: judging a run rewrites its summary and report."""
+    dest = tmp_path / "run"
+    shutil.copytree(RECORDED, dest)
+    for p in dest.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return dest
+
+
+def _judge(run: Path, scenario):
+    summary = load_or_analyze(RunDir(run), scenario)
+    return summary, evaluate(summary, scenario)
+
+
+def test_the_logs_show_tcp_and_the_sweep_recorded_no_rdma_device(tmp_path):
+    summary, _ = _judge(copy_run(tmp_path), load_scenario("onebox-qwen25-0.5b"))
+    assert summary["transport"] == "tcp"
+    evidence = summary["transport_evidence"]
+    assert set(evidence["servers"]) == {"prefill", "decode"}
+    assert all("'MC_FORCE_TCP is set' x1" in line and "TCP transport listening x1" in line
+               for line in evidence["servers"].values())
+    # The proof was skipped (--no-transport-proof): the logs are read all the same.
+    assert evidence["proof"] == {"proven": False, "skipped": True}
+    devices = evidence["rdma_devices"]
+    assert devices["found"] is False and devices["devices"] == {"decode": [], "prefill": []}
+    assert any("provenance.json host.nics of vm" in e for e in devices["evidence"])
+
+
+def test_transport_any_passes_with_the_witness_not_applicable(tmp_path, capsys):
+    run = copy_run(tmp_path)
+    _, results = _judge(run, load_scenario("onebox-qwen25-0.5b"))
+    assert failed(results) == []
+    idle = not_applicable(results)
+    assert sorted((r.name, r.prompt_len) for r in idle) == sorted(
+        [("nic_witness", L) for L in LENGTHS] + [("transport", None)])
+    assert all(NOT_APPLICABLE in r.detail and not r.passed and r.verdict == "N/A" for r in idle)
+
+    assert main(["check", str(run), "--scenario", "onebox-qwen25-0.5b"]) == 0
+    out, err = capsys.readouterr()
+    assert "29 passed, 0 failed, 5 not applicable" in err
+    assert f"N/A  length 4096: {NOT_APPLICABLE}" in out
+    assert any(l.split()[:2] == ["nic_witness", "128"] and l.split()[-1] == "N/A" for l in out.splitlines())
+
+
+def test_the_same_run_under_rdma_fails_transport_and_witness(tmp_path, capsys):
+    run = copy_run(tmp_path)
+    # The run's own scenario.yaml predates the key: it reads as rdma, the published policy.
+    scenario = load_scenario(run / "scenario.yaml")
+    assert scenario.transport == "rdma"
+    _, results = _judge(run, scenario)
+    assert sorted((r.name, r.prompt_len) for r in failed(results)) == sorted(
+        [("nic_witness", L) for L in LENGTHS] + [("transport", None)])
+    assert not not_applicable(results)
+    assert main(["check", str(run)]) == 1
+    assert "29 passed, 5 failed" in capsys.readouterr().err
+
+
+def test_rdma_devices_found_but_tcp_used_under_any_fails_the_witness(tmp_path):
+    run = copy_run(tmp_path)
+    prov = json.loads((run / "provenance.json").read_text())
+    prov["host"]["nics"] = {"mlx5_0": {"fw_ver": "28.39.1002", "board_id": "MT_0000000838", "ports": {}}}
+    (run / "provenance.json").write_text(json.dumps(prov))
+    summary, results = _judge(run, load_scenario("onebox-qwen25-0.5b"))
+    assert summary["transport_evidence"]["rdma_devices"]["found"] is True
+    assert not not_applicable(results)
+    assert sorted((r.name, r.prompt_len) for r in failed(results)) == [("nic_witness", L) for L in LENGTHS]
+    transport = next(r for r in results if r.name == "transport")
+    assert transport.passed and "found RDMA devices on the nodes (decode ['mlx5_0']" in transport.detail
+
+
+def test_a_node_nobody_looked_at_is_not_taken_for_one_without_rdma(tmp_path):
+    run = copy_run(tmp_path)
+    prov = json.loads((run / "provenance.json").read_text())
+    prov["endpoints"]["prefill"] = "http://10.0.0.7:30000"  # another node, and its counters were not read
+    (run / "provenance.json").write_text(json.dumps(prov))
+    summary, results = _judge(run, load_scenario("onebox-qwen25-0.5b"))
+    assert summary["transport_evidence"]["rdma_devices"]["found"] is None
+    assert "prefill: no record of its RDMA devices" in summary["transport_evidence"]["rdma_devices"]["evidence"]
+    assert [r.name for r in failed(results)] == ["nic_witness"] * 4
+
+
+def _junit(run: Path) -> dict[str, str]:
+    cases = ET.parse(run / "junit.xml").getroot().iter("testcase")
+    return {c.get("name"): ("failed" if c.find("failure") is not None else "skipped" if c.find("skipped") is not None
+                            else "passed") for c in cases}
+
+
+@pytest.mark.parametrize("policy", ["any", "rdma"])
+def test_the_gates_skip_not_applicable_checks_and_never_count_them_passed(tmp_path, policy):
+    run = copy_run(tmp_path)
+    scenario = ["--scenario", "onebox-qwen25-0.5b"] if policy == "any" else []
+    proc = subprocess.run([sys.executable, "-m", "pytest", "repro/", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "--run-dir", str(run), *scenario], cwd=REPO, capture_output=True, text=True, timeout=300)
+    results = _junit(run)
+    gated = {f"test_nics_witness_the_kv[L{L}]" for L in LENGTHS} | {"test_transport_proven"}
+    if policy == "any":
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        assert {n for n, v in results.items() if v == "skipped"} == gated
+        assert "5 skipped" in proc.stdout.splitlines()[-1]
+        assert f"N/A (skipped, not passed) test_nics_witness_the_kv[L128]: length 128: {NOT_APPLICABLE}" in proc.stdout
+    else:
+        assert proc.returncode == 1
+        assert {n for n, v in results.items() if v == "failed"} == gated
+        assert "KV transport not checked: the sweep ran with --no-transport-proof" in proc.stdout
