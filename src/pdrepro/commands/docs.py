@@ -35,8 +35,8 @@ def _bare_environment():
 
 def reference_pages() -> dict[str, str]:
     """File name -> text of each page, as `make docs` writes them."""
-    from ..cli import build_parser
     from ..docgen import render_pages
+    from . import build_parser
 
     with _bare_environment():
         parser = build_parser()
