@@ -10,7 +10,7 @@ Three records, all written during the run:
   devices of its node's /sys/class/infiniband (counters/<L>.json
   "rdma_devices"), and provenance.json's host.nics lists those of the host the
   sweep ran on (the decode node, where the sweep runs; a server reached on a
-  loopback address runs there too).
+  loopback address or by that host's name runs there too).
 
 "No RDMA device on the node" is only ever this evidence, never a guess: a node
 nobody looked at leaves the answer open (None), and the checks then hold the
@@ -55,9 +55,10 @@ def engine_transport(run: RunDir) -> tuple[str | None, dict[str, str]]:
     return "unknown", servers
 
 
-def _loopback(url: str | None) -> bool:
+def _on_sweep_host(url: str | None, hostname: str | None) -> bool:
+    """A server reached on a loopback address or by the sweep host's own name runs on that host."""
     host = urlsplit(url or "").hostname
-    if host == "localhost":
+    if host == "localhost" or (host and hostname and host.lower() == hostname.lower()):
         return True
     try:
         return ipaddress.ip_address(host or "").is_loopback
@@ -104,8 +105,10 @@ def rdma_devices(run: RunDir, provenance: dict | None) -> dict:
     if isinstance(nics, dict):
         host = (prov.get("host") or {}).get("hostname") or "the sweep's host"
         endpoints = prov.get("endpoints") or {}
-        # The sweep runs on the decode node; a server it reaches on a loopback address runs there too.
-        on_host = [role for role in ROLES if role == "decode" or _loopback(endpoints.get(role))]
+        # The sweep runs on the decode node; a server it reaches on a loopback address or by
+        # that host's name runs there too.
+        on_host = [role for role in ROLES
+                   if role == "decode" or _on_sweep_host(endpoints.get(role), (prov.get("host") or {}).get("hostname"))]
         for role in on_host:
             seen[role] = sorted(set(seen.get(role, [])) | set(nics))
             evidence.setdefault(role, f"provenance.json host.nics of {host} (its /sys/class/infiniband)")
