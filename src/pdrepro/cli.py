@@ -6,6 +6,7 @@ import sys
 
 from .commands import build_parser
 from .errors import UserError
+from .sweep.signals import exit_status, signal_name
 
 EXIT_USER_ERROR = 2
 
@@ -21,9 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"pdrepro {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except KeyboardInterrupt:
-        print(f"pdrepro {args.command}: interrupted; results written so far are kept.", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        # A signal a command turned into an interrupt (sweep.signals) exits as the signal would: 143 for SIGTERM.
+        print(f"pdrepro {args.command}: interrupted ({signal_name(exc)}); results written so far are kept.",
+              file=sys.stderr)
+        return exit_status(exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -45,7 +45,7 @@ def server_log_index(role: str, file_name: str) -> int | None:
 # What analysis and the gates write into a run, with the temporary names of their writes
 # (older releases used the first two styles): not inputs.
 _OUTPUTS = ("summary.json", "report.md", "summary.csv", "summary.json.tmp", ".summary.json.tmp", ".report.md.tmp",
-            ".summary.csv.tmp", "junit.xml")
+            ".summary.csv.tmp", "junit.xml", ".sweep.lock")
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,11 @@ class RunDir:
     @property
     def sweep_state_file(self) -> Path:
         return self.root / "sweep-state.json"
+
+    @property
+    def sweep_lock_file(self) -> Path:
+        """Held (flock) by the one sweep running on this directory (sweep.runlock)."""
+        return self.root / ".sweep.lock"
 
     @property
     def baseline_file(self) -> Path:

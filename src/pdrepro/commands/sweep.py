@@ -107,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
     from ..sweep.config import SweepConfig, is_disaggregated
     from ..sweep.launcher import DockerLauncher, InPlaceLauncher
     from ..sweep.runner import run_sweep
+    from ..sweep.signals import stop_on_signals
 
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out}: is a file, not a run directory; give a folder (new, or a run to resume)")
@@ -140,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
         bench_image=launcher.image_digest(),
         say=lambda line: print(line, flush=True),
     )
-    outcome = run_sweep(cfg)
+    with stop_on_signals():
+        outcome = run_sweep(cfg)
     if outcome.failed:
         print(f"pdrepro sweep: {len(outcome.failed)} prompt length(s) failed; see {outcome.run.sweep_state_file}",
               file=sys.stderr)

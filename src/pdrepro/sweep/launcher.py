@@ -14,6 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+# The label naming the host folder a bench container writes into (the run directory).
+WRITES_LABEL = "pdrepro.writes"
+
 
 class LengthTimeout(Exception):
     """The client ran past the per-length limit and was stopped."""
@@ -69,8 +72,13 @@ class DockerLauncher:
             raise UserError(f"image {self.image} is not on this host; build it (make build) or pass --image") from None
         self.last_client_s = None
         volumes = {str(p): {"bind": str(p), "mode": "rw" if rw else "ro"} for p, rw in mounts.items()}
+        # Each writable mount is named on the container, so a later sweep of the same run finds a client
+        # that a killed sweep (SIGKILL, a lost node) left running, and stops it before starting its own.
+        writable = sorted(str(p) for p, rw in mounts.items() if rw)
+        labels = {WRITES_LABEL: ":".join(writable)} if writable else {}
+        self._stop_orphans(labels, say)
         container = client.containers.run(
-            self.image, argv, detach=True, network_mode="host", volumes=volumes,
+            self.image, argv, detach=True, network_mode="host", volumes=volumes, labels=labels,
             environment=self.env, name=f"{self.name_prefix}-{uuid.uuid4().hex[:12]}",
         )
         stop = threading.Event()
@@ -91,6 +99,22 @@ class DockerLauncher:
             stop.set()
             try:
                 container.remove(force=True)
+            except Exception:
+                pass
+
+    def _stop_orphans(self, labels: dict[str, str], say) -> None:
+        """Removes running bench containers that write where this one will: only a sweep that holds the run's
+        lock starts a client, so any such container belongs to a sweep that is gone."""
+        if not labels:
+            return
+        try:
+            found = self.client.containers.list(all=True, filters={"label": f"{WRITES_LABEL}={labels[WRITES_LABEL]}"})
+        except Exception:  # an engine that cannot list: nothing known to stop
+            return
+        for old in found:
+            say(f"  stopping bench container {old.name}, left running by an earlier sweep of this run")
+            try:
+                old.remove(force=True)
             except Exception:
                 pass
 
@@ -132,7 +156,11 @@ class InPlaceLauncher:
 
         self.last_client_s = None
         start = time.monotonic()
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, **self.env})
+        # Its own session: a terminal's Ctrl-C or a closed ssh session reaches the sweep, which stops the
+        # client's whole group (its worker processes too); and the client dies with the sweep if the sweep
+        # is killed outright, so a resume never finds a second client still writing.
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, **self.env},
+                                start_new_session=True, preexec_fn=_die_with_parent)
         pump = threading.Thread(target=self._pump, args=(proc.stdout, say), daemon=True)
         pump.start()
         try:
@@ -140,9 +168,7 @@ class InPlaceLauncher:
         except subprocess.TimeoutExpired:
             raise LengthTimeout(f"bench client ran past {timeout_s:.0f} s") from None
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            _kill_group(proc)
             pump.join(timeout=5)
         self.last_client_s = time.monotonic() - start
         return rc
@@ -154,6 +180,32 @@ class InPlaceLauncher:
             for line in raw.replace(b"\r", b"\n").split(b"\n"):
                 if line.strip():
                     say("    " + line.decode(errors="replace").rstrip())
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux for SIGKILL when the sweep that started it dies."""
+    import ctypes
+    import signal
+
+    PR_SET_PDEATHSIG = 1
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass  # not Linux: the sweep's own clean-up is what stops the client
+
+
+def _kill_group(proc) -> None:
+    """Kills the client and every process of its session, then reaps it."""
+    import os
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
 
 
 def _run_seconds(container) -> float | None:

@@ -18,6 +18,8 @@ from .counters import CounterReader
 from .logsource import current_start, tail
 from .progress import Progress, fmt_s
 from .provenance import ProvenanceRecord
+from .runlock import RunLock
+from .signals import signal_name
 from .state import SweepState, result_problem
 from .step import collect_logs, record_outcome, run_length, scrape
 
@@ -166,12 +168,18 @@ def _ready(cfg: SweepConfig, run: RunDir, state: SweepState, todo: list[int]) ->
 
 def run_sweep(cfg: SweepConfig) -> SweepOutcome:
     _check_inputs(cfg)
-    say = cfg.say
     started = time.monotonic()
     top = RunDir(Path(cfg.out).resolve())
     run = top.configuration(cfg.configuration) if cfg.configuration else top
     _write_scenario(cfg, top)
     run.bench_dir.mkdir(parents=True, exist_ok=True)
+    # Held until the sweep ends, however it ends: a second sweep here would run a second bench client.
+    with RunLock(run.root):
+        return _locked_sweep(cfg, top, run, started)
+
+
+def _locked_sweep(cfg: SweepConfig, top: RunDir, run: RunDir, started: float) -> SweepOutcome:
+    say = cfg.say
     state = SweepState(run)
     sweep = cfg.scenario.sweep
 
@@ -189,8 +197,10 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
         say(f"[{index}/{len(todo)}] prompt length {length}: {sweep.num_prompts} prompts; {progress.eta(index, length)}")
         try:
             outcome = run_length(cfg, run, top.root, length, counters, progress.expected_s(length))
-        except KeyboardInterrupt:
-            state.event("interrupted", prompt_len=length, completed=done)
+        except KeyboardInterrupt as exc:
+            why = f"stopped by {signal_name(exc)} while its bench client ran; rerun to measure it"
+            state.record(length, "unfinished", reason=why)
+            state.event("interrupted", prompt_len=length, completed=done, signal=signal_name(exc))
             collect_logs(cfg, run)
             say(f"interrupted during length {length}; {len(done) + len(skipped)} complete length(s) kept, rerun to resume")
             raise

@@ -1,0 +1,48 @@
+"""A test fixture, run as its own process by test_sweep_signals.py: `pdrepro sweep` through the real CLI
+against a FakeCluster, with the bench client swapped for a fake client (named so) that appends a line to
+its --output-file every 50 ms until it is stopped, so the test can tell whether anything still writes into
+the run after the sweep ended. argv: TMP LAUNCHER(child|docker) [IMAGE]."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from fakecluster import FakeCluster
+from sweephelp import dataset, short_scenario
+
+import pdrepro.sweep.step as step
+from pdrepro.cli import main
+
+FAKE_CLIENT = (
+    "import sys, time\n"
+    "out = sys.argv[1]\n"
+    "while True:\n"
+    "    with open(out, 'a') as fh:\n"
+    "        fh.write('still writing\\n')\n"
+    "    time.sleep(0.05)\n"
+)
+
+
+def _fake_client_argv(scenario, prompt_len, target, output_file):
+    return ["python3", "-c", FAKE_CLIENT, str(output_file)]
+
+
+def run(tmp: Path, launcher: str, image: str | None) -> int:
+    step.bench_argv = _fake_client_argv
+    scenario = short_scenario()
+    scenario_file = tmp / "scenario.yaml"
+    scenario_file.write_text(scenario.to_yaml())
+    model = tmp / "models" / scenario.model.name
+    model.mkdir(parents=True, exist_ok=True)
+    with FakeCluster(tmp, scenario) as cluster:
+        args = ["sweep", "--scenario", scenario_file, "--router", cluster.router.url,
+                "--prefill", cluster.prefill.url, "--decode", cluster.decode.url, "--out", tmp / "run",
+                "--model-path", model, "--dataset-path", dataset(tmp), "--logs-from", cluster.log_dir,
+                "--no-analyze", "--wait-timeout", "20"]
+        args += ["--bench-in-place"] if launcher == "child" else ["--image", image]
+        return main([str(a) for a in args])
+
+
+if __name__ == "__main__":
+    sys.exit(run(Path(sys.argv[1]), sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None))
