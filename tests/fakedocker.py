@@ -8,8 +8,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-def info(runtimes=("runc", "io.containerd.runc.v2")) -> dict:
-    return {"ServerVersion": "24.0.7", "Containers": 2, "OperatingSystem": "Ubuntu 22.04.4 LTS",
+def info(runtimes=("runc", "io.containerd.runc.v2"), version="24.0.7") -> dict:
+    return {"ServerVersion": version, "Containers": 2, "OperatingSystem": "Ubuntu 22.04.4 LTS",
             "DefaultRuntime": "runc", "Runtimes": {r: {"path": r} for r in runtimes}}
 
 

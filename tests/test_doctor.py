@@ -31,8 +31,8 @@ def bin_dir(tmp_path, monkeypatch):
 def docker_engine(monkeypatch):
     engines = []
 
-    def start(runtimes=("runc", "io.containerd.runc.v2", "nvidia")):
-        eng = FakeDocker(info(runtimes))
+    def start(runtimes=("runc", "io.containerd.runc.v2", "nvidia"), version="28.2.2"):
+        eng = FakeDocker(info(runtimes, version))
         engines.append(eng)
         monkeypatch.setenv("DOCKER_HOST", eng.url)
         return eng
@@ -281,12 +281,27 @@ def test_docker_unreachable_and_runtime_missing(tmp_path, bin_dir, docker_engine
     assert c.name == "docker" and c.status == "fail" and "not reachable" in c.detail
     docker_engine(runtimes=("runc",))
     d, rt = doctor.check_docker(_ctx(tmp_path), doctor.Facts(devices=[]))
-    assert d.status == "pass" and "24.0.7" in d.detail
+    assert d.status == "pass" and "28.2.2" in d.detail
     assert rt.status == "fail" and "nvidia-ctk runtime configure" in rt.fix
     # The toolkit's hook alone serves compose's GPU device requests (driver: nvidia).
     fakebin.install(bin_dir, "nvidia-container-runtime-hook", "exit 0\n")
     d, rt = doctor.check_docker(_ctx(tmp_path), doctor.Facts(devices=[]))
     assert rt.status == "pass" and "nvidia-container-runtime-hook present" in rt.detail
+
+
+@pytest.mark.parametrize("version, role, status", [
+    ("24.0.7", "prefill", "fail"),        # a GPU node: the stacks' start_interval needs Engine 25
+    ("20.10.24+dfsg1", None, "pass"),     # Debian 12's docker.io on a smoke host: enough
+    ("25.0.3", "decode", "pass"),
+])
+def test_docker_engine_version_for_the_gpu_stacks(tmp_path, docker_engine, version, role, status):
+    docker_engine(version=version)
+    d = doctor.check_docker(_ctx(tmp_path, role=role), doctor.Facts(devices=[]))[0]
+    assert d.status == status and version in d.detail
+    if role and status == "fail":
+        assert "Engine 25 or later" in d.detail and "docker-ce" in d.fix
+    if not role and version.startswith("20."):
+        assert "enough for the smoke" in d.detail
 
 
 def test_model_and_dataset_problems(tmp_path, bin_dir):
@@ -465,3 +480,13 @@ def test_extra_port_down_beyond_the_scenarios_nics_only_warns(tmp_path, bin_dir)
     c = doctor.check_ports(ctx, f)
     assert c.status == "warn" and "mlx5_bond_mgmt/1" in c.detail
     assert doctor.check_line_rate(ctx, f).status == "pass"
+
+
+def test_the_engine_floor_is_what_the_gpu_stacks_use():
+    # The floor exists for start_interval (Engine API 1.44 = Engine 25); the smoke stack must stay below it.
+    from pdrepro.fabric.checks.containers import GPU_STACK_MIN_ENGINE
+
+    compose = Path(__file__).resolve().parents[1] / "compose"
+    gpu = [p for p in compose.glob("*.yaml") if "driver: nvidia" in p.read_text()]
+    assert gpu and all("start_interval" in p.read_text() for p in gpu) and GPU_STACK_MIN_ENGINE == 25
+    assert "start_interval" not in (compose / "smoke.yaml").read_text()

@@ -8,6 +8,17 @@ from .base import FAIL, PASS, Check, Context, Facts
 
 # What the NVIDIA container toolkit installs for `docker run --gpus` / compose device requests.
 NVIDIA_HOOK = "nvidia-container-runtime-hook"
+# The GPU stacks' healthchecks set start_interval (probe often while the model
+# loads, rarely after), which needs Engine API 1.44: compose refuses to create
+# such a container on an older engine. The smoke stack has no healthcheck, so
+# any engine with compose v2 runs it (Debian 12's docker.io 20.10 does).
+GPU_STACK_MIN_ENGINE = 25
+
+
+def engine_major(version: str) -> int | None:
+    """The leading number of a server version such as "20.10.24+dfsg1" or "28.2.2"; None if unreadable."""
+    head = version.split(".", 1)[0]
+    return int(head) if head.isdigit() else None
 
 
 def check_docker(ctx: Context, f: Facts) -> list[Check]:
@@ -20,7 +31,19 @@ def check_docker(ctx: Context, f: Facts) -> list[Check]:
         return [Check("docker", FAIL, f"Docker engine not reachable: {reason}",
                       "install Docker Engine and start it (`systemctl start docker`); the user needs access to "
                       "/var/run/docker.sock (or set DOCKER_HOST)")]
-    out = [Check("docker", PASS, f"Docker {info.get('ServerVersion', '?')}, {info.get('Containers', 0)} containers")]
+    version = str(info.get("ServerVersion", "?"))
+    detail = f"Docker {version}, {info.get('Containers', 0)} containers"
+    major = engine_major(version)
+    gpu_host = bool(ctx.role or f.gpus)
+    if major is not None and major < GPU_STACK_MIN_ENGINE:
+        why = (f"; the GPU stacks need Engine {GPU_STACK_MIN_ENGINE} or later (their healthchecks' start_interval; "
+               "compose refuses it on older engines)")
+        fix = (f"install Docker Engine {GPU_STACK_MIN_ENGINE}+ (Docker's docker-ce packages); "
+               "the distribution's docker.io is enough for `make smoke` only")
+        out = [Check("docker", ctx.need if gpu_host else PASS,
+                     detail + why + ("" if gpu_host else "; enough for the smoke"), fix if gpu_host else "")]
+    else:
+        out = [Check("docker", PASS, detail)]
     runtimes = sorted((info.get("Runtimes") or {}).keys())
     # The compose files ask for GPUs as device requests (driver: nvidia), which
     # the engine serves through the toolkit's prestart hook; a registered
