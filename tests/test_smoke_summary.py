@@ -201,7 +201,7 @@ def test_cli_rdma_without_device_fails_before_touching_docker(tmp_path):
     assert "softroce.sh up" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def _stack_config(tmp_path, plan, transport):
+def _stack_config(tmp_path, plan, transport, **extra):
     import os
 
     try:
@@ -212,7 +212,7 @@ def _stack_config(tmp_path, plan, transport):
         pytest.skip(str(exc))
     opts = smoke_run.SmokeOptions(scenario=None, plan=plan, image=load_pins()["SMOKE_IMAGE"], transport=transport,
                                   results=tmp_path, compose_file=smoke_run.find_compose_file(None),
-                                  memlock="8388608", timeout_s=60, host_ip="192.0.2.10")
+                                  memlock="8388608", timeout_s=60, host_ip="192.0.2.10", **extra)
     stack = smoke_run.Stack(opts, RunDir(tmp_path / "run"), "pdsmoke-config-test")
     import yaml
     return yaml.safe_load(stack._compose("config").stdout)
@@ -230,6 +230,30 @@ def test_compose_wiring_over_tcp(tmp_path, plan):
         assert svc["volumes"][0]["source"].endswith("run/raw")
         assert "network_mode" not in svc and "smoke" in svc["networks"]
     assert cfg["services"]["decode"]["environment"]["SMOKE_PEER"] == "prefill"
+
+
+def test_tcp_nodelay_preloads_a_built_library_into_both_agents(tmp_path, plan):
+    import shutil
+
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("--tcp-nodelay builds its library with the host's C compiler; none here (an opt-in experiment)")
+    cfg = _stack_config(tmp_path, plan, "tcp", tcp_nodelay=True)
+    lib = tmp_path / "run" / "nodelay" / "nodelay.so"
+    assert lib.is_file()
+    for name in ("prefill", "decode"):
+        svc = cfg["services"][name]
+        assert svc["environment"]["LD_PRELOAD"] == "/opt/pdrepro-nodelay/nodelay.so"
+        mount = next(v for v in svc["volumes"] if v["target"] == "/opt/pdrepro-nodelay")
+        assert mount["source"] == str(lib.parent) and mount["read_only"]
+        assert svc["environment"]["SMOKE_TRANSPORT"] == "tcp"   # the base service is still there
+    # The library does what it is for: a socket connected or accepted under it has TCP_NODELAY on.
+    probe = ("import socket; s = socket.create_server(('127.0.0.1', 0)); c = socket.create_connection(s.getsockname()); "
+             "a, _ = s.accept(); print(c.getsockopt(6, socket.TCP_NODELAY), a.getsockopt(6, socket.TCP_NODELAY))")
+    import os
+    for preload, want in ((str(lib), "1 1"), ("", "0 0")):
+        out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "LD_PRELOAD": preload},
+                             capture_output=True, text=True, check=True).stdout.split()
+        assert " ".join(out) == want
 
 
 def test_compose_wiring_for_rdma_uses_the_host_network(tmp_path, plan):

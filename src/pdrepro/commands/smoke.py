@@ -42,6 +42,10 @@ def register(subparsers) -> None:
                    help="how the decode side waits for each transfer: sleep (short sleeps between checks, default; "
                         "leaves the CPU to the engine on small machines) or spin (the engine's busy-polling "
                         "synchronous call, as SGLang uses it)")
+    p.add_argument("--tcp-nodelay", action="store_true",
+                   help="experiment: both agents run with Nagle's algorithm off (TCP_NODELAY on every TCP socket, "
+                        "through a preload library built here with cc); compare with a default run to tell "
+                        "whether mid-size stalls are Nagle against delayed ACKs")
     p.add_argument("--image", default=None, help="smoke image (default: SMOKE_IMAGE from versions.env)")
     p.add_argument("--results", default="results", help="folder for run directories (default: results)")
     p.add_argument("--compose-file", default=None, help="default: compose/smoke.yaml of this checkout")
@@ -82,5 +86,5 @@ def run(args) -> int:
     opts = SmokeOptions(scenario=scenario, plan=plan, image=image, transport=args.transport,
                         results=Path(args.results), compose_file=find_compose_file(args.compose_file),
                         memlock=memlock, timeout_s=args.timeout, host_ip=args.host_ip,
-                        wait=args.wait)
+                        wait=args.wait, tcp_nodelay=args.tcp_nodelay)
     return run_smoke(opts)

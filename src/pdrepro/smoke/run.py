@@ -22,6 +22,7 @@ from ..contract import write_atomic, write_json_atomic
 from ..errors import UserError
 from ..rundir import RunDir
 from ..units import GB
+from . import nodelay
 from . import summary as sm
 from .plan import SmokePlan
 
@@ -40,6 +41,7 @@ class SmokeOptions:
     timeout_s: float
     host_ip: str | None = None
     wait: str = "sleep"
+    tcp_nodelay: bool = False      # the experiment of smoke.nodelay
 
 
 def say(msg: str) -> None:
@@ -154,6 +156,9 @@ class Stack:
             ip = opts.host_ip or host_address()
             env.update(SMOKE_HOST_IP=ip, SMOKE_PEER=ip, SMOKE_CONTROL_PORT=str(free_port()),
                        SMOKE_DATA_PORT=str(free_port()))
+        if opts.tcp_nodelay:
+            files.append(opts.compose_file.with_name("smoke.nodelay.yaml"))
+            env.update(nodelay.compose_env(nodelay.build(run.root / "nodelay")))
         self.env = env
         self.base = [*self.compose, "-p", project, *sum((["-f", str(f)] for f in files), [])]
 
@@ -269,6 +274,7 @@ def provenance(opts: SmokeOptions, img: dict, run_id: str) -> dict:
         "block_bytes": opts.plan.block_bytes,
         "repeats": opts.plan.repeats,
         "wait": opts.wait,
+        "tcp_nodelay": opts.tcp_nodelay,
     }
 
 
