@@ -55,7 +55,10 @@ def test_smoke_moves_verified_kv_sized_buffers_over_tcp(tmp_path):
     assert summary["provenance"]["smoke_image"] == image
     report = (run / "report.md").read_text()
     assert "Mooncake against a plain socket copy" in report and "source: smoke" in report
-    assert list((run / "plots").glob("*.png"))
+    assert sorted(p.name for p in (run / "plots").glob("*.png")) == ["bandwidth.png", "transfers.png"]
+    # 3 sizes x 2 ways x (2 timed + 1 warm-up), each checked byte for byte.
+    assert smoke["transfers_verified"] == smoke["transfers_checked"] == 18
+    assert "verified 18 of 18 transfers byte for byte" in proc.stdout
     assert (run / "raw" / "initiator.json").is_file() and (run / "logs" / "decode.log").stat().st_size > 0
     assert "Mooncake / socket at 4096 and 32768 tokens (pooled)" in proc.stdout
     assert "peak memory of the stack" in proc.stdout

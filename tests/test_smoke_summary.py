@@ -2,6 +2,7 @@
 shaped exactly as the in-container initiator writes it."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -56,7 +57,8 @@ def test_summary_follows_the_shared_contract(scenario, plan):
     # 32K tokens: 134.2 MB in 60 ms by Mooncake = 2.24 GB/s; the socket in 55 ms = 2.44 GB/s.
     s = build_summary(scenario, _initiator(plan, [0.4, 8.0, 60.0], [0.3, 7.5, 55.0]), {"run_id": "x"})
     assert s["schema_version"] == 1 and s["source"] == "smoke" and s["transport"] == "tcp"
-    assert s["line_rate_GB_s"] == pytest.approx(12.5)
+    # A container bridge has no line rate: none is stated, so no utilisation is computed or drawn.
+    assert s["line_rate_GB_s"] is None
     assert [r["prompt_len"] for r in s["rows"]] == [128, 4096, 32768]
     top = s["rows"][-1]
     assert top["kv_bytes"] == 134_217_728
@@ -64,7 +66,12 @@ def test_summary_follows_the_shared_contract(scenario, plan):
     assert top["bandwidth_GB_s"] == pytest.approx(134_217_728 / 0.060 / 1e9)
     assert top["socket_bandwidth_GB_s"] == pytest.approx(134_217_728 / 0.055 / 1e9)
     assert top["mooncake_vs_socket"] == pytest.approx(55 / 60)
-    assert top["utilization_pct"] == pytest.approx(top["bandwidth_GB_s"] / 12.5 * 100)
+    assert all(r["utilization_pct"] is None for r in s["rows"])
+    assert (top["transfer_ms_min"], top["transfer_ms_max"]) == pytest.approx((60 * 0.98, 60 * 1.05))
+    assert top["socket_ms_min"] == top["socket_ms_max"] == pytest.approx(55.0)
+    assert top["mooncake_stall"] is None and top["socket_stall"] is None
+    # 3 sizes x 2 ways x (3 timed + 1 warm-up), all good.
+    assert s["smoke"]["transfers_checked"] == s["smoke"]["transfers_verified"] == 24
     assert top["requests"] == top["expected_requests"] == 3
     assert top["ttft_ms_mean"] is None and top["transfer_share_of_ttft_pct"] is None
     assert all(r["verified"] for r in s["rows"])
@@ -88,6 +95,31 @@ def test_below_the_socket_target_is_flagged_not_hidden(scenario, plan):
     assert s["smoke"]["mooncake_vs_socket_at_largest"] == pytest.approx(62.5 / 108)
     assert s["smoke"]["ratio_prompt_lens"] == [4096, 32768]
     assert [i["kind"] for i in s["issues"]] == ["below_socket"]
+
+
+def test_a_stalled_size_is_named_with_its_cause_in_summary_report_and_plot(tmp_path, scenario, plan):
+    from pdrepro.smoke.plot import axis_top
+
+    init = _initiator(plan, [0.4, 8.0, 60.0], [0.3, 7.5, 55.0])
+    # 4096 tokens as issue 17 saw a mid size: some transfers ~60 ms slower than the rest.
+    init["rows"][1]["mooncake"] = _measure([8.1, 68.0, 7.9, 67.5, 66.0])
+    s = build_summary(scenario, init, {"run_id": "x"})
+    mid = s["rows"][1]
+    assert mid["mooncake_stall"]["stalled"] == 3 and mid["mooncake_stall"]["delayed_ack_signature"]
+    assert s["smoke"]["stalled_prompt_lens"] == [4096]
+    (stall_issue,) = [i for i in s["issues"] if i["kind"] == "stall"]
+    assert stall_issue["severity"] == "warning" and stall_issue["prompt_len"] == 4096
+    assert "3 of 5 Mooncake transfers at 4096 tokens" in stall_issue["message"] and "Nagle" in stall_issue["message"]
+    assert 4096 in s["smoke"]["below_target_prompt_lens"]
+    run = RunDir(tmp_path)
+    plots = smoke_run.write_outputs(run, s)
+    report = run.report_file.read_text()
+    assert "4096 tokens, Mooncake: 3 of 5 took 67.5 ms" in report and "delayed ACK" in report
+    assert re.search(r"\| +3/5 +\|", report)
+    assert [p.name for p in plots] == ["bandwidth.png", "transfers.png"]
+    # The axis ends just above the fastest transfer (the socket's 55 ms for 134 MB = 2.44 GB/s), not at a line rate.
+    assert axis_top(s["rows"]) == pytest.approx(134_217_728 / 0.055 / 1e9 * 1.12)
+    assert "line rate" not in report.split("## Smoke")[1]
 
 
 def test_the_run_scenario_records_what_ran(scenario):

@@ -11,10 +11,20 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <sys/socket.h>
 
 static int counted;
+
+/* The evidence that the engine's own connections were caught: Mooncake's TCP
+ * transport opens one per transfer, so the count runs to about the transfers.
+ * Said at 1, 10, 100, ... sockets: an exit-time line would not survive the
+ * agent's stderr tap. */
+static void milestone(int fd) {
+    int n = ++counted;
+    while (n % 10 == 0) n /= 10;
+    if (n == 1)
+        fprintf(stderr, "[smoke nodelay] TCP_NODELAY set on %d TCP socket(s) so far (latest fd %d)\n", counted, fd);
+}
 
 static void nodelay(int fd) {
     int type = 0, one = 1;
@@ -26,8 +36,8 @@ static void nodelay(int fd) {
     if (getsockname(fd, (struct sockaddr *)&addr, &alen) != 0 ||
         (addr.ss_family != AF_INET && addr.ss_family != AF_INET6))
         return;
-    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0 && counted++ == 0)
-        fprintf(stderr, "[smoke nodelay] TCP_NODELAY set on the first TCP socket (fd %d); more follow silently\n", fd);
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0)
+        milestone(fd);
 }
 
 int connect(int fd, const struct sockaddr *addr, socklen_t len) {

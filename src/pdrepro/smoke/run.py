@@ -24,6 +24,7 @@ from ..rundir import RunDir
 from ..units import GB
 from . import nodelay
 from . import summary as sm
+from .console import print_result
 from .plan import SmokePlan
 
 TAIL_LINES = 30
@@ -287,13 +288,13 @@ def collect(client, project: str, run: RunDir) -> None:
 
 
 def write_outputs(run: RunDir, summary: dict) -> list[Path]:
-    from ..plots import render_plots
     from ..report import render_report
+    from .plot import render_smoke_plots
 
     write_json_atomic(run.summary_file, summary, indent=2)
     head, sep, rest = render_report(summary).partition("## Headline")
     write_atomic(run.report_file, head + sm.SMOKE_NOTE + "\n\n" + sep + rest + "\n" + sm.smoke_section(summary))
-    return render_plots(summary, run.plots_dir)
+    return render_smoke_plots(summary, run.plots_dir)
 
 
 def _interrupt(signum, frame):
@@ -337,22 +338,3 @@ def run_smoke(opts: SmokeOptions) -> int:
     if initiator.get("error"):
         raise UserError(f"{initiator['error']} (partial results in {run.root})")
     return 0 if summary["smoke"]["all_verified"] else 1
-
-
-def print_result(summary: dict, run: RunDir, seconds: float) -> None:
-    s = summary["smoke"]
-    say(f"transport used: {summary['transport']} (requested {s['requested_transport']})")
-    for r in summary["rows"]:
-        say(f"{r['prompt_len']:>6} tokens {r['kv_bytes'] / 1e6:9.2f} MB: Mooncake {r['bandwidth_GB_s']:6.2f} GB/s, "
-            f"socket {r['socket_bandwidth_GB_s']:6.2f} GB/s, ratio {r['mooncake_vs_socket']:.2f}, "
-            f"verified {'yes' if r['verified'] and r['socket_verified'] else 'NO'}")
-    ratio = s["mooncake_vs_socket_at_largest"]
-    if ratio is not None:
-        mark = "meets" if ratio >= s["ratio_target"] else "is below"
-        where = " and ".join(map(str, s["ratio_prompt_lens"]))
-        say(f"Mooncake / socket at {where} tokens (pooled): {ratio:.2f} ({mark} the {s['ratio_target']:.2f} target)")
-    if s["memory_peak_bytes"] is not None:
-        say(f"peak memory of the stack: {s['memory_peak_bytes'] / GB:.2f} GB "
-            f"({'fits' if s['fits_8GB_laptop'] else 'does NOT fit'} an 8 GB laptop)")
-    say(f"all transfers verified: {'yes' if s['all_verified'] else 'NO'}; took {seconds:.0f} s")
-    say(f"report: {run.report_file}  (also {run.root.parent / 'latest'}/report.md)")

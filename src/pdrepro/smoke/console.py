@@ -1,0 +1,47 @@
+"""What ``pdrepro smoke`` prints at the end: per size both ways with their spread, the stalls and
+why, how many transfers were verified, and where the report is."""
+
+from __future__ import annotations
+
+from ..rundir import RunDir
+from ..units import GB
+
+
+def say(msg: str) -> None:
+    print(f"smoke: {msg}", flush=True)
+
+
+def _gbs(nbytes: int, ms: float) -> float:
+    return nbytes / (ms / 1000) / GB
+
+
+def print_result(summary: dict, run: RunDir, seconds: float) -> None:
+    s = summary["smoke"]
+    say(f"transport used: {summary['transport']} (requested {s['requested_transport']})"
+        + ("; TCP_NODELAY forced on (--tcp-nodelay)" if s.get("tcp_nodelay") else ""))
+    say("GB/s of the median transfer [slowest-fastest transfer]:")
+    for r in summary["rows"]:
+        n = r["kv_bytes"]
+        mark = "  STALLED " + f"{r['mooncake_stall']['stalled']}/{r['mooncake_stall']['of']}" if r.get("mooncake_stall") else ""
+        say(f"{r['prompt_len']:>6} tokens {n / 1e6:9.2f} MB: Mooncake {r['bandwidth_GB_s']:6.2f} "
+            f"[{_gbs(n, r['transfer_ms_max']):.2f}-{_gbs(n, r['transfer_ms_min']):.2f}], socket "
+            f"{r['socket_bandwidth_GB_s']:6.2f} [{_gbs(n, r['socket_ms_max']):.2f}-{_gbs(n, r['socket_ms_min']):.2f}], "
+            f"ratio {r['mooncake_vs_socket']:.2f}, verified {'yes' if r['verified'] and r['socket_verified'] else 'NO'}"
+            + mark)
+    for i in summary["issues"]:
+        if i["kind"] == "stall":
+            say(f"stall: {i['message']}")
+    ratio = s["mooncake_vs_socket_at_largest"]
+    if ratio is not None:
+        mark = "meets" if ratio >= s["ratio_target"] else "is below"
+        where = " and ".join(map(str, s["ratio_prompt_lens"]))
+        say(f"Mooncake / socket at {where} tokens (pooled): {ratio:.2f} ({mark} the {s['ratio_target']:.2f} target)")
+    below = s.get("below_target_prompt_lens") or []
+    if below:
+        say(f"sizes of 1 MB and more below {s['ratio_target']:.2f} of the socket: {', '.join(map(str, below))} tokens")
+    if s["memory_peak_bytes"] is not None:
+        say(f"peak memory of the stack: {s['memory_peak_bytes'] / GB:.2f} GB "
+            f"({'fits' if s['fits_8GB_laptop'] else 'does NOT fit'} an 8 GB laptop)")
+    say(f"verified {s['transfers_verified']} of {s['transfers_checked']} transfers byte for byte (both ways, "
+        f"warm-ups included): {'all good' if s['all_verified'] else 'MISMATCH'}; took {seconds:.0f} s")
+    say(f"report: {run.report_file}  (also {run.root.parent / 'latest'}/report.md)")

@@ -1,0 +1,105 @@
+"""The smoke's figures: Mooncake and the socket copy side by side per size.
+
+``bandwidth.png``: for each size, Mooncake's and the socket's median bandwidth
+next to each other, the bar from the slowest to the fastest timed transfer,
+on a linear axis that ends just above the fastest transfer measured (a
+container bridge has no line rate to scale to). ``transfers.png``: every
+timed transfer's time, so a size split into fast and stalled transfers shows
+as two clusters. matplotlib with the Agg backend: no display needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from ..units import GB  # noqa: E402
+
+WAYS = (("Mooncake", "transfer_ms", "transfer_ms_all", "mooncake_stall", "#1f77b4"),
+        ("socket copy", "socket_ms", "socket_ms_all", "socket_stall", "#ff7f0e"))
+OFFSET = 0.18   # each way's half of a size's slot on the x axis
+
+
+def _gbs(nbytes: int, ms: float) -> float:
+    return nbytes / (ms / 1000) / GB
+
+
+def _labels(rows: list[dict]) -> list[str]:
+    return [f"{r['prompt_len']}\n{r['kv_bytes'] / 1e6:.1f} MB" for r in rows]
+
+
+def axis_top(rows: list[dict]) -> float:
+    """The bandwidth axis ends just above the fastest transfer of either way: scaled to the data."""
+    fastest = max((_gbs(r["kv_bytes"], r[f"{prefix}_min"]) for r in rows for _, prefix, *_ in WAYS), default=0.0)
+    return fastest * 1.12 if fastest > 0 else 1.0
+
+
+def _bandwidth(summary: dict, rows: list[dict], path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for k, (name, prefix, _, stall_key, color) in enumerate(WAYS):
+        x = [i + (k - 0.5) * 2 * OFFSET for i in range(len(rows))]
+        med = [_gbs(r["kv_bytes"], r[f"{prefix}_median"]) for r in rows]
+        lo = [_gbs(r["kv_bytes"], r[f"{prefix}_max"]) for r in rows]    # the slowest transfer
+        hi = [_gbs(r["kv_bytes"], r[f"{prefix}_min"]) for r in rows]    # the fastest
+        ax.bar(x, med, width=2 * OFFSET * 0.9, color=color, alpha=0.85, label=f"{name} (median)")
+        ax.errorbar(x, med, yerr=[[m - a for m, a in zip(med, lo)], [b - m for m, b in zip(med, hi)]],
+                    fmt="none", ecolor="black", elinewidth=1, capsize=3)
+        for xi, r, top in zip(x, rows, hi):
+            st = r.get(stall_key)
+            if st:
+                ax.annotate(f"{st['stalled']}/{st['of']}\nstalled", (xi, top), textcoords="offset points",
+                            xytext=(0, 3), ha="center", fontsize=7, color="red")
+    ax.set_xticks(range(len(rows)), _labels(rows), fontsize=8)
+    ax.set_xlabel("prompt length (tokens) and KV bytes per transfer")
+    ax.set_ylabel("bandwidth (GB/s, decimal)")
+    ax.set_ylim(0, axis_top(rows))
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.errorbar([], [], yerr=[], fmt="none", ecolor="black", label="slowest to fastest timed transfer")
+    ax.legend(loc="upper left", fontsize=8)
+    s = summary.get("smoke") or {}
+    ratio = s.get("mooncake_vs_socket_at_largest")
+    extra = f"; Mooncake/socket at the largest sizes {ratio:.2f}" if ratio is not None else ""
+    nodelay = ", TCP_NODELAY forced" if s.get("tcp_nodelay") else ""
+    ax.set_title(f"Smoke: Mooncake vs a socket copy, same bytes, same containers ({summary.get('transport')}"
+                 f"{nodelay}){extra}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _transfers(summary: dict, rows: list[dict], path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for k, (name, _, all_key, _, color) in enumerate(WAYS):
+        xs, ys = [], []
+        for i, r in enumerate(rows):
+            for ms in r.get(all_key) or []:
+                xs.append(i + (k - 0.5) * 2 * OFFSET)
+                ys.append(ms)
+        ax.scatter(xs, ys, s=18, color=color, alpha=0.8, label=f"{name}: each timed transfer")
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(rows)), _labels(rows), fontsize=8)
+    ax.set_xlabel("prompt length (tokens) and KV bytes per transfer")
+    ax.set_ylabel("transfer time (ms, log)")
+    ax.grid(True, which="both", axis="y", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.set_title("Smoke: every timed transfer (a size split into two clusters stalled)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def render_smoke_plots(summary: dict, out_dir: Path) -> list[Path]:
+    """Both figures, for the rows that have both ways measured; returns their paths."""
+    rows = [r for r in summary.get("rows", []) if r.get("transfer_ms_min") is not None
+            and r.get("socket_ms_min") is not None]
+    if not rows:
+        return []
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return [_bandwidth(summary, rows, out_dir / "bandwidth.png"), _transfers(summary, rows, out_dir / "transfers.png")]
