@@ -45,19 +45,32 @@ TARGETS = {
 }
 
 
+# Snapshot folders of a target rendered with site options: folder name -> (target, its options).
+VARIANTS = {
+    # One GPU shared by both servers, with the extras and the TCP switch a box without RDMA uses.
+    "onebox-onegpu": ("onebox", ["--gpus", "0", "--force-tcp", "--server-arg=--attention-backend triton",
+                                 "--server-arg=--enable-metrics"]),
+}
+
+
 def cases(targets=None) -> list[tuple[str, str]]:
+    """(scenario, snapshot folder) pairs: every target that applies, and the variants when no targets are named."""
     out = []
     for name in shipped_names():
         scenario = load_scenario(name)
         for target, (_, applies) in TARGETS.items():
             if (targets is None or target in targets) and applies(scenario):
                 out.append((name, target))
+        for variant, (target, _) in VARIANTS.items():
+            if (targets is None or variant in targets) and TARGETS[target][1](scenario):
+                out.append((name, variant))
     return out
 
 
 def render_argv(name: str, target: str, out: Path) -> list[str]:
+    target, extra = VARIANTS.get(target, (target, []))
     make_args, _ = TARGETS[target]
-    return ["render", "--target", target, "--scenario", name, *make_args(load_scenario(name)), "--out", str(out)]
+    return ["render", "--target", target, "--scenario", name, *make_args(load_scenario(name)), *extra, "--out", str(out)]
 
 
 # ---- what a rendered target runs, read back from its files -----------------

@@ -91,7 +91,9 @@ def test_gpu_choice_and_address_reach_the_servers(tmp_path):
 
 
 @pytest.mark.parametrize("args,expected", [
-    (["--gpus", "0"], "--gpus 0: 2 servers run on 127.0.0.1 with TP 1 and 1, which needs 2 GPUs"),
+    (["--gpus", "0", "--server-arg=--mem-fraction-static 0.4"], "--mem-fraction-static is given in the extra server args"),
+    (["--gpus", "0", "--server-arg", "triton"], "the extra server args start with a flag"),
+    (["--force-tcp", "--target", "compose"], "--force-tcp: only the one-box target takes it"),
     (["--prefill-ip", "192.0.2.30", "--decode-ip", "192.0.2.31"], "runs everything on one node"),
     (["--scenario", "h20-qwen3-235b-2p2d"], "runs one prefill and one decode server (1P1D); this one is 2P2D"),
     (["--ib-devices", "/etc/pdrepro/ib_devices.json"], "lets Mooncake pick the RDMA devices itself"),
@@ -110,3 +112,32 @@ def test_make_onebox_asks_for_the_model():
                           capture_output=True, text=True, timeout=60, env={**os.environ, "MAKEFLAGS": ""})
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines()[0].startswith("make onebox: pass MODEL=")
+
+
+def test_one_gpu_is_shared_with_a_memory_fraction_each(tmp_path):
+    extra = ["--gpus", "0", "--force-tcp", "--server-arg=--attention-backend triton"]
+    env_file, model = _render(tmp_path, *extra)
+    services = _config(env_file, BASE, REPO / onebox.ONE_GPU_FILE)
+    site = launch.Site(prefill_hosts=("127.0.0.1",), decode_hosts=("127.0.0.1",), model_path=str(model),
+                       dataset_path=launch.DEFAULT_DATASET, ib_devices_file=None, gpus=(0,), image="unused",
+                       extra_server_args=("--attention-backend", "triton"), force_tcp=True)
+    plan = launch.Plan(load_scenario(SCENARIO), site).launch_plan()
+    (prefill,), (decode,) = plan.role("prefill")[0].servers, plan.role("decode")[0].servers
+    for name, server in (("prefill", prefill), ("decode", decode)):
+        assert services[name]["command"] == list(server.argv)
+        assert server.argv[-4:] == ("--mem-fraction-static", "0.3", "--attention-backend", "triton")
+        env = {k: v for k, v in services[name]["environment"].items() if v is not None and k != "PYTHONUNBUFFERED"}
+        assert env == server.env and env["CUDA_VISIBLE_DEVICES"] == "0" and env["MC_FORCE_TCP"] == "1"
+    # Each takes a fraction of the memory free when it starts: decode waits for a healthy prefill.
+    assert services["decode"]["depends_on"]["prefill"]["condition"] == "service_healthy"
+
+
+def test_a_shared_gpu_needs_a_fraction(tmp_path, capsys):
+    text = (REPO / "src/pdrepro/scenarios" / f"{SCENARIO}.yaml").read_text()
+    scenario = tmp_path / "nofraction.yaml"
+    scenario.write_text("\n".join(line for line in text.splitlines() if "shared_gpu_mem_fraction" not in line))
+    argv = ["render", "--target", "onebox", "--scenario", str(scenario), "--gpus", "0", "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    assert "the servers share GPU 0" in capsys.readouterr().err
+    assert main([*argv, "--mem-fraction", "0.25"]) == 0
+    assert "--mem-fraction-static 0.25" in capsys.readouterr().out

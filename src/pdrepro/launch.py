@@ -49,6 +49,15 @@ class Site:
     image: str
     log_dir: str = DEFAULT_LOG_DIR
     memlock: int = MEMLOCK_UNLIMITED
+    # Every server's --mem-fraction-static; None: the scenario's shared_gpu_mem_fraction when servers
+    # share a GPU, else SGLang's own choice.
+    mem_fraction: float | None = None
+    # Appended to every server's argv after the scenario's own (e.g. kernel backends a site's wheels allow).
+    extra_server_args: tuple[str, ...] = ()
+    # MC_FORCE_TCP=1 in the servers' environment: Mooncake uses TCP only when told so.
+    force_tcp: bool = False
+    # The interpreter in every argv: the image's `python` on PATH, or the host launcher's own.
+    python: str = PYTHON
 
 
 def url(host: str, port: int) -> str:
@@ -120,6 +129,7 @@ class Plan:
         self.site = site
         self._check_compose_can_express()
         self._gpus: dict[tuple[str, int, int], tuple[int, ...]] = {}
+        self.shared_gpu = False
         if self.disaggregated:
             self._check_hosts()
             slots = [(role, node, k, host, self.tp(role))
@@ -132,6 +142,7 @@ class Plan:
             slots = [("regular", i, 0, host, self.regular_tp) for i, host in enumerate(self.regular_ips())]
             gpus = self._allocate(slots)
             self.regular_gpus = (gpus["regular", 0, 0], gpus["regular", 1, 0])
+        self.mem_fraction = self._mem_fraction()
 
     @property
     def disaggregated(self) -> bool:
@@ -196,6 +207,13 @@ class Plan:
         out = {}
         for host, group in by_host.items():
             need = sum(s[4] for s in group)
+            if len(gpus) == 1 < len(group) and need == len(group):
+                # One GPU and servers of TP 1: they share it, each with its part of the memory
+                # (--mem-fraction-static), started one after the other.
+                for role, node, k, _, _ in group:
+                    out[role, node, k] = gpus
+                self.shared_gpu = True
+                continue
             if len(gpus) < need:
                 if len(group) == 1:
                     raise UserError(f"--gpus {given}: the {group[0][0]} TP is {need}, larger than the {len(gpus)} GPUs given; "
@@ -209,10 +227,28 @@ class Plan:
                 start += tp
         return out
 
+    def _mem_fraction(self) -> float | None:
+        if self.site.mem_fraction is not None:
+            fraction = self.site.mem_fraction
+        elif self.shared_gpu:
+            fraction = self.launch.shared_gpu_mem_fraction
+            if fraction is None:
+                raise UserError(f"--gpus {self.site.gpus[0]}: the servers share GPU {self.site.gpus[0]}, and scenario "
+                                f"{self.scenario.name} sets no launch.shared_gpu_mem_fraction; give each its part of the "
+                                "memory with --mem-fraction (e.g. 0.30), or list one GPU per server")
+        else:
+            return None
+        given = [a for a in (*self.launch.extra_server_args, *self.site.extra_server_args)
+                 if a.split("=", 1)[0] == "--mem-fraction-static"]
+        if given:
+            raise UserError(f"--mem-fraction-static is given in the extra server args and as a fraction ({fraction}); "
+                            "give it once, with --mem-fraction")
+        return fraction
+
     # ---- argv -----------------------------------------------------------
     def _server_common(self, port: int, tp: int) -> list[str]:
         launch = self.launch
-        return [PYTHON, "-m", SERVER_MODULE,
+        return [self.site.python, "-m", SERVER_MODULE,
                 "--model-path", self.site.model_path,
                 "--host", "0.0.0.0", "--port", str(port),
                 "--tp-size", str(tp),
@@ -230,7 +266,9 @@ class Plan:
         extra = list(self.launch.extra_server_args)
         if self.launch.enable_metrics and "--enable-metrics" not in extra:
             extra.append("--enable-metrics")
-        return extra
+        if self.mem_fraction is not None:
+            extra += ["--mem-fraction-static", f"{self.mem_fraction:g}"]
+        return extra + list(self.site.extra_server_args)
 
     def _ib_device(self) -> list[str]:
         return [] if self.site.ib_devices_file is None else ["--disaggregation-ib-device", self.site.ib_devices_file]
@@ -261,7 +299,7 @@ class Plan:
                     if role == "prefill":
                         # The bootstrap port must be given: without it the router assumes none.
                         workers.append(str(ports["bootstrap"]))
-        return [PYTHON, "-m", ROUTER_MODULE,
+        return [self.site.python, "-m", ROUTER_MODULE,
                 "--host", "0.0.0.0", "--port", str(self.launch.ports.router),
                 "--pd-disaggregation", *workers,
                 "--policy", self.launch.router_policy]
@@ -275,7 +313,7 @@ class Plan:
     def regular_router_argv(self) -> list[str]:
         ports = self.launch.ports
         urls = [url(ip, port) for ip, port in zip(self.regular_ips(), ports.regular)]
-        return [PYTHON, "-m", ROUTER_MODULE,
+        return [self.site.python, "-m", ROUTER_MODULE,
                 "--host", "0.0.0.0", "--port", str(ports.router),
                 "--worker-urls", *urls,
                 "--policy", self.launch.router_policy]
@@ -294,6 +332,8 @@ class Plan:
         env = {"SGLANG_HOST_IP": self.hosts(role)[instance]}
         env.update({k: self.launch.env[k] for k in LAUNCH_ENV_FIXED})
         env.update({k: v for k, v in self.launch.env.items() if k in LAUNCH_ENV_TUNABLES})
+        if self.site.force_tcp:
+            env["MC_FORCE_TCP"] = "1"
         env.update(self.gpu_env(self._gpus[role, instance, server]))
         return env
 

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from .errors import UserError
-from .strictmodel import Flag, Int, Record
+from .strictmodel import Flag, Int, Number, Record
 
 PORT = Int(1, 65535)
 
@@ -62,6 +62,9 @@ class Launch(Record):
     # TP of each regular instance; unset means parallel.prefill_tp.
     regular_tp: Int(1, 64) | None = None
     extra_server_args: tuple[str, ...] = ()
+    # Each server's --mem-fraction-static when servers share one GPU (a box with one GPU):
+    # a fraction of the memory free when that server starts. Unset: such a box needs --mem-fraction.
+    shared_gpu_mem_fraction: Number(0.01, 0.95) | None = None
     env: dict[str, str] = Field(default_factory=dict)
 
     def check(self, source: str) -> None:

@@ -5,7 +5,10 @@ the same ``launch.Plan`` through one interface (``targets.base.Target``), regist
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import os
+import shlex
 from pathlib import Path
 
 from .. import launch, siteinput
@@ -28,12 +31,7 @@ def register(subparsers) -> None:
     p.add_argument("--decode-ip", default=os.environ.get("DECODE_IP"),
                    help="compose: RDMA-reachable address of each decode node, comma-separated; "
                         "the first runs the router; env DECODE_IP")
-    p.add_argument("--model", help="model folder on the nodes; checked here for config.json when given "
-                   f"(default {launch.DEFAULT_MODEL_ROOT}/<model name>, not checked)")
-    p.add_argument("--dataset",
-                   help=f"ShareGPT JSON on the nodes; checked when given (default {launch.DEFAULT_DATASET}, not checked)")
-    p.add_argument("--gpus",
-                   help="compose: GPU ids per node, comma-separated (default 0..TP-1; servers sharing a node split them)")
+    add_site_options(p)
     p.add_argument("--ib-devices", help="GPU-to-RDMA-device JSON (from `pdrepro ib-devices`), same path on the nodes; "
                    f"checked and copied into --out when given (default {launch.DEFAULT_IB_DEVICES}, not checked)")
     p.add_argument("--log-dir", default=launch.DEFAULT_LOG_DIR,
@@ -48,8 +46,60 @@ def register(subparsers) -> None:
     group.add_argument("--shared-claim", default="pdrepro-shared",
                        help="ReadWriteMany PersistentVolumeClaim (rendered) holding the server logs and the sweep's run "
                             "folder (default %(default)s)")
+    p.add_argument("--launcher", choices=("compose", "host"), default="compose",
+                   help="onebox: compose (the GPU image) or host (what `pdrepro stack up` runs with this Python) "
+                        "(default %(default)s)")
     p.add_argument("--out", default="deploy", help="folder for the rendered files (default %(default)s)")
     p.set_defaults(func=run)
+
+
+def add_site_options(p) -> None:
+    """Where the stack runs on the nodes: the options every launch shares (render's targets, the host launcher)."""
+    p.add_argument("--model", help="model folder on the nodes; checked here for config.json when given "
+                   f"(default {launch.DEFAULT_MODEL_ROOT}/<model name>, not checked)")
+    p.add_argument("--dataset",
+                   help=f"ShareGPT JSON on the nodes; checked when given (default {launch.DEFAULT_DATASET}, not checked)")
+    p.add_argument("--gpus",
+                   help="compose: GPU ids per node, comma-separated (default 0..TP-1; servers sharing a node split them)")
+    p.add_argument("--mem-fraction", type=_fraction, metavar="F",
+                   help="every server's --mem-fraction-static (a fraction of the GPU memory free when it starts; default: "
+                        "the scenario's launch.shared_gpu_mem_fraction when the servers share one GPU, else SGLang's)")
+    p.add_argument("--server-arg", action="append", default=[], metavar="'FLAG [VALUE]'",
+                   help="extra flags appended to every server's argv, e.g. --server-arg='--attention-backend triton' "
+                        "(repeatable; split like a shell line)")
+    p.add_argument("--force-tcp", action="store_true",
+                   help="one box: MC_FORCE_TCP=1 in the servers' environment (Mooncake moves KV over TCP only when told so)")
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.01 <= value <= 0.95:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a fraction between 0.01 and 0.95, e.g. 0.30")
+    return value
+
+
+def _server_args(values: list[str]) -> tuple[str, ...]:
+    words: list[str] = []
+    for value in values:
+        try:
+            words += shlex.split(value)
+        except ValueError as exc:
+            raise UserError(f"--server-arg {value!r}: {exc}; quote it as a shell line") from None
+    if words and not words[0].startswith("--"):
+        raise UserError(f"--server-arg {values[0]!r}: the extra server args start with a flag (--NAME)")
+    return tuple(words)
+
+
+def onebox_plan(args, scenario, python: str = launch.PYTHON) -> launch.Plan:
+    """The one-box plan from the site options, as `render --target onebox` places it; ``python`` is the
+    interpreter every argv starts with (the host launcher's own)."""
+    target = TARGETS["onebox"]
+    site = build_site(args, scenario, *target.hosts(scenario, args))
+    # Mooncake picks the RDMA devices itself on one box: no device file.
+    return launch.Plan(scenario, dataclasses.replace(site, ib_devices_file=None, python=python))
 
 
 def _abs(path: str) -> str:
@@ -98,6 +148,7 @@ def build_site(args, scenario, prefill_hosts: tuple[str, ...], decode_hosts: tup
     return launch.Site(
         prefill_hosts=prefill_hosts, decode_hosts=decode_hosts, model_path=model_path, dataset_path=dataset,
         ib_devices_file=ib_devices, gpus=gpus, image=siteinput.gpu_image(), log_dir=args.log_dir, memlock=args.memlock,
+        mem_fraction=args.mem_fraction, extra_server_args=_server_args(args.server_arg), force_tcp=args.force_tcp,
     )
 
 
@@ -110,6 +161,11 @@ def _mkdir(out: Path, option: str) -> None:
 
 def run(args) -> int:
     scenario = load_scenario(args.scenario)
+    if args.target != "onebox":
+        # Clusters have RDMA and their schedulers; the host launcher and TCP are for one box.
+        for given, option in ((args.force_tcp, "--force-tcp"), (args.launcher != "compose", "--launcher host")):
+            if given:
+                raise UserError(f"{option}: only the one-box target takes it; use --target onebox or drop the option")
     target = TARGETS[args.target]
     site = build_site(args, scenario, *target.hosts(scenario, args))
     rendered = target.render(launch.Plan(scenario, site), args, args.out)

@@ -4,6 +4,7 @@ for compose/onebox.yaml (one env file, onebox.env, and the recipe)."""
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 from .. import siteinput
 from ..errors import UserError
@@ -15,6 +16,8 @@ from .compose import Rows, common_vars, format_env_file
 
 COMPOSE_FILE = "compose/onebox.yaml"
 RDMA_FILE = "compose/onebox.rdma.yaml"
+# Both servers on one GPU: decode starts once prefill is healthy, as each takes a fraction of the free memory.
+ONE_GPU_FILE = "compose/onebox.onegpu.yaml"
 ENV_FILE = "onebox.env"
 
 
@@ -50,23 +53,45 @@ def env_rows(plan: Plan) -> Rows:
         ("TRANSFER_BACKEND", plan.launch.transfer_backend, ""),
     ]
     rows += [(k, plan.launch.env[k], "") for k in LAUNCH_ENV_FIXED]
+    if plan.site.force_tcp:
+        rows.append(("MC_FORCE_TCP", "1", "KV over TCP (--force-tcp), also with RDMA devices present"))
     rows += [(k, v, "") for k, v in plan.launch.env.items() if k in LAUNCH_ENV_TUNABLES]
     return rows
+
+
+def placement(lp: LaunchPlan, plan: Plan) -> str:
+    prefill, decode = lp.role("prefill")[0].servers[0], lp.role("decode")[0].servers[0]
+    if plan.shared_gpu:
+        return (f"prefill and decode share GPU {prefill.gpus[0]}, each --mem-fraction-static {plan.mem_fraction:g} "
+                "of the memory free when it starts (decode after prefill is healthy)")
+    return f"prefill on GPU {','.join(map(str, prefill.gpus))}, decode on GPU {','.join(map(str, decode.gpus))}"
+
+
+def host_commands_text(plan: Plan) -> str:
+    """What the host launcher (`pdrepro stack up`) runs, in its order, each after the one before is healthy."""
+    lp = check(plan)
+    prefill, decode = lp.role("prefill")[0].servers[0], lp.role("decode")[0].servers[0]
+    lines = [f"## one box {prefill.host}, host launcher: {placement(lp, plan)}",
+             "# started in this order by `pdrepro stack up`, each once the one before answers /health "
+             "(the router: /readiness)", ""]
+    for name, env, argv in (("prefill", prefill.env, prefill.argv), ("decode", decode.env, decode.argv),
+                            ("router", {}, lp.router_argv)):
+        lines += [f"# {name} runs:", shell_line(env, argv), ""]
+    return "\n".join(lines)
 
 
 def commands_text(plan: Plan, env_dir: str) -> str:
     lp = check(plan)
     prefill, decode = lp.role("prefill")[0].servers[0], lp.role("decode")[0].servers[0]
     up = f"docker compose -f {COMPOSE_FILE} --env-file {env_dir}/{ENV_FILE}"
-    lines = [
-        f"## one box {prefill.host}: prefill on GPU {','.join(map(str, prefill.gpus))}, "
-        f"decode on GPU {','.join(map(str, decode.gpus))}",
-        "# with RDMA devices (/dev/infiniband):",
-        f"$ {up} -f {RDMA_FILE} up -d --wait",
-        "# without (KV over TCP):",
-        f"$ MC_FORCE_TCP=1 {up} up -d --wait",
-        "",
-    ]
+    if plan.shared_gpu:
+        up += f" -f {ONE_GPU_FILE}"
+    lines = [f"## one box {prefill.host}: {placement(lp, plan)}"]
+    if plan.site.force_tcp:
+        lines += ["# KV over TCP (--force-tcp: MC_FORCE_TCP=1 is in the env file):", f"$ {up} up -d --wait", ""]
+    else:
+        lines += ["# with RDMA devices (/dev/infiniband):", f"$ {up} -f {RDMA_FILE} up -d --wait",
+                  "# without (KV over TCP):", f"$ MC_FORCE_TCP=1 {up} up -d --wait", ""]
     for name, env, argv in (("prefill", prefill.env, prefill.argv), ("decode", decode.env, decode.argv),
                             ("router", {}, lp.router_argv)):
         lines += [f"# {name} runs:", shell_line(env, argv), ""]
@@ -91,6 +116,11 @@ class OneboxTarget:
 
     def render(self, plan: Plan, options, out: str) -> Rendered:
         # Mooncake picks the RDMA devices itself on one box: no device file.
+        if options.launcher == "host":
+            # What `pdrepro stack up` runs with these options: no compose, this Python in every argv.
+            plan = Plan(plan.scenario, dataclasses.replace(plan.site, ib_devices_file=None, python=sys.executable))
+            text = host_commands_text(plan)
+            return Rendered(files={"commands.txt": text}, commands=text)
         plan = Plan(plan.scenario, dataclasses.replace(plan.site, ib_devices_file=None))
         text = commands_text(plan, out)
         files = {ENV_FILE: format_env_file(ENV_FILE, env_rows(plan), plan.scenario), "commands.txt": text}
