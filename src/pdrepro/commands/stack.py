@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -33,16 +32,17 @@ def register(subparsers) -> None:
     u.add_argument("--scenario", default="onebox-qwen25-0.5b",
                    help="shipped scenario name or path to a scenario YAML (default %(default)s)")
     u.add_argument("--prefill-ip", help="this host's address, advertised by both servers (default 127.0.0.1)")
-    u.add_argument("--decode-ip", help=argparse.SUPPRESS)
     add_site_options(u)
     u.add_argument("--start-timeout", type=float, default=float(launch.SERVER_START_SECONDS),
                    help="seconds each server may take to answer (default %(default).0f)")
-    u.add_argument("--poll", type=float, default=1.0, help=argparse.SUPPRESS)
-    u.add_argument("--progress-every", type=float, default=10.0, help=argparse.SUPPRESS)
+    u.add_argument("--poll", type=float, default=1.0, help="seconds between health checks (default %(default).0f)")
+    u.add_argument("--progress-every", type=float, default=10.0,
+                   help="seconds between the lines saying what it waits for (default %(default).0f)")
     u.add_argument("--grace", type=float, default=30.0, help="seconds between SIGTERM and SIGKILL when stopping")
     u.add_argument("--out", type=Path, required=True, help="the run directory (logs/, stack.json)")
     # The render options a one-box host launch does not take, at the values render gives them.
-    u.set_defaults(func=run_up, ib_devices=None, log_dir=launch.DEFAULT_LOG_DIR, memlock=launch.MEMLOCK_UNLIMITED)
+    u.set_defaults(func=run_up, decode_ip=None, ib_devices=None, log_dir=launch.DEFAULT_LOG_DIR,
+                   memlock=launch.MEMLOCK_UNLIMITED)
     d = verbs.add_parser("down", help="stop exactly the processes `stack up` started in RUN")
     d.add_argument("run", type=Path, metavar="RUN")
     d.add_argument("--grace", type=float, default=30.0, help="seconds between SIGTERM and SIGKILL (default %(default).0f)")
