@@ -21,6 +21,9 @@ from pathlib import Path
 
 from . import runfile
 from .contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, analysis_code_stamp, headline, issue, result_row
+from .engineceiling import FILE_NAME as CEILING_FILE
+from .engineceiling import CeilingError, against_rows
+from .engineceiling import load_ceiling as load_engine_ceiling
 from .errors import UserError
 from .fabric.baseline import load_ceiling
 from .outputlens import output_figures
@@ -316,4 +319,11 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
     metrics = _metrics(run, scenario, issues)
     if metrics is not None:
         summary["metrics"] = metrics
+    try:
+        ceiling = load_engine_ceiling(run.root / CEILING_FILE)
+    except CeilingError as exc:
+        issues.append(issue(ERROR, "engine_ceiling_unreadable", str(exc)))
+        ceiling = None
+    if ceiling is not None:
+        summary["engine_ceiling"] = against_rows(ceiling, rows)
     return summary

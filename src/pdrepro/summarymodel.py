@@ -94,6 +94,9 @@ class Summary(_Open):
     inputs_signature: str | None = Field(default=None, description="hash of the raw inputs the summary was made from")
     baseline_GB_s: float | None = Field(default=None, description="measured fabric ceiling, decimal GB/s")
     metrics: dict[str, Any] | None = Field(default=None, description="the servers' /metrics transfer figures")
+    engine_ceiling: dict[str, Any] | None = Field(
+        default=None, description="per prompt length: the per-request KV bandwidth, what the Mooncake engine alone "
+                                  "moved on the same box (RUN/engine-ceiling.json, decimal GB/s) and their ratio")
     smoke: dict[str, Any] | None = Field(default=None, description="the smoke test's own findings")
     configurations: dict[str, Any] | None = Field(default=None,
                                                   description="a comparison's measured and published figures")

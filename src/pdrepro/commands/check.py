@@ -10,6 +10,7 @@ from tabulate import tabulate
 from ..checks import evaluate, failed, not_applicable
 from ..contract import input_errors
 from ..errors import UserError
+from ..report import ceiling_lines
 from ..rundir import RunDir
 from ..scenario import resolve_scenario
 from ..verdictinput import load_or_analyze
@@ -51,6 +52,8 @@ def run(args) -> int:
         print(f"FAIL {r.detail}")
     for r in idle:
         print(f"N/A  {r.detail}")
+    for line in ceiling_lines(summary):
+        print(f"engine ceiling: {line}")
     passed = len(results) - len(bad) - len(idle)
     print(f"{passed} passed, {len(bad)} failed" + (f", {len(idle)} not applicable" if idle else ""), file=sys.stderr)
     errors = input_errors(summary)

@@ -1,0 +1,56 @@
+"""engine-ceiling.json (the Mooncake engine alone on the run's box) read and set against the rows:
+the recorded H200 run's file gives the ratios its README states, a damaged file is bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_recorded_onebox_verdict import RECORDED, copy_run
+
+from pdrepro.analysis import compute_summary
+from pdrepro.cli import main
+from pdrepro.engineceiling import CeilingError, load_ceiling
+from pdrepro.rundir import RunDir
+from pdrepro.scenario import load_scenario
+
+
+def test_the_recorded_ceiling_sets_sglangs_requests_at_about_two_thirds_of_the_engine():
+    summary = compute_summary(RunDir(RECORDED), load_scenario(RECORDED / "scenario.yaml"))
+    ratios = {L: round(c["ratio"], 2) for L, c in summary["engine_ceiling"].items()}
+    assert ratios == {"128": 0.16, "1024": 0.57, "4096": 0.67, "16384": 0.65}
+    c = summary["engine_ceiling"]["4096"]
+    assert c["engine_shape"] == "layers" and c["engine_GB_s"] == pytest.approx(2.138, abs=1e-3)
+
+
+def test_check_prints_the_ratio_and_the_report_explains_the_gap(tmp_path, capsys):
+    run = copy_run(tmp_path)
+    assert main(["check", str(run), "--scenario", "onebox-qwen25-0.5b"]) == 0
+    out = capsys.readouterr().out
+    assert "engine ceiling: length 4096: 1.43 GB/s per request, the engine alone 2.14 GB/s (layers): ratio 0.67" in out
+    report = (run / "report.md").read_text()
+    assert "## Against the engine alone on the same box" in report and "polling" in report
+
+
+@pytest.mark.parametrize("content, words", [
+    ("{not json", "not readable JSON"),
+    ('{"4096": {"bytes": 1}}', "is not '<tokens>/<shape>'"),
+    ('{"4096/one": {"bytes": 1, "median_ms": 1}}', "entry '4096/one': min_ms"),
+])
+def test_a_damaged_ceiling_is_bad_input_naming_the_file(tmp_path, capsys, content, words):
+    (tmp_path / "engine-ceiling.json").write_text(content)
+    with pytest.raises(CeilingError, match=words):
+        load_ceiling(tmp_path / "engine-ceiling.json")
+    run = copy_run(tmp_path)
+    (run / "engine-ceiling.json").write_text(content)
+    assert main(["check", str(run), "--scenario", "onebox-qwen25-0.5b"]) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_a_ceiling_of_other_sizes_is_not_compared(tmp_path):
+    run = copy_run(tmp_path)
+    data = json.loads((run / "engine-ceiling.json").read_text())
+    data["4096/one"]["bytes"] = data["4096/layers"]["bytes"] = 1
+    (run / "engine-ceiling.json").write_text(json.dumps(data))
+    summary = compute_summary(RunDir(run), load_scenario("onebox-qwen25-0.5b"))
+    assert "4096" not in summary["engine_ceiling"] and "16384" in summary["engine_ceiling"]
