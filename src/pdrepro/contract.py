@@ -13,6 +13,7 @@ JSON is strict: NaN and infinity, which JSON cannot hold, are refused in one lin
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -123,7 +124,14 @@ def dumps_json(data, path: Path, **kwargs) -> str:
 
 
 def unwritable(path: Path, exc: OSError, root: Path) -> UserError:
-    """The one line for a result that cannot be written where the run lives."""
+    """The one line for a result that cannot be written where the run lives, by its real cause: a full disk
+    is not fixed by chmod."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return UserError(f"{path}: cannot be written: the disk is full ({exc.strerror}); free space on the file "
+                         f"system holding {root}, or write to another folder")
+    if exc.errno == errno.EROFS:
+        return UserError(f"{path}: cannot be written: {root} is on a read-only file system; copy the run (or give "
+                         "an output folder) on a writable one")
     return UserError(f"{path}: cannot be written ({exc.strerror}); make {root} writable (e.g. chmod u+w), or copy the "
                      "run to a writable folder and run the command there")
 

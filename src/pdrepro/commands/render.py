@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .. import launch, siteinput
 from ..errors import UserError
+from ..filewrite import write_file
 from ..scenario import load_scenario
 from ..targets.registry import TARGETS
 
@@ -159,6 +160,13 @@ def _mkdir(out: Path, option: str) -> None:
         raise UserError(f"{option} {out}: cannot create it ({exc.strerror}); choose a writable folder") from None
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def run(args) -> int:
     scenario = load_scenario(args.scenario)
     if args.target != "onebox":
@@ -171,12 +179,13 @@ def run(args) -> int:
     rendered = target.render(launch.Plan(scenario, site), args, args.out)
     out = Path(args.out)
     _mkdir(out, "--out")
+    # An input given inside --out (--ib-devices deploy/ib_devices.json) is already the copy: kept as it is.
+    inputs = [Path(p).expanduser() for p in (getattr(args, "ib_devices", None),) if p]
     written = []
     for name, text in rendered.files.items():
         path = out / name
-        path.write_text(text)
-        if name in rendered.executable:
-            path.chmod(0o755)
+        if not any(_same_file(path, given) for given in inputs):
+            write_file(path, text, "render", 0o755 if name in rendered.executable else 0o644)
         written.append(path)
     if rendered.commands:
         print(rendered.commands)
