@@ -4,6 +4,7 @@ the recorded H200 run's file gives the ratios its README states, a damaged file 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import pytest
 from test_recorded_onebox_verdict import RECORDED, copy_run
@@ -11,6 +12,7 @@ from test_recorded_onebox_verdict import RECORDED, copy_run
 from pdrepro.analysis import compute_summary
 from pdrepro.cli import main
 from pdrepro.engineceiling import CeilingError, load_ceiling
+from pdrepro.gpucheck.run import Row
 from pdrepro.rundir import RunDir
 from pdrepro.scenario import load_scenario
 
@@ -40,7 +42,7 @@ def test_check_prints_the_ratio_and_the_report_explains_the_gap(tmp_path, capsys
 def test_a_damaged_ceiling_is_bad_input_naming_the_file(tmp_path, capsys, content, words):
     (tmp_path / "engine-ceiling.json").write_text(content)
     with pytest.raises(CeilingError, match=words):
-        load_ceiling(tmp_path / "engine-ceiling.json")
+        load_ceiling(tmp_path)
     run = copy_run(tmp_path)
     (run / "engine-ceiling.json").write_text(content)
     assert main(["check", str(run), "--scenario", "onebox-qwen25-0.5b"]) == 2
@@ -54,3 +56,39 @@ def test_a_ceiling_of_other_sizes_is_not_compared(tmp_path):
     (run / "engine-ceiling.json").write_text(json.dumps(data))
     summary = compute_summary(RunDir(run), load_scenario("onebox-qwen25-0.5b"))
     assert "4096" not in summary["engine_ceiling"] and "16384" in summary["engine_ceiling"]
+
+
+def _gpu_check_result(run, transport="tcp", failures=()):
+    """RUN/engine-ceiling/result.json as `pdrepro gpu-check --out RUN/engine-ceiling` writes it: rows of its
+    own Row records (one-box sizes: 12288 bytes per token), 5 timed writes each."""
+    rows = []
+    for L, seconds in ((4096, 0.0200), (16384, 0.0800)):
+        row = Row(L, L * 12288, [seconds] * 5, 5, list(failures) if L == 4096 else [])
+        rows.append({**asdict(row), "median_GB_s": row.median_GB_s})
+    folder = run / "engine-ceiling"
+    folder.mkdir()
+    (folder / "result.json").write_text(json.dumps({
+        "memory": "gpu", "direction": "write", "gpus": {"prefill": 0, "decode": 0}, "transport_requested": transport,
+        "transport": transport, "block_bytes": 64 * 2**20, "repeats": 5, "rows": rows, "ok": not failures,
+        "transport_problem": None}))
+
+
+def test_gpu_checks_own_result_is_the_ceiling_where_the_run_holds_it(tmp_path):
+    run = copy_run(tmp_path)
+    _gpu_check_result(run)
+    summary = compute_summary(RunDir(run), load_scenario("onebox-qwen25-0.5b"))
+    assert summary["engine_ceiling_source"] == {"file": "engine-ceiling/result.json", "transport": "tcp"}
+    c = summary["engine_ceiling"]["4096"]
+    assert c["engine_shape"] == "blocks of 64 MiB" and c["engine_GB_s"] == pytest.approx(50331648 / 0.02 / 1e9)
+    assert c["ratio"] == pytest.approx(c["bandwidth_GB_s"] / c["engine_GB_s"])
+    assert set(summary["engine_ceiling"]) == {"4096", "16384"}  # the lengths gpu-check measured
+    assert not any(i["kind"] == "engine_ceiling_transport" for i in summary["issues"])
+
+
+def test_unverified_writes_are_no_ceiling_and_another_transport_is_flagged(tmp_path):
+    run = copy_run(tmp_path)
+    _gpu_check_result(run, transport="rdma", failures=["transfer 2: received bytes differ from the sent pattern"])
+    summary = compute_summary(RunDir(run), load_scenario("onebox-qwen25-0.5b"))
+    assert set(summary["engine_ceiling"]) == {"16384"}
+    flagged = [i["message"] for i in summary["issues"] if i["kind"] == "engine_ceiling_transport"]
+    assert flagged and "the engine alone used rdma, the servers' engines tcp" in flagged[0]

@@ -21,7 +21,6 @@ from pathlib import Path
 
 from . import runfile
 from .contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, analysis_code_stamp, headline, issue, result_row
-from .engineceiling import FILE_NAME as CEILING_FILE
 from .engineceiling import CeilingError, against_rows
 from .engineceiling import load_ceiling as load_engine_ceiling
 from .errors import UserError
@@ -320,10 +319,17 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
     if metrics is not None:
         summary["metrics"] = metrics
     try:
-        ceiling = load_engine_ceiling(run.root / CEILING_FILE)
+        ceiling = load_engine_ceiling(run.root)
     except CeilingError as exc:
         issues.append(issue(ERROR, "engine_ceiling_unreadable", str(exc)))
         ceiling = None
     if ceiling is not None:
-        summary["engine_ceiling"] = against_rows(ceiling, rows)
+        found, engine_transport, source = ceiling
+        summary["engine_ceiling"] = against_rows(found, rows)
+        summary["engine_ceiling_source"] = {"file": source, "transport": engine_transport}
+        if engine_transport and transport in ("rdma", "tcp") and engine_transport != transport:
+            issues.append(issue(WARNING, "engine_ceiling_transport",
+                                f"{source}: the engine alone used {engine_transport}, the servers' engines {transport}: "
+                                "the ratio sets two transports against each other; measure the ceiling with "
+                                f"`pdrepro gpu-check --transport {transport}`"))
     return summary

@@ -143,8 +143,9 @@ def ceiling_section(summary: dict) -> list[str]:
     rows = [[L, _f(c["bandwidth_GB_s"], 2), _f(c["engine_GB_s"], 2), c["engine_shape"], _f(c["ratio"], 2)]
             for L, c in ceiling.items()]
     return ["## Against the engine alone on the same box", "",
-            "engine-ceiling.json: the Mooncake engine outside SGLang, two processes on the run's GPUs with the "
-            "same transport, writing one request's KV of each length (best of one block and per-layer blocks). "
+            f"{(summary.get('engine_ceiling_source') or {}).get('file', 'engine-ceiling')}: the Mooncake engine "
+            "outside SGLang, two processes on the run's GPUs with the same transport, writing one request's KV of "
+            "each length (the best of the shapes measured). "
             "The ratio is the one-box analogue of the share of line rate.", "",
             _table(["Prompt Length", "Per request (GB/s)", "Engine alone (GB/s)", "Engine shape", "Ratio"], rows), "",
             "Where the rest goes: SGLang's logged transfer time runs from the request entering the prefill's "

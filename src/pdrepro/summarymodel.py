@@ -96,7 +96,10 @@ class Summary(_Open):
     metrics: dict[str, Any] | None = Field(default=None, description="the servers' /metrics transfer figures")
     engine_ceiling: dict[str, Any] | None = Field(
         default=None, description="per prompt length: the per-request KV bandwidth, what the Mooncake engine alone "
-                                  "moved on the same box (RUN/engine-ceiling.json, decimal GB/s) and their ratio")
+                                  "moved on the same box (decimal GB/s) and their ratio")
+    engine_ceiling_source: dict[str, Any] | None = Field(
+        default=None, description="the ceiling's file in the run (engine-ceiling/result.json of gpu-check, or "
+                                  "engine-ceiling.json) and the transport the engine used there")
     smoke: dict[str, Any] | None = Field(default=None, description="the smoke test's own findings")
     configurations: dict[str, Any] | None = Field(default=None,
                                                   description="a comparison's measured and published figures")
