@@ -187,3 +187,31 @@ def test_the_summary_states_the_floor_the_scenario_set(tmp_path):
     scenario = SCENARIO.with_thresholds(SCENARIO.thresholds.model_copy(update={"min_nic_kv_share_pct": 80.0}))
     summary = compute_summary(build_run(tmp_path / "r", scenario), scenario)
     assert summary["witness"]["min_kv_share_pct"] == 80.0
+
+
+# Issue 15, 6: a record is checked for what it is, naming the file and the port.
+
+def test_a_record_of_another_length_is_bad_input(tmp_path):
+    run = build_run(tmp_path / "r", SCENARIO)
+    record = json.loads(run.counters_file(1024).read_text())
+    record["prompt_len"] = 2048
+    run.counters_file(1024).write_text(json.dumps(record))
+    error = assert_one_line_error(pdrepro("check", run.root), "check", "counters/1024.json", "2048")
+    assert "1024" in error
+
+
+def test_negative_counter_values_are_bad_input(tmp_path):
+    run = build_run(tmp_path / "r", SCENARIO)
+    record = json.loads(run.counters_file(4096).read_text())
+    record["nodes"]["prefill"]["before"]["ports"]["mlx5_2/1"]["port_xmit_data"] = -5
+    run.counters_file(4096).write_text(json.dumps(record))
+    assert_one_line_error(pdrepro("check", run.root), "check", "counters/4096.json", "mlx5_2/1", "negative")
+
+
+def test_a_64bit_counter_that_ran_backwards_is_bad_input(tmp_path):
+    run = build_run(tmp_path / "r", SCENARIO)
+    record = json.loads(run.counters_file(8192).read_text())
+    port = record["nodes"]["decode"]["after"]["ports"]["mlx5_1/1"]
+    port["port_rcv_data"] = record["nodes"]["decode"]["before"]["ports"]["mlx5_1/1"]["port_rcv_data"] - 10
+    run.counters_file(8192).write_text(json.dumps(record))
+    assert_one_line_error(pdrepro("check", run.root), "check", "counters/8192.json", "mlx5_1/1", "back")

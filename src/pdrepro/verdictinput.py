@@ -19,6 +19,7 @@ from .contract import SUMMARY_SCHEMA_VERSION, is_current, stamp
 from .errors import UserError
 from .publish import analyze_run, write_outputs
 from .rundir import RunDir
+from .runscenario import own_scenario
 from .scenario import Scenario
 from .strictmodel import load
 from .summarymodel import Summary
@@ -57,6 +58,37 @@ def _disagreement(stored: dict, fresh: dict) -> str | None:
     return None
 
 
+# Files only `pdrepro sweep` (or a copy of its run) leaves in a run directory: a smoke writes none of them.
+_SWEEP_MARKS = ("bench", "logs", "counters", "sweep-state.json")
+
+
+def _sweep_marks(run: RunDir) -> list[str]:
+    return [name for name in _SWEEP_MARKS if (run.root / name).exists()]
+
+
+def _refuse_other_kind(run: RunDir, scenario: Scenario, stored: dict | None) -> None:
+    """A summary of another kind of run than this one (a smoke's in a sweep's run, a comparison's in a
+    single configuration's, or the reverse) was put there: it judges nothing of this run."""
+    if stored is None:
+        return
+    fix = f"it is not this run's: delete it and run `pdrepro analyze {run.root}` to make the run's own"
+    marks = _sweep_marks(run)
+    if stored.get("source") == "smoke" and marks:
+        raise UserError(f"{run.summary_file}: calls itself a smoke result, but {run.root} is a sweep's run (it holds "
+                        f"{', '.join(marks)}); {fix}")
+    is_comparison = stored.get("kind") == "comparison"
+    if is_comparison != (scenario.kind == "comparison"):
+        said = "a comparison's summary" if is_comparison else f"a {stored.get('source') or 'single'} run's summary"
+        raise UserError(f"{run.summary_file}: is {said}, but the run's scenario {scenario.name} is a {scenario.kind} "
+                        f"run; {fix}")
+
+
+def _no_raw_inputs(run: RunDir) -> UserError:
+    return UserError(f"{run.root}: the run's raw inputs are missing ({run.bench_dir.name}/ with the bench results, "
+                     f"{run.logs_dir.name}/ with the server logs); a summary.json alone is no verdict: restore them "
+                     "from the sweep (or rerun `pdrepro sweep`)")
+
+
 def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
     """The summary a verdict may be drawn from.
 
@@ -67,7 +99,10 @@ def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
     as it measures) the stored summary is all there is.
     """
     path = run.summary_file
+    if run.root.is_dir():
+        own_scenario(run)  # a scenario.yaml changed after the sweep judges nothing
     stored = _stored_summary(path) if path.is_file() and run.root.is_dir() else None
+    _refuse_other_kind(run, scenario, stored)
     if scenario.kind == "comparison":
         return _load_comparison(run, scenario, stored)
     if run.root.is_dir() and (run.bench_dir.is_dir() or run.logs_dir.is_dir()):
@@ -79,12 +114,15 @@ def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
             return fresh
         write_outputs(run, fresh)
         return fresh
+    if isinstance(stored, dict) and stored.get("source") != "smoke" and run.root.is_dir():
+        # However it is stamped: a stamp is made of names, sizes and times anyone can reproduce.
+        raise _no_raw_inputs(run)
     if isinstance(stored, dict) and stored.get("scenario_fingerprint") == scenario.fingerprint \
             and stored.get("schema_version") == SUMMARY_SCHEMA_VERSION:
-        if stored.get("source") == "smoke" or stored.get("inputs_signature") == run.inputs_signature():
-            # Taken as it stands, so it must have the shape the report and the checks read.
-            load(Summary, stored, str(path), fix="the file was changed after it was written: restore it or measure again")
-            return stored
+        # A smoke summarises as it measures: its summary is its result. Taken as it stands, so it
+        # must have the shape the report and the checks read.
+        load(Summary, stored, str(path), fix="the file was changed after it was written: restore it or measure again")
+        return stored
     return analyze_run(run, scenario)
 
 

@@ -30,7 +30,7 @@ import json
 import math
 
 from . import runfile
-from .fabric.counters import WORD_BYTES, words_moved
+from .fabric.counters import WORD_BYTES, is_wide, words_moved
 from .rundir import RunDir
 from .scenario import Scenario, Thresholds
 from .units import GB, MiB, human_bytes
@@ -55,6 +55,10 @@ def describe_allowance(min_kv_share_pct: float | None = None) -> dict:
         min_kv_share_pct = Thresholds.model_fields["min_nic_kv_share_pct"].default
     return {"min_kv_share_pct": min_kv_share_pct, **ALLOWANCE,
             "counted": {role: f"{name} (x {WORD_BYTES} bytes)" for role, name in DIRECTION.items()}}
+
+
+class BadRecord(ValueError):
+    """A counter record that no counter can have written (its message names the port)."""
 
 
 def _node_bytes(role: str, node: dict) -> dict:
@@ -83,7 +87,13 @@ def _node_bytes(role: str, node: dict) -> dict:
         if counter not in b or counter not in a:
             problems.append(f"{name} has no counters/{counter}")
             continue
-        words, why = words_moved(int(b[counter]), int(a[counter]), window, a.get("rate"), bool(a.get("extended")))
+        was, now = int(b[counter]), int(a[counter])
+        if was < 0 or now < 0:
+            raise BadRecord(f"{name} {counter} is negative ({was} -> {now} words); no counter counts below zero")
+        if is_wide(was, now, bool(a.get("extended"))) and now < was:
+            raise BadRecord(f"{name} {counter} ran backwards ({was} -> {now} words) on a 64-bit counter, which never "
+                            "wraps: the readings are not of one port in one run (or the port was reset)")
+        words, why = words_moved(was, now, window, a.get("rate"), bool(a.get("extended")))
         if words is None:
             problems.append(f"{name} {counter} {why}")
             continue
@@ -117,6 +127,13 @@ def _load(run: RunDir, L: int, issues: list) -> dict | None:
         issues.append((True, "counters_unreadable",
                        f"{path}: holds no 'nodes' object; it is not a counter record `pdrepro sweep` wrote"))
         return None
+    if data.get("prompt_len") != L:
+        # Another length's readings would witness another length's KV.
+        issues.append((True, "counters_other_length",
+                       f"{path}: records prompt length {data.get('prompt_len')!r}, not {L}; it is not this length's "
+                       f"counter record (copied or renamed?): restore counters/{L}.json from the sweep, or rerun "
+                       "the length with `pdrepro sweep`"))
+        return None
     return data
 
 
@@ -146,6 +163,12 @@ def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, 
                    + scenario.kv_bytes(L) * extra_requests)
         try:
             figures = _node_bytes(role, node)
+        except BadRecord as exc:
+            message = (f"{run.counters_file(L)}: the {role} node's {exc}; the record is damaged or edited: rerun the "
+                       "length with `pdrepro sweep`")
+            issues.append((True, "counters_impossible", message))
+            row["nic_problem"] = message
+            return issues
         except (TypeError, ValueError, AttributeError, KeyError):
             message = (f"{run.counters_file(L)}: the {role} node's readings are not counters as the sweep records "
                        "them (numbers of 4-byte words per port, times in seconds); rerun the length with `pdrepro sweep`")

@@ -7,11 +7,13 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from ..bounds import bound_changes
 from ..checks import evaluate, failed, not_applicable
-from ..contract import input_errors
+from ..contract import WARNING, input_errors
 from ..errors import UserError
 from ..report import ceiling_lines
 from ..rundir import RunDir
+from ..runscenario import own_scenario
 from ..scenario import resolve_scenario
 from ..verdictinput import load_or_analyze
 
@@ -39,6 +41,7 @@ def _fmt(value, unit: str) -> str:
 def run(args) -> int:
     run_dir = RunDir(args.run)
     scenario = resolve_scenario(args.scenario, args.run, args.thresholds)
+    own = own_scenario(run_dir) if run_dir.root.is_dir() else None
     summary = load_or_analyze(run_dir, scenario)
     results = evaluate(summary, scenario)
     table = [[r.name, "all" if r.prompt_len is None else str(r.prompt_len), _fmt(r.figure, r.unit),
@@ -54,6 +57,13 @@ def run(args) -> int:
         print(f"N/A  {r.detail}")
     for line in ceiling_lines(summary):
         print(f"engine ceiling: {line}")
+    for i in summary.get("issues", []):
+        if i.get("severity") == WARNING:  # they bear on what the figures mean
+            print(f"WARN {i['message']}")
+    if own is not None and (args.scenario is not None or args.thresholds is not None):
+        # Judged by other bounds than the run's own, as asked: say which.
+        for line in bound_changes(own, scenario):
+            print(f"BOUND {line}")
     passed = len(results) - len(bad) - len(idle)
     print(f"{passed} passed, {len(bad)} failed" + (f", {len(idle)} not applicable" if idle else ""), file=sys.stderr)
     errors = input_errors(summary)

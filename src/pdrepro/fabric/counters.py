@@ -110,10 +110,15 @@ def parse_snapshot(text: str) -> dict:
     return found
 
 
+def is_wide(before: int, after: int, extended: bool = False) -> bool:
+    """Whether a data counter of these readings is 64 bits wide (so it never wraps in practice)."""
+    return extended or before > LEGACY_MAX or after > LEGACY_MAX
+
+
 def words_moved(before: int, after: int, window_s: float, rate: str | None,
                 extended: bool = False) -> tuple[int | None, str | None]:
     """Words a data counter counted between two readings, or None and why it cannot tell."""
-    if extended or before > LEGACY_MAX or after > LEGACY_MAX:  # 64 bits wide: never wraps in practice
+    if is_wide(before, after, extended):
         if after >= before:
             return after - before, None
         return None, f"went back from {before} to {after} words (counters reset during the length?)"
