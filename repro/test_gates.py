@@ -67,6 +67,12 @@ def test_no_request_errors(checks, prompt_len):
 
 
 @pytestmark_sweep
+def test_requests_logged(checks, prompt_len):
+    """The servers' logs hold every request the client completed: else the figures are not the run's."""
+    _gate(checks, "requests_logged", prompt_len)
+
+
+@pytestmark_sweep
 def test_outputs_generated(checks, prompt_len):
     """HTTP 200 is not success: each request must have generated the tokens it asked for."""
     _gate(checks, "output_tokens", prompt_len)

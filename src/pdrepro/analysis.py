@@ -31,10 +31,11 @@ from .parsers.prom import parse_metrics_file
 from .parsers.reqstats import LogScan, ReqStat, merge_scans, parse_log
 from .rundir import RunDir, why_absent
 from .scenario import Scenario
+from .serverlogs import logs_label, topology_logs
 from .sweep.state import SweepState
 from .transport_evidence import transport_facts
 from .units import MiB, bandwidth_GB_s, human_bytes
-from .witness import describe_allowance, witness_row
+from .witness import describe_allowance, outside_window, witness_row
 
 
 def length_tolerance(prompt_len: int) -> int:
@@ -85,20 +86,18 @@ def _read_bench(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[int
     return results
 
 
-def prefill_logs_label(run: RunDir) -> str:
-    """How messages name the prefill log(s): the file, or the files when several servers logged."""
-    paths = run.role_logs("prefill")
-    if len(paths) <= 1:
-        return str(run.prefill_log)
-    return f"{run.logs_dir}/{{{','.join(p.name for p in paths)}}}"
-
-
 def _scan_issues(scan: LogScan, issues: list[dict]) -> None:
     path = scan.path
     if scan.unreadable:
         issues.append(issue(WARNING, "unparseable_lines",
                             f"{path}: {len(scan.unreadable)} request-stats line(s) could not be read "
                             f"(first at line {scan.unreadable[0]}); they were skipped"))
+    if scan.interleaved:
+        first, second = scan.interleaved
+        issues.append(issue(ERROR, "interleaved_servers",
+                            f"{path}: two servers log into this one file (they start at lines {first} and {second}, each "
+                            "before the other is ready), so its requests cannot be told apart; give each server its own "
+                            "log (prefill.log, prefill-1.log, ...; `pdrepro render` names them)"))
     if scan.invalid:
         line, text = scan.invalid[0]
         issues.append(issue(ERROR, "invalid_reqstats",
@@ -106,19 +105,8 @@ def _scan_issues(scan: LogScan, issues: list[dict]) -> None:
                             "measurement: the log is damaged or edited, use the server's own log"))
 
 
-def _count_server_logs(run: RunDir, scenario: Scenario, role: str, issues: list[dict]) -> None:
-    t = scenario.topology
-    nodes = t.prefill if role == "prefill" else t.decode
-    servers, found = nodes.nodes * nodes.servers_per_node, len(run.role_logs(role))
-    if 0 < found < servers:
-        issues.append(issue(WARNING, f"{role}_logs_missing",
-                            f"{run.logs_dir}: {found} {role} server log(s), the {t.label} topology runs {servers}; the "
-                            f"others' requests are not in the figures: copy every server's log ({role}.log, {role}-1.log, "
-                            "...) with `pdrepro sweep --logs-from` the folder they share"))
-
-
 def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[int, list[ReqStat]]:
-    paths = run.role_logs("prefill")
+    paths = topology_logs(run, scenario, "prefill", issues)
     if run.prefill_log not in paths:
         path = run.prefill_log
         issues.append(issue(ERROR, "prefill_log_missing",
@@ -126,7 +114,6 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
                             "--enable-request-time-stats-logging)"))
         if not paths:
             return {}
-    _count_server_logs(run, scenario, "prefill", issues)
     scans = [parse_log(p) for p in paths]
     for scan in scans:
         _scan_issues(scan, issues)
@@ -141,7 +128,7 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
                             f"request rid={rid} is logged in {first_path} (line {first}) and in {later_path} (line {later}) "
                             f"with different figures ({len(merged.conflicts)} such request(s)); logs of different runs "
                             "were mixed: keep one run's logs"))
-    path = prefill_logs_label(run)
+    path = logs_label(run, paths)
     prefill = [s for s in merged.stats if not s.is_health_check and s.kind in ("prefill", "")]
     if not prefill:
         lines = sum(scan.lines for scan in scans)
@@ -278,8 +265,8 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
     if run.prefill_log.is_file() and not run.decode_log.is_file():
         issues.append(issue(WARNING, "decode_log_missing",
                             f"{run.decode_log}: {why_absent(run.decode_log)}; keep the decode server's log there too"))
-    _count_server_logs(run, scenario, "decode", issues)
-    prefill_logs = prefill_logs_label(run)
+    topology_logs(run, scenario, "decode", issues)
+    prefill_logs = logs_label(run, topology_logs(run, scenario, "prefill", []))
     rows = []
     for L in scenario.sweep.prompt_lens:
         stats = groups.get(L, [])
@@ -291,8 +278,15 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
                                 "server restarted? keep the whole log of the sweep", L))
         samples = _transfer_samples(L, stats, bench.get(L), scenario, issues, prefill_logs)
         row = _row(L, scenario, bench.get(L), samples, issues, prefill_logs)
+        if groups:
+            # Requests of the length the logs hold after the warm-up: fewer than the client completed
+            # means the figures are not all of the run's requests (checks.requests_logged).
+            row["logged_requests"] = len(stats[scenario.sweep.warmup_requests:])
         for is_error, kind, message in witness_row(run, scenario, row):
             issues.append(issue(ERROR if is_error else WARNING, kind, message, L))
+        late = outside_window(L, row, [s.timestamp for s in samples if s.timestamp])
+        if late:
+            issues.append(issue(WARNING, "logs_outside_counter_window", late, L))
         rows.append(row)
     provenance = _provenance(run, issues)
     transport, transport_evidence = transport_facts(run, provenance)

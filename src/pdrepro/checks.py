@@ -216,6 +216,11 @@ def evaluate(summary: dict, scenario: Scenario) -> list[CheckResult]:
             out.append(_check("output_tokens", L, None if tokens is None else float(tokens), ">=",
                               float(row["requested_output_len_min"]), "tokens",
                               f"generated output ({basis}):"))
+        logged = row.get("logged_requests")
+        if measures_ttft and logged is not None and row.get("requests") is not None:
+            # A log short of the client's requests: the figures would be of some requests, not the run's.
+            out.append(_check("requests_logged", L, float(logged), ">=", float(row["requests"]), "requests",
+                              f"requests the prefill logs hold after the warm-up (the client completed {row['requests']}):"))
         if row.get("request_errors") is not None:
             out.append(_check("request_errors", L, float(row["request_errors"]), "<=", float(t.max_request_errors),
                               "errors", "failed requests"))

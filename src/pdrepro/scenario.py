@@ -71,6 +71,11 @@ class Topology(Record):
     prefill: RoleNodes = Field(default_factory=RoleNodes)
     decode: RoleNodes = Field(default_factory=RoleNodes)
 
+    def servers(self, role: str) -> int:
+        """Servers of ``role`` ("prefill" or "decode") over all its nodes."""
+        nodes = self.prefill if role == "prefill" else self.decode
+        return nodes.nodes * nodes.servers_per_node
+
     @property
     def label(self) -> str:
         return f"{self.prefill.nodes * self.prefill.servers_per_node}P{self.decode.nodes * self.decode.servers_per_node}D"

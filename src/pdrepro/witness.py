@@ -75,6 +75,7 @@ def _node_bytes(role: str, node: dict) -> dict:
     if not math.isfinite(window):
         raise ValueError("reading times are not numbers")
     out["window_s"] = window
+    out["span"] = (float(before.get("at", 0)), float(after.get("at", 0)))
     if window <= 0:
         out["problem"] = "the readings carry no time span"
         return out
@@ -137,6 +138,33 @@ def _load(run: RunDir, L: int, issues: list) -> dict | None:
     return data
 
 
+def _epoch(stamp: str) -> float | None:
+    """A log line's time (SGLang writes UTC in its containers; whole seconds) as seconds since the epoch."""
+    import datetime as dt
+
+    try:
+        return dt.datetime.fromisoformat(stamp.replace("T", " ")).replace(tzinfo=dt.timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
+def outside_window(L: int, row: dict, stamps: list[str]) -> str | None:
+    """Why the length's request lines were not logged while the counters counted, or None: then the
+    counters' bytes need not be this length's KV (read around another stretch of the run)."""
+    spans = row.pop("nic_span", None) or {}
+    if not spans or not stamps:
+        return None
+    start = min(s[0] for s in spans.values()) - 1.0  # log times are whole seconds
+    end = max(s[1] for s in spans.values()) + 1.0
+    times = [t for t in map(_epoch, stamps) if t is not None]
+    out = [t for t in times if not start <= t <= end]
+    if not out:
+        return None
+    return (f"length {L}: {len(out)} of its {len(times)} request lines were logged outside the window the NIC counters "
+            f"were read over ({end - start - 2:.1f} s); the counters may not have counted this "
+            "length's KV (the server's clock, or its log's time zone, off the sweep's?)")
+
+
 def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, str, str]]:
     """Adds the NIC figures of row's length to it (nic_* keys); returns the problems found."""
     L = row["prompt_len"]
@@ -175,6 +203,8 @@ def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, 
             issues.append((True, "counters_unreadable", message))
             row["nic_problem"] = message
             return issues
+        if figures.get("span"):
+            row.setdefault("nic_span", {})[role] = list(figures["span"])
         entry = {"counter": figures["counter"], "bytes": figures["bytes"], "window_s": figures["window_s"],
                  "source": node.get("source"), "problem": figures["problem"], "kv_share_pct": None, "rate_GB_s": None}
         row["nic_nodes"][role] = entry

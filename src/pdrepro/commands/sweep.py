@@ -97,8 +97,7 @@ def _servers(scenario, configuration: str | None) -> dict[str, int]:
 
     if not is_disaggregated(configuration):
         return {}
-    t = scenario.topology
-    return {"prefill": t.prefill.nodes * t.prefill.servers_per_node, "decode": t.decode.nodes * t.decode.servers_per_node}
+    return {role: scenario.topology.servers(role) for role in ("prefill", "decode")}
 
 
 def run(args: argparse.Namespace) -> int:

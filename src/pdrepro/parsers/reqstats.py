@@ -133,6 +133,8 @@ class LogScan:
     unreadable: tuple[int, ...]
     # (line, the offending key=value) of lines with a figure no measurement can have.
     invalid: tuple[tuple[int, str], ...] = ()
+    # (line, line) of two server starts that ran at once: two servers writing one file.
+    interleaved: tuple[int, int] | None = None
 
 
 _NEGATIVE = re.compile(r"(?<![\w#])(#?[A-Za-z_]\w*)\s*[=(]\s*(-\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
@@ -143,15 +145,53 @@ def _figures(stat: ReqStat) -> tuple:
             stat.transfer_speed_GiB_s, stat.transfer_total_MiB, stat.retries)
 
 
+# A server's start (it logs its arguments once) and the line it logs when it is ready for requests.
+_START, _READY = "server_args=", "fired up and ready to roll"
+_PORT = re.compile(r"[(,]\s*port=(\d+)")
+
+
+class _Starts:
+    """Notices two servers logging into one file: two starts before either is ready, both then ready
+    (a start that died before it was ready, then a restart, has one ready line), or two starts that
+    name different ports."""
+
+    def __init__(self):
+        self.events: list[tuple[str, int]] = []
+        self.ports: dict[str, int] = {}
+        self.found: tuple[int, int] | None = None
+
+    def line(self, line: str, number: int) -> None:
+        if self.found is not None:
+            return
+        if _START in line:
+            self.events.append(("S", number))
+            port = _PORT.search(line)
+            if port:
+                first = next(iter(self.ports.values()), None)
+                self.ports.setdefault(port.group(1), number)
+                if len(self.ports) > 1:
+                    self.found = (first, number)
+        elif _READY in line:
+            self.events.append(("R", number))
+            if [e for e, _ in self.events[-4:]] == ["S", "S", "R", "R"]:
+                self.found = (self.events[-4][1], self.events[-3][1])
+
+    def request(self) -> None:
+        self.events.append(("Q", 0))
+
+
 def parse_log(path: Path) -> LogScan:
     """All request-stats lines in a server log, in file order; other lines are skipped. A request
     logged twice is kept twice here: ``merge_scans`` decides what repeats mean."""
     path = Path(path)
     stats, unreadable, invalid = [], [], []
     count = 0
+    starts = _Starts()
     for count, line in enumerate(runfile.lines(path), 1):
         if "Time Stats(" not in line and "ReqTimeStats(" not in line:
+            starts.line(line, count)
             continue
+        starts.request()
         stat = parse_line(line.rstrip("\r\n"), count)
         if stat is None or stat.input_len is None:
             unreadable.append(count)
@@ -161,7 +201,8 @@ def parse_log(path: Path) -> LogScan:
             invalid.append((count, f"{negative.group(1)}={negative.group(2)}"))
             continue
         stats.append(stat)
-    return LogScan(path=path, stats=tuple(stats), lines=count, unreadable=tuple(unreadable), invalid=tuple(invalid))
+    return LogScan(path=path, stats=tuple(stats), lines=count, unreadable=tuple(unreadable), invalid=tuple(invalid),
+                   interleaved=starts.found)
 
 
 @dataclass(frozen=True)

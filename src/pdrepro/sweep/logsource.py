@@ -50,11 +50,22 @@ class _LogSource(ABC):
         text = self.text(role)
         return {} if text is None else {0: text}
 
-    def copy_to(self, run: RunDir) -> list[Path]:
+    def origin(self, role: str, index: int) -> Path:
+        """Where this source reads server ``index``'s log of ``role`` (for messages)."""
+        return Path(server_log_name(role, index))
+
+    def copy_to(self, run: RunDir, servers: dict[str, int] | None = None) -> list[Path]:
+        """Copies every server's log into the run; with ``servers`` (per role, the topology's), a log of a
+        server past them is of another run (a shared folder keeps an earlier xPyD run's prefill-1.log): it is
+        set aside (``set_aside``), never merged into this run's."""
         run.logs_dir.mkdir(parents=True, exist_ok=True)
-        out = []
+        out: list[Path] = []
+        self.set_aside: list[Path] = []
         for role in ROLES:
             for index, text in sorted(self.texts(role).items()):
+                if servers is not None and role in servers and index >= servers[role]:
+                    self.set_aside.append(self.origin(role, index))
+                    continue
                 dest = run.server_log(role, index)
                 merge_into(dest, text)
                 out.append(dest)
@@ -75,6 +86,9 @@ class DirLogSource(_LogSource):
 
     def path(self, role: str) -> Path:
         return self.folder / server_log_name(role, 0)
+
+    def origin(self, role: str, index: int) -> Path:
+        return self.folder / server_log_name(role, index)
 
     def text(self, role: str) -> str | None:
         p = self.path(role)

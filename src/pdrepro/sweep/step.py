@@ -14,7 +14,7 @@ from ..contract import write_json_atomic
 from ..rundir import RunDir
 from . import metrics
 from .benchcmd import BenchTarget, bench_argv
-from .config import SweepConfig
+from .config import SweepConfig, is_disaggregated
 from .counters import CounterReader, record
 from .launcher import LengthTimeout
 from .progress import Heartbeat
@@ -51,8 +51,14 @@ def scrape(cfg: SweepConfig, run: RunDir, prompt_len: int, when: str) -> None:
 
 
 def collect_logs(cfg: SweepConfig, run: RunDir) -> None:
-    if cfg.log_source is not None:
-        cfg.log_source.copy_to(run)
+    if cfg.log_source is None:
+        return
+    t = cfg.scenario.topology
+    servers = {role: t.servers(role) for role in ("prefill", "decode")} if is_disaggregated(cfg.configuration) else None
+    cfg.log_source.copy_to(run, servers)
+    for path in getattr(cfg.log_source, "set_aside", []):
+        cfg.say(f"  logs: error: {path} is the log of no server of the {t.label} topology (an earlier run's?); set "
+                "aside, not copied into the run: remove it from the log folder")
 
 
 def _host_path(path: str | None) -> str | None:
