@@ -129,6 +129,9 @@ def unwritable(path: Path, exc: OSError, root: Path) -> UserError:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return UserError(f"{path}: cannot be written: the disk is full ({exc.strerror}); free space on the file "
                          f"system holding {root}, or write to another folder")
+    if exc.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST) and path.is_dir():
+        return UserError(f"{path}: is a directory where this file is written; move the directory away (or rename "
+                         "it) and run the command again")
     if exc.errno == errno.EROFS:
         return UserError(f"{path}: cannot be written: {root} is on a read-only file system; copy the run (or give "
                          "an output folder) on a writable one")

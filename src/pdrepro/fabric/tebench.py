@@ -18,8 +18,11 @@ from ..units import GB, MB, GiB, MiB
 
 UNITS = {"GB": GB, "GiB": GiB, "Gb": GB / 8, "MB": MB, "MiB": MiB, "Mb": MB / 8,
          "KB": 1e3, "KiB": 2**10, "Kb": 1e3 / 8}
-_DONE = re.compile(r"Test completed: duration ([\d.]+)(us)?, batch count (\d+), throughput ([\d.]+)(?:[ \t]+(\S+))?[ \t]*$",
+# A C++ stream prints large or small figures in scientific notation (1.5e+02): that is the number written.
+_NUM = r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
+_DONE = re.compile(rf"Test completed: duration {_NUM}(us)?, batch count (\d+), throughput {_NUM}(?:[ \t]+(\S+))?[ \t]*$",
                    re.MULTILINE)
+_DONE_LINE = re.compile(r"Test completed:.*$", re.MULTILINE)
 _LISTEN = re.compile(r"listening on (\S+):(\d+)")
 
 
@@ -35,6 +38,11 @@ class TeResult:
 def parse_result(text: str) -> TeResult:
     found = list(_DONE.finditer(text))
     if not found:
+        printed = _DONE_LINE.findall(text)
+        if printed:
+            raise ValueError(f"the result line {printed[-1].strip()[:200]!r} does not read as a duration, a batch "
+                             "count and a throughput figure; rerun the measurement (a nan or inf figure means the "
+                             "run moved nothing)")
         raise ValueError("no 'Test completed: ... throughput ...' line")
     m = found[-1]
     duration, micro, batches, value, printed_unit = m.groups()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from pathlib import Path
 
+from .. import runfile
 from ..contract import write_atomic
 from ..errors import UserError
 from ..rundir import RunDir, server_log_index, server_log_name
@@ -32,7 +33,7 @@ def merge_into(dest: Path, text: str) -> None:
     a server restart) and replace the latest start's part with ``text``'s."""
     segment = current_start(text)
     first = segment.split("\n", 1)[0]
-    old = dest.read_text(errors="replace") if dest.is_file() else ""
+    old = runfile.read_text(dest) if dest.is_file() else ""
     if old and first and first in old:
         old = old[: old.index(first)]
     write_atomic(dest, old + segment)
@@ -92,11 +93,11 @@ class DirLogSource(_LogSource):
 
     def text(self, role: str) -> str | None:
         p = self.path(role)
-        return p.read_text(errors="replace") if p.is_file() else None
+        return runfile.read_text(p) if p.is_file() else None
 
     def texts(self, role: str) -> dict[int, str]:
         found = {server_log_index(role, p.name): p for p in self.folder.iterdir() if p.is_file()}
-        return {i: p.read_text(errors="replace") for i, p in found.items() if i is not None}
+        return {i: runfile.read_text(p) for i, p in found.items() if i is not None}
 
     def describe(self) -> dict:
         return {"kind": "folder", "folder": str(self.folder)}
