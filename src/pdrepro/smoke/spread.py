@@ -21,9 +21,8 @@ STALL_GAP_MS = 10.0
 # ACK arrives stalls for about that long, once or twice per transfer.
 DELAYED_ACK_MS = (30.0, 450.0)
 
-NAGLE = ("Nagle's algorithm against delayed ACKs: Mooncake's TCP transport (at the pinned commit) leaves Nagle on, "
-         "so a short last segment waits for the peer's ACK, which Linux delays by 40-200 ms; "
-         "`pdrepro smoke --tcp-nodelay` runs the same transfers with TCP_NODELAY on (see the README)")
+NAGLE = ("Nagle's algorithm against delayed ACKs (Mooncake's TCP transport leaves Nagle on, Linux delays an ACK "
+         "by 40-200 ms; runs with --tcp-nodelay or with delayed ACKs off show no such stall: README, Mid-size stalls)")
 NOT_NAGLE = ("not Nagle's algorithm: this run had TCP_NODELAY on (--tcp-nodelay); other work on the host "
              "(CPU or memory contention) is the likely cause")
 OTHER = ("outside the delayed-ACK band (30-450 ms extra); other work on the host (CPU or memory contention) "
