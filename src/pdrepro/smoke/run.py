@@ -21,6 +21,7 @@ from pathlib import Path
 from ..contract import write_atomic, write_json_atomic
 from ..errors import UserError
 from ..rundir import RunDir
+from ..sweep.signals import Stopped
 from ..units import GB
 from . import nodelay
 from . import summary as sm
@@ -298,7 +299,8 @@ def write_outputs(run: RunDir, summary: dict) -> list[Path]:
 
 
 def _interrupt(signum, frame):
-    raise KeyboardInterrupt
+    # As a sweep stops: the CLI names the signal and exits 128 + its number (143 for SIGTERM).
+    raise Stopped(signum)
 
 
 def run_smoke(opts: SmokeOptions) -> int:
