@@ -22,6 +22,7 @@ from ..units import GB  # noqa: E402
 WAYS = (("Mooncake", "transfer_ms", "transfer_ms_all", "mooncake_stall", "#1f77b4"),
         ("socket copy", "socket_ms", "socket_ms_all", "socket_stall", "#ff7f0e"))
 OFFSET = 0.18   # each way's half of a size's slot on the x axis
+HEADROOM = 1.25  # the bandwidth axis's top over the fastest transfer
 
 
 def _gbs(nbytes: int, ms: float) -> float:
@@ -33,9 +34,10 @@ def _labels(rows: list[dict]) -> list[str]:
 
 
 def axis_top(rows: list[dict]) -> float:
-    """The bandwidth axis ends just above the fastest transfer of either way: scaled to the data."""
+    """The bandwidth axis ends a little above the fastest transfer of either way (room for the one-row
+    legend): scaled to the data."""
     fastest = max((_gbs(r["kv_bytes"], r[f"{prefix}_min"]) for r in rows for _, prefix, *_ in WAYS), default=0.0)
-    return fastest * 1.12 if fastest > 0 else 1.0
+    return fastest * HEADROOM if fastest > 0 else 1.0
 
 
 def _bandwidth(summary: dict, rows: list[dict], path: Path) -> Path:
@@ -59,7 +61,7 @@ def _bandwidth(summary: dict, rows: list[dict], path: Path) -> Path:
     ax.set_ylim(0, axis_top(rows))
     ax.grid(True, axis="y", alpha=0.3)
     ax.errorbar([], [], yerr=[], fmt="none", ecolor="black", label="slowest to fastest timed transfer")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper center", ncol=3, fontsize=8)
     s = summary.get("smoke") or {}
     ratio = s.get("mooncake_vs_socket_at_largest")
     extra = f"; Mooncake/socket at the largest sizes {ratio:.2f}" if ratio is not None else ""
