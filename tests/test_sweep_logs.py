@@ -105,3 +105,25 @@ def test_transport_proof_reads_every_server(tmp_path):
     (folder / "prefill-1.log").write_text(START.format(role="prefill") + "\n".join(mooncake_startup("rdma")) + "\n")
     proof = runner._prove(cfg, state)
     assert proof["proven"] is True and len(proof["servers"]) == 4
+
+
+def test_logs_the_servers_write_into_the_run_itself_stay_the_servers_files(tmp_path):
+    # `pdrepro stack up` logs into RUN/logs and the sweep is given --logs-from RUN/logs: copying
+    # would replace each file under the running server, whose later lines would be lost (seen on
+    # the H200: every length after the first missing from prefill.log).
+    run = RunDir(tmp_path / "run")
+    run.logs_dir.mkdir(parents=True)
+    writers = {role: (run.logs_dir / f"{role}.log").open("a") for role in ("prefill", "decode")}
+    for role, f in writers.items():
+        f.write(f"{role} line 1\n")
+        f.flush()
+    inodes = {role: (run.logs_dir / f"{role}.log").stat().st_ino for role in writers}
+    copied = DirLogSource(run.logs_dir).copy_to(run, {"prefill": 1, "decode": 1})
+    for role, f in writers.items():
+        f.write(f"{role} line 2\n")
+        f.close()
+    assert sorted(p.name for p in copied) == ["decode.log", "prefill.log"]
+    for role in writers:
+        path = run.logs_dir / f"{role}.log"
+        assert path.stat().st_ino == inodes[role]
+        assert path.read_text() == f"{role} line 1\n{role} line 2\n"

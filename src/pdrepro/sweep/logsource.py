@@ -39,6 +39,13 @@ def merge_into(dest: Path, text: str) -> None:
     write_atomic(dest, old + segment)
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and a.samefile(b)
+    except OSError:
+        return False
+
+
 class _LogSource(ABC):
     """What every source shares: copying each role's text into the run."""
 
@@ -68,7 +75,10 @@ class _LogSource(ABC):
                     self.set_aside.append(self.origin(role, index))
                     continue
                 dest = run.server_log(role, index)
-                merge_into(dest, text)
+                if not _same_file(self.origin(role, index), dest):
+                    merge_into(dest, text)
+                # else the server writes into the run itself (`pdrepro stack up`): rewriting the file would
+                # swap its inode under the server, whose later lines would go to the unlinked one.
                 out.append(dest)
         return out
 
