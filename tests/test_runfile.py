@@ -115,3 +115,19 @@ def test_a_utf16_log_without_its_mark_is_refused_with_the_conversion(tmp_path):
     run = build_run(tmp_path / "run", SCENARIO)
     run.prefill_log.write_bytes(run.prefill_log.read_text().encode("utf-16-le"))
     assert_one_line_error(pdrepro("analyze", run.root), "analyze", str(run.prefill_log), "UTF-16", "iconv")
+
+
+def test_a_fifo_as_the_runs_scenario_is_named(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO)
+    run.scenario_file.unlink(missing_ok=True)
+    os.mkfifo(run.scenario_file)
+    proc = _analyze_process(run.root)
+    assert proc.returncode == 2 and str(run.scenario_file) in proc.stderr and "FIFO" in proc.stderr, proc.stderr
+
+
+def test_a_thresholds_file_that_is_a_device_is_named():
+    from pdrepro.errors import UserError
+    from pdrepro.scenario import resolve_scenario
+
+    with pytest.raises(UserError, match="/dev/zero.*character device"):
+        resolve_scenario("h20-qwen3-235b-1p1d", None, "/dev/zero")

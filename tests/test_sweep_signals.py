@@ -165,3 +165,18 @@ def test_a_resume_stops_the_container_a_killed_sweep_left(tmp_path):
         assert _containers(label) == []
     finally:
         subprocess.run(["docker", "rm", "-f", left.stdout.strip()], capture_output=True, timeout=60)
+
+
+def test_a_second_pdrepro_sweep_on_the_same_out_exits_2_naming_the_first(tmp_path):
+    first = _start(tmp_path, "child")
+    try:
+        _wait_for_client(first, tmp_path)
+        second = _start(tmp_path, "child")
+        out, err = second.communicate(timeout=120)
+        assert second.returncode == 2, err
+        errors = [line for line in err.splitlines() if line.startswith("pdrepro sweep: error:")]
+        assert len(errors) == 1 and f"pid {first.pid}" in errors[0] and "already runs" in errors[0], err
+        assert "Traceback" not in err
+        assert first.poll() is None, "the first sweep must go on"
+    finally:
+        _stop(first, tmp_path, signal.SIGTERM)

@@ -47,8 +47,8 @@ def _open(path: Path) -> io.BufferedReader:
     if not stat.S_ISREG(mode):
         os.close(fd)
         via = f" (a symlink to {os.readlink(path)})" if os.path.islink(path) else ""
-        raise NotARegularFile(f"{path}{via}: is {_kind(mode)}, not a file a run writes; replace it with the "
-                              "file itself (or move it out of the run directory)")
+        raise NotARegularFile(f"{path}{via}: is {_kind(mode)}, not a regular file; nothing reads it to the end: "
+                              "put the file itself there (or move this out of the way)")
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
 
@@ -71,12 +71,13 @@ def _too_long(path: Path, number: int) -> UserError:
                      "damaged or not the one the run wrote: replace it (or move it out of the run directory)")
 
 
-def lines(path: Path | str) -> Iterator[str]:
-    """The file's lines (with their line ends), decoded as its mark says, undecodable bytes replaced."""
+def lines(path: Path | str, errors: str = "replace") -> Iterator[str]:
+    """The file's lines (with their line ends), decoded as its mark says, undecodable bytes replaced
+    (``errors="strict"``: a UnicodeDecodeError instead, for files people write by hand)."""
     path = Path(path)
     with _open(path) as raw:
         encoding = _encoding(path, raw.peek(64)[:64])
-        text = io.TextIOWrapper(raw, encoding=encoding, errors="replace", newline="")
+        text = io.TextIOWrapper(raw, encoding=encoding, errors=errors, newline="")
         number = 0
         while True:
             line = text.readline(MAX_LINE + 1)
@@ -88,6 +89,6 @@ def lines(path: Path | str) -> Iterator[str]:
             yield line
 
 
-def read_text(path: Path | str) -> str:
+def read_text(path: Path | str, errors: str = "replace") -> str:
     """The whole file as text, under the same rules as ``lines``."""
-    return "".join(lines(path))
+    return "".join(lines(path, errors))

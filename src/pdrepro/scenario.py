@@ -17,7 +17,7 @@ from typing import Literal
 import yaml
 from pydantic import Field
 
-from . import configyaml
+from . import configyaml, runfile
 from .errors import UserError
 from .kvsize import DTYPE_BYTES, Geometry, geometry_from_config, kv_bytes_per_token
 from .launchspec import Launch
@@ -238,7 +238,9 @@ def shipped_names() -> list[str]:
 
 def _read_yaml(path: Path, what: str) -> object:
     try:
-        text = path.read_text(encoding="utf-8")
+        # Through runfile: a FIFO or device named as the scenario (or left as RUN/scenario.yaml) is refused, not
+        # read forever.
+        text = runfile.read_text(path, errors="strict")
     except FileNotFoundError:
         raise UserError(f"{path}: no such {what} file; check the path") from None
     except IsADirectoryError:
@@ -272,7 +274,7 @@ def resolve_path(spec: str | Path) -> Path:
     path = Path(spec)
     if path.is_dir():
         raise UserError(f"{path}: is a directory, not a scenario file; give the scenario YAML file in it")
-    if not path.is_file():
+    if not path.exists():  # a FIFO or device there is refused by name when read
         if str(spec) in shipped_names():
             path = Path(str(resources.files("pdrepro") / "scenarios" / f"{spec}.yaml"))
         elif path.suffix in (".yaml", ".yml") or "/" in str(spec):
