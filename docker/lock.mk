@@ -38,3 +38,31 @@ gpu-wheelhouse: ## Download every wheel of docker/gpu-requirements.lock into whe
 	  -d $(WHEELHOUSE)/gpu -r $(GPU_LOCK)
 
 .PHONY: lock gpu-wheelhouse
+
+# The GPU image's environment without Docker, for the host launcher (`pdrepro stack up`) on a
+# bare-metal site: scripts/gpu-venv.sh does the work and says each step.
+#   make gpu-venv                              # .venv-gpu from the lock, online
+#   make gpu-venv WHEELHOUSE=/media/wheels     # offline, from /media/wheels/gpu (make gpu-wheelhouse)
+#   make gpu-venv SERVING_ONLY=1 VENV_SYSTEM_SITE=1   # the serving subset, on a machine with its own torch
+PYTHON312 ?= python3.12
+GPU_VENV ?= .venv-gpu
+LOCK ?= $(GPU_LOCK)
+# The Python the lock is resolved for (a LOCK= for another Python says its own).
+LOCK_PYTHON ?= $(GPU_PYTHON_VERSION)
+GPU_SERVING_EXCLUDE ?= docker/gpu-serving-exclude.txt
+# SGLang at the pin from its checkout (make source-trees SGLANG_GIT=...), else the nearest release's wheel.
+SGLANG ?= $(if $(wildcard build/sglang-src/python/pyproject.toml),build/sglang-src,sglang==$(SGLANG_NEAREST_RELEASE))
+# Mooncake: the wheel built at the pin (make mooncake-stage), else the CUDA 13 release that ran on the H200.
+MOONCAKE ?= $(or $(firstword $(wildcard build/mooncake-wheel/*.whl)),$(GPU_VENV_MOONCAKE_WHEEL)==$(GPU_VENV_MOONCAKE_VERSION))
+BUNDLE ?= dist/pdrepro-$(BUNDLE_VERSION)-py3-none-any.whl
+IMPORTS ?= sglang.srt.entrypoints.http_server sglang_router mooncake.engine pdrepro
+gpu-venv: ## Build .venv-gpu for the host launcher from the GPU lock, hashes required, without Docker (PYTHON312, WHEELHOUSE, SERVING_ONLY, VENV_SYSTEM_SITE)
+	$(if $(filter none,$(BUNDLE)),,@rm -f dist/pdrepro-*.whl)
+	$(if $(filter none,$(BUNDLE)),,$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps -w dist .)
+	bash scripts/gpu-venv.sh --python "$(PYTHON312)" --expect-python "$(LOCK_PYTHON)" --venv "$(GPU_VENV)" \
+	  --lock "$(LOCK)" $(if $(filter command line environment,$(origin WHEELHOUSE)),--wheelhouse "$(WHEELHOUSE)/gpu") \
+	  $(if $(VENV_SYSTEM_SITE),--system-site-packages) $(if $(SERVING_ONLY),--exclude "$(GPU_SERVING_EXCLUDE)") \
+	  --sglang "$(SGLANG)" --sglang-version "$(SGLANG_NEAREST_RELEASE)+g$(SGLANG_COMMIT)" \
+	  --mooncake "$(MOONCAKE)" --bundle "$(BUNDLE)" --imports "$(IMPORTS)"
+
+.PHONY: gpu-venv

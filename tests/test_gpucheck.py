@@ -12,8 +12,8 @@ import yaml
 from clihelp import assert_one_line_error, pdrepro, pdrepro_process
 from smokeimage import REPO, smoke_image
 
-from pdrepro.commands.gpu_check import _sizes
-from pdrepro.gpucheck import pattern
+from pdrepro.commands.gpu_check import _gpus, _sizes
+from pdrepro.gpucheck import ceiling, pattern
 from pdrepro.gpucheck.buffers import HostBuffer
 from pdrepro.scenario import load_scenario
 
@@ -72,7 +72,10 @@ def test_a_zeroed_buffer_does_not_pass():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--gpus", "0,0"], "--gpus"),
+    (["--gpus", "0,1,2"], "--gpus"),
+    (["--gpus", "0,0,1"], "--gpus"),
+    (["--layouts", "one,rows"], "--layouts"),
+    (["--layouts", "one,one"], "--layouts"),
     (["--gpus", "one"], "--gpus"),
     (["--repeats", "0"], "--repeats"),
     (["--prompt-lens", "a,b"], "--prompt-lens"),
@@ -115,15 +118,24 @@ def test_host_memory_run_moves_verified_bytes_through_mooncake(tmp_path):
         ["docker", "run", "--rm", "-v", f"{out}:/out", "--ulimit", "memlock=8388608:8388608", image,
          "pdrepro", "gpu-check", "--memory", "host", "--transport", "tcp", "--scenario", "smoke-tcp",
          "--prompt-lens", "128,32768", "--repeats", "2", "--block-mib", "16", "--direction", "read",
-         "--out", "/out"],
+         "--layouts", "blocks,layers", "--gpus", "0", "--out", "/out"],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads((out / "result.json").read_text())
     assert result["ok"] and result["transport"] == "tcp"
-    assert [r["prompt_len"] for r in result["rows"]] == [128, 32768]
+    assert [(r["prompt_len"], r["layout"]) for r in result["rows"]] == [
+        (128, "blocks"), (128, "layers"), (32768, "blocks"), (32768, "layers")]
     assert all(r["verified"] == 2 and len(r["seconds"]) == 2 and r["median_GB_s"] > 0 for r in result["rows"])
-    assert result["rows"][1]["nbytes"] == load_scenario("smoke-tcp").kv_bytes(32768)
+    assert result["rows"][2]["nbytes"] == load_scenario("smoke-tcp").kv_bytes(32768)
     assert "all bytes verified" in proc.stdout
+    # The same figures as the engine's ceiling per length, for the report.
+    engine = ceiling.read(out / ceiling.FILE_NAME)
+    layers = 2 * load_scenario("smoke-tcp").geometry.num_hidden_layers
+    assert engine.transport == "tcp" and engine.memory == "host" and not engine.same_gpu
+    assert [[f.blocks for f in row.layouts] for row in engine.rows] == [[1, layers], [
+        -(-result["rows"][2]["nbytes"] // (16 * MiB)), layers]]
+    for row, pair in zip(engine.rows, (result["rows"][:2], result["rows"][2:])):
+        assert row.ceiling_GB_s == max(r["median_GB_s"] for r in pair)
 
 
 RECORDED = REPO / "tests" / "recorded" / "gpu-check"
@@ -188,3 +200,45 @@ def test_an_out_folder_that_cannot_be_made_is_one_line(tmp_path):
     blocker.write_text("x")
     res = pdrepro("gpu-check", "--out", blocker / "sub")
     assert_one_line_error(res, "gpu-check", "--out")
+
+
+@pytest.mark.parametrize("text, gpus", [("0", (0, 0)), ("3,3", (3, 3)), ("0,1", (0, 1)), (" 2 , 5 ", (2, 5))])
+def test_one_gpu_id_puts_both_sides_on_it(text, gpus):
+    assert _gpus(text) == gpus
+
+
+def _settings(**kw):
+    from pdrepro.gpucheck.run import Settings
+    base = dict(sizes=((128, 1572864), (4096, 50331648)), repeats=2, block_bytes=16 * MiB, gpus=(0, 0), memory="gpu",
+                transport="tcp", direction="write", seed=0, timeout_s=10, out=REPO, layouts=("one", "layers"),
+                layers=24, scenario="onebox-qwen25-0.5b")
+    base.update(kw)
+    return Settings(**base)
+
+
+def test_the_layouts_cut_one_request_as_the_recorded_ceiling_did():
+    # ceiling.py on the H200: the whole request in one block, and 48 K/V blocks (24 layers) in one batch.
+    s = _settings()
+    assert s.layout_block_bytes("one", 50331648) == 50331648
+    assert 50331648 / s.layout_block_bytes("layers", 50331648) == 48
+    assert s.layout_block_bytes("blocks", 50331648) == 16 * MiB
+
+
+def test_the_engine_ceiling_is_the_best_verified_layout_per_length(tmp_path):
+    from pdrepro.gpucheck.run import Row, engine_ceiling
+    rows = [Row(128, 1572864, "one", 1, [0.001, 0.002], 2), Row(128, 1572864, "layers", 48, [0.004, 0.004], 2),
+            Row(4096, 50331648, "one", 1, [0.03, 0.03], 2),
+            Row(4096, 50331648, "layers", 48, [0.001, 0.001], 1, ["transfer 2: received bytes differ"])]
+    result = engine_ceiling(_settings(), rows, "tcp")
+    assert result.same_gpu and result.gpus == {"prefill": 0, "decode": 0}
+    assert result.ceiling_GB_s(128) == pytest.approx(1572864 / 0.0015 / 1e9)
+    # A layout whose bytes did not all arrive is no ceiling.
+    assert [f.layout for f in result.rows[1].layouts] == ["one"]
+    assert result.ceiling_GB_s(4096) == pytest.approx(50331648 / 0.03 / 1e9)
+    assert result.ceiling_GB_s(999) is None
+    path = tmp_path / ceiling.FILE_NAME
+    path.write_text(json.dumps(result.model_dump(mode="json")))
+    assert ceiling.read(path) == result
+    path.write_text(json.dumps({**result.model_dump(mode="json"), "memory": "disk"}))
+    with pytest.raises(Exception, match="memory"):
+        ceiling.read(path)

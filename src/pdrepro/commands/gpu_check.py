@@ -12,10 +12,26 @@ from ..units import GB, MiB
 
 
 def _gpus(text: str) -> tuple[int, int]:
-    gpus = parse_gpus(text)
+    """Prefill and decode GPU; one id (or the same twice) puts both sides on that GPU, as on a one-GPU box."""
+    ids = [v.strip() for v in text.split(",")]
+    if len(ids) == 2 and ids[0] == ids[1]:
+        ids = ids[:1]
+    gpus = parse_gpus(",".join(ids))
+    if len(gpus) == 1:
+        return gpus[0], gpus[0]
     if len(gpus) != 2:
-        raise UserError(f"--gpus {text!r}: give two GPU ids, prefill first, e.g. 0,1")
+        raise UserError(f"--gpus {text!r}: give two GPU ids, prefill first, e.g. 0,1 (or one, e.g. 0, to share it)")
     return gpus[0], gpus[1]
+
+
+def _layouts(text: str) -> tuple[str, ...]:
+    from ..gpucheck.ceiling import LAYOUTS
+
+    items = tuple(v.strip() for v in text.split(",") if v.strip())
+    bad = [v for v in items if v not in LAYOUTS]
+    if not items or bad or len(set(items)) != len(items):
+        raise UserError(f"--layouts {text!r}: give a comma list of {', '.join(LAYOUTS)}, each once, e.g. one,layers")
+    return items
 
 
 def _sizes(scenario, lens: tuple[int, ...] | None) -> tuple[tuple[int, int], ...]:
@@ -28,13 +44,18 @@ def _sizes(scenario, lens: tuple[int, ...] | None) -> tuple[tuple[int, int], ...
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "gpu-check", help="move KV-sized buffers GPU to GPU through Mooncake on one box (before a cluster run)",
-        description="Start two processes on two GPUs of this host; the first (prefill) writes one TP rank's KV "
-                    "cache per prompt length into the second's (decode) GPU memory through the Mooncake Transfer "
-                    "Engine; every received byte is checked. Checks GPU memory registration and the engine's data "
-                    "path; run it in the GPU image.")
+        description="Start two processes on two GPUs of this host (or both on one); the first (prefill) writes "
+                    "one TP rank's KV cache per prompt length into the second's (decode) GPU memory through the "
+                    "Mooncake Transfer Engine; every received byte is checked. Checks GPU memory registration and "
+                    "the engine's data path; run it in the GPU image.")
     p.add_argument("--scenario", default="h20-qwen3-235b-1p1d", help="sizes come from its model and prefill TP")
     p.add_argument("--prompt-lens", help="comma-separated subset or other lengths (default: the scenario's)")
-    p.add_argument("--gpus", default="0,1", help="prefill GPU, decode GPU (default 0,1)")
+    p.add_argument("--gpus", default="0,1",
+                   help="prefill GPU, decode GPU (default 0,1); one id (0, or 0,0) puts both sides on that GPU")
+    p.add_argument("--layouts", default="blocks",
+                   help="how one request's KV is cut into one batch, each measured at every length: blocks (of "
+                        "--block-mib), one (one block), layers (a K and a V block per layer, as SGLang's buffers); "
+                        "comma-separated (default %(default)s; the engine ceiling of a one-box run: one,layers)")
     p.add_argument("--repeats", type=int, default=3, help="timed transfers per length after one warm-up")
     p.add_argument("--block-mib", type=int, default=64, help="the engine moves each transfer in blocks of N MiB")
     p.add_argument("--transport", choices=("auto", "tcp", "rdma"), default="auto",
@@ -44,7 +65,8 @@ def register(subparsers) -> None:
     p.add_argument("--memory", choices=("gpu", "host"), default="gpu",
                    help="host rehearses the check without GPUs (e.g. in the smoke image)")
     p.add_argument("--timeout", type=seconds, default=600.0, help="seconds one step may take")
-    p.add_argument("--out", type=Path, help="where result.json and the engine logs go "
+    p.add_argument("--out", type=Path, help="where result.json, engine-ceiling.json (the engine's figure per length, "
+                                           "for the report: give the run directory) and the engine logs go "
                                            "(default results/gpu-check-<UTC time>)")
     p.set_defaults(func=run)
 
@@ -65,14 +87,20 @@ def run(args) -> int:
     settings = Settings(sizes=_sizes(scenario, prompt_lens(args.prompt_lens) if args.prompt_lens else None), repeats=args.repeats,
                         block_bytes=args.block_mib * MiB, gpus=_gpus(args.gpus), memory=args.memory,
                         transport=args.transport, direction=args.direction, seed=scenario.sweep.seed,
-                        timeout_s=args.timeout, out=out)
+                        timeout_s=args.timeout, out=out, layouts=_layouts(args.layouts),
+                        layers=scenario.geometry.num_hidden_layers, scenario=scenario.name)
     largest = max(n for _, n in settings.sizes)
-    route = (f"GPU {settings.gpus[0]} -> GPU {settings.gpus[1]}" if settings.memory == "gpu"
-             else "host memory, process to process (no GPU used)")
+    if settings.memory == "host":
+        route = "host memory, process to process (no GPU used)"
+    elif settings.gpus[0] == settings.gpus[1]:
+        route = f"two processes on GPU {settings.gpus[0]}"
+    else:
+        route = f"GPU {settings.gpus[0]} -> GPU {settings.gpus[1]}"
     print(f"gpu-check: {scenario.name}, one prefill TP rank's KV (TP {scenario.parallel.prefill_tp}); "
           f"{route}; largest buffer "
           f"{largest / GB:.2f} GB; sizes in decimal MB/GB, bandwidth in decimal GB/s", flush=True)
     result = check(settings, progress=lambda line: print(line, flush=True))
     print(f"gpu-check: transport {result['transport'] or 'unknown'}; "
-          f"{'all bytes verified' if result['ok'] else 'FAILED'}; details in {out / 'result.json'}")
+          f"{'all bytes verified' if result['ok'] else 'FAILED'}; details in {out / 'result.json'}, "
+          f"the engine's figure per length in {out / 'engine-ceiling.json'}")
     return 0 if result["ok"] else 1

@@ -16,7 +16,7 @@ from ..errors import UserError
 from ..mooncake_engine import set_transport_env
 from ..mooncake_log import detect, fallback_reason
 from ..units import bandwidth_GB_s, human_bytes
-from . import pattern
+from . import ceiling, pattern
 
 
 @dataclass(frozen=True)
@@ -24,19 +24,31 @@ class Settings:
     sizes: tuple[tuple[int, int], ...]   # (prompt_len, bytes one TP rank sends)
     repeats: int
     block_bytes: int
-    gpus: tuple[int, int]                # (initiator = prefill, target = decode)
+    gpus: tuple[int, int]                # (prefill, decode); the same id twice: both sides share one GPU
     memory: str                          # gpu | host
     transport: str                       # auto | tcp | rdma
     direction: str                       # write: prefill pushes | read: decode pulls
     seed: int
     timeout_s: float
     out: Path
+    layouts: tuple[str, ...] = ("blocks",)   # ceiling.LAYOUTS, each measured at every size
+    layers: int = 1                          # the model's num_hidden_layers, for the per-layer layout
+    scenario: str = ""
+
+    def layout_block_bytes(self, layout: str, nbytes: int) -> int:
+        if layout == "one":
+            return nbytes
+        if layout == "layers":
+            return -(-nbytes // (2 * self.layers))  # K and V of each layer, one block each
+        return self.block_bytes
 
 
 @dataclass
 class Row:
     prompt_len: int
     nbytes: int
+    layout: str = "blocks"
+    blocks: int = 1
     seconds: list[float] = field(default_factory=list)
     verified: int = 0
     failures: list[str] = field(default_factory=list)
@@ -118,7 +130,8 @@ def run(settings: Settings, progress=print) -> dict:
     init_gpu, target_gpu = (prefill_gpu, decode_gpu) if pushes else (decode_gpu, prefill_gpu)
     target = Side("target", target_gpu, not pushes, settings, _env(settings))
     initiator = None
-    rows = [Row(n, b) for n, b in settings.sizes]
+    rows = [Row(n, b, layout, -(-b // settings.layout_block_bytes(layout, b)))
+            for n, b in settings.sizes for layout in settings.layouts]
     try:
         ready = target.ask()
         initiator = Side("initiator", init_gpu, pushes, settings, _env(settings))
@@ -128,7 +141,8 @@ def run(settings: Settings, progress=print) -> dict:
             expected = pattern.digest(settings.seed, row.nbytes)
             for i in range(settings.repeats + 1):  # the first one warms the connection
                 receiver.ask(op="zero")
-                done = initiator.ask(op=settings.direction, bytes=row.nbytes, block_bytes=settings.block_bytes,
+                done = initiator.ask(op=settings.direction, bytes=row.nbytes,
+                                     block_bytes=settings.layout_block_bytes(row.layout, row.nbytes),
                                      segment=ready["segment"], peer_addr=ready["addr"])
                 got = receiver.ask(op="digest", bytes=row.nbytes)["digest"]
                 if done["rc"] != 0:
@@ -157,9 +171,29 @@ def run(settings: Settings, progress=print) -> dict:
     result["transport_problem"] = problem
     # Written before any verdict, so what was measured is kept either way.
     write_json_atomic(settings.out / "result.json", result, indent=2)
+    write_json_atomic(ceiling.path(settings.out), engine_ceiling(settings, rows, evidence.transport).model_dump(mode="json"),
+                      indent=2)
     if problem:
         raise UserError(f"{problem}; the figures are in {settings.out / 'result.json'}")
     return result
+
+
+def engine_ceiling(settings: Settings, rows: list[Row], transport: str | None) -> ceiling.EngineCeiling:
+    """The rows as the engine's ceiling per length: every layout measured, the best one's figure."""
+    out = []
+    for prompt_len, nbytes in settings.sizes:
+        figures = [ceiling.LayoutFigure(layout=r.layout, blocks=r.blocks, median_ms=statistics.median(r.seconds) * 1e3,
+                                        min_ms=min(r.seconds) * 1e3, max_ms=max(r.seconds) * 1e3, GB_s=r.median_GB_s,
+                                        verified=r.verified)
+                   for r in rows if r.prompt_len == prompt_len and r.seconds and not r.failures]
+        out.append(ceiling.CeilingRow(prompt_len=prompt_len, nbytes=nbytes, layouts=tuple(figures),
+                                      ceiling_GB_s=max((f.GB_s for f in figures), default=None)))
+    prefill, decode = settings.gpus
+    return ceiling.EngineCeiling(scenario=settings.scenario, memory=settings.memory,
+                                 gpus={"prefill": prefill, "decode": decode},
+                                 same_gpu=settings.memory == "gpu" and prefill == decode,
+                                 direction=settings.direction, transport_requested=settings.transport,
+                                 transport=transport, repeats=settings.repeats, rows=tuple(out))
 
 
 def _line(row: Row, settings: Settings) -> str:
@@ -169,5 +203,6 @@ def _line(row: Row, settings: Settings) -> str:
     else:
         speed = f"{'-':>9}     {'-':>6}     "
     status = "ok" if not row.failures else "; ".join(row.failures[:2])
-    return (f"{row.prompt_len:>7} tokens  {human_bytes(row.nbytes):>9}  {speed}  "
+    layout = "" if settings.layouts == ("blocks",) else f"{row.layout:>6} x{row.blocks:<4} "
+    return (f"{row.prompt_len:>7} tokens  {layout}{human_bytes(row.nbytes):>9}  {speed}  "
             f"verified {row.verified}/{settings.repeats}  {status}")
