@@ -199,7 +199,7 @@ class FakeBench:
 
     ``behaviour`` maps a prompt length to what goes wrong there: "fail" (exit
     1), "hang" (runs past the timeout), "interrupt" (Ctrl-C), "short" (fewer
-    completed requests than asked for)."""
+    completed requests than asked for), "empty" (every response without a token)."""
 
     cluster: FakeCluster
     behaviour: dict[int, str] = field(default_factory=dict)
@@ -248,8 +248,10 @@ class FakeBench:
         row = self.rows.get(length) or next((r for r in published_rows(self.cluster.scenario) if r.prompt_len == length),
                                              Row(length, 100.0 + length / 10, 2.0 + length / 500))
         errors = {length: 3} if what == "short" else {}
+        # "empty": every request answered with HTTP 200 and no token.
+        tokens = {length: 0} if what == "empty" else {}
         with tempfile.TemporaryDirectory() as tmp:
-            built = build_run(Path(tmp), self.cluster.scenario, rows=[row], errors=errors)
+            built = build_run(Path(tmp), self.cluster.scenario, rows=[row], errors=errors, output_tokens=tokens)
             shutil.copyfile(built.bench_file(length), args.output_file)
             for role, path in (("prefill", built.prefill_log), ("decode", built.decode_log)):
                 lines = [line for line in path.read_text().splitlines() if "Time Stats(" in line or "ReqTimeStats(" in line]

@@ -110,6 +110,15 @@ def test_incomplete_result_is_a_failed_length(tmp_path, cluster):
     assert not (tmp_path / "run" / "bench" / "result-512.jsonl").exists()
 
 
+def test_a_length_of_empty_responses_is_a_failed_length(tmp_path, cluster):
+    """Issue 15, 12: 50 HTTP 200s without a token are no completed length in the sweep's own account."""
+    lines = []
+    out = run_sweep(config(tmp_path, cluster, FakeBench(cluster, behaviour={256: "empty"}), lines=lines))
+    assert list(out.failed) == [256] and "empty" in out.failed[256], out.failed
+    assert any("1 failed" in line for line in lines), lines
+    assert (tmp_path / "run" / "bench" / "result-256.jsonl.failed").is_file()
+
+
 def test_provenance_contents(tmp_path, cluster, monkeypatch):
     from sysfs_builder import h20_node
 

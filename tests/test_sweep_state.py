@@ -49,3 +49,10 @@ def test_metrics_difference_keeps_gauges_and_subtracts_counters():
     assert lat.count == 20 and lat.mean == 10.0
     assert 'num_running_reqs{engine_type="prefill",tp_rank="0"} 0.0' in delta
     assert delta.startswith("# TYPE sglang:kv_transfer_latency_ms histogram\n")
+
+
+def test_a_result_of_empty_responses_is_not_complete(tmp_path):
+    problem = result_problem(_built(tmp_path, output_tokens={1024: 0}), 50, 1024)
+    assert problem is not None and "empty" in problem and "50" in problem
+    # One token each is a result (too short is the output_tokens gate's to judge, not the sweep's).
+    assert result_problem(_built(tmp_path / "one", output_tokens={1024: 1}), 50, 1024) is None

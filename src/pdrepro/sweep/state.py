@@ -34,7 +34,22 @@ def result_problem(path: Path, num_prompts: int, prompt_len: int | None = None) 
     completed = records[-1].get("completed")
     if completed != num_prompts:
         return f"completed {completed} of {num_prompts} requests"
+    if _all_empty(records[-1]):
+        return (f"every one of the {completed} responses is empty (0 output tokens): the server answered without "
+                "generating (see its log)")
     return None
+
+
+def _all_empty(record: dict) -> bool:
+    """Whether the client's record shows no request generating a token: HTTP 200 is not a completed request."""
+    total = record.get("total_output_tokens")
+    if isinstance(total, int) and not isinstance(total, bool):
+        return total == 0
+    lens = record.get("output_lens")
+    if isinstance(lens, list) and lens and all(isinstance(n, int) for n in lens):
+        return not any(lens)
+    texts = record.get("generated_texts")
+    return isinstance(texts, list) and bool(texts) and not any(texts)
 
 
 class SweepState:
