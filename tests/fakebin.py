@@ -75,9 +75,13 @@ while [ $# -gt 0 ]; do [ "$1" = "-d" ] && dev="$2"; shift; done
 """ + fail + f'sed -e "/^# /d" -e "s/mlx5_0/$dev/" {src}\n')
 
 
-def transfer_engine_bench(bin_dir: Path, log: Path | None = None, broken: bool = False) -> Path:
-    """Target: prints its startup log and waits; initiator: prints the fixture's run (on stderr, like glog)."""
+def transfer_engine_bench(bin_dir: Path, log: Path | None = None, broken: bool = False,
+                          throughput: str | None = None) -> Path:
+    """Target: prints its startup log and waits; initiator: prints the fixture's run (on stderr, like glog),
+    with THROUGHPUT in place of the fixture's figure when given."""
     init = _cat(FIXTURES / "mooncake" / "te-initiator.log")
+    if throughput is not None:
+        init += f" | sed 's/throughput 178.64 GB/throughput {throughput} GB/'"
     target = _cat(FIXTURES / "mooncake" / "te-target.log")
     log_cmd = f'echo "$* MC_TE_FILTERS=$MC_TE_FILTERS" >> {shlex.quote(str(log))}\n' if log else ""
     if broken:

@@ -190,3 +190,33 @@ def test_a_duration_printed_in_microseconds_is_read_in_seconds():
     line = "I1130 10:00:00.000000 1 bench.cpp:1] Test completed: duration 10012345us, batch count 42, throughput 12.5 GB/s\n"
     res = tebench.parse_result(line)
     assert res.duration_s == pytest.approx(10.012345) and res.throughput_GB_s == pytest.approx(12.5)
+
+
+# Issue 15, 7: what no fabric can measure is refused here as analyze refuses it.
+
+def test_a_ceiling_above_the_line_rate_is_refused(node, capsys):
+    tmp_path, bin_dir = node
+    fakebin.transfer_engine_bench(bin_dir)  # 178.64 GB/s over one 400 Gb/s NIC (50 GB/s)
+    assert main(_argv(tmp_path, "--nics", "mlx5_0", "--skip-perftest")) == 2
+    err = capsys.readouterr().err
+    assert "178.64" in err and "line rate" in err and "50.0" in err
+    assert json.loads((tmp_path / "run" / "baseline.json").read_text())["baseline_GB_s"] is None
+
+
+def test_a_ceiling_of_zero_is_refused(node, capsys):
+    tmp_path, bin_dir = node
+    fakebin.transfer_engine_bench(bin_dir, throughput="0.00")
+    assert main(_argv(tmp_path, "--skip-perftest")) == 2
+    assert "baseline" in capsys.readouterr().err
+    assert json.loads((tmp_path / "run" / "baseline.json").read_text())["baseline_GB_s"] is None
+
+
+def test_analyze_refuses_a_recorded_ceiling_above_the_line_rate(tmp_path):
+    from clihelp import assert_one_line_error, pdrepro
+    from runbuilder import build_run
+
+    from pdrepro.scenario import load_scenario
+
+    run = build_run(tmp_path / "run", load_scenario("h20-qwen3-235b-1p1d"))
+    run.baseline_file.write_text(json.dumps({"baseline_GB_s": 250.0, "line_rate_GB_s": 200.0}))
+    assert_one_line_error(pdrepro("analyze", run.root), "analyze", "baseline.json", "250", "line rate")

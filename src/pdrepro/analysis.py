@@ -306,7 +306,7 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
         "analysis_code": analysis_code_stamp(),
     }
     # `pdrepro baseline --out RUN` leaves the fabric's measured ceiling here.
-    baseline = load_ceiling(run.root)
+    baseline = load_ceiling(run.root, scenario.line_rate_GB_s)
     if baseline is not None:
         summary["baseline_GB_s"] = baseline
     metrics = _metrics(run, scenario, issues)

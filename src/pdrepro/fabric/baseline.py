@@ -223,8 +223,29 @@ def run_client(plan: BaselinePlan) -> dict:
         result["baseline_GB_s"], result["baseline_source"] = ib, "ib_write_bw"
     else:
         result["baseline_GB_s"], result["baseline_source"] = None, None
+    problem = ceiling_problem(result["baseline_GB_s"], plan.line_rate_GB_s)
+    if problem is not None:
+        # Kept for whoever reads the raw outputs, but as no ceiling: the analysis must not draw one.
+        result.update(baseline_GB_s=None, refused=f"{result['baseline_source']}: {problem}")
+        _write(plan.out, result)
+        where = RunDir(plan.out).baseline_outputs_dir if plan.out is not None else "the tool's output"
+        raise UserError(f"{result['baseline_source']} measured {problem}; no ceiling recorded: check the NICs it used "
+                        f"and the tool's raw output ({where}), then run `pdrepro baseline` again")
     _write(plan.out, result)
     return result
+
+
+def ceiling_problem(value: float | None, line_rate_GB_s: float | None) -> str | None:
+    """Why ``value`` (decimal GB/s) is no fabric ceiling, or None: zero moved nothing, and no fabric
+    moves more than its NICs' line rate."""
+    if value is None:
+        return None
+    if not math.isfinite(value) or value <= 0:
+        return f"{value} GB/s, which is no measurement (nothing moved)"
+    if line_rate_GB_s and value > line_rate_GB_s:
+        return (f"{value:.2f} GB/s, above the {line_rate_GB_s:.1f} GB/s line rate of the NICs it used, which no fabric "
+                "exceeds (a unit misread, or traffic over other NICs)")
+    return None
 
 
 def _write(out: Path | None, result: dict) -> None:
@@ -299,18 +320,24 @@ def _wait_segment(proc: subprocess.Popen, timeout: float) -> str:
                     "check /dev/infiniband, memlock and GPU registration with `pdrepro doctor`")
 
 
-def load_ceiling(run_dir: Path) -> float | None:
-    """The measured ceiling (decimal GB/s) that `pdrepro baseline` left in RUN, or None."""
+def load_ceiling(run_dir: Path, line_rate_GB_s: float | None = None) -> float | None:
+    """The measured ceiling (decimal GB/s) that `pdrepro baseline` left in RUN, or None; refused where it is
+    zero or above the line rate (the NICs' the file records, else ``line_rate_GB_s``, the scenario's)."""
     path = RunDir(Path(run_dir)).baseline_file
     if not path.is_file():
         return None
     try:
-        value = json.loads(path.read_text()).get("baseline_GB_s")
+        data = json.loads(path.read_text())
+        value = data.get("baseline_GB_s")
+        recorded = data.get("line_rate_GB_s")
     except (OSError, ValueError, AttributeError) as exc:
         raise UserError(f"{path}: unreadable ({exc}); re-run `pdrepro baseline --out {run_dir}` or delete the file") from None
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
-    if not math.isfinite(value) or value <= 0:
-        raise UserError(f"{path}: baseline_GB_s is {value}, not a measured ceiling; re-run `pdrepro baseline --out "
+    if not isinstance(recorded, (int, float)) or isinstance(recorded, bool) or recorded <= 0:
+        recorded = line_rate_GB_s
+    problem = ceiling_problem(float(value), recorded)
+    if problem is not None:
+        raise UserError(f"{path}: baseline_GB_s is {problem}; not a measured ceiling: re-run `pdrepro baseline --out "
                         f"{run_dir}` or delete the file")
     return float(value)
