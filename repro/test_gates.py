@@ -87,9 +87,10 @@ def test_nics_witness_the_kv(checks, prompt_len):
 
 @pytestmark_sweep
 def test_plausible(checks, prompt_len):
-    """Figures that cannot be true: above line rate, TTFT not positive, KV size off the model's."""
+    """Figures that cannot be true: above line rate, TTFT not positive or shorter than the KV transfer, KV size
+    off the model's."""
     _present(checks, prompt_len)
-    for name in ("bandwidth_within_line_rate", "ttft_positive", "kv_size_match"):
+    for name in ("bandwidth_within_line_rate", "ttft_positive", "ttft_covers_transfer", "kv_size_match"):
         _gate(checks, name, prompt_len, required=False)
 
 

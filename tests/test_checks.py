@@ -102,3 +102,15 @@ def test_outputs_short_of_the_requested_length_fail(tmp_path):
 def test_output_shortfall_is_seen_without_output_details(tmp_path):
     bad = failed(_failures(tmp_path, output_tokens={512: 0}, output_details=False))
     assert ("output_tokens", 512) in [(r.name, r.prompt_len) for r in bad]
+
+
+def test_ttft_shorter_than_the_kv_transfer_fails_in_every_scenario(tmp_path):
+    """Issue 15, 7: the first token comes after the KV arrived; whatever bounds a scenario sets (here none)."""
+    from pdrepro.scenario import Thresholds
+
+    loose = SCENARIO.with_thresholds(Thresholds(min_nic_kv_share_pct=0.0))
+    summary = compute_summary(build_run(tmp_path / "r", loose, ttft_factor={4096: 0.02}), loose)
+    bad = failed(evaluate(summary, loose))
+    assert [(r.name, r.prompt_len) for r in bad] == [("ttft_covers_transfer", 4096)], bad
+    assert "4096" in bad[0].detail and "ms" in bad[0].detail
+    assert "ttft_covers_transfer" in {r.name for r in failed(evaluate(summary, SCENARIO))}

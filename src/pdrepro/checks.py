@@ -200,6 +200,13 @@ def evaluate(summary: dict, scenario: Scenario) -> list[CheckResult]:
             out.append(CheckResult("ttft_positive", L, ttft, 0.0, "ms", positive,
                                    f"length {L}: mean TTFT {'is' if positive else 'is not'} above 0 ms"
                                    + ("" if ttft is not None else " (not measured)"), ">"))
+            transfer = row.get("transfer_ms_median")
+            first = row.get("ttft_ms_median") if row.get("ttft_ms_median") is not None else ttft
+            if first is not None and transfer is not None:
+                # The first token is decoded after the KV arrived: a TTFT shorter than the transfer is
+                # impossible in any scenario (the two figures are not of the same requests).
+                out.append(_check("ttft_covers_transfer", L, first, ">=", transfer, "ms",
+                                  "median TTFT (it includes the KV transfer, median shown as the bound)"))
             if L in t.max_ttft_ms:
                 out.append(_check("max_ttft", L, ttft, "<=", t.max_ttft_ms[L], "ms", "mean TTFT"))
             if t.max_transfer_share_pct is not None:
