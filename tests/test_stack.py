@@ -164,6 +164,9 @@ def test_a_recycled_pid_is_not_signalled(tmp_path):
         assert down.returncode == 0 and "was not running" in down.stdout
         time.sleep(0.3)
         assert decoy.poll() is None
+        # Nor one whose start time was never read, nor the group of a PID someone else now holds.
+        assert procs.group_members(decoy.pid, -1) == [] and procs.group_members(decoy.pid, ticks - 1) == []
+        assert procs.group_members(decoy.pid, ticks) == [decoy.pid]
     finally:
         os.killpg(decoy.pid, signal.SIGKILL)
         decoy.wait()

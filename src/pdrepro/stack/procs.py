@@ -40,7 +40,16 @@ def running(pid: int, ticks: int) -> bool:
 
 def group_members(pgid: int, since_ticks: int) -> list[int]:
     """Live processes of process group ``pgid`` started no earlier than its leader did: the leader
-    and what it forked (SGLang's scheduler and detokenizer processes), even after the leader died."""
+    and what it forked (SGLang's scheduler and detokenizer processes), even after the leader died.
+
+    Linux gives out no PID still in use as a process group's id, so a process now holding the
+    leader's PID with another start time means the whole group is gone and the PID was recycled:
+    nothing of it is ours."""
+    if since_ticks < 0:
+        return []
+    current = start_ticks(pgid)
+    if current is not None and current != since_ticks:
+        return []
     found = []
     for entry in PROC.iterdir():
         if not entry.name.isdigit():

@@ -21,7 +21,8 @@ class Started(Record):
     role: Literal[ROLES]
     pid: int
     # Clock ticks after boot at which the process started (/proc/PID/stat field 22): with the
-    # boot id, this tells the process apart from a later one given the same PID.
+    # boot id, this tells the process apart from a later one given the same PID; -1: it had ended
+    # before its start time could be read.
     start_ticks: int
     argv: tuple[str, ...]
     env: dict[str, str]                # set on top of the launcher's own environment

@@ -106,7 +106,9 @@ class Launcher:
             proc = subprocess.Popen(list(step.argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     env=env, start_new_session=True, cwd=self.run.root)
         ticks = procs.start_ticks(proc.pid)
-        started = record.Started(name=step.name, role=step.role, pid=proc.pid, start_ticks=ticks or 0, argv=step.argv,
+        if ticks is None:  # gone already, and reaped: -1 names no process, so nothing is ever signalled for it
+            ticks = -1
+        started = record.Started(name=step.name, role=step.role, pid=proc.pid, start_ticks=ticks, argv=step.argv,
                                  env=added, env_removed=removed, log=str(log_path.relative_to(self.run.root)),
                                  health_url=step.health_url, started_at=_now())
         self.children.append((started, proc))
