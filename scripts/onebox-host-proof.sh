@@ -70,10 +70,11 @@ read -r router prefill decode <<< "$urls"
 
 # The engine alone on the same GPUs and transport, while the servers hold their memory: the
 # ceiling the report sets each length's per-request bandwidth against.
-gpu_pair=$GPUS; case $GPUS in *,*) ;; *) gpu_pair=$GPUS,$GPUS ;; esac
-step "engine ceiling: pdrepro gpu-check --gpus $gpu_pair --transport $ceiling_transport"
-logged gpu-check pdrepro gpu-check --scenario "$SCENARIO" --gpus "$gpu_pair" --transport "$ceiling_transport" \
-  --out "$RUN/engine-ceiling" || echo "engine ceiling failed (exit $?); the sweep goes on without it"
+# One GPU id puts both sides on that GPU, as the servers share it.
+step "engine ceiling: pdrepro gpu-check --gpus $GPUS --transport $ceiling_transport"
+logged gpu-check pdrepro gpu-check --scenario "$SCENARIO" --gpus "$GPUS" --layouts one,layers \
+  --transport "$ceiling_transport" --out "$RUN/engine-ceiling" \
+  || echo "engine ceiling failed (exit $?); the sweep goes on without it"
 
 step "sweep against $router"
 logged sweep pdrepro sweep --scenario "$SCENARIO" --router "$router" --prefill "$prefill" --decode "$decode" \
