@@ -40,9 +40,12 @@ ONEBOX_IP ?= 127.0.0.1
 ONEBOX_GPUS ?= 0,1
 # Non-empty: KV over TCP even when the node has RDMA devices.
 FORCE_TCP ?=
-ONEBOX_COMPOSE = $(COMPOSE) -f compose/onebox.yaml --env-file $(ONEBOX_DEPLOY)/onebox.env
+# One GPU id: both servers share it, and decode starts once prefill is healthy (compose/onebox.onegpu.yaml).
+ONEBOX_COMPOSE = $(COMPOSE) -f compose/onebox.yaml --env-file $(ONEBOX_DEPLOY)/onebox.env \
+  $(if $(findstring $(comma),$(ONEBOX_GPUS)),,-f compose/onebox.onegpu.yaml)
+comma := ,
 
-onebox: setup ## One node, 2+ GPUs: real SGLang prefill+decode+router on a small model: make onebox MODEL=dir [ONEBOX_GPUS=0,1 FORCE_TCP=1]
+onebox: setup ## One node: real SGLang prefill+decode+router on a small model: make onebox MODEL=dir [ONEBOX_GPUS=0,1 or 0 FORCE_TCP=1]
 	@test -n "$(MODEL)" || { echo "make onebox: pass MODEL=/path/to/model (the small model's folder, e.g. Qwen2.5-0.5B-Instruct, holding config.json)" >&2; exit 2; }
 	$(PDREPRO) render --target onebox --scenario $(ONEBOX_SCENARIO) --prefill-ip $(ONEBOX_IP) --model "$(MODEL)" \
 	  $(if $(DATASET),--dataset "$(DATASET)") --gpus $(ONEBOX_GPUS) --out $(ONEBOX_DEPLOY)

@@ -141,3 +141,11 @@ def test_a_shared_gpu_needs_a_fraction(tmp_path, capsys):
     assert "the servers share GPU 0" in capsys.readouterr().err
     assert main([*argv, "--mem-fraction", "0.25"]) == 0
     assert "--mem-fraction-static 0.25" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("gpus, shared", [("0", True), ("0,1", False)])
+def test_make_onebox_adds_the_one_gpu_file_for_one_gpu(gpus, shared):
+    proc = subprocess.run(["make", "-n", "-o", "setup", "onebox", "MODEL=/models/x", f"ONEBOX_GPUS={gpus}"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "MAKEFLAGS": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert (onebox.ONE_GPU_FILE in proc.stdout) == shared
