@@ -40,5 +40,5 @@ def test_outside_the_delayed_ack_band_the_cause_is_not_claimed():
     assert not st["delayed_ack_signature"] and st["likely_cause"] == OTHER
 
 
-def test_with_nodelay_forced_a_stall_is_not_blamed_on_nagle():
-    assert stall(BIMODAL_256, nodelay=True)["likely_cause"] == NOT_NAGLE
+def test_with_nodelay_forced_or_delayed_acks_off_a_stall_is_not_blamed_on_nagle():
+    assert stall(BIMODAL_256, nagle_ruled_out=True)["likely_cause"] == NOT_NAGLE

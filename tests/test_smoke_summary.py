@@ -288,6 +288,27 @@ def test_tcp_nodelay_preloads_a_built_library_into_both_agents(tmp_path, plan):
         assert " ".join(out) == want
 
 
+def test_quickack_turns_delayed_acks_off_on_the_bridge_route_only(tmp_path, plan):
+    cfg = _stack_config(tmp_path, plan, "tcp", quickack=True)
+    for name, role in (("prefill", "target"), ("decode", "initiator")):
+        svc = cfg["services"][name]
+        assert {"IPC_LOCK", "NET_ADMIN"} <= set(svc["cap_add"])
+        script = svc["command"][-1]
+        assert "quickack 1" in script and script.endswith(f"exec python3 -m pdrepro.smoke.agent {role}")
+        assert "network_mode" not in svc
+    with pytest.raises(UserError, match="host network"):
+        _stack_config(tmp_path / "rdma", plan, "rdma", quickack=True)
+
+
+def test_a_stall_in_a_run_without_nagle_is_not_blamed_on_it(scenario, plan):
+    init = _initiator(plan, [0.4, 8.0, 60.0], [0.3, 7.5, 55.0])
+    init["rows"][1]["mooncake"] = _measure([8.1, 68.0, 7.9, 67.5, 66.0])
+    for flag in ("tcp_nodelay", "quickack"):
+        s = build_summary(scenario, init, {flag: True})
+        assert s["smoke"][flag] is True
+        assert "not Nagle against delayed ACKs" in s["rows"][1]["mooncake_stall"]["likely_cause"]
+
+
 def test_compose_wiring_for_rdma_uses_the_host_network(tmp_path, plan):
     cfg = _stack_config(tmp_path, plan, "rdma")
     ports = set()

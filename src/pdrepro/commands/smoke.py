@@ -46,6 +46,9 @@ def register(subparsers) -> None:
                    help="experiment: both agents run with Nagle's algorithm off (TCP_NODELAY on every TCP socket, "
                         "through a preload library built here with cc); compare with a default run to tell "
                         "whether mid-size stalls are Nagle against delayed ACKs")
+    p.add_argument("--quickack", action="store_true",
+                   help="experiment: both containers turn delayed ACKs off on their bridge route (ip route ... "
+                        "quickack 1; adds NET_ADMIN), Nagle untouched; the other half of the --tcp-nodelay test")
     p.add_argument("--image", default=None, help="smoke image (default: SMOKE_IMAGE from versions.env)")
     p.add_argument("--results", default="results", help="folder for run directories (default: results)")
     p.add_argument("--compose-file", default=None, help="default: compose/smoke.yaml of this checkout")
@@ -86,5 +89,6 @@ def run(args) -> int:
     opts = SmokeOptions(scenario=scenario, plan=plan, image=image, transport=args.transport,
                         results=Path(args.results), compose_file=find_compose_file(args.compose_file),
                         memlock=memlock, timeout_s=args.timeout, host_ip=args.host_ip,
-                        wait=args.wait, tcp_nodelay=args.tcp_nodelay)
+                        wait=args.wait, tcp_nodelay=args.tcp_nodelay,
+                        quickack=args.quickack)
     return run_smoke(opts)

@@ -18,7 +18,8 @@ def _gbs(nbytes: int, ms: float) -> float:
 def print_result(summary: dict, run: RunDir, seconds: float) -> None:
     s = summary["smoke"]
     say(f"transport used: {summary['transport']} (requested {s['requested_transport']})"
-        + ("; TCP_NODELAY forced on (--tcp-nodelay)" if s.get("tcp_nodelay") else ""))
+        + ("; TCP_NODELAY forced on (--tcp-nodelay)" if s.get("tcp_nodelay") else "")
+        + ("; delayed ACKs off (--quickack)" if s.get("quickack") else ""))
     say("GB/s of the median transfer [slowest-fastest transfer]:")
     for r in summary["rows"]:
         n = r["kv_bytes"]

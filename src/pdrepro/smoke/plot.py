@@ -65,7 +65,7 @@ def _bandwidth(summary: dict, rows: list[dict], path: Path) -> Path:
     s = summary.get("smoke") or {}
     ratio = s.get("mooncake_vs_socket_at_largest")
     extra = f"; Mooncake/socket at the largest sizes {ratio:.2f}" if ratio is not None else ""
-    nodelay = ", TCP_NODELAY forced" if s.get("tcp_nodelay") else ""
+    nodelay = (", TCP_NODELAY forced" if s.get("tcp_nodelay") else "") + (", delayed ACKs off" if s.get("quickack") else "")
     ax.set_title(f"Smoke: Mooncake vs a socket copy, same bytes, same containers ({summary.get('transport')}"
                  f"{nodelay}){extra}", fontsize=9)
     fig.tight_layout()

@@ -44,6 +44,7 @@ class SmokeOptions:
     host_ip: str | None = None
     wait: str = "sleep"
     tcp_nodelay: bool = False      # the experiment of smoke.nodelay
+    quickack: bool = False         # the other half: delayed ACKs off (compose/smoke.quickack.yaml)
 
 
 def say(msg: str) -> None:
@@ -158,6 +159,11 @@ class Stack:
             ip = opts.host_ip or host_address()
             env.update(SMOKE_HOST_IP=ip, SMOKE_PEER=ip, SMOKE_CONTROL_PORT=str(free_port()),
                        SMOKE_DATA_PORT=str(free_port()))
+        if opts.quickack:
+            if any(f.name == "smoke.host-net.yaml" for f in files):
+                raise UserError("--quickack changes the containers' own route, and on the host network that is the "
+                                "host's: use it over the bridge (--transport tcp on a host without /dev/infiniband)")
+            files.append(opts.compose_file.with_name("smoke.quickack.yaml"))
         if opts.tcp_nodelay:
             files.append(opts.compose_file.with_name("smoke.nodelay.yaml"))
             env.update(nodelay.compose_env(nodelay.build(run.root / "nodelay")))
@@ -277,6 +283,7 @@ def provenance(opts: SmokeOptions, img: dict, run_id: str) -> dict:
         "repeats": opts.plan.repeats,
         "wait": opts.wait,
         "tcp_nodelay": opts.tcp_nodelay,
+        "quickack": opts.quickack,
     }
 
 

@@ -23,8 +23,8 @@ DELAYED_ACK_MS = (30.0, 450.0)
 
 NAGLE = ("Nagle's algorithm against delayed ACKs (Mooncake's TCP transport leaves Nagle on, Linux delays an ACK "
          "by 40-200 ms; runs with --tcp-nodelay or with delayed ACKs off show no such stall: README, Mid-size stalls)")
-NOT_NAGLE = ("not Nagle's algorithm: this run had TCP_NODELAY on (--tcp-nodelay); other work on the host "
-             "(CPU or memory contention) is the likely cause")
+NOT_NAGLE = ("not Nagle against delayed ACKs: this run had TCP_NODELAY on (--tcp-nodelay) or delayed ACKs off "
+             "(--quickack); other work on the host (CPU or memory contention) is the likely cause")
 OTHER = ("outside the delayed-ACK band (30-450 ms extra); other work on the host (CPU or memory contention) "
          "is the likely cause")
 
@@ -34,7 +34,7 @@ def spread(ms: list[float]) -> dict:
     return {"min": min(ms), "median": statistics.median(ms), "max": max(ms)}
 
 
-def stall(ms: list[float], nodelay: bool = False) -> dict | None:
+def stall(ms: list[float], nagle_ruled_out: bool = False) -> dict | None:
     """The slow group of a size's transfers, or None when they form one group.
 
     Split at the widest ratio between neighbours in sorted order; a group of
@@ -47,7 +47,7 @@ def stall(ms: list[float], nodelay: bool = False) -> dict | None:
     if v[i + 1] < STALL_RATIO * v[i] or v[i + 1] - v[i] < STALL_GAP_MS:
         return None
     extra = statistics.median(slow) - statistics.median(fast)
-    if nodelay:
+    if nagle_ruled_out:
         cause = NOT_NAGLE
     elif DELAYED_ACK_MS[0] <= extra <= DELAYED_ACK_MS[1]:
         cause = NAGLE

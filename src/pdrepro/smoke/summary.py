@@ -29,7 +29,7 @@ def _bw(nbytes: int, ms: float | None) -> float | None:
     return None if not ms else bandwidth_GB_s(nbytes, ms / 1000)
 
 
-def build_rows(initiator: dict, nodelay: bool = False) -> list[dict]:
+def build_rows(initiator: dict, nagle_ruled_out: bool = False) -> list[dict]:
     planned = (initiator.get("plan") or {}).get("repeats")
     rows = []
     for r in initiator.get("rows", []):
@@ -55,8 +55,8 @@ def build_rows(initiator: dict, nodelay: bool = False) -> list[dict]:
             # Every transfer is checked, the warm-up too; failed_checks counts any of them.
             checked_transfers=len(mc["ms"]) + 1 + len(sk["ms"]) + 1,
             failed_transfers=mc["failed_checks"] + sk["failed_checks"],
-            mooncake_stall=stall(mc["ms"], nodelay),
-            socket_stall=stall(sk["ms"], nodelay),
+            mooncake_stall=stall(mc["ms"], nagle_ruled_out),
+            socket_stall=stall(sk["ms"], nagle_ruled_out),
         ))
     return rows
 
@@ -100,8 +100,8 @@ def below_per_size(rows: list[dict]) -> list[int]:
 
 
 def build_summary(scenario, initiator: dict, provenance: dict) -> dict:
-    nodelay = bool(provenance.get("tcp_nodelay"))
-    rows = build_rows(initiator, nodelay)
+    nodelay, quickack = bool(provenance.get("tcp_nodelay")), bool(provenance.get("quickack"))
+    rows = build_rows(initiator, nodelay or quickack)
     issues: list[dict] = []
     transport = (initiator.get("evidence") or {}).get("transport")
     if initiator.get("error"):
@@ -149,6 +149,7 @@ def build_summary(scenario, initiator: dict, provenance: dict) -> dict:
             "transfers_checked": sum(r["checked_transfers"] for r in rows),
             "transfers_verified": sum(r["checked_transfers"] - r["failed_transfers"] for r in rows),
             "tcp_nodelay": nodelay,
+            "quickack": quickack,
             "stalled_prompt_lens": [r["prompt_len"] for r in rows if r["mooncake_stall"]],
             "below_target_prompt_lens": below_per_size(rows),
             "ratio_target": RATIO_TARGET,
@@ -224,7 +225,8 @@ def smoke_section(summary: dict) -> str:
         lines.append("- Stalls: none (every size's transfers form one group).")
     lines.append(f"- Transport: **{summary.get('transport')}** (requested: {s.get('requested_transport')}; "
                  f"HCAs the engine found: {s.get('hcas_found')}); TCP_NODELAY forced (--tcp-nodelay): "
-                 f"{'yes' if s.get('tcp_nodelay') else 'no'}.")
+                 f"{'yes' if s.get('tcp_nodelay') else 'no'}; delayed ACKs off (--quickack): "
+                 f"{'yes' if s.get('quickack') else 'no'}.")
     peak = s.get("memory_peak_bytes")
     if peak is not None:
         verdict = "fits" if s.get("fits_8GB_laptop") else "does NOT fit"
