@@ -64,7 +64,8 @@ def docker_client():
     except DockerException as exc:
         raise UserError(
             f"cannot reach a Docker engine ({str(exc).splitlines()[0][:160]}); install Docker "
-            "(Debian/Ubuntu: `apt-get install docker.io`) and start it (`systemctl start docker`, or `dockerd &`)"
+            "(Debian/Ubuntu: `sudo bash .ci/docker-engine.sh` installs engine, compose v2 and debootstrap) and start it "
+            "(the script does; else `systemctl start docker`, or `dockerd &`)"
         ) from None
     return client
 
@@ -76,7 +77,8 @@ def compose_command() -> list[str]:
                 return cmd
         except FileNotFoundError:
             continue
-    raise UserError("Docker Compose v2 is missing; install the `docker-compose-plugin` (or `docker-compose`) package")
+    raise UserError("Docker Compose v2 is missing; install the `docker-compose-plugin` (or `docker-compose`) package "
+                    "(Debian/Ubuntu: `sudo bash .ci/docker-engine.sh`)")
 
 
 def check_rdma_request(transport: str, plan: SmokePlan, memlock: str | None, root: Path = Path("/")) -> None:
