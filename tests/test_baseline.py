@@ -131,16 +131,17 @@ def test_server_side_starts_both_and_reports_segment(node, capsys):
 
 def test_load_ceiling(node):
     from pdrepro.errors import UserError
-    from pdrepro.fabric.baseline import load_ceiling
+    from pdrepro.rundir import RunDir
     tmp_path, bin_dir = node
-    assert load_ceiling(tmp_path / "run") is None
+    run = RunDir(tmp_path / "run")
+    assert run.baseline_ceiling() is None
     fakebin.ib_write_bw(bin_dir)
     fakebin.transfer_engine_bench(bin_dir)
     assert main(_argv(tmp_path)) == 0
-    assert load_ceiling(tmp_path / "run") == 178.64
+    assert run.baseline_ceiling() == 178.64
     (tmp_path / "run" / "baseline.json").write_text("{cut")
     with pytest.raises(UserError, match="baseline.json: unreadable"):
-        load_ceiling(tmp_path / "run")
+        run.baseline_ceiling()
 
 
 def test_serial_runs_pairs_one_after_another(node):

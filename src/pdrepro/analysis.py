@@ -19,12 +19,11 @@ import json
 import statistics
 from pathlib import Path
 
-from . import runfile
 from .contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, analysis_code_stamp, headline, issue, result_row
 from .engineceiling import CeilingError, against_rows
 from .engineceiling import load_ceiling as load_engine_ceiling
 from .errors import UserError
-from .fabric.baseline import load_ceiling
+from .issuekind import IssueKind
 from .outputlens import output_figures
 from .parsers.bench import BenchResult, parse_bench_file, percentile
 from .parsers.prom import parse_metrics_file
@@ -32,7 +31,6 @@ from .parsers.reqstats import LogScan, ReqStat, merge_scans, parse_log
 from .rundir import RunDir, why_absent
 from .scenario import Scenario
 from .serverlogs import logs_label, topology_logs
-from .sweep.state import SweepState
 from .transport_evidence import transport_facts
 from .units import MiB, bandwidth_GB_s, human_bytes
 from .witness import describe_allowance, outside_window, witness_row
@@ -50,10 +48,7 @@ def nearest_length(input_len: int, lengths: list[int]) -> int | None:
 
 def _sweep_failures(run: RunDir) -> dict[int, str]:
     """Lengths `pdrepro sweep` recorded as failed, with its reason (timeout, client exit ...)."""
-    try:
-        return SweepState(run).failed()
-    except (ValueError, TypeError, AttributeError):
-        return {}
+    return run.read_sweep_state().failed()
 
 
 def _read_bench(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[int, BenchResult]:
@@ -68,19 +63,19 @@ def _read_bench(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[int
             else:
                 why = (f"the run has no bench result for prompt length {L}: run the sweep for it, or analyse with "
                        "the scenario the run used")
-            issues.append(issue(ERROR, "missing_length", f"{run.bench_file(L)}: missing; {why}", L))
+            issues.append(issue(ERROR, IssueKind.MISSING_LENGTH, f"{run.bench_file(L)}: missing; {why}", L))
             continue
         try:
             result, notes = parse_bench_file(run.bench_file(L), prompt_len=L, num_prompts=scenario.sweep.num_prompts,
                                              output_len=scenario.sweep.output_len)
         except UserError as exc:
-            issues.append(issue(ERROR, "bench_unreadable", str(exc), L))
+            issues.append(issue(ERROR, IssueKind.BENCH_UNREADABLE, str(exc), L))
             continue
         for note in notes:
-            issues.append(issue(WARNING, "bench_notes", note, L))
+            issues.append(issue(WARNING, IssueKind.BENCH_NOTES, note, L))
         results[L] = result
     for L in sorted(present - set(scenario.sweep.prompt_lens)):
-        issues.append(issue(ERROR, "unexpected_length",
+        issues.append(issue(ERROR, IssueKind.UNEXPECTED_LENGTH,
                             f"{run.bench_file(L)}: prompt length {L} is not in scenario {scenario.name}'s sweep "
                             f"({', '.join(map(str, scenario.sweep.prompt_lens))}); pass the --scenario the run used"))
     return results
@@ -89,18 +84,18 @@ def _read_bench(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[int
 def _scan_issues(scan: LogScan, issues: list[dict]) -> None:
     path = scan.path
     if scan.unreadable:
-        issues.append(issue(WARNING, "unparseable_lines",
+        issues.append(issue(WARNING, IssueKind.UNPARSEABLE_LINES,
                             f"{path}: {len(scan.unreadable)} request-stats line(s) could not be read "
                             f"(first at line {scan.unreadable[0]}); they were skipped"))
     if scan.interleaved:
         first, second = scan.interleaved
-        issues.append(issue(ERROR, "interleaved_servers",
+        issues.append(issue(ERROR, IssueKind.INTERLEAVED_SERVERS,
                             f"{path}: two servers log into this one file (they start at lines {first} and {second}, each "
                             "before the other is ready), so its requests cannot be told apart; give each server its own "
                             "log (prefill.log, prefill-1.log, ...; `pdrepro render` names them)"))
     if scan.invalid:
         line, text = scan.invalid[0]
-        issues.append(issue(ERROR, "invalid_reqstats",
+        issues.append(issue(ERROR, IssueKind.INVALID_REQSTATS,
                             f"{path}: line {line} logs {text} ({len(scan.invalid)} such line(s)); a negative figure is no "
                             "measurement: the log is damaged or edited, use the server's own log"))
 
@@ -109,7 +104,7 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
     paths = topology_logs(run, scenario, "prefill", issues)
     if run.prefill_log not in paths:
         path = run.prefill_log
-        issues.append(issue(ERROR, "prefill_log_missing",
+        issues.append(issue(ERROR, IssueKind.PREFILL_LOG_MISSING,
                             f"{path}: {why_absent(path)}; save the prefill server's log there (it must run with "
                             "--enable-request-time-stats-logging)"))
         if not paths:
@@ -119,12 +114,12 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
         _scan_issues(scan, issues)
     merged = merge_scans(scans)
     for rid, first_path, first, later_path, later in merged.duplicates[:1]:
-        issues.append(issue(WARNING, "duplicate_reqstats",
+        issues.append(issue(WARNING, IssueKind.DUPLICATE_REQSTATS,
                             f"{later_path}: line {later} repeats the request-stats line of rid={rid} in {first_path} "
                             f"(line {first}) with the same figures ({len(merged.duplicates)} such line(s); a log "
                             "concatenated with its rotated copy, or copied under two names?); each request was counted once"))
     for rid, first_path, first, later_path, later in merged.conflicts[:1]:
-        issues.append(issue(ERROR, "conflicting_reqstats",
+        issues.append(issue(ERROR, IssueKind.CONFLICTING_REQSTATS,
                             f"request rid={rid} is logged in {first_path} (line {first}) and in {later_path} (line {later}) "
                             f"with different figures ({len(merged.conflicts)} such request(s)); logs of different runs "
                             "were mixed: keep one run's logs"))
@@ -132,7 +127,7 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
     prefill = [s for s in merged.stats if not s.is_health_check and s.kind in ("prefill", "")]
     if not prefill:
         lines = sum(scan.lines for scan in scans)
-        issues.append(issue(ERROR, "no_reqstats",
+        issues.append(issue(ERROR, IssueKind.NO_REQSTATS,
                             f"{path}: no ReqTimeStats line of a prefill request in {lines} lines; start the prefill "
                             "server with --enable-request-time-stats-logging and keep its whole log"))
         return {}
@@ -146,7 +141,7 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
         else:
             groups[L].append(stat)
     if stray:
-        issues.append(issue(WARNING, "unmatched_requests",
+        issues.append(issue(WARNING, IssueKind.UNMATCHED_REQUESTS,
                             f"{path}: {stray} prefill request(s) match no prompt length of the sweep "
                             "(other traffic on the server?); they were left out"))
     return groups
@@ -157,11 +152,11 @@ def _transfer_samples(L: int, stats: list[ReqStat], bench: BenchResult | None, s
     warm = scenario.sweep.warmup_requests
     kept = stats[warm:]
     if bench is not None and 0 < len(kept) < bench.completed:
-        issues.append(issue(WARNING, "fewer_logged_requests",
+        issues.append(issue(WARNING, IssueKind.FEWER_LOGGED_REQUESTS,
                             f"{path}: {len(kept)} requests of length {L} logged after the warm-up, the bench completed "
                             f"{bench.completed}; the figures cover only those (a server's log missing or cut short?)", L))
     if bench is not None and len(kept) > bench.completed > 0:
-        issues.append(issue(WARNING, "extra_requests",
+        issues.append(issue(WARNING, IssueKind.EXTRA_REQUESTS,
                             f"{path}: {len(kept)} requests of length {L} after the warm-up, the bench completed "
                             f"{bench.completed}; used the last {bench.completed} (a repeated run?)", L))
         kept = kept[-bench.completed:]
@@ -187,16 +182,16 @@ def _row(L: int, scenario: Scenario, bench: BenchResult | None, samples: list[Re
                                   bench.completed, scenario.sweep.output_len, scenario.sweep.random_range_ratio))
         if bench.errors:
             first = bench.errors[0].strip().splitlines()[-1][:160]
-            issues.append(issue(WARNING, "request_errors",
+            issues.append(issue(WARNING, IssueKind.REQUEST_ERRORS,
                                 f"{bench.path}: {len(bench.errors)} request(s) failed, e.g. {first!r}", L))
     zero = [s for s in samples if s.transfer_speed_GiB_s == 0 and s.transfer_total_MiB]
     if zero:
-        issues.append(issue(ERROR, "zero_transfer_speed",
+        issues.append(issue(ERROR, IssueKind.ZERO_TRANSFER_SPEED,
                             f"{log_path}: {len(zero)} prefill line(s) of length {L} log transfer_speed=0.00 GB/s (first at "
                             f"line {zero[0].line_no}): too slow to print or no transfer at all, so no transfer time "
                             "follows; check the KV path with `pdrepro doctor` and rerun this length", L))
     if samples and not timed and not zero:
-        issues.append(issue(ERROR, "no_transfer_figures",
+        issues.append(issue(ERROR, IssueKind.NO_TRANSFER_FIGURES,
                             f"{log_path}: the prefill lines of length {L} carry no transfer_speed/transfer_total; "
                             "run a disaggregated prefill server of a build that logs them", L))
     if timed:
@@ -207,12 +202,12 @@ def _row(L: int, scenario: Scenario, bench: BenchResult | None, samples: list[Re
         row.update(logged_input_len=input_len, logged_kv_bytes=logged, kv_size_mismatch_pct=mismatch,
                    cached_tokens_max=max((s.cached_input_len or 0) for s in timed))
         if abs(mismatch) > scenario.thresholds.max_kv_size_mismatch_pct:
-            issues.append(issue(WARNING, "kv_size_mismatch",
+            issues.append(issue(WARNING, IssueKind.KV_SIZE_MISMATCH,
                                 f"length {L}: the server moved {human_bytes(logged)} per request (rank 0 x TP {tp}), the "
                                 f"model says {human_bytes(expected)} ({mismatch:+.1f} %); check the prefill TP in the "
                                 "scenario, and prefix-cache hits (run with --disable-radix-cache)", L))
         if row["cached_tokens_max"]:
-            issues.append(issue(WARNING, "cache_hits",
+            issues.append(issue(WARNING, IssueKind.CACHE_HITS,
                                 f"length {L}: up to {row['cached_tokens_max']} prompt tokens came from the prefix cache; "
                                 "the published run disabled it (--disable-radix-cache)", L))
     return row
@@ -222,11 +217,11 @@ def _metrics(run: RunDir, scenario: Scenario, issues: list[dict]) -> list[dict] 
     if not run.metrics_dir.is_dir():
         return None
     out = []
-    for path in sorted(p for p in run.metrics_dir.iterdir() if p.is_file()):
+    for path in run.metrics_files():
         try:
             hist = parse_metrics_file(path)
         except UserError as exc:
-            issues.append(issue(WARNING, "metrics_unreadable", str(exc)))
+            issues.append(issue(WARNING, IssueKind.METRICS_UNREADABLE, str(exc)))
             continue
         lat, total, speed = hist.get("latency_ms"), hist.get("total_mb"), hist.get("speed_gb_s")
         if not lat or not lat.count:
@@ -246,15 +241,13 @@ def _metrics(run: RunDir, scenario: Scenario, issues: list[dict]) -> list[dict] 
 
 
 def _provenance(run: RunDir, issues: list[dict]) -> dict | None:
-    path = run.provenance_file
-    if not path.is_file():
-        return None
     try:
-        data = json.loads(runfile.read_text(path))
+        record = run.read_provenance()
     except (json.JSONDecodeError, UnicodeDecodeError):
-        issues.append(issue(WARNING, "provenance_unreadable", f"{path}: not valid JSON; it was left out of the report"))
+        issues.append(issue(WARNING, IssueKind.PROVENANCE_UNREADABLE,
+                            f"{run.provenance_file}: not valid JSON; it was left out of the report"))
         return None
-    return data if isinstance(data, dict) else None
+    return None if record is None else record.to_json()
 
 
 def compute_summary(run: RunDir, scenario: Scenario) -> dict:
@@ -263,7 +256,7 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
     bench = _read_bench(run, scenario, issues)
     groups = _read_prefill(run, scenario, issues)
     if run.prefill_log.is_file() and not run.decode_log.is_file():
-        issues.append(issue(WARNING, "decode_log_missing",
+        issues.append(issue(WARNING, IssueKind.DECODE_LOG_MISSING,
                             f"{run.decode_log}: {why_absent(run.decode_log)}; keep the decode server's log there too"))
     topology_logs(run, scenario, "decode", issues)
     prefill_logs = logs_label(run, topology_logs(run, scenario, "prefill", []))
@@ -273,7 +266,7 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
         if L not in bench and not stats:
             continue
         if groups and not stats:
-            issues.append(issue(ERROR, "missing_length",
+            issues.append(issue(ERROR, IssueKind.MISSING_LENGTH,
                                 f"{prefill_logs}: no prefill request of length {L}; was the log cut short, or the "
                                 "server restarted? keep the whole log of the sweep", L))
         samples = _transfer_samples(L, stats, bench.get(L), scenario, issues, prefill_logs)
@@ -286,7 +279,7 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
             issues.append(issue(ERROR if is_error else WARNING, kind, message, L))
         late = outside_window(L, row, [s.timestamp for s in samples if s.timestamp])
         if late:
-            issues.append(issue(WARNING, "logs_outside_counter_window", late, L))
+            issues.append(issue(WARNING, IssueKind.LOGS_OUTSIDE_COUNTER_WINDOW, late, L))
         rows.append(row)
     provenance = _provenance(run, issues)
     transport, transport_evidence = transport_facts(run, provenance)
@@ -306,7 +299,7 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
         "analysis_code": analysis_code_stamp(),
     }
     # `pdrepro baseline --out RUN` leaves the fabric's measured ceiling here.
-    baseline = load_ceiling(run.root, scenario.line_rate_GB_s)
+    baseline = run.baseline_ceiling(scenario.line_rate_GB_s)
     if baseline is not None:
         summary["baseline_GB_s"] = baseline
     metrics = _metrics(run, scenario, issues)
@@ -315,14 +308,14 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
     try:
         ceiling = load_engine_ceiling(run.root)
     except CeilingError as exc:
-        issues.append(issue(ERROR, "engine_ceiling_unreadable", str(exc)))
+        issues.append(issue(ERROR, IssueKind.ENGINE_CEILING_UNREADABLE, str(exc)))
         ceiling = None
     if ceiling is not None:
         found, engine_transport, source = ceiling
         summary["engine_ceiling"] = against_rows(found, rows)
         summary["engine_ceiling_source"] = {"file": source, "transport": engine_transport}
         if engine_transport and transport in ("rdma", "tcp") and engine_transport != transport:
-            issues.append(issue(WARNING, "engine_ceiling_transport",
+            issues.append(issue(WARNING, IssueKind.ENGINE_CEILING_TRANSPORT,
                                 f"{source}: the engine alone used {engine_transport}, the servers' engines {transport}: "
                                 "the ratio sets two transports against each other; measure the ceiling with "
                                 f"`pdrepro gpu-check --transport {transport}`"))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .issuekind import IssueKind
 from .scenario import Scenario
 
 
@@ -171,17 +172,18 @@ def evaluate(summary: dict, scenario: Scenario) -> list[CheckResult]:
     witness_applies = not tcp_without_rdma(summary, scenario.transport)
 
     # Inputs: every configured length present, every log readable.
-    unreadable = issues.get("no_reqstats", []) + issues.get("prefill_log_missing", []) + issues.get("unparseable_lines", [])
+    unreadable = issues.get(IssueKind.NO_REQSTATS, []) + issues.get(IssueKind.PREFILL_LOG_MISSING, []) \
+        + issues.get(IssueKind.UNPARSEABLE_LINES, [])
     out.append(CheckResult("logs_readable", None, float(len(unreadable)), 0.0, "problems", not unreadable,
                            unreadable[0]["message"] if unreadable else "server logs hold readable request-stats lines", "=="))
     for L in scenario.sweep.prompt_lens:
         row = rows.get(L)
-        problems = [i for kind in ("missing_length", "bench_unreadable", "no_transfer_figures")
+        problems = [i for kind in (IssueKind.MISSING_LENGTH, IssueKind.BENCH_UNREADABLE, IssueKind.NO_TRANSFER_FIGURES)
                     for i in issues.get(kind, []) if i.get("prompt_len") == L]
         present = row is not None and not problems
         detail = problems[0]["message"] if problems else (f"length {L}: measured" if row else f"length {L}: missing from the run")
         out.append(CheckResult("length_present", L, None, None, "", present, detail))
-    for i in issues.get("unexpected_length", []):
+    for i in issues.get(IssueKind.UNEXPECTED_LENGTH, []):
         out.append(CheckResult("length_expected", None, None, None, "", False, i["message"]))
 
     for L in scenario.sweep.prompt_lens:

@@ -15,9 +15,9 @@ import json
 
 from tabulate import tabulate
 
-from . import runfile
 from .contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, issue
 from .errors import UserError
+from .issuekind import IssueKind
 from .parsers.bench import parse_bench_file
 from .rundir import RunDir
 from .scenario import Scenario
@@ -38,7 +38,7 @@ def _measure(run: RunDir, scenario: Scenario, name: str, issues: list[dict]) -> 
     sub = run.configuration(name)
     lengths = scenario.sweep.prompt_lens
     if not any(sub.bench_file(L).is_file() for L in lengths):
-        issues.append(issue(WARNING, "configuration_missing",
+        issues.append(issue(WARNING, IssueKind.CONFIGURATION_MISSING,
                              f"{name}: no bench result under {sub.bench_dir}; "
                              f"run `pdrepro sweep --configuration {name}` into this run"))
         return None
@@ -49,15 +49,15 @@ def _measure(run: RunDir, scenario: Scenario, name: str, issues: list[dict]) -> 
                                          num_prompts=scenario.sweep.num_prompts, output_len=scenario.sweep.output_len)
     except UserError as exc:
         # The other configuration's figures are still worth a report.
-        issues.append(issue(ERROR, "bench_unreadable", f"{name}: {exc}"))
+        issues.append(issue(ERROR, IssueKind.BENCH_UNREADABLE, f"{name}: {exc}"))
         return None
-    issues.extend(issue(WARNING, "bench_note", f"{name}: {n}") for n in notes)
+    issues.extend(issue(WARNING, IssueKind.BENCH_NOTES, f"{name}: {n}") for n in notes)
     measured = {metric: result.reported[key] for metric, (key, *_rest) in METRICS.items()}
     if result.completed != scenario.sweep.num_prompts:
-        issues.append(issue(WARNING, "incomplete",
+        issues.append(issue(WARNING, IssueKind.INCOMPLETE,
                             f"{name}: completed {result.completed} of {scenario.sweep.num_prompts} requests"))
     if result.errors:
-        issues.append(issue(WARNING, "request_errors",
+        issues.append(issue(WARNING, IssueKind.REQUEST_ERRORS,
                              f"{name}: {len(result.errors)} request(s) failed, first: {result.errors[0][:120]}"))
     return {"prompt_len": length, "completed": result.completed, "errors": len(result.errors),
             "bench_file": str(sub.bench_file(length).relative_to(run.root)), **measured}
@@ -113,12 +113,14 @@ def compute_comparison(run: RunDir, scenario: Scenario) -> dict:
 def _provenance(run: RunDir, names: list[str]) -> dict:
     out = {}
     for name in [None, *names]:
-        path = (run if name is None else run.configuration(name)).provenance_file
-        if path.is_file():
-            try:
-                out[name or "run"] = json.loads(runfile.read_text(path))
-            except json.JSONDecodeError:
-                out[name or "run"] = {"error": f"{path} is not JSON"}
+        folder = run if name is None else run.configuration(name)
+        try:
+            record = folder.read_provenance()
+        except json.JSONDecodeError:
+            out[name or "run"] = {"error": f"{folder.provenance_file} is not JSON"}
+            continue
+        if record is not None:
+            out[name or "run"] = record.to_json()
     return out
 
 

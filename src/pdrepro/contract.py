@@ -21,6 +21,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import UserError
+from .issuekind import IssueKind
 from .units import bandwidth_GB_s, human_bytes
 
 # Version of summary.json (run, comparison and smoke summaries alike). The scenario file
@@ -30,8 +31,9 @@ SUMMARY_SCHEMA_VERSION = 1
 ERROR, WARNING = "error", "warning"
 
 
-def issue(severity: str, kind: str, message: str, prompt_len: int | None = None) -> dict:
-    return {"severity": severity, "kind": kind, "prompt_len": prompt_len, "message": message}
+def issue(severity: str, kind: IssueKind, message: str, prompt_len: int | None = None) -> dict:
+    # IssueKind(kind): a kind that is not declared there is a bug here, not a new kind.
+    return {"severity": severity, "kind": IssueKind(kind).value, "prompt_len": prompt_len, "message": message}
 
 
 def input_errors(summary: dict) -> list[dict]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .contract import ERROR, WARNING, issue
+from .issuekind import IssueKind
 from .rundir import RunDir, server_log_index
 from .scenario import Scenario
 
@@ -26,12 +27,12 @@ def topology_logs(run: RunDir, scenario: Scenario, role: str, issues: list[dict]
     own = [p for p in found if server_log_index(role, p.name) < servers]
     stray = [p for p in found if p not in own]
     if stray:
-        issues.append(issue(ERROR, "stray_server_log",
+        issues.append(issue(ERROR, IssueKind.STRAY_SERVER_LOG,
                             f"{', '.join(str(p) for p in stray)}: the {t.label} topology runs {servers} {role} server(s), "
                             f"so this log is of no server of the run (left by an earlier run in a shared log folder?); "
                             f"it was set aside, not merged: move it out of {run.logs_dir}"))
     if 0 < len(own) < servers:
-        issues.append(issue(WARNING, f"{role}_logs_missing",
+        issues.append(issue(WARNING, IssueKind(f"{role}_logs_missing"),
                             f"{run.logs_dir}: {len(own)} {role} server log(s), the {t.label} topology runs {servers}; the "
                             f"others' requests are not in the figures: copy every server's log ({role}.log, {role}-1.log, "
                             "...) with `pdrepro sweep --logs-from` the folder they share"))

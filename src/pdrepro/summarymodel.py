@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .contract import SUMMARY_SCHEMA_VERSION
+from .issuekind import IssueKind
 
 
 def _key(name: str, _info) -> str:
@@ -33,7 +34,7 @@ class Issue(_Closed):
     """Something the analysis found wrong or doubtful; errors mean incomplete or unreadable inputs (exit 2)."""
 
     severity: Literal["error", "warning"]
-    kind: str = Field(description="machine-readable kind, e.g. missing_length, metrics_unreadable")
+    kind: IssueKind = Field(description="machine-readable kind (issuekind.IssueKind)")
     prompt_len: int | None = Field(default=None, description="the prompt length it concerns, if one")
     message: str = Field(description="one line naming the input and the fix")
 

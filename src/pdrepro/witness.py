@@ -31,6 +31,7 @@ import math
 
 from . import runfile
 from .fabric.counters import WORD_BYTES, is_wide, words_moved
+from .issuekind import IssueKind
 from .rundir import RunDir
 from .scenario import Scenario, Thresholds
 from .units import GB, MiB, human_bytes
@@ -120,17 +121,17 @@ def _load(run: RunDir, L: int, issues: list) -> dict | None:
     try:
         data = json.loads(runfile.read_text(path))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        issues.append((True, "counters_unreadable",
+        issues.append((True, IssueKind.COUNTERS_UNREADABLE,
                        f"{path}: not readable JSON ({type(exc).__name__}); rerun `pdrepro sweep` for this length "
                        "(move the file aside first) to record the counters again"))
         return None
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), dict):
-        issues.append((True, "counters_unreadable",
+        issues.append((True, IssueKind.COUNTERS_UNREADABLE,
                        f"{path}: holds no 'nodes' object; it is not a counter record `pdrepro sweep` wrote"))
         return None
     if data.get("prompt_len") != L:
         # Another length's readings would witness another length's KV.
-        issues.append((True, "counters_other_length",
+        issues.append((True, IssueKind.COUNTERS_OTHER_LENGTH,
                        f"{path}: records prompt length {data.get('prompt_len')!r}, not {L}; it is not this length's "
                        f"counter record (copied or renamed?): restore counters/{L}.json from the sweep, or rerun "
                        "the length with `pdrepro sweep`"))
@@ -194,13 +195,13 @@ def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, 
         except BadRecord as exc:
             message = (f"{run.counters_file(L)}: the {role} node's {exc}; the record is damaged or edited: rerun the "
                        "length with `pdrepro sweep`")
-            issues.append((True, "counters_impossible", message))
+            issues.append((True, IssueKind.COUNTERS_IMPOSSIBLE, message))
             row["nic_problem"] = message
             return issues
         except (TypeError, ValueError, AttributeError, KeyError):
             message = (f"{run.counters_file(L)}: the {role} node's readings are not counters as the sweep records "
                        "them (numbers of 4-byte words per port, times in seconds); rerun the length with `pdrepro sweep`")
-            issues.append((True, "counters_unreadable", message))
+            issues.append((True, IssueKind.COUNTERS_UNREADABLE, message))
             row["nic_problem"] = message
             return issues
         if figures.get("span"):
@@ -210,7 +211,7 @@ def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, 
         row["nic_nodes"][role] = entry
         if figures["trouble"]:
             worst = ", ".join(f"{k} +{v}" for k, v in sorted(figures["trouble"].items())[:4])
-            issues.append((False, "nic_trouble", f"length {L}: the {role} node's NICs counted drops or "
+            issues.append((False, IssueKind.NIC_TROUBLE, f"length {L}: the {role} node's NICs counted drops or "
                            f"retries ({worst}); check the fabric's PFC/ECN settings"))
         if figures["bytes"] is None:
             problems.append(f"{role} node: {figures['problem']}")
@@ -222,7 +223,7 @@ def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, 
             entry["kv_share_pct"] = moved / kv * 100
             shares.append(entry["kv_share_pct"])
         if moved > ceiling:
-            issues.append((False, "nic_extra_traffic",
+            issues.append((False, IssueKind.NIC_EXTRA_TRAFFIC,
                            f"length {L}: the {role} node's NICs moved {human_bytes(moved)}, more than the "
                            f"{human_bytes(ceiling)} its KV and the allowance explain: other traffic shared "
                            "them, so their count cannot single out this run's KV"))

@@ -64,12 +64,12 @@ def run(args) -> int:
     if args.role == "server":
         return baseline.run_server(plan)
     result = baseline.run_client(plan)
-    ceiling = result.get("baseline_GB_s")
+    ceiling = result.baseline_GB_s
     print(f"wrote {RunDir(args.out).baseline_file}")
     if ceiling is None:
         print("no measurement succeeded; the raw outputs are under " f"{RunDir(args.out).baseline_outputs_dir}")
         return 1
     pct = 100 * ceiling / rate if rate else 0
-    print(f"measured ceiling {ceiling:.2f} GB/s ({result['baseline_source']}) = {pct:.1f} % of the "
+    print(f"measured ceiling {ceiling:.2f} GB/s ({result.baseline_source}) = {pct:.1f} % of the "
           f"{rate:.1f} GB/s line rate of the NICs used")
     return 0

@@ -7,8 +7,6 @@ the client side, which measures and writes RUN/baseline.json.
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import shutil
 import subprocess
@@ -18,9 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..contract import write_json_atomic
 from ..errors import UserError
-from ..rundir import RunDir
+from ..rundir import BaselineFile, RunDir
+from ..rundir.baseline import ceiling_problem
 from . import affinity, gid, perftest, sysfs, tebench
 
 IB_WRITE_BW = "ib_write_bw"
@@ -201,56 +199,43 @@ def run_te_client(plan: BaselinePlan) -> dict:
     return {**out, "note": res.note} if res.note else out
 
 
-def run_client(plan: BaselinePlan) -> dict:
-    result: dict = {"schema_version": 1, "peer": plan.peer,
-                    "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                    "nics": plan.nics, "line_rate_GB_s": round(plan.line_rate_GB_s or 0.0, 3)}
+def run_client(plan: BaselinePlan) -> BaselineFile:
+    result = BaselineFile(schema_version=1, peer=plan.peer,
+                          created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                          nics=plan.nics, line_rate_GB_s=round(plan.line_rate_GB_s or 0.0, 3))
     _require_tools(plan)
     if plan.out is not None:
         plan.out.mkdir(parents=True, exist_ok=True)
     if not plan.skip_perftest:
-        result["ib_write_bw"] = run_perftest_client(plan)
+        result.ib_write_bw = run_perftest_client(plan)
         _write(plan.out, result)
     if not plan.skip_te:
-        result["transfer_engine_bench"] = run_te_client(plan)
-    te = (result.get("transfer_engine_bench") or {}).get("throughput_GB_s")
-    ib = (result.get("ib_write_bw") or {}).get("aggregate_GB_s")
+        result.transfer_engine_bench = run_te_client(plan)
+    te = (result.transfer_engine_bench or {}).get("throughput_GB_s")
+    ib = (result.ib_write_bw or {}).get("aggregate_GB_s")
     # The report's "measured ceiling": what Mooncake itself moves GPU to GPU,
     # else what the NICs move with verbs alone.
     if te is not None:
-        result["baseline_GB_s"], result["baseline_source"] = te, "transfer_engine_bench"
+        result.baseline_GB_s, result.baseline_source = te, "transfer_engine_bench"
     elif ib is not None:
-        result["baseline_GB_s"], result["baseline_source"] = ib, "ib_write_bw"
+        result.baseline_GB_s, result.baseline_source = ib, "ib_write_bw"
     else:
-        result["baseline_GB_s"], result["baseline_source"] = None, None
-    problem = ceiling_problem(result["baseline_GB_s"], plan.line_rate_GB_s)
+        result.baseline_GB_s, result.baseline_source = None, None
+    problem = ceiling_problem(result.baseline_GB_s, plan.line_rate_GB_s)
     if problem is not None:
         # Kept for whoever reads the raw outputs, but as no ceiling: the analysis must not draw one.
-        result.update(baseline_GB_s=None, refused=f"{result['baseline_source']}: {problem}")
+        result.baseline_GB_s, result.refused = None, f"{result.baseline_source}: {problem}"
         _write(plan.out, result)
         where = RunDir(plan.out).baseline_outputs_dir if plan.out is not None else "the tool's output"
-        raise UserError(f"{result['baseline_source']} measured {problem}; no ceiling recorded: check the NICs it used "
+        raise UserError(f"{result.baseline_source} measured {problem}; no ceiling recorded: check the NICs it used "
                         f"and the tool's raw output ({where}), then run `pdrepro baseline` again")
     _write(plan.out, result)
     return result
 
 
-def ceiling_problem(value: float | None, line_rate_GB_s: float | None) -> str | None:
-    """Why ``value`` (decimal GB/s) is no fabric ceiling, or None: zero moved nothing, and no fabric
-    moves more than its NICs' line rate."""
-    if value is None:
-        return None
-    if not math.isfinite(value) or value <= 0:
-        return f"{value} GB/s, which is no measurement (nothing moved)"
-    if line_rate_GB_s and value > line_rate_GB_s:
-        return (f"{value:.2f} GB/s, above the {line_rate_GB_s:.1f} GB/s line rate of the NICs it used, which no fabric "
-                "exceeds (a unit misread, or traffic over other NICs)")
-    return None
-
-
-def _write(out: Path | None, result: dict) -> None:
+def _write(out: Path | None, result: BaselineFile) -> None:
     if out is not None:
-        write_json_atomic(RunDir(out).baseline_file, result, out, indent=2)
+        RunDir(out).write_baseline(result)
 
 
 def run_server(plan: BaselinePlan) -> int:
@@ -318,26 +303,3 @@ def _wait_segment(proc: subprocess.Popen, timeout: float) -> str:
     tail = " / ".join(l.strip() for l in seen[-3:]) or "no output"
     raise UserError(f"transfer_engine_bench target did not start (exit {proc.poll()}): {tail}; "
                     "check /dev/infiniband, memlock and GPU registration with `pdrepro doctor`")
-
-
-def load_ceiling(run_dir: Path, line_rate_GB_s: float | None = None) -> float | None:
-    """The measured ceiling (decimal GB/s) that `pdrepro baseline` left in RUN, or None; refused where it is
-    zero or above the line rate (the NICs' the file records, else ``line_rate_GB_s``, the scenario's)."""
-    path = RunDir(Path(run_dir)).baseline_file
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text())
-        value = data.get("baseline_GB_s")
-        recorded = data.get("line_rate_GB_s")
-    except (OSError, ValueError, AttributeError) as exc:
-        raise UserError(f"{path}: unreadable ({exc}); re-run `pdrepro baseline --out {run_dir}` or delete the file") from None
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return None
-    if not isinstance(recorded, (int, float)) or isinstance(recorded, bool) or recorded <= 0:
-        recorded = line_rate_GB_s
-    problem = ceiling_problem(float(value), recorded)
-    if problem is not None:
-        raise UserError(f"{path}: baseline_GB_s is {problem}; not a measured ceiling: re-run `pdrepro baseline --out "
-                        f"{run_dir}` or delete the file")
-    return float(value)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..contract import write_atomic, write_json_atomic
 from ..errors import UserError
-from ..rundir import RunDir
+from ..rundir import Provenance, RunDir
 from ..sweep.signals import Stopped
 from ..units import GB
 from . import nodelay
@@ -320,7 +320,7 @@ def run_smoke(opts: SmokeOptions) -> int:
     run_id, run = new_run_dir(opts.results)
     run.scenario_file.write_text(opts.scenario.to_yaml())
     prov = provenance(opts, img, run_id)
-    write_json_atomic(run.provenance_file, prov, indent=2)
+    run.write_provenance(Provenance(prov))
     project = f"pdsmoke-{run_id.replace('smoke-', '')}"
     stack = Stack(opts, run, project)
     # A plain `kill` (CI timeouts, service managers) tears down like Ctrl-C does.

@@ -11,6 +11,7 @@ summary states none (the scenario's nominal NIC rate describes no link here).
 from __future__ import annotations
 
 from ..contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, headline, issue, result_row
+from ..issuekind import IssueKind
 from ..units import GB, MB, bandwidth_GB_s
 from .spread import spread, stall
 
@@ -86,7 +87,7 @@ def stall_issues(rows: list[dict]) -> list[dict]:
         for way, key in (("Mooncake", "mooncake_stall"), ("socket", "socket_stall")):
             st = r.get(key)
             if st:
-                out.append(issue(WARNING, "stall",
+                out.append(issue(WARNING, IssueKind.STALL,
                                  f"{st['stalled']} of {st['of']} {way} transfers at {r['prompt_len']} tokens took "
                                  f"{st['slow_ms_median']:.1f} ms against {st['fast_ms_median']:.2f} ms for the rest "
                                  f"(+{st['extra_ms']:.0f} ms); likely {st['likely_cause']}", r["prompt_len"]))
@@ -105,23 +106,23 @@ def build_summary(scenario, initiator: dict, provenance: dict) -> dict:
     issues: list[dict] = []
     transport = (initiator.get("evidence") or {}).get("transport")
     if initiator.get("error"):
-        issues.append(issue(ERROR, "smoke_failed", initiator["error"]))
+        issues.append(issue(ERROR, IssueKind.SMOKE_FAILED, initiator["error"]))
     planned = {r["prompt_len"] for r in (initiator.get("plan") or {}).get("rows", [])}
     for L in sorted(planned - {r["prompt_len"] for r in rows}):
-        issues.append(issue(ERROR, "missing_length", f"no transfer measured at {L} tokens; see logs/", L))
+        issues.append(issue(ERROR, IssueKind.MISSING_LENGTH, f"no transfer measured at {L} tokens; see logs/", L))
     for r in rows:
         if not r["verified"]:
-            issues.append(issue(ERROR, "checksum_mismatch",
+            issues.append(issue(ERROR, IssueKind.CHECKSUM_MISMATCH,
                                 f"{r['failed_checks']} Mooncake transfer(s) delivered bytes that differ from the "
                                 "prefill side's; the transfer engine or the link corrupts data", r["prompt_len"]))
         if not r["socket_verified"]:
-            issues.append(issue(ERROR, "socket_checksum_mismatch", "the socket copy delivered wrong bytes",
+            issues.append(issue(ERROR, IssueKind.SOCKET_CHECKSUM_MISMATCH, "the socket copy delivered wrong bytes",
                                 r["prompt_len"]))
     top = largest_rows(rows)
     ratio = ratio_of(top)
     where = " and ".join(str(r["prompt_len"]) for r in top)
     if ratio is not None and ratio < RATIO_TARGET:
-        issues.append(issue(WARNING, "below_socket",
+        issues.append(issue(WARNING, IssueKind.BELOW_SOCKET,
                             f"Mooncake reached {ratio:.2f} of the socket copy at {where} tokens "
                             f"(target {RATIO_TARGET:.2f}); a loaded host or a small block size lowers it",
                             top[-1]["prompt_len"]))

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import requests
 
-from ..contract import write_json_atomic
 from ..fabric.driver import parse_driver_version
 from ..pins import load_pins
+from ..rundir import Provenance, RunDir
 from ..versions_report import collect_versions
 
 ENV_PREFIXES = ("MC_", "SGLANG_", "NCCL_")
@@ -119,8 +119,8 @@ class ProvenanceRecord:
     """RUN/provenance.json of one sweep. Host and image facts are collected once per
     sweep (they take a few subprocess calls); the per-length outcome is refreshed on every write."""
 
-    def __init__(self, cfg, path: Path):
-        self.cfg, self.path, self.facts = cfg, path, None
+    def __init__(self, cfg, run: RunDir):
+        self.cfg, self.run, self.facts = cfg, run, None
 
     def write(self, transport_facts, state) -> None:
         cfg = self.cfg
@@ -133,5 +133,5 @@ class ProvenanceRecord:
                 configuration=cfg.configuration, sysfs=cfg.sysfs,
             )
         facts = dict(self.facts, transport=transport_facts)
-        facts["sweep"] = {"lengths": state.lengths, "failed": {str(k): v for k, v in state.failed().items()}}
-        write_json_atomic(self.path, facts, indent=2, sort_keys=True)
+        facts["sweep"] = {"lengths": state.file.to_json()["lengths"], "failed": {str(k): v for k, v in state.failed().items()}}
+        self.run.write_provenance(Provenance(facts), sort_keys=True)

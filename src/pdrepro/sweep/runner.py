@@ -152,8 +152,9 @@ def _lengths_to_run(cfg: SweepConfig, run: RunDir) -> tuple[list[int], list[int]
 def _ready(cfg: SweepConfig, run: RunDir, state: SweepState, todo: list[int]) -> tuple[float, dict | None]:
     """Waits for the stack and proves the transport; (seconds waited, transport facts)."""
     if not todo:
-        previous = next((e for e in reversed(state.events) if e.get("event") == "transport"), None)
-        return 0.0, {k: v for k, v in previous.items() if k not in ("event", "at")} if previous else None
+        previous = next((e for e in reversed(state.events) if e.event == "transport"), None)
+        return 0.0, {k: v for k, v in previous.model_dump(exclude_unset=True).items() if k not in ("event", "at")} \
+            if previous else None
     cfg.say(f"waiting for the stack (up to {cfg.wait_timeout_s:.0f} s)")
     wait_s = health.wait_healthy(_endpoints(cfg), cfg.wait_timeout_s,
                                  log_tail=lambda role: tail(cfg.log_source, role), say=cfg.say)
@@ -162,7 +163,7 @@ def _ready(cfg: SweepConfig, run: RunDir, state: SweepState, todo: list[int]) ->
     except TransportNotProven as exc:
         # What was found stays in the run for whoever debugs the fabric.
         collect_logs(cfg, run)
-        ProvenanceRecord(cfg, run.provenance_file).write(exc.facts, state)
+        ProvenanceRecord(cfg, run).write(exc.facts, state)
         raise
 
 
@@ -186,7 +187,7 @@ def _locked_sweep(cfg: SweepConfig, top: RunDir, run: RunDir, started: float) ->
     todo, skipped = _lengths_to_run(cfg, run)
     wait_s, transport_facts = _ready(cfg, run, state, todo)
     # A comparison's configurations ran on different stacks: each keeps its own.
-    prov = ProvenanceRecord(cfg, run.provenance_file)
+    prov = ProvenanceRecord(cfg, run)
     if todo or not run.provenance_file.is_file():
         prov.write(transport_facts, state)
 

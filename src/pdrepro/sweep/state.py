@@ -8,8 +8,7 @@ import time
 from pathlib import Path
 
 from .. import runfile
-from ..contract import write_json_atomic
-from ..rundir import RunDir
+from ..rundir import LengthRecord, RunDir, SweepEvent
 
 
 def result_problem(path: Path, num_prompts: int, prompt_len: int | None = None) -> str | None:
@@ -53,28 +52,32 @@ def _all_empty(record: dict) -> bool:
 
 
 class SweepState:
+    """The sweep's record of its lengths and events (RUN/sweep-state.json, rundir.SweepStateFile), saved
+    through the run directory on every change so an interrupted sweep resumes from it."""
+
     def __init__(self, run: RunDir):
+        self.run = run
         self.path = run.sweep_state_file
-        data = {}
-        if self.path.is_file():
-            try:
-                data = json.loads(runfile.read_text(self.path))
-            except json.JSONDecodeError:
-                data = {}
-        self.lengths: dict[str, dict] = data.get("lengths", {})
-        self.events: list[dict] = data.get("events", [])
+        self.file = run.read_sweep_state()
+
+    @property
+    def lengths(self) -> dict[str, LengthRecord]:
+        return self.file.lengths
+
+    @property
+    def events(self) -> list[SweepEvent]:
+        return self.file.events
 
     def record(self, prompt_len: int, status: str, **facts) -> None:
-        self.lengths[str(prompt_len)] = {"status": status, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **facts}
+        self.file.lengths[str(prompt_len)] = LengthRecord(status=status, at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), **facts)
         self.save()
 
     def event(self, what: str, **facts) -> None:
-        self.events.append({"event": what, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **facts})
+        self.file.events.append(SweepEvent(event=what, at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), **facts))
         self.save()
 
     def failed(self) -> dict[int, str]:
-        return {int(k): v.get("reason", "") for k, v in self.lengths.items() if v.get("status") == "failed"}
+        return self.file.failed()
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(self.path, {"lengths": self.lengths, "events": self.events}, indent=2, sort_keys=True)
+        self.run.write_sweep_state(self.file)

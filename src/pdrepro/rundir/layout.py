@@ -17,15 +17,30 @@ RUN/
   report.md, summary.csv, plots/*.png   analysis result (for people)
 
 A comparison run holds one such folder per configuration (``configuration``).
+
+RunDir is the one authority for these files: where each lives, and, for the JSON records (sweep state,
+counters, baseline, provenance, summary), reading and writing them as their models (this package's
+sweepstate, counters, baseline and provenance modules; summarymodel). Producers (the sweep, the baseline,
+the smoke, the analysis) and readers (the analysis, the gates) go through it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import ValidationError
+
+from .. import runfile
+from ..contract import write_json_atomic
+from ..errors import UserError
+from .baseline import BaselineFile
+from .provenance import Provenance
+from .sweepstate import SweepStateFile
 
 _BENCH = re.compile(r"^result-(\d+)\.jsonl$")
 
@@ -189,6 +204,62 @@ class RunDir:
             st = p.stat()
             digest.update(f"{p.relative_to(self.root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
         return digest.hexdigest()
+
+
+    # ---- the run's JSON records, as their models ----------------------------------------------------
+
+    def read_sweep_state(self) -> SweepStateFile:
+        """The sweep's per-length outcomes; an empty record when there is none yet, or when the file is not
+        one (a rerun then starts it afresh: the bench files, not this record, say what is complete)."""
+        path = self.sweep_state_file
+        if not path.is_file():
+            return SweepStateFile()
+        try:
+            return SweepStateFile.model_validate(json.loads(runfile.read_text(path)))
+        except (ValueError, ValidationError):
+            return SweepStateFile()
+
+    def write_sweep_state(self, state: SweepStateFile) -> None:
+        path = self.sweep_state_file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, state.to_json(), indent=2, sort_keys=True)
+
+    def read_baseline(self) -> BaselineFile | None:
+        """What `pdrepro baseline --out RUN` left here, None when it has not run."""
+        path = self.baseline_file
+        if not path.is_file():
+            return None
+        try:
+            return BaselineFile.model_validate(json.loads(runfile.read_text(path)))
+        except (OSError, ValueError, ValidationError) as exc:
+            why = f"{exc.error_count()} field(s) of the wrong type" if isinstance(exc, ValidationError) else exc
+            raise UserError(f"{path}: unreadable ({why}); re-run `pdrepro baseline --out {self.root}` or delete the "
+                            "file") from None
+
+    def baseline_ceiling(self, line_rate_GB_s: float | None = None) -> float | None:
+        """The fabric's measured ceiling (decimal GB/s) the baseline left here, or None (see BaselineFile.ceiling)."""
+        record = self.read_baseline()
+        return None if record is None else record.ceiling(self.baseline_file, self.root, line_rate_GB_s)
+
+    def write_baseline(self, record: BaselineFile) -> None:
+        write_json_atomic(self.baseline_file, record.to_json(), self.root, indent=2)
+
+    def read_provenance(self) -> Provenance | None:
+        """The run's provenance, None when absent or not a JSON object; unparsable JSON is a ValueError."""
+        path = self.provenance_file
+        if not path.is_file():
+            return None
+        data = json.loads(runfile.read_text(path))
+        return Provenance(data) if isinstance(data, dict) else None
+
+    def write_provenance(self, record: Provenance, *, sort_keys: bool = False) -> None:
+        write_json_atomic(self.provenance_file, record.to_json(), indent=2, sort_keys=sort_keys)
+
+    def metrics_files(self) -> list[Path]:
+        """The /metrics differences of the run (one per role and length), by name; empty without metrics/."""
+        if not self.metrics_dir.is_dir():
+            return []
+        return sorted(p for p in self.metrics_dir.iterdir() if p.is_file())
 
 
 def why_absent(path: Path, want: str = "file") -> str:

@@ -1,0 +1,91 @@
+"""RunDir reads and writes the run's JSON records as their models, in the bytes the producers always wrote."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pdrepro.contract import ERROR, issue
+from pdrepro.errors import UserError
+from pdrepro.issuekind import IssueKind
+from pdrepro.rundir import BaselineFile, Provenance, RunDir
+from pdrepro.summarymodel import Issue
+from pdrepro.sweep.state import SweepState
+
+
+def test_sweep_state_round_trips_and_reads_as_the_sweep_wrote_it(tmp_path):
+    run = RunDir(tmp_path)
+    state = SweepState(run)
+    state.record(128, "done", seconds=1.5)
+    state.record(256, "failed", reason="timeout", seconds=9.0)
+    state.event("transport", proven=True, servers={"decode": "rdma"})
+    text = run.sweep_state_file.read_text()
+    data = json.loads(text)
+    # The file's shape: as the sweep has always written it (sorted keys, indent 2), no None-valued fields added.
+    assert text == json.dumps(data, indent=2, sort_keys=True) + "\n"
+    assert set(data["lengths"]["128"]) == {"status", "at", "seconds"}
+    assert data["events"][0]["servers"] == {"decode": "rdma"}
+    again = run.read_sweep_state()
+    assert again.failed() == {256: "timeout"}
+    assert again.lengths["128"].seconds == 1.5 and again.events[0].event == "transport"
+    run.write_sweep_state(again)
+    assert run.sweep_state_file.read_text() == text
+
+
+@pytest.mark.parametrize("content", ["{cut", '{"lengths": []}', '[1, 2]'])
+def test_damaged_sweep_state_reads_as_none_recorded(tmp_path, content):
+    run = RunDir(tmp_path)
+    run.sweep_state_file.write_text(content)
+    assert run.read_sweep_state().failed() == {}
+
+
+def test_baseline_keeps_the_order_and_the_keys_it_was_given(tmp_path):
+    run = RunDir(tmp_path)
+    record = BaselineFile(schema_version=1, peer="10.0.0.2", created="2026-01-01T00:00:00+00:00", nics=["mlx5_0"],
+                          line_rate_GB_s=50.0)
+    record.transfer_engine_bench = {"throughput_GB_s": 40.0}
+    record.baseline_GB_s, record.baseline_source = 40.0, "transfer_engine_bench"
+    run.write_baseline(record)
+    data = json.loads(run.baseline_file.read_text())
+    assert list(data) == ["schema_version", "peer", "created", "nics", "line_rate_GB_s", "transfer_engine_bench",
+                          "baseline_GB_s", "baseline_source"]  # no ib_write_bw: that tool did not run
+    assert run.baseline_ceiling() == 40.0
+
+
+@pytest.mark.parametrize("value,ceiling", [(None, None), ("fast", None), (True, None), (12, 12.0)])
+def test_baseline_without_a_number_has_no_ceiling(tmp_path, value, ceiling):
+    run = RunDir(tmp_path)
+    run.baseline_file.write_text(json.dumps({"baseline_GB_s": value}))
+    assert run.baseline_ceiling() == ceiling
+
+
+@pytest.mark.parametrize("value", [0, -3, "NaN"])
+def test_baseline_with_an_impossible_ceiling_is_one_line(tmp_path, value):
+    run = RunDir(tmp_path)
+    run.baseline_file.write_text('{"baseline_GB_s": %s}' % (value if value != "NaN" else "NaN"))
+    with pytest.raises(UserError, match="not a measured ceiling: re-run `pdrepro baseline"):
+        run.baseline_ceiling()
+
+
+def test_provenance_is_kept_as_written(tmp_path):
+    run = RunDir(tmp_path)
+    facts = {"pins": {"b": 1, "a": 2}, "transport": {"proven": True}, "host": {}}
+    run.write_provenance(Provenance(facts))
+    assert run.provenance_file.read_text() == json.dumps(facts, indent=2) + "\n"
+    record = run.read_provenance()
+    assert record.transport == {"proven": True} and list(record.to_json()) == ["pins", "transport", "host"]
+    run.provenance_file.write_text("[1]")
+    assert run.read_provenance() is None
+    run.provenance_file.write_text("{cut")
+    with pytest.raises(json.JSONDecodeError):
+        run.read_provenance()
+
+
+def test_issue_kinds_are_one_enumeration():
+    assert issue(ERROR, IssueKind.MISSING_LENGTH, "m")["kind"] == "missing_length"
+    # A kind nobody declared is a bug in the code that raised it, caught where it is made.
+    with pytest.raises(ValueError):
+        issue(ERROR, "bench_note", "m")
+    assert Issue(severity="error", kind="stall", message="m").kind is IssueKind.STALL
+    assert {"no_reqstats": 1}.get(IssueKind.NO_REQSTATS) == 1
