@@ -47,6 +47,10 @@ def pytest_configure(config):
     if not getattr(config.option, "xmlpath", None):
         Path(run_dir).mkdir(parents=True, exist_ok=True)
         config.option.xmlpath = str(Path(run_dir) / "junit.xml")
+    if router is None and config.getoption("--scenario") is None and not (Path(run_dir) / "scenario.yaml").is_file():
+        # Judging a run by a scenario it may not have run with is allowed only when asked.
+        _bad_input(f"--run-dir {run_dir}: has no scenario.yaml, so the scenario it ran with is unknown; pass "
+                   f"--scenario NAME_OR_PATH (e.g. {DEFAULT_SCENARIO}) to judge it by one")
     if router is None and not hasattr(config, "workerinput"):
         # Analyse once, here: xdist workers then only read the current summary
         # instead of rewriting the same files at the same time.
@@ -151,5 +155,23 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.write_line(f"N/A (skipped, not passed) {report.nodeid.split('::')[-1]}: "
                                     f"{reason.removeprefix('Skipped: ')}")
     run_dir = config.getoption("--run-dir")
+    if run_dir and (config.getoption("--scenario") or config.getoption("--thresholds")):
+        _bound_changes(terminalreporter, config, Path(run_dir))
     if run_dir:
         terminalreporter.write_line(f"report: {Path(run_dir) / 'report.md'}   JUnit XML: {config.option.xmlpath}")
+
+
+def _bound_changes(terminalreporter, config, run_dir: Path) -> None:
+    """Judged by other bounds than the run's own, as asked: say which (as `pdrepro check` does)."""
+    from pdrepro.bounds import bound_changes
+    from pdrepro.errors import UserError
+    from pdrepro.rundir import RunDir
+    from pdrepro.runscenario import own_scenario
+
+    try:
+        own = own_scenario(RunDir(run_dir))
+    except UserError:
+        return  # refused at configure time already
+    if own is not None:
+        for line in bound_changes(own, _scenario(config)):
+            terminalreporter.write_line(f"BOUND {line}")

@@ -16,7 +16,9 @@ def _provenance(scenario=SCENARIO):
     return {"pins": {"sglang_commit": "43124cdd90e543ea79b63800390e917063809510",
                      "mooncake_commit": "6e3a11b97a3ece7f7734cca4374406be2a6a930b"},
             "scenario": {"name": scenario.name, "fingerprint": scenario.fingerprint},
-            "transport": {"proven": True, "servers": {}}}
+            "host": {"kernel": "6.8"}, "environment": {"MC_GID_INDEX": "3"},
+            "endpoints": {"router": "http://10.0.0.2:8000"},
+            "transport": {"proven": True, "servers": {"prefill": {"summary": "prefill: RDMA on mlx5_0 (GID index 3)"}}}}
 
 
 def _passing_run(tmp_path, **kw):
@@ -152,3 +154,30 @@ def test_another_lengths_counter_record_is_bad_input(tmp_path):
     run = build_run(tmp_path / "run", SCENARIO, provenance=_provenance())
     shutil.copy(run.counters_file(256), run.counters_file(512))
     assert_one_line_error(pdrepro("check", run.root), "check", "counters/512.json", "256")
+
+
+def _gates(*args):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    return subprocess.run([sys.executable, "-m", "pytest", "repro/", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           *map(str, args)], cwd=repo, capture_output=True, text=True, timeout=180)
+
+
+def test_the_gates_list_the_bounds_a_thresholds_file_changes(tmp_path):
+    run = _passing_run(tmp_path)
+    loose = tmp_path / "loose.yaml"
+    loose.write_text("thresholds:\n  max_transfer_share_pct: 50\n")
+    proc = _gates("--run-dir", run.root, "--thresholds", loose)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert any(l.startswith("BOUND max_transfer_share_pct: loosened") for l in proc.stdout.splitlines()), proc.stdout[-2000:]
+
+
+def test_the_gates_judge_a_run_without_its_scenario_only_when_told_which(tmp_path):
+    run = _passing_run(tmp_path)
+    run.scenario_file.unlink()
+    proc = _gates("--run-dir", run.root)
+    assert proc.returncode == 2 and "--scenario" in proc.stdout + proc.stderr, proc.stdout[-2000:]
+    assert _gates("--run-dir", run.root, "--scenario", SCENARIO.name).returncode == 0
