@@ -12,8 +12,9 @@ import yaml
 from clihelp import assert_one_line_error, pdrepro, pdrepro_process
 from smokeimage import REPO, smoke_image
 
+from pdrepro import engineceiling
 from pdrepro.commands.gpu_check import _gpus, _sizes
-from pdrepro.gpucheck import ceiling, pattern
+from pdrepro.gpucheck import pattern
 from pdrepro.gpucheck.buffers import HostBuffer
 from pdrepro.scenario import load_scenario
 
@@ -128,14 +129,14 @@ def test_host_memory_run_moves_verified_bytes_through_mooncake(tmp_path):
     assert all(r["verified"] == 2 and len(r["seconds"]) == 2 and r["median_GB_s"] > 0 for r in result["rows"])
     assert result["rows"][2]["nbytes"] == load_scenario("smoke-tcp").kv_bytes(32768)
     assert "all bytes verified" in proc.stdout
-    # The same figures as the engine's ceiling per length, for the report.
-    engine = ceiling.read(out / ceiling.FILE_NAME)
+    # The same figures as the engine's ceiling per length, as the report reads them from RUN/engine-ceiling.json.
+    entries = json.loads((out / engineceiling.FILE_NAME).read_text())
     layers = 2 * load_scenario("smoke-tcp").geometry.num_hidden_layers
-    assert engine.transport == "tcp" and engine.memory == "host" and not engine.same_gpu
-    assert [[f.blocks for f in row.layouts] for row in engine.rows] == [[1, layers], [
-        -(-result["rows"][2]["nbytes"] // (16 * MiB)), layers]]
-    for row, pair in zip(engine.rows, (result["rows"][:2], result["rows"][2:])):
-        assert row.ceiling_GB_s == max(r["median_GB_s"] for r in pair)
+    assert entries["128/blocks"]["blocks"] == 1 and entries["32768/layers"]["blocks"] == layers
+    found, _, name = engineceiling.load_ceiling(out)
+    assert name == engineceiling.FILE_NAME
+    for r in result["rows"]:
+        assert found[r["prompt_len"]][r["layout"]].GB_s == pytest.approx(r["median_GB_s"])
 
 
 RECORDED = REPO / "tests" / "recorded" / "gpu-check"
@@ -210,8 +211,7 @@ def test_one_gpu_id_puts_both_sides_on_it(text, gpus):
 def _settings(**kw):
     from pdrepro.gpucheck.run import Settings
     base = dict(sizes=((128, 1572864), (4096, 50331648)), repeats=2, block_bytes=16 * MiB, gpus=(0, 0), memory="gpu",
-                transport="tcp", direction="write", seed=0, timeout_s=10, out=REPO, layouts=("one", "layers"),
-                layers=24, scenario="onebox-qwen25-0.5b")
+                transport="tcp", direction="write", seed=0, timeout_s=10, out=REPO, layouts=("one", "layers"), layers=24)
     base.update(kw)
     return Settings(**base)
 
@@ -224,21 +224,33 @@ def test_the_layouts_cut_one_request_as_the_recorded_ceiling_did():
     assert s.layout_block_bytes("blocks", 50331648) == 16 * MiB
 
 
-def test_the_engine_ceiling_is_the_best_verified_layout_per_length(tmp_path):
-    from pdrepro.gpucheck.run import Row, engine_ceiling
-    rows = [Row(128, 1572864, "one", 1, [0.001, 0.002], 2), Row(128, 1572864, "layers", 48, [0.004, 0.004], 2),
-            Row(4096, 50331648, "one", 1, [0.03, 0.03], 2),
-            Row(4096, 50331648, "layers", 48, [0.001, 0.001], 1, ["transfer 2: received bytes differ"])]
-    result = engine_ceiling(_settings(), rows, "tcp")
-    assert result.same_gpu and result.gpus == {"prefill": 0, "decode": 0}
-    assert result.ceiling_GB_s(128) == pytest.approx(1572864 / 0.0015 / 1e9)
+def test_the_ceiling_file_holds_the_verified_layouts_as_the_report_reads_them(tmp_path):
+    from pdrepro.gpucheck.run import Row, ceiling_entries
+    rows = [Row(128, 1572864, [0.001, 0.002], 2, layout="one"), Row(128, 1572864, [0.004, 0.004], 2, layout="layers",
+                                                                   blocks=48),
+            Row(4096, 50331648, [0.03, 0.03], 2, layout="one"),
+            Row(4096, 50331648, [0.001, 0.001], 1, ["transfer 2: received bytes differ"], layout="layers", blocks=48)]
+    entries = ceiling_entries(rows)
     # A layout whose bytes did not all arrive is no ceiling.
-    assert [f.layout for f in result.rows[1].layouts] == ["one"]
-    assert result.ceiling_GB_s(4096) == pytest.approx(50331648 / 0.03 / 1e9)
-    assert result.ceiling_GB_s(999) is None
-    path = tmp_path / ceiling.FILE_NAME
-    path.write_text(json.dumps(result.model_dump(mode="json")))
-    assert ceiling.read(path) == result
-    path.write_text(json.dumps({**result.model_dump(mode="json"), "memory": "disk"}))
-    with pytest.raises(Exception, match="memory"):
-        ceiling.read(path)
+    assert sorted(entries) == ["128/layers", "128/one", "4096/one"]
+    assert entries["128/layers"]["blocks"] == 48 and entries["128/one"]["median_ms"] == pytest.approx(1.5)
+    (tmp_path / engineceiling.FILE_NAME).write_text(json.dumps(entries))
+    found, transport, name = engineceiling.load_ceiling(tmp_path)
+    assert name == engineceiling.FILE_NAME and transport is None
+    assert found[128]["one"].GB_s == pytest.approx(1572864 / 0.0015 / 1e9)
+    assert set(found[4096]) == {"one"}
+
+
+def test_gpu_checks_result_names_each_layout_for_the_report(tmp_path):
+    from dataclasses import asdict
+
+    from pdrepro.gpucheck.run import Row
+    rows = [Row(4096, 50331648, [0.03] * 2, 2, layout="one"), Row(4096, 50331648, [0.02] * 2, 2, layout="layers", blocks=48),
+            Row(4096, 50331648, [0.04] * 2, 2)]
+    folder = tmp_path.joinpath(*engineceiling.GPU_CHECK_RESULT).parent
+    folder.mkdir()
+    folder.joinpath("result.json").write_text(json.dumps({
+        "transport": "tcp", "block_bytes": 64 * MiB, "rows": [{**asdict(r), "median_GB_s": r.median_GB_s} for r in rows]}))
+    found, transport, _ = engineceiling.load_ceiling(tmp_path)
+    assert transport == "tcp" and set(found[4096]) == {"one", "layers", "blocks of 64 MiB"}
+    assert found[4096]["layers"].GB_s == pytest.approx(50331648 / 0.02 / 1e9)

@@ -9,7 +9,8 @@ files carry it, both read here:
   prompt_len, nbytes, the timed seconds, verified count and median_GB_s, and
   the transport the engine used; every byte verified.
 * ``RUN/engine-ceiling.json``: the recorded H200 run's file (a script of the
-  same measurement), entries keyed "<tokens>/<shape>": "one" writes the KV as
+  same measurement), and what ``pdrepro gpu-check --out RUN`` writes beside its
+  result.json, entries keyed "<tokens>/<shape>": "one" writes the KV as
   one block, "layers" as one batch of per-layer K/V blocks (what SGLang's
   per-layer buffers look like to the engine).
 
@@ -58,6 +59,7 @@ class GpuCheckRow(Record):
     nbytes: Int(1) = Field(description="bytes of one write")
     verified: Int(0) = Field(description="timed writes whose received bytes matched")
     failures: list[str] = Field(default_factory=list, description="what went wrong, per write")
+    layout: str = Field(default="blocks", description="how the request was cut: one, layers, or blocks of block_bytes")
     median_GB_s: Number(ge=0) | None = Field(description="bytes over the median time, decimal GB/s")
 
 
@@ -94,11 +96,12 @@ def _from_gpu_check(path: Path) -> tuple[dict[int, dict[str, Ceiling]], str | No
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
         raise CeilingError(_fix(f"{path}: {where or 'value'}: {first.get('msg')}")) from None
-    shape = f"blocks of {result.block_bytes / 2**20:g} MiB"
+    blocks = f"blocks of {result.block_bytes / 2**20:g} MiB"
     out: dict[int, dict[str, Ceiling]] = {}
     for row in result.rows:
         # Only writes whose every byte arrived intact count as what the engine moves.
         if row.median_GB_s is not None and row.verified and not row.failures:
+            shape = blocks if row.layout == "blocks" else row.layout  # one, layers: as the recorded file names them
             out.setdefault(row.prompt_len, {})[shape] = Ceiling(row.nbytes, row.median_GB_s)
     return out, result.transport
 

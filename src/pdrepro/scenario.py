@@ -34,6 +34,8 @@ TRANSPORTS = ("rdma", "any")
 # Keys added after runs were recorded, with the value every scenario meant before the key existed:
 # at that value they stay out of the fingerprint, so those runs' recorded fingerprints still hold.
 _FINGERPRINT_NEUTRAL = {"transport": "rdma"}
+# Launch keys added later, likewise left out at their default (unset), so older runs keep their fingerprint.
+_LAUNCH_FINGERPRINT_NEUTRAL = {"shared_gpu_mem_fraction": None}
 
 TP = Int(1, 64)
 
@@ -224,6 +226,9 @@ class Scenario(Record):
     def fingerprint(self) -> str:
         """sha256 of the canonical scenario, recorded in every run's provenance."""
         data = {k: v for k, v in self.to_dict().items() if _FINGERPRINT_NEUTRAL.get(k, object()) != v}
+        if isinstance(data.get("launch"), dict):
+            data["launch"] = {k: v for k, v in data["launch"].items()
+                              if k not in _LAUNCH_FINGERPRINT_NEUTRAL or _LAUNCH_FINGERPRINT_NEUTRAL[k] != v}
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -25,7 +25,7 @@ def _gpus(text: str) -> tuple[int, int]:
 
 
 def _layouts(text: str) -> tuple[str, ...]:
-    from ..gpucheck.ceiling import LAYOUTS
+    from ..gpucheck.run import LAYOUTS
 
     items = tuple(v.strip() for v in text.split(",") if v.strip())
     bad = [v for v in items if v not in LAYOUTS]
@@ -88,7 +88,7 @@ def run(args) -> int:
                         block_bytes=args.block_mib * MiB, gpus=_gpus(args.gpus), memory=args.memory,
                         transport=args.transport, direction=args.direction, seed=scenario.sweep.seed,
                         timeout_s=args.timeout, out=out, layouts=_layouts(args.layouts),
-                        layers=scenario.geometry.num_hidden_layers, scenario=scenario.name)
+                        layers=scenario.geometry.num_hidden_layers)
     largest = max(n for _, n in settings.sizes)
     if settings.memory == "host":
         route = "host memory, process to process (no GPU used)"

@@ -11,12 +11,17 @@ import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .. import engineceiling
 from ..contract import write_json_atomic
 from ..errors import UserError
 from ..mooncake_engine import set_transport_env
 from ..mooncake_log import detect, fallback_reason
 from ..units import bandwidth_GB_s, human_bytes
-from . import ceiling, pattern
+from . import pattern
+
+# How one request's KV is cut into the transfer requests of one batch: blocks of --block-mib; one
+# block; one K and one V block per layer (2 x num_hidden_layers), the shape of SGLang's per-layer buffers.
+LAYOUTS = ("blocks", "one", "layers")
 
 
 @dataclass(frozen=True)
@@ -31,9 +36,8 @@ class Settings:
     seed: int
     timeout_s: float
     out: Path
-    layouts: tuple[str, ...] = ("blocks",)   # ceiling.LAYOUTS, each measured at every size
+    layouts: tuple[str, ...] = ("blocks",)   # LAYOUTS, each measured at every size
     layers: int = 1                          # the model's num_hidden_layers, for the per-layer layout
-    scenario: str = ""
 
     def layout_block_bytes(self, layout: str, nbytes: int) -> int:
         if layout == "one":
@@ -47,11 +51,11 @@ class Settings:
 class Row:
     prompt_len: int
     nbytes: int
-    layout: str = "blocks"
-    blocks: int = 1
     seconds: list[float] = field(default_factory=list)
     verified: int = 0
     failures: list[str] = field(default_factory=list)
+    layout: str = "blocks"               # LAYOUTS
+    blocks: int = 1                      # transfer requests in the batch
 
     @property
     def median_GB_s(self) -> float | None:
@@ -130,7 +134,7 @@ def run(settings: Settings, progress=print) -> dict:
     init_gpu, target_gpu = (prefill_gpu, decode_gpu) if pushes else (decode_gpu, prefill_gpu)
     target = Side("target", target_gpu, not pushes, settings, _env(settings))
     initiator = None
-    rows = [Row(n, b, layout, -(-b // settings.layout_block_bytes(layout, b)))
+    rows = [Row(n, b, layout=layout, blocks=-(-b // settings.layout_block_bytes(layout, b)))
             for n, b in settings.sizes for layout in settings.layouts]
     try:
         ready = target.ask()
@@ -171,29 +175,25 @@ def run(settings: Settings, progress=print) -> dict:
     result["transport_problem"] = problem
     # Written before any verdict, so what was measured is kept either way.
     write_json_atomic(settings.out / "result.json", result, indent=2)
-    write_json_atomic(ceiling.path(settings.out), engine_ceiling(settings, rows, evidence.transport).model_dump(mode="json"),
-                      indent=2)
+    entries = ceiling_entries(rows)
+    if entries:
+        write_json_atomic(settings.out / engineceiling.FILE_NAME, entries, indent=2)
     if problem:
         raise UserError(f"{problem}; the figures are in {settings.out / 'result.json'}")
     return result
 
 
-def engine_ceiling(settings: Settings, rows: list[Row], transport: str | None) -> ceiling.EngineCeiling:
-    """The rows as the engine's ceiling per length: every layout measured, the best one's figure."""
-    out = []
-    for prompt_len, nbytes in settings.sizes:
-        figures = [ceiling.LayoutFigure(layout=r.layout, blocks=r.blocks, median_ms=statistics.median(r.seconds) * 1e3,
-                                        min_ms=min(r.seconds) * 1e3, max_ms=max(r.seconds) * 1e3, GB_s=r.median_GB_s,
-                                        verified=r.verified)
-                   for r in rows if r.prompt_len == prompt_len and r.seconds and not r.failures]
-        out.append(ceiling.CeilingRow(prompt_len=prompt_len, nbytes=nbytes, layouts=tuple(figures),
-                                      ceiling_GB_s=max((f.GB_s for f in figures), default=None)))
-    prefill, decode = settings.gpus
-    return ceiling.EngineCeiling(scenario=settings.scenario, memory=settings.memory,
-                                 gpus={"prefill": prefill, "decode": decode},
-                                 same_gpu=settings.memory == "gpu" and prefill == decode,
-                                 direction=settings.direction, transport_requested=settings.transport,
-                                 transport=transport, repeats=settings.repeats, rows=tuple(out))
+def ceiling_entries(rows: list[Row]) -> dict[str, dict]:
+    """engine-ceiling.json as the report reads it (engineceiling.CeilingEntry under "<tokens>/<layout>", the
+    recorded H200 run's shape names): only rows whose every timed transfer arrived intact."""
+    out = {}
+    for r in rows:
+        if r.seconds and not r.failures:
+            entry = engineceiling.CeilingEntry(bytes=r.nbytes, median_ms=statistics.median(r.seconds) * 1e3,
+                                               min_ms=min(r.seconds) * 1e3, max_ms=max(r.seconds) * 1e3,
+                                               GB_s=r.median_GB_s)
+            out[f"{r.prompt_len}/{r.layout}"] = {**entry.model_dump(), "blocks": r.blocks, "verified": r.verified}
+    return out
 
 
 def _line(row: Row, settings: Settings) -> str:
