@@ -226,7 +226,7 @@ def _write_counters(run: RunDir, scenario: Scenario, opts: BuildOptions, L: int,
         fs.last_reading = read_ports(ib)
         after[role] = {"source": f"{role} node (test tree)", "at": t1, "ports": fs.last_reading}
     run.counters_dir.mkdir(exist_ok=True)
-    run.counters_file(L).write_text(json.dumps(record(before, after, L), indent=2))
+    run.counters_file(L).write_text(json.dumps(record(before, after, L).to_json(), indent=2))
 
 
 def _line(t: float, text: str, tp_tag: bool = True) -> str:

@@ -13,7 +13,8 @@ from sysfs_builder import h20_node, rxe_node
 
 from pdrepro.analysis import compute_summary
 from pdrepro.checks import evaluate, failed
-from pdrepro.fabric.counters import LEGACY_MAX, SNAPSHOT_SCRIPT, parse_snapshot, read_ports, words_moved
+from pdrepro.fabric.counters import SNAPSHOT_SCRIPT, parse_snapshot, read_ports
+from pdrepro.rundir.counters import LEGACY_MAX, words_moved
 from pdrepro.scenario import load_scenario
 
 SCENARIO = load_scenario("h20-qwen3-235b-1p1d")

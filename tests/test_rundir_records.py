@@ -89,3 +89,20 @@ def test_issue_kinds_are_one_enumeration():
         issue(ERROR, "bench_note", "m")
     assert Issue(severity="error", kind="stall", message="m").kind is IssueKind.STALL
     assert {"no_reqstats": 1}.get(IssueKind.NO_REQSTATS) == 1
+
+
+def test_counter_record_is_written_as_the_sweep_always_wrote_it(tmp_path):
+    from pdrepro.sweep.counters import record
+
+    run = RunDir(tmp_path)
+    ports = {"mlx5_0/1": {"state": "ACTIVE", "rate": "400 Gb/sec (4X NDR)", "port_xmit_data": 10}}
+    before = {"decode": {"source": "here", "at": 1.0, "ports": ports, "rdma_devices": ["mlx5_0"]},
+              "prefill": {"source": None, "error": "no log source reaches it"}}
+    after = {"decode": {"source": "here", "at": 2.0, "ports": ports}, "prefill": {"source": None, "error": "x"}}
+    run.write_counters(record(before, after, 4096))
+    data = json.loads(run.counters_file(4096).read_text())
+    assert run.counters_file(4096).read_text() == json.dumps(data, indent=2, sort_keys=True) + "\n"
+    assert data["nodes"]["prefill"] == {"source": None, "error": "no log source reaches it"}
+    assert data["nodes"]["decode"] == {"source": "here", "rdma_devices": ["mlx5_0"], "before": {"at": 1.0, "ports": ports},
+                                       "after": {"at": 2.0, "ports": ports}}
+    assert run.read_counters(4096).prompt_len == 4096 and run.read_counters(128) is None

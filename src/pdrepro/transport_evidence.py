@@ -24,8 +24,8 @@ import json
 from urllib.parse import urlsplit
 
 from .mooncake_log import scan
+from .parsers.serverstart import current_start
 from .rundir import RunDir
-from .sweep.logsource import current_start
 
 ROLES = ("prefill", "decode")
 

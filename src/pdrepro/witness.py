@@ -26,13 +26,13 @@ are warnings.
 
 from __future__ import annotations
 
-import json
 import math
 
-from . import runfile
-from .fabric.counters import WORD_BYTES, is_wide, words_moved
+from pydantic import ValidationError
+
 from .issuekind import IssueKind
 from .rundir import RunDir
+from .rundir.counters import WORD_BYTES, is_wide, words_moved
 from .scenario import Scenario, Thresholds
 from .units import GB, MiB, human_bytes
 
@@ -116,19 +116,20 @@ def _node_bytes(role: str, node: dict) -> dict:
 
 def _load(run: RunDir, L: int, issues: list) -> dict | None:
     path = run.counters_file(L)
-    if not path.is_file():
-        return None
     try:
-        data = json.loads(runfile.read_text(path))
+        record = run.read_counters(L)
+    except ValidationError:
+        issues.append((True, IssueKind.COUNTERS_UNREADABLE,
+                       f"{path}: holds no 'nodes' object; it is not a counter record `pdrepro sweep` wrote"))
+        return None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         issues.append((True, IssueKind.COUNTERS_UNREADABLE,
                        f"{path}: not readable JSON ({type(exc).__name__}); rerun `pdrepro sweep` for this length "
                        "(move the file aside first) to record the counters again"))
         return None
-    if not isinstance(data, dict) or not isinstance(data.get("nodes"), dict):
-        issues.append((True, IssueKind.COUNTERS_UNREADABLE,
-                       f"{path}: holds no 'nodes' object; it is not a counter record `pdrepro sweep` wrote"))
+    if record is None:
         return None
+    data = record.to_json()
     if data.get("prompt_len") != L:
         # Another length's readings would witness another length's KV.
         issues.append((True, IssueKind.COUNTERS_OTHER_LENGTH,

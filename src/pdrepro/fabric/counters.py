@@ -9,7 +9,8 @@ may be 32 bits wide is only a measurement when the port could not have moved
 2^32 words between the readings: then a counter that ran backwards wrapped
 exactly once, and one at 2^32 - 1 stopped there (saturated).
 
-A reading is a plain dict, so it can travel in JSON and come back from a
+What a difference of two readings means (unit, width, wrap) lives with the run's counter record
+(rundir.counters), which the witness reads. A reading is a plain dict, so it can travel in JSON and come back from a
 shell on another node (``SNAPSHOT_SCRIPT``) in the same shape::
 
     {"mlx5_0/1": {"state": "ACTIVE", "rate": "400 Gb/sec (4X NDR)", "extended": True,
@@ -21,10 +22,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .sysfs import parse_rate
-
-WORD_BYTES = 4
-LEGACY_MAX = 2**32 - 1
 DATA_COUNTERS = ("port_xmit_data", "port_rcv_data")
 
 # Prints one "<dev>/<port> <name> <value>" line per counter, the same reading
@@ -108,26 +105,3 @@ def parse_snapshot(text: str) -> dict:
             if (number := _int(value)) is not None:
                 entry.setdefault("hw_counters", {})[name[3:]] = number
     return found
-
-
-def is_wide(before: int, after: int, extended: bool = False) -> bool:
-    """Whether a data counter of these readings is 64 bits wide (so it never wraps in practice)."""
-    return extended or before > LEGACY_MAX or after > LEGACY_MAX
-
-
-def words_moved(before: int, after: int, window_s: float, rate: str | None,
-                extended: bool = False) -> tuple[int | None, str | None]:
-    """Words a data counter counted between two readings, or None and why it cannot tell."""
-    if is_wide(before, after, extended):
-        if after >= before:
-            return after - before, None
-        return None, f"went back from {before} to {after} words (counters reset during the length?)"
-    gb_s = parse_rate(rate)
-    most = gb_s * 1e9 / 8 / WORD_BYTES * window_s if gb_s else None
-    if most is None or most >= LEGACY_MAX + 1:
-        return None, (f"stayed within 32 bits ({before} -> {after} words) while the port could move 2^32 words in "
-                      f"the {window_s:.1f} s between readings: a legacy 32-bit counter may have wrapped, possibly "
-                      "more than once")
-    if after == LEGACY_MAX:
-        return None, "stopped at 2^32-1 words (a legacy 32-bit counter that saturated)"
-    return (after - before if after >= before else after + LEGACY_MAX + 1 - before), None

@@ -12,9 +12,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..rundir.counters import parse_rate
+
 DEFAULT_ROOT = Path("/sys")
 
-_RATE = re.compile(r"^\s*([\d.]+)\s*Gb/sec")
 _NULL_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
 
 
@@ -117,11 +118,6 @@ def _state_word(text: str | None) -> str:
     if not text:
         return "UNKNOWN"
     return text.split(":", 1)[-1].strip()
-
-
-def parse_rate(text: str | None) -> float | None:
-    m = _RATE.match(text or "")
-    return float(m.group(1)) if m else None
 
 
 def pci_path_of(target: Path) -> tuple[str, ...]:

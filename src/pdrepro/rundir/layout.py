@@ -39,6 +39,7 @@ from .. import runfile
 from ..contract import write_json_atomic
 from ..errors import UserError
 from .baseline import BaselineFile
+from .counters import CountersRecord
 from .provenance import Provenance
 from .sweepstate import SweepStateFile
 
@@ -223,6 +224,18 @@ class RunDir:
         path = self.sweep_state_file
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(path, state.to_json(), indent=2, sort_keys=True)
+
+    def read_counters(self, prompt_len: int) -> CountersRecord | None:
+        """The counter record of one length, None when the sweep left none; a file that is no JSON is a
+        ValueError (UnicodeDecodeError included), one without a 'nodes' object a ValidationError."""
+        path = self.counters_file(prompt_len)
+        if not path.is_file():
+            return None
+        return CountersRecord.model_validate(json.loads(runfile.read_text(path)))
+
+    def write_counters(self, record: CountersRecord) -> None:
+        self.counters_dir.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(self.counters_file(int(record.prompt_len)), record.to_json(), indent=2, sort_keys=True)
 
     def read_baseline(self) -> BaselineFile | None:
         """What `pdrepro baseline --out RUN` left here, None when it has not run."""

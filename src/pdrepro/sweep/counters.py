@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from ..fabric.counters import SNAPSHOT_SCRIPT, parse_snapshot, read_ports
+from ..rundir.counters import CounterNode, CounterReading, CountersRecord
 
 
 def _devices(sysfs: Path) -> list[str]:
@@ -58,21 +59,19 @@ class CounterReader:
         return {"prefill": self._remote("prefill"), "decode": self._local()}
 
 
-def record(before: dict[str, dict], after: dict[str, dict], prompt_len: int) -> dict:
+def record(before: dict[str, dict], after: dict[str, dict], prompt_len: int) -> CountersRecord:
     """RUN/counters/<L>.json: each node's readings around the length, as read."""
     nodes = {}
     for role in sorted(set(before) | set(after)):
         b, a = before.get(role) or {}, after.get(role) or {}
         error = b.get("error") or a.get("error")
-        node = {"source": a.get("source") or b.get("source")}
-        devices = sorted(set(b.get("rdma_devices") or ()) | set(a.get("rdma_devices") or ()))
+        node = CounterNode(source=a.get("source") or b.get("source"))
         if "rdma_devices" in a or "rdma_devices" in b:
-            node["rdma_devices"] = devices
+            node.rdma_devices = sorted(set(b.get("rdma_devices") or ()) | set(a.get("rdma_devices") or ()))
         if error:
-            node["error"] = error
+            node.error = error
         else:
-            node.update(before={"at": b["at"], "ports": b["ports"]}, after={"at": a["at"], "ports": a["ports"]})
+            node.before = CounterReading(at=b["at"], ports=b["ports"])
+            node.after = CounterReading(at=a["at"], ports=a["ports"])
         nodes[role] = node
-    return {"prompt_len": prompt_len,
-            "unit": "port_xmit_data and port_rcv_data count 4-byte words; at is seconds since the epoch",
-            "nodes": nodes}
+    return CountersRecord.of(prompt_len, nodes)

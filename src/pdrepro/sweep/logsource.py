@@ -10,6 +10,7 @@ from pathlib import Path
 from .. import runfile
 from ..contract import write_atomic
 from ..errors import UserError
+from ..parsers.serverstart import current_start
 from ..rundir import RunDir, server_log_index, server_log_name
 from .provenance import ENV_PREFIXES
 
@@ -17,17 +18,6 @@ ROLES = ("prefill", "decode")
 
 # SGLang logs its arguments once per start; the compose files append every
 # start to the same file, so a start marks where the current server's log begins.
-START_MARKER = "server_args=ServerArgs("
-
-
-def current_start(text: str) -> str:
-    """The part of an appended log written by the server's latest start."""
-    cut = text.rfind(START_MARKER)
-    if cut < 0:
-        return text
-    return text[text.rfind("\n", 0, cut) + 1:]
-
-
 def merge_into(dest: Path, text: str) -> None:
     """Keep earlier starts already copied into the run (a resumed sweep may span
     a server restart) and replace the latest start's part with ``text``'s."""

@@ -10,12 +10,13 @@ from pathlib import Path
 
 from ..contract import write_atomic
 from ..errors import UserError
+from ..parsers.serverstart import current_start
 from ..rundir import RunDir, server_log_name
 from ..scenario import load_scenario
 from . import health, rdma_proof
 from .config import SweepConfig, is_disaggregated
 from .counters import CounterReader
-from .logsource import current_start, tail
+from .logsource import tail
 from .progress import Progress, fmt_s
 from .provenance import ProvenanceRecord
 from .runlock import RunLock

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import requests
 
-from ..contract import write_json_atomic
 from ..rundir import RunDir
 from . import metrics
 from .benchcmd import BenchTarget, bench_argv
@@ -114,9 +113,7 @@ def run_length(cfg: SweepConfig, run: RunDir, mount_root: Path, length: int, cou
             reason = f"result not valid: {problem}"
     if reason is None:
         # The NICs' own count of the length, for the analysis to set against the KV (witness.py).
-        run.counters_dir.mkdir(exist_ok=True)
-        write_json_atomic(run.counters_file(length), record(counters_before, counters.read(), length),
-                          indent=2, sort_keys=True)
+        run.write_counters(record(counters_before, counters.read(), length))
         os.replace(partial, run.bench_file(length))
     elif partial.exists():
         os.replace(partial, run.set_aside_bench_file(length, "failed"))

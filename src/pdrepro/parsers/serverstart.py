@@ -1,0 +1,15 @@
+"""Where an SGLang server's latest start begins in its log: a server appends to its log file across
+restarts, and each start prints its ServerArgs first. The sweep copies only the latest start's part;
+the analysis reads the engine's transport from it."""
+
+from __future__ import annotations
+
+START_MARKER = "server_args=ServerArgs("
+
+
+def current_start(text: str) -> str:
+    """The part of an appended log written by the server's latest start."""
+    cut = text.rfind(START_MARKER)
+    if cut < 0:
+        return text
+    return text[text.rfind("\n", 0, cut) + 1:]
