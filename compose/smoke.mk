@@ -8,6 +8,6 @@ SMOKE_ARGS ?=
 
 smoke: setup smoke-image ## Main job, no GPU needed: KV-sized transfers through Mooncake between two containers
 	$(BIN)/pdrepro smoke --image $(SMOKE_IMAGE) $(SMOKE_ARGS)
-	@echo "smoke: report in results/latest/report.md, figures in results/latest/summary.json"
+	@echo "smoke: report in results/latest/report.md, plots in results/latest/plots/, figures in results/latest/summary.json"
 
 .PHONY: smoke
