@@ -135,3 +135,11 @@ def test_links_between_the_docs_resolve():
                 broken.append(f"{path.relative_to(ROOT)} -> {target}")
     assert len(files) > 3
     assert not broken, "links to files that are not there: " + "; ".join(broken)
+
+
+def test_prose_escapes_markdown_outside_code_spans():
+    from pdrepro.docgen.markdown import prose
+
+    assert prose("RUN/bench/*.jsonl and RUN/logs/*.log") == r"RUN/bench/\*.jsonl and RUN/logs/\*.log"
+    assert prose("default results/gpu-check-<UTC time>") == "default results/gpu-check-&lt;UTC time&gt;"
+    assert prose("run `ls *.log <dir>` first") == "run `ls *.log <dir>` first"

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import PurePath
 
+from .markdown import prose
+
 # A fixed width so the usage lines do not depend on the terminal the generator runs in.
 USAGE_WIDTH = 100
 
@@ -50,7 +52,7 @@ def _argument(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
             names += " " + formatter._format_args(action, action.dest.upper())
     else:
         names = formatter._format_args(action, action.dest)
-    text = formatter._expand_help(action) if action.help else ""
+    text = prose(formatter._expand_help(action)) if action.help else ""
     details = []
     if action.required and action.option_strings:
         details.append("required")
@@ -84,10 +86,11 @@ def _arguments(parser: argparse.ArgumentParser) -> list[str]:
 def _command(parser: argparse.ArgumentParser, summary: str, level: int) -> list[str]:
     lines = [f"{'#' * level} `{parser.prog}`", ""]
     if summary:
+        summary = prose(summary)
         lines += [f"{summary[0].upper()}{summary[1:]}.", ""] if not summary.endswith(".") else [summary, ""]
     lines += ["```text", _usage(parser), "```"]
     if parser.description:
-        lines += ["", parser.description]
+        lines += ["", prose(parser.description)]
     lines += _arguments(parser)
     for _name, text, sub in _subcommands(parser):
         lines += [""] + _command(sub, text, level + 1)
@@ -102,7 +105,7 @@ def render_cli(parser: argparse.ArgumentParser) -> str:
     lines += ["Every command prints the same text with `--help`. Exit status: 0 success, 1 a measurement "
               "failed a check, 2 bad input (one line naming the input and the fix).", ""]
     commands = _subcommands(parser)
-    lines += [f"- [`{name}`](#{_anchor(sub.prog)}): {text}" for name, text, sub in commands]
+    lines += [f"- [`{name}`](#{_anchor(sub.prog)}): {prose(text)}" for name, text, sub in commands]
     lines += ["", "```text", _usage(parser), "```"] + _arguments(parser)
     for _name, text, sub in commands:
         lines += [""] + _command(sub, text, 2)

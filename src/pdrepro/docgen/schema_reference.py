@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .markdown import prose
+
 Schema = dict[str, Any]
 
 # Keyword -> how the page words it.
@@ -93,7 +95,7 @@ def _refs(node: Any) -> list[str]:
 def _object(name: str, node: Schema, level: int) -> list[str]:
     lines = [f"{'#' * level} {name}", ""]
     if node.get("description"):
-        lines += [node["description"].strip(), ""]
+        lines += [prose(node["description"].strip()), ""]
     properties: Schema = node.get("properties", {})
     required = set(node.get("required", []))
     if not properties:
@@ -105,7 +107,7 @@ def _object(name: str, node: Schema, level: int) -> list[str]:
     for key, field in properties.items():
         default = f"`{_json(field['default'])}`" if "default" in field else ""
         cells = [f"`{key}`", _type(field), "yes" if key in required else "no", default,
-                 "; ".join(_limits(field)), field.get("description", "")]
+                 "; ".join(_limits(field)), prose(field.get("description", ""))]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return lines
 
