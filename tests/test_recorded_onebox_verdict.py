@@ -64,7 +64,7 @@ def test_transport_any_passes_with_the_witness_not_applicable(tmp_path, capsys):
 
     assert main(["check", str(run), "--scenario", "onebox-qwen25-0.5b"]) == 0
     out, err = capsys.readouterr()
-    assert "29 passed, 0 failed, 5 not applicable" in err
+    assert "37 passed, 0 failed, 5 not applicable" in err
     assert f"N/A  length 4096: {NOT_APPLICABLE}" in out
     assert any(l.split()[:2] == ["nic_witness", "128"] and l.split()[-1] == "N/A" for l in out.splitlines())
 
@@ -79,7 +79,7 @@ def test_the_same_run_under_rdma_fails_transport_and_witness(tmp_path, capsys):
         [("nic_witness", L) for L in LENGTHS] + [("transport", None)])
     assert not not_applicable(results)
     assert main(["check", str(run)]) == 1
-    assert "29 passed, 5 failed" in capsys.readouterr().err
+    assert "37 passed, 5 failed" in capsys.readouterr().err
 
 
 def test_rdma_devices_found_but_tcp_used_under_any_fails_the_witness(tmp_path):
