@@ -247,3 +247,17 @@ def test_a_port_in_use_is_refused(site):
 def test_status_of_a_folder_without_a_stack(tmp_path, capsys):
     assert main(["stack", "status", str(tmp_path)]) == 2
     assert "no stack.json there" in capsys.readouterr().err
+
+
+def test_the_record_is_no_input_of_the_analysis(tmp_path):
+    # `stack down` rewrites it after the analysis; that must not make the summary stale.
+    from pdrepro.rundir import RunDir
+
+    run = RunDir(tmp_path)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "prefill.log").write_text("x\n")
+    before = run.inputs_signature()
+    (tmp_path / record.FILE_NAME).write_text("{}")
+    assert run.inputs_signature() == before
+    (tmp_path / "logs" / "decode.log").write_text("y\n")
+    assert run.inputs_signature() != before

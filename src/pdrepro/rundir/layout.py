@@ -12,6 +12,7 @@ RUN/
   counters/<L>.json        RDMA port counters of each node before and after length L
   sweep-state.json         per-length outcome of the sweep (what a rerun resumes from)
   baseline.json            the fabric's measured ceiling (`pdrepro baseline --out RUN`)
+  stack.json               the processes `pdrepro stack up` started (not an input of the analysis)
   baseline/                the raw outputs of the tools that measured it
   summary.json             analysis result (machine-readable)
   report.md, summary.csv, plots/*.png   analysis result (for people)
@@ -62,6 +63,9 @@ def server_log_index(role: str, file_name: str) -> int | None:
 # (older releases used the first two styles): not inputs.
 _OUTPUTS = ("summary.json", "report.md", "summary.csv", "summary.json.tmp", ".summary.json.tmp", ".report.md.tmp",
             ".summary.csv.tmp", "junit.xml", ".sweep.lock")
+# What the host launcher (`pdrepro stack up`) records of the processes it started: rewritten when they
+# stop, read by no analysis, so not an input either.
+STACK_FILE = "stack.json"
 
 
 @dataclass(frozen=True)
@@ -200,7 +204,7 @@ class RunDir:
         an input added, changed or deleted since the analysis changes it."""
         digest = hashlib.sha256()
         for p in sorted(self.root.rglob("*")):
-            if p.name in _OUTPUTS or self.plots_dir in p.parents or not p.is_file():
+            if p.name in _OUTPUTS or p == self.root / STACK_FILE or self.plots_dir in p.parents or not p.is_file():
                 continue
             st = p.stat()
             digest.update(f"{p.relative_to(self.root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())

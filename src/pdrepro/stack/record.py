@@ -8,9 +8,10 @@ from typing import Literal
 
 from ..contract import write_json_atomic
 from ..errors import UserError
+from ..rundir.layout import STACK_FILE
 from ..strictmodel import Record, load
 
-FILE_NAME = "stack.json"
+FILE_NAME = STACK_FILE
 ROLES = ("prefill", "decode", "router")
 
 
