@@ -13,7 +13,8 @@ from sysfs_builder import h20_node
 from pdrepro import versions_report as vr
 from pdrepro.cli import main
 from pdrepro.fabric import doctor
-from pdrepro.fabric.driver import Requirement, branch, parse_driver_version
+from pdrepro.fabric.driver import Requirement, branch
+from pdrepro.host.nvidia import parse_driver_version
 from pdrepro.pins import load_pins
 
 RECORDED = fakebin.RECORDED / "nvidia-smi"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from sysfs_builder import FakeSysfs, GidSpec, h20_node, ipv4_gid, link_local_gid, roce_gids, rxe_node, switch_chain
 
-from pdrepro.fabric import gid, sysfs
+from pdrepro.fabric import gid
+from pdrepro.host import sysfs
 
 
 def _port(tmp_path, gids, link_layer="Ethernet"):

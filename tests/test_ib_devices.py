@@ -9,7 +9,8 @@ import pytest
 from sysfs_builder import h20_node
 
 from pdrepro.cli import main
-from pdrepro.fabric import affinity, nvidia, sysfs
+from pdrepro.fabric import affinity
+from pdrepro.host import nvidia, sysfs
 
 TOPO = fakebin.served(fakebin.FIXTURES / "nvidia-smi" / "h20-topo-m.txt")
 EXPECTED = {"0": "mlx5_0", "1": "mlx5_0", "2": "mlx5_1", "3": "mlx5_1",

@@ -10,7 +10,7 @@ import pytest
 from sysfs_builder import h20_node
 
 from pdrepro.cli import main
-from pdrepro.fabric import nvidia
+from pdrepro.host import nvidia
 
 RECORDED = fakebin.RECORDED / "nvidia-smi"
 H20_TOPO = fakebin.served(fakebin.FIXTURES / "nvidia-smi" / "h20-topo-m.txt")

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import gpulock
 from .errors import UserError
+from .host.tools import ToolMissing, ToolTimeout, capture
 from .pins import parse_env_file
 
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -79,10 +79,10 @@ def check_locks(inputs: Inputs) -> str | None:
 def _git(args: list[str], timeout: float) -> tuple[int, str]:
     """(exit status, stdout when it succeeded else the last line of stderr)."""
     try:
-        proc = subprocess.run(["git", *args], capture_output=True, text=True, timeout=timeout)
-    except FileNotFoundError:
+        proc = capture(["git", *args], timeout)
+    except ToolMissing:
         return 127, "git not found on PATH"
-    except subprocess.TimeoutExpired:
+    except ToolTimeout:
         return 124, f"no answer within {timeout:.0f} s"
     if proc.returncode == 0:
         return 0, proc.stdout.strip()

@@ -13,12 +13,13 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 from . import __version__
-from .fabric.driver import Requirement, parse_driver_version
+from .fabric.driver import Requirement
+from .host.nvidia import parse_driver_version
+from .host.tools import ToolMissing, ToolTimeout, capture
 from .pins import load_pins
 
 # Python distributions that decide PD behaviour or performance; several names
@@ -60,13 +61,15 @@ IMAGE_ENV = ("PDREPRO_IMAGE", "PDREPRO_IMAGE_SGLANG_COMMIT", "PDREPRO_IMAGE_MOON
 
 
 def _run(argv: list[str], timeout: float = 20) -> tuple[int | None, str]:
-    if not shutil.which(argv[0]):
-        return None, f"{argv[0]} not on PATH"
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        done = capture(argv, timeout)
+    except ToolMissing:
+        return None, f"{argv[0]} not on PATH"
+    except ToolTimeout:
+        return None, f"{argv[0]}: TimeoutExpired"
+    except OSError as exc:
         return None, f"{argv[0]}: {type(exc).__name__}"
-    return proc.returncode, (proc.stdout + proc.stderr).strip()
+    return done.returncode, done.output
 
 
 def _found(version: str | None, **detail) -> dict:
@@ -107,8 +110,12 @@ def mooncake_engine() -> dict:
     """Imports the engine in a child process: a broken binary must not take us down."""
     code = "import mooncake.engine as e; print(e.__file__)"
     try:
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        proc = capture([sys.executable, "-c", code], timeout=60)
+    except ToolMissing:
+        return {"importable": False, "reason": "FileNotFoundError"}
+    except ToolTimeout:
+        return {"importable": False, "reason": "TimeoutExpired"}
+    except OSError as exc:
         return {"importable": False, "reason": type(exc).__name__}
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]

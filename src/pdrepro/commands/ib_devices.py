@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 from ..errors import UserError
-from ..fabric import affinity, nvidia, sysfs
-from ..fabric.tools import ToolFailed, ToolMissing
+from ..fabric import affinity
+from ..host import nvidia, sysfs
+from ..host.tools import ToolFailed, ToolMissing
 from ..siteinput import ib_device_key_problem, parse_gpus
 
 

@@ -57,7 +57,7 @@ def _one_gpu_box(args) -> None:
     if args.gpus is not None:
         return
     try:
-        from ..fabric.nvidia import query_gpus
+        from ..host.nvidia import query_gpus
 
         if len(query_gpus()) == 1:
             args.gpus = "0"

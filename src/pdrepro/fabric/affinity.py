@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import sysfs
-from .nvidia import TOPO_MEANING, TOPO_RANK, Gpu, Topology
+from ..host import sysfs
+from ..host.nvidia import TOPO_MEANING, TOPO_RANK, Gpu, Topology
 
 UNKNOWN = "unknown"
 

@@ -17,9 +17,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import UserError
+from ..host import sysfs
+from ..host.tools import ToolTimeout, capture
 from ..rundir import BaselineFile, RunDir
 from ..rundir.baseline import ceiling_problem
-from . import affinity, gid, perftest, sysfs, tebench
+from . import affinity, gid, perftest, tebench
 
 IB_WRITE_BW = "ib_write_bw"
 TE_BENCH = "transfer_engine_bench"
@@ -177,11 +179,10 @@ def run_te_client(plan: BaselinePlan) -> dict:
     _progress(f"transfer_engine_bench: write {'GPU to GPU' if plan.use_vram else 'host to host'} to "
               f"{argv[argv.index('--segment_id') + 1]} for {plan.duration} s ...")
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=plan.duration + 180, env=te_env(plan))
+        proc = capture(argv, timeout=plan.duration + 180, env=te_env(plan))
         text = proc.stdout + proc.stderr
-    except subprocess.TimeoutExpired as exc:
-        text = "".join(part.decode(errors="replace") if isinstance(part, bytes) else (part or "")
-                       for part in (exc.stdout, exc.stderr))
+    except ToolTimeout as exc:
+        text = exc.output
         _save(plan.out, "transfer_engine_bench.log", text)
         return {"throughput_GB_s": None, "error": f"no result within {plan.duration + 180} s", "command": argv}
     _save(plan.out, "transfer_engine_bench.log", text)

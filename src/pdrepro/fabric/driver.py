@@ -8,32 +8,9 @@ oldest branch is ``GPU_MIN_DRIVER`` in versions.env, next to ``CUDA_VERSION``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ..pins import load_pins
-from .tools import ToolFailed, ToolMissing, run_tool
-
-QUERY = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
-
-# The query prints one bare version per GPU; the banner and `nvidia-smi -q`
-# label it "Driver Version", which R610 and newer renamed "KMD Version".
-_BARE = re.compile(r"^\s*(\d+\.\d+(?:\.\d+)*)\s*$")
-_LABELLED = re.compile(r"\b(?:Driver|KMD) Version\s*:\s*(\d+\.\d+(?:\.\d+)*)")
-
-
-def parse_driver_version(text: str) -> str:
-    """The driver version in nvidia-smi's output (query CSV, banner or ``-q``)."""
-    found = []
-    for line in text.splitlines():
-        match = _BARE.match(line) or _LABELLED.search(line)
-        if match:
-            found.append(match.group(1))
-    if not found:
-        raise ValueError("no driver version in nvidia-smi's output")
-    if len(set(found)) > 1:
-        raise ValueError(f"nvidia-smi reports several driver versions: {', '.join(sorted(set(found)))}")
-    return found[0]
 
 
 def branch(version: str) -> int:
@@ -72,13 +49,3 @@ class Requirement:
         """What `pdrepro versions` adds to the driver it found."""
         return {"minimum_branch": self.minimum, "for_cuda": self.cuda_major,
                 "meets_minimum": None if version is None else self.problem(version) is None}
-
-
-def query_driver_version() -> tuple[str | None, str | None]:
-    """(version, None), or (None, why it could not be read) — never raises."""
-    try:
-        return parse_driver_version(run_tool(QUERY)), None
-    except ToolMissing:
-        return None, "nvidia-smi not found on PATH"
-    except (ToolFailed, ValueError) as exc:
-        return None, str(exc)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from .sysfs import Gid, Port
+from ..host.sysfs import Gid, Port
 
 CLASSES = (
     "network-routable",

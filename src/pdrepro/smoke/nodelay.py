@@ -10,10 +10,10 @@ it tell whether a stall is Nagle's algorithm waiting for a delayed ACK.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 from ..errors import UserError
+from ..host.tools import ToolFailed, capture
 
 SOURCE = Path(__file__).with_name("nodelay.c")
 # Where compose/smoke.nodelay.yaml mounts the folder holding the library.
@@ -30,8 +30,11 @@ def build(out_dir: Path) -> Path:
                         "`apt-get install gcc` (or leave --tcp-nodelay off)")
     out_dir.mkdir(parents=True, exist_ok=True)
     lib = out_dir / LIBRARY
-    proc = subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", str(lib), str(SOURCE), "-ldl"],
-                          capture_output=True, text=True)
+    # A compiler that has not finished one small file in five minutes is stuck.
+    try:
+        proc = capture([cc, "-shared", "-fPIC", "-O2", "-o", str(lib), str(SOURCE), "-ldl"], timeout=300)
+    except ToolFailed as exc:
+        raise UserError(f"building {SOURCE.name} for --tcp-nodelay failed: {exc}") from None
     if proc.returncode != 0:
         raise UserError(f"building {SOURCE.name} for --tcp-nodelay failed: {proc.stderr.strip()[-400:]}")
     return lib

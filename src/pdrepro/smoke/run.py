@@ -11,7 +11,6 @@ import platform
 import secrets
 import signal
 import socket
-import subprocess
 import threading
 import time
 from dataclasses import dataclass
@@ -20,6 +19,8 @@ from pathlib import Path
 
 from ..contract import write_atomic, write_json_atomic
 from ..errors import UserError
+from ..host import docker as docker_engine
+from ..host.tools import Finished, ToolMissing, ToolTimeout, capture
 from ..rundir import Provenance, RunDir
 from ..sweep.signals import Stopped
 from ..units import GB
@@ -53,29 +54,23 @@ def say(msg: str) -> None:
 
 def docker_client():
     try:
-        from docker.errors import DockerException
-
-        import docker
-    except ImportError:
-        raise UserError("the Docker SDK for Python is missing; `pip install docker` (or `make setup`)") from None
-    try:
-        client = docker.from_env()
-        client.ping()
-    except DockerException as exc:
+        return docker_engine.connect()
+    except docker_engine.EngineUnreachable as exc:
+        if exc.sdk_missing:
+            raise UserError("the Docker SDK for Python is missing; `pip install docker` (or `make setup`)") from None
         raise UserError(
-            f"cannot reach a Docker engine ({str(exc).splitlines()[0][:160]}); install Docker "
+            f"cannot reach a Docker engine ({docker_engine.first_line(exc.cause, 160)}); install Docker "
             "(Debian/Ubuntu: `sudo bash .ci/docker-engine.sh` installs engine, compose v2 and debootstrap) and start it "
             "(the script does; else `systemctl start docker`, or `dockerd &`)"
         ) from None
-    return client
 
 
 def compose_command() -> list[str]:
     for cmd in (["docker", "compose"], ["docker-compose"]):
         try:
-            if subprocess.run([*cmd, "version"], capture_output=True).returncode == 0:
+            if capture([*cmd, "version"], timeout=60).returncode == 0:
                 return cmd
-        except FileNotFoundError:
+        except (ToolMissing, ToolTimeout):
             continue
     raise UserError("Docker Compose v2 is missing; install the `docker-compose-plugin` (or `docker-compose`) package "
                     "(Debian/Ubuntu: `sudo bash .ci/docker-engine.sh`)")
@@ -172,8 +167,8 @@ class Stack:
         self.env = env
         self.base = [*self.compose, "-p", project, *sum((["-f", str(f)] for f in files), [])]
 
-    def _compose(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run([*self.base, *args], env=self.env, capture_output=True, text=True)
+    def _compose(self, *args: str, check: bool = True) -> Finished:
+        proc = capture([*self.base, *args], timeout=None, env=self.env)
         if check and proc.returncode != 0:
             raise UserError(f"`docker compose {' '.join(args)}` failed: {proc.stderr.strip()[-600:]}")
         return proc

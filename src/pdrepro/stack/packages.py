@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass
 
 from ..errors import UserError
+from ..host.tools import ToolFailed, ToolMissing, capture
 
 MODULES = ("sglang.launch_server", "sglang_router.launch_router", "mooncake.engine")
 # The Mooncake engine comes as one of these (or a build of the pin, which names itself the first).
@@ -48,9 +48,9 @@ def probe(python: str, env: dict[str, str]) -> Installed:
     """The modules the stack needs, or one line naming what is missing and the fix."""
     wanted = json.dumps({"modules": MODULES, "distributions": DISTRIBUTIONS})
     try:
-        proc = subprocess.run([python, "-c", _PROBE, wanted], capture_output=True, text=True, env=env, timeout=300)
+        proc = capture([python, "-c", _PROBE, wanted], timeout=300, env=env)
         data = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+    except (OSError, ToolMissing, ToolFailed, ValueError, IndexError):
         raise UserError(f"{python}: cannot ask this Python which packages it has; run pdrepro with a working Python") from None
     missing = [name for name in MODULES if data["modules"][name] is None]
     if missing:

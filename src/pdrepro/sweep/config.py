@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..fabric.sysfs import DEFAULT_ROOT
+from ..host.sysfs import DEFAULT_ROOT
 from ..rundir import RunDir
 from ..scenario import Scenario
 from .benchcmd import BenchTarget

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from ..host import docker as docker_engine
+
 # The label naming the host folder a bench container writes into (the run directory).
 WRITES_LABEL = "pdrepro.writes"
 
@@ -46,12 +48,9 @@ class DockerLauncher:
             from ..errors import UserError
 
             try:
-                import docker
-
-                self._client = docker.from_env()
-                self._client.ping()
-            except Exception as exc:  # the SDK raises several unrelated types
-                raise UserError(f"cannot reach the Docker engine ({type(exc).__name__}); "
+                self._client = docker_engine.connect()
+            except docker_engine.EngineUnreachable as exc:
+                raise UserError(f"cannot reach the Docker engine ({exc.kind}); "
                                 "start dockerd or set DOCKER_HOST") from None
         return self._client
 

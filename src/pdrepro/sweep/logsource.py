@@ -10,6 +10,7 @@ from pathlib import Path
 from .. import runfile
 from ..contract import write_atomic
 from ..errors import UserError
+from ..host import docker as docker_engine
 from ..parsers.serverstart import current_start
 from ..rundir import RunDir, server_log_index, server_log_name
 from .provenance import ENV_PREFIXES
@@ -128,15 +129,10 @@ class DockerLogSource(_LogSource):
     def client(self):
         if self._client is None:
             try:
-                import docker
-
-                if self.base_url:
-                    self._client = docker.DockerClient(base_url=self.base_url, use_ssh_client=self.base_url.startswith("ssh://"))
-                else:
-                    self._client = docker.from_env()
-            except Exception as exc:
+                self._client = docker_engine.connect(self.base_url, ping=False)
+            except docker_engine.EngineUnreachable as exc:
                 where = self.base_url or "this host"
-                raise UserError(f"--logs-from docker: cannot reach the Docker engine on {where} ({type(exc).__name__}); "
+                raise UserError(f"--logs-from docker: cannot reach the Docker engine on {where} ({exc.kind}); "
                                 "start dockerd, check ssh access, or use --logs-from DIR") from None
         return self._client
 

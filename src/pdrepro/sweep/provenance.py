@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import os
 import platform
-import re
-import shutil
 import socket
-import subprocess
 import time
 from pathlib import Path
 
 import requests
 
-from ..fabric.driver import parse_driver_version
+from ..host import nvidia
+from ..host import sysfs as host_sysfs
 from ..pins import load_pins
 from ..rundir import Provenance, RunDir
 from ..versions_report import collect_versions
@@ -24,45 +22,6 @@ ENV_PREFIXES = ("MC_", "SGLANG_", "NCCL_")
 def environment(env: dict[str, str] | None = None) -> dict[str, str]:
     env = os.environ if env is None else env
     return {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES)}
-
-
-def nics(sysfs: Path) -> dict:
-    """Firmware and port rates of every RDMA device this host shows."""
-    found = {}
-    if not sysfs.is_dir():
-        return found
-    for dev in sorted(sysfs.iterdir()):
-        entry = {"fw_ver": _read(dev / "fw_ver"), "board_id": _read(dev / "board_id"), "ports": {}}
-        ports = dev / "ports"
-        if ports.is_dir():
-            for port in sorted(ports.iterdir()):
-                entry["ports"][port.name] = {
-                    "rate": _read(port / "rate"),
-                    "state": _read(port / "state"),
-                    "link_layer": _read(port / "link_layer"),
-                }
-        found[dev.name] = entry
-    return found
-
-
-def gpu() -> dict:
-    """Driver and CUDA version from nvidia-smi, when this host has one."""
-    exe = shutil.which("nvidia-smi")
-    if not exe:
-        return {"error": "nvidia-smi not found on the host running the sweep"}
-    try:
-        head = subprocess.run([exe], capture_output=True, text=True, timeout=30).stdout
-        query = subprocess.run([exe, "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                               capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return {"error": f"nvidia-smi failed: {type(exc).__name__}"}
-    cuda = re.search(r"CUDA Version:\s*([\d.]+)", head)
-    names = [line.split(",")[0].strip() for line in query.splitlines() if line.strip()]
-    try:
-        driver = parse_driver_version("\n".join(line.split(",")[-1] for line in query.splitlines()))
-    except ValueError:
-        driver = None
-    return {"driver": driver, "cuda": cuda.group(1) if cuda else None, "gpus": names}
 
 
 def server_info(url: str) -> dict | None:
@@ -96,8 +55,8 @@ def collect(*, scenario, endpoints: dict[str, str], bench_image: dict | None, co
             "hostname": socket.gethostname(),
             "kernel": platform.release(),
             "os": platform.platform(),
-            "gpu": gpu(),
-            "nics": nics(sysfs),
+            "gpu": nvidia.driver_summary(),
+            "nics": host_sysfs.nic_inventory(sysfs),
         },
         "endpoints": endpoints,
         "server_info": {role: server_info(url) for role, url in endpoints.items() if role != "router"},
@@ -106,13 +65,6 @@ def collect(*, scenario, endpoints: dict[str, str], bench_image: dict | None, co
         "logs": log_source,
         "versions": versions(),
     }
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
 
 
 class ProvenanceRecord:

@@ -11,9 +11,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...host import nvidia, sysfs
+from ...host.tools import ToolFailed, ToolMissing
 from ...scenario import Scenario
-from .. import driver, nvidia, sysfs
-from ..tools import ToolFailed, ToolMissing
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
 
@@ -105,5 +105,5 @@ def gather(ctx: Context) -> Facts:
             facts.topo = nvidia.query_topology()
         except (ToolMissing, ToolFailed, ValueError):
             facts.topo = None  # sysfs still gives PCI paths
-        facts.driver, facts.driver_error = driver.query_driver_version()
+        facts.driver, facts.driver_error = nvidia.query_driver_version()
     return facts

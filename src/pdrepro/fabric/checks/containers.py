@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 
+from ...host import docker as docker_engine
 from .base import FAIL, PASS, Check, Context, Facts
 
 # What the NVIDIA container toolkit installs for `docker run --gpus` / compose device requests.
@@ -23,11 +24,14 @@ def engine_major(version: str) -> int | None:
 
 def check_docker(ctx: Context, f: Facts) -> list[Check]:
     try:
-        import docker  # the SDK talks to DOCKER_HOST or the local socket
-        client = docker.from_env(timeout=5)
-        info = client.info()
+        info = docker_engine.connect(timeout=5, ping=False).info()
+    except docker_engine.EngineUnreachable as exc:
+        reason = str(exc)
     except Exception as exc:  # the SDK raises many kinds; all mean "not reachable"
-        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        reason = docker_engine.first_line(exc)
+    else:
+        reason = None
+    if reason is not None:
         return [Check("docker", FAIL, f"Docker engine not reachable: {reason}",
                       "install Docker Engine and start it (`systemctl start docker`); the user needs access to "
                       "/var/run/docker.sock (or set DOCKER_HOST)")]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import affinity, driver, sysfs
+from ...host import sysfs
+from .. import affinity, driver
 from .base import FAIL, PASS, WARN, Check, Context, Facts
 
 

@@ -6,7 +6,8 @@ import os
 import re
 import stat
 
-from .. import gid, sysfs
+from ...host import sysfs
+from .. import gid
 from .base import FAIL, PASS, WARN, Check, Context, Facts
 
 # RoCE carries this much header per packet; the kernel's RoCE MTU is the

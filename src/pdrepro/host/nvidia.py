@@ -1,4 +1,7 @@
-"""GPUs and their PCIe/NVLink topology as ``nvidia-smi`` reports them."""
+"""What ``nvidia-smi`` says: the GPUs, their PCIe/NVLink topology, the driver version and CUDA version.
+
+Every nvidia-smi query of the bundle is here (doctor, ib-devices, stack up, the sweep's provenance); the
+rules the driver is held to are in fabric/driver.py."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import io
 import re
 from dataclasses import dataclass
 
-from .tools import run_tool
+from .tools import ToolFailed, ToolMissing, ToolTimeout, capture, run_tool
 
 # Closeness of a GPU to a NIC in `nvidia-smi topo -m`, nearest first.
 TOPO_RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4}
@@ -113,3 +116,56 @@ def query_gpus() -> list[Gpu]:
 
 def query_topology() -> Topology:
     return parse_topo(run_tool(TOPO))
+
+
+DRIVER_QUERY = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
+
+# The query prints one bare version per GPU; the banner and `nvidia-smi -q`
+# label it "Driver Version", which R610 and newer renamed "KMD Version".
+_BARE = re.compile(r"^\s*(\d+\.\d+(?:\.\d+)*)\s*$")
+_LABELLED = re.compile(r"\b(?:Driver|KMD) Version\s*:\s*(\d+\.\d+(?:\.\d+)*)")
+
+
+def parse_driver_version(text: str) -> str:
+    """The driver version in nvidia-smi's output (query CSV, banner or ``-q``)."""
+    found = []
+    for line in text.splitlines():
+        match = _BARE.match(line) or _LABELLED.search(line)
+        if match:
+            found.append(match.group(1))
+    if not found:
+        raise ValueError("no driver version in nvidia-smi's output")
+    if len(set(found)) > 1:
+        raise ValueError(f"nvidia-smi reports several driver versions: {', '.join(sorted(set(found)))}")
+    return found[0]
+
+
+def query_driver_version() -> tuple[str | None, str | None]:
+    """(version, None), or (None, why it could not be read) — never raises."""
+    try:
+        return parse_driver_version(run_tool(DRIVER_QUERY)), None
+    except ToolMissing:
+        return None, "nvidia-smi not found on PATH"
+    except (ToolFailed, ValueError) as exc:
+        return None, str(exc)
+
+
+def driver_summary() -> dict:
+    """Driver and CUDA version and the GPUs' names, for a record of the host; {"error": ...} when unreadable."""
+    # The exit status is not held against it: what a failing nvidia-smi still prints is read for what it holds.
+    try:
+        head = capture(["nvidia-smi"], timeout=30).stdout
+        query = capture(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], timeout=30).stdout
+    except ToolMissing:
+        return {"error": "nvidia-smi not found on the host running the sweep"}
+    except ToolTimeout:
+        return {"error": "nvidia-smi failed: TimeoutExpired"}
+    except OSError as exc:
+        return {"error": f"nvidia-smi failed: {type(exc).__name__}"}
+    cuda = re.search(r"CUDA Version:\s*([\d.]+)", head)
+    names = [line.split(",")[0].strip() for line in query.splitlines() if line.strip()]
+    try:
+        driver = parse_driver_version("\n".join(line.split(",")[-1] for line in query.splitlines()))
+    except ValueError:
+        driver = None
+    return {"driver": driver, "cuda": cuda.group(1) if cuda else None, "gpus": names}

@@ -242,3 +242,23 @@ def normalize_bus_id(bus_id: str) -> str:
     bus_id = bus_id.strip().lower()
     domain, rest = bus_id.split(":", 1) if bus_id.count(":") == 2 else ("0000", bus_id)
     return f"{int(domain, 16):04x}:{rest}"
+
+
+def nic_inventory(ib_dir: Path) -> dict:
+    """Firmware, board and the raw port words (rate, state, link layer) of every device under IB_DIR
+    (ROOT/class/infiniband), as sysfs prints them: the record of what a run's host had."""
+    found: dict = {}
+    if not ib_dir.is_dir():
+        return found
+    for dev in sorted(ib_dir.iterdir()):
+        entry: dict = {"fw_ver": _read(dev / "fw_ver"), "board_id": _read(dev / "board_id"), "ports": {}}
+        ports = dev / "ports"
+        if ports.is_dir():
+            for port in sorted(ports.iterdir()):
+                entry["ports"][port.name] = {
+                    "rate": _read(port / "rate"),
+                    "state": _read(port / "state"),
+                    "link_layer": _read(port / "link_layer"),
+                }
+        found[dev.name] = entry
+    return found
