@@ -31,6 +31,7 @@ from .parsers.reqstats import LogScan, ReqStat, merge_scans, parse_log
 from .rundir import RunDir, why_absent
 from .scenario import Scenario
 from .serverlogs import logs_label, topology_logs
+from .summarymodel import build as build_summary
 from .transport_evidence import transport_facts
 from .units import MiB, bandwidth_GB_s, human_bytes
 from .witness import describe_allowance, outside_window, witness_row
@@ -319,4 +320,4 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
                                 f"{source}: the engine alone used {engine_transport}, the servers' engines {transport}: "
                                 "the ratio sets two transports against each other; measure the ceiling with "
                                 f"`pdrepro gpu-check --transport {transport}`"))
-    return summary
+    return build_summary(summary)

@@ -21,6 +21,7 @@ from .issuekind import IssueKind
 from .parsers.bench import parse_bench_file
 from .rundir import RunDir
 from .scenario import Scenario
+from .summarymodel import build as build_summary
 
 # metric -> (bench JSON key, one of parsers.bench.REPORTED_KEYS; unit, label, better): better is "higher" or "lower".
 METRICS = {
@@ -107,7 +108,7 @@ def compute_comparison(run: RunDir, scenario: Scenario) -> dict:
         "issues": issues,
         "provenance": _provenance(run, names),
     }
-    return summary
+    return build_summary(summary)
 
 
 def _provenance(run: RunDir, names: list[str]) -> dict:

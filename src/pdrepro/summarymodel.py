@@ -94,7 +94,8 @@ class Summary(_Open):
     analysis_code: str | None = Field(default=None, description="the pdrepro release and summary version that wrote it")
     inputs_signature: str | None = Field(default=None, description="hash of the raw inputs the summary was made from")
     baseline_GB_s: float | None = Field(default=None, description="measured fabric ceiling, decimal GB/s")
-    metrics: dict[str, Any] | None = Field(default=None, description="the servers' /metrics transfer figures")
+    metrics: list[dict[str, Any]] | None = Field(
+        default=None, description="the servers' /metrics transfer figures, one entry per scraped file")
     engine_ceiling: dict[str, Any] | None = Field(
         default=None, description="per prompt length: the per-request KV bandwidth, what the Mooncake engine alone "
                                   "moved on the same box (decimal GB/s) and their ratio")
@@ -105,3 +106,14 @@ class Summary(_Open):
     configurations: dict[str, Any] | None = Field(default=None,
                                                   description="a comparison's measured and published figures")
     comparison: dict[str, Any] | None = Field(default=None, description="a comparison's relative changes, percent")
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary as summary.json holds it: the keys its builder set, in the model's order."""
+        return self.model_dump(exclude_unset=True)
+
+
+def build(fields: dict[str, Any]) -> dict[str, Any]:
+    """A summary built as the model from its builder's fields (rows, headline and issues become their
+    models, so a field of the wrong shape fails where it is made, not in a reader), in the form
+    summary.json holds."""
+    return Summary.model_validate(fields).to_json()

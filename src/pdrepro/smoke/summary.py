@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, headline, issue, result_row
 from ..issuekind import IssueKind
+from ..summarymodel import build as summary_model
 from ..units import GB, MB, bandwidth_GB_s
 from .spread import spread, stall
 
@@ -162,7 +163,7 @@ def build_summary(scenario, initiator: dict, provenance: dict) -> dict:
     }
     if top and top[-1]["socket_bandwidth_GB_s"]:
         summary["baseline_GB_s"] = top[-1]["socket_bandwidth_GB_s"]
-    return summary
+    return summary_model(summary)
 
 
 SMOKE_NOTE = (
