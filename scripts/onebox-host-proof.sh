@@ -2,7 +2,7 @@
 # The one-box proof on a GPU host without Docker, with the bundle alone: an offline model of the
 # scenario's geometry, `pdrepro stack up` (prefill, decode, router as host processes), the engine's
 # own ceiling on the same GPUs (`pdrepro gpu-check`), `pdrepro sweep` with its transport proof,
-# `pdrepro check`, `pytest repro/`, `pdrepro stack down`. Run it with the Python that serves SGLang
+# `pdrepro stack down`, then `pdrepro check` and `pytest repro/` on the stopped stack's files. Run it with the Python that serves SGLang
 # (`make gpu-venv`, then PYTHON=.venv-gpu/bin/python); `make onebox-host-proof` calls it.
 #
 #   RUN      run directory (default runs/onebox-host-<UTC time>)
@@ -81,10 +81,12 @@ logged sweep pdrepro sweep --scenario "$SCENARIO" --router "$router" --prefill "
   --out "$RUN" --model-path "$MODEL" --dataset-path "$DATASET" --bench-in-place --logs-from "$RUN/logs" --metrics
 swept=$?
 if [ "$swept" -eq 2 ]; then exit 2; fi
+# Stopped before the verdicts: the servers append to RUN/logs while they run (health probes),
+# so the inputs check and the gates judge are final only once they are down.
+stop
 step "check"
 logged check pdrepro check "$RUN"; checked=$?
 step "gates: pytest repro/ --run-dir $RUN"
 logged gates "$PY" -m pytest repro/ --run-dir "$RUN" -p no:cacheprovider -q -rs; gated=$?
-stop
 step "done: $RUN (report $RUN/report.md)"
 for status in $swept $checked $gated; do [ "$status" -eq 0 ] || exit "$status"; done
