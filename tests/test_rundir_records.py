@@ -106,3 +106,19 @@ def test_counter_record_is_written_as_the_sweep_always_wrote_it(tmp_path):
     assert data["nodes"]["decode"] == {"source": "here", "rdma_devices": ["mlx5_0"], "before": {"at": 1.0, "ports": ports},
                                        "after": {"at": 2.0, "ports": ports}}
     assert run.read_counters(4096).prompt_len == 4096 and run.read_counters(128) is None
+
+
+def test_summary_is_written_strict_and_read_as_the_model(tmp_path):
+    run = RunDir(tmp_path / "run")
+    summary = {"schema_version": 1, "scenario": {}, "scenario_fingerprint": "f", "source": "smoke", "rows": [],
+               "issues": [issue(ERROR, IssueKind.SMOKE_FAILED, "m")]}
+    from pdrepro.contract import SUMMARY_SCHEMA_VERSION
+    summary["schema_version"] = SUMMARY_SCHEMA_VERSION
+    run.write_summary(summary)
+    assert run.summary_file.read_text() == json.dumps(summary, indent=2) + "\n"
+    assert run.read_stored_summary() == summary
+    assert run.read_summary().issues[0].kind is IssueKind.SMOKE_FAILED
+    with pytest.raises(UserError, match="summary.json: not written: rows"):
+        run.write_summary({**summary, "rows": [{"prompt_len": 1, "bandwidth_GB_s": float("nan")}]})
+    run.summary_file.write_text("{cut")
+    assert run.read_stored_summary() is None

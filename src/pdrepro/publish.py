@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .analysis import compute_summary
 from .comparison import compute_comparison, render_comparison
-from .contract import dumps_json, stamp, unwritable, write_atomic, write_json_atomic
+from .contract import stamp, unwritable, write_atomic
 from .errors import UserError
 from .plots import render_plots
 from .report import render_csv, render_report
@@ -18,12 +18,7 @@ from .scenario import Scenario
 
 def write_outputs(run: RunDir, summary: dict) -> list[Path]:
     """summary.json, report.md and the plots; returns the plot paths."""
-    text = dumps_json(summary, run.summary_file, indent=2)
-    try:
-        run.root.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise unwritable(run.summary_file, exc, run.root) from None
-    write_atomic(run.summary_file, text, run.root)
+    run.write_summary(summary)
     write_atomic(run.report_file, render_report(summary), run.root)
     write_atomic(run.summary_csv, render_csv(summary), run.root)
     try:
@@ -39,7 +34,7 @@ def analyze_run(run: RunDir, scenario: Scenario) -> dict:
         summary = compute_comparison(run, scenario)
         if signature is not None:
             stamp(summary, signature)
-        write_json_atomic(run.summary_file, summary, indent=2, sort_keys=True)
+        run.write_summary(summary, sort_keys=True)
         write_atomic(run.report_file, render_comparison(summary))
         return summary
     if not run.root.is_dir():

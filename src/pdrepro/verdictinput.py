@@ -10,9 +10,7 @@ analysis: bad input naming it. One stamped otherwise is stale and rewritten.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from . import runfile
 from .analysis import compute_summary
 from .comparison import compute_comparison
 from .contract import SUMMARY_SCHEMA_VERSION, is_current, stamp
@@ -21,17 +19,6 @@ from .publish import analyze_run, write_outputs
 from .rundir import RunDir
 from .runscenario import own_scenario
 from .scenario import Scenario
-from .strictmodel import load
-from .summarymodel import Summary
-
-
-def _stored_summary(path: Path) -> dict | None:
-    try:
-        summary = json.loads(runfile.read_text(path))
-    except (OSError, ValueError):
-        return None
-    return summary if isinstance(summary, dict) else None
-
 
 # What a verdict is derived from; a stored summary must match a fresh analysis in all of these.
 _VERDICT_KEYS = ("rows", "headline", "transport", "transport_evidence", "line_rate_GB_s", "witness",
@@ -101,7 +88,7 @@ def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
     path = run.summary_file
     if run.root.is_dir():
         own_scenario(run)  # a scenario.yaml changed after the sweep judges nothing
-    stored = _stored_summary(path) if path.is_file() and run.root.is_dir() else None
+    stored = run.read_stored_summary() if path.is_file() and run.root.is_dir() else None
     _refuse_other_kind(run, scenario, stored)
     if scenario.kind == "comparison":
         return _load_comparison(run, scenario, stored)
@@ -121,7 +108,7 @@ def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
             and stored.get("schema_version") == SUMMARY_SCHEMA_VERSION:
         # A smoke summarises as it measures: its summary is its result. Taken as it stands, so it
         # must have the shape the report and the checks read.
-        load(Summary, stored, str(path), fix="the file was changed after it was written: restore it or measure again")
+        run.read_summary(stored, fix="the file was changed after it was written: restore it or measure again")
         return stored
     return analyze_run(run, scenario)
 

@@ -37,8 +37,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .. import runfile
-from ..contract import write_json_atomic
+from ..contract import dumps_json, unwritable, write_atomic, write_json_atomic
 from ..errors import UserError
+from ..strictmodel import load
+from ..summarymodel import Summary
 from .baseline import BaselineFile
 from .counters import CountersRecord
 from .provenance import Provenance
@@ -271,6 +273,33 @@ class RunDir:
 
     def write_provenance(self, record: Provenance, *, sort_keys: bool = False) -> None:
         write_json_atomic(self.provenance_file, record.to_json(), indent=2, sort_keys=sort_keys)
+
+    def summary_text(self, summary: dict, *, sort_keys: bool = False) -> str:
+        """summary.json's text for ``summary`` (summarymodel.build's form): strict JSON, a NaN refused by name."""
+        return dumps_json(summary, self.summary_file, indent=2, sort_keys=sort_keys)
+
+    def write_summary(self, summary: dict, *, sort_keys: bool = False) -> None:
+        """summary.json, written whole or not at all (a comparison's is sorted, as it always was)."""
+        text = self.summary_text(summary, sort_keys=sort_keys)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise unwritable(self.summary_file, exc, self.root) from None
+        write_atomic(self.summary_file, text, self.root)
+
+    def read_stored_summary(self) -> dict | None:
+        """summary.json as stored, for comparing with a fresh analysis; None when absent or not a JSON object."""
+        try:
+            data = json.loads(runfile.read_text(self.summary_file))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def read_summary(self, data: dict | None = None, fix: str | None = None) -> Summary:
+        """summary.json (or ``data`` read from it) as the model; a summary of another shape is one line naming
+        the file and the key (with ``fix`` at its end)."""
+        data = self.read_stored_summary() if data is None else data
+        return load(Summary, data, str(self.summary_file), fix=fix)
 
     def metrics_files(self) -> list[Path]:
         """The /metrics differences of the run (one per role and length), by name; empty without metrics/."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..contract import write_atomic, write_json_atomic
+from ..contract import write_atomic
 from ..errors import UserError
 from ..host import docker as docker_engine
 from ..host.tools import Finished, ToolMissing, ToolTimeout, capture
@@ -296,7 +296,7 @@ def write_outputs(run: RunDir, summary: dict) -> list[Path]:
     from ..report import render_report
     from .plot import render_smoke_plots
 
-    write_json_atomic(run.summary_file, summary, indent=2)
+    run.write_summary(summary)
     head, sep, rest = render_report(summary).partition("## Headline")
     write_atomic(run.report_file, head + sm.SMOKE_NOTE + "\n\n" + sep + rest + "\n" + sm.smoke_section(summary))
     return render_smoke_plots(summary, run.plots_dir)
