@@ -122,6 +122,12 @@ def test_transport_proven(checks):
     _gate(checks, "transport")
 
 
+@pytestmark_sweep
+def test_pins_match(checks, scenario):
+    """A reproduction runs the pinned software (scenario pins_match: gate); warn leaves it to the report."""
+    _gate(checks, "pins_match", required=False)
+
+
 def test_provenance_present(summary, scenario):
     found = summary.get("provenance") or {}
     if summary.get("kind") == "comparison":

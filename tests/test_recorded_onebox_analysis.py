@@ -60,7 +60,8 @@ def test_health_checks_and_the_servers_own_warm_up_are_left_out_as_recorded(fres
     # The server's own warm-up requests (4 tokens) match no length: one warning, as recorded.
     stray = [s for s in stats if not s.is_health_check and nearest_length(s.input_len, list(LENGTHS)) is None]
     assert [s.input_len for s in stray] == [4, 4]
-    kinds = [(i["kind"], i["severity"]) for i in fresh["issues"]]
+    # (The run predates the pins comparison, which adds its own warning: test_whatran.py.)
+    kinds = [(i["kind"], i["severity"]) for i in fresh["issues"] if i["kind"] != "pins_differ"]
     assert kinds == [(i["kind"], i["severity"]) for i in _recorded_summary()["issues"]] == [
         ("unmatched_requests", "warning")]
     assert "2 prefill request(s) match no prompt length" in fresh["issues"][0]["message"]

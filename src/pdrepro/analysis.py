@@ -34,6 +34,8 @@ from .serverlogs import logs_label, topology_logs
 from .summarymodel import build as build_summary
 from .transport_evidence import transport_facts
 from .units import MiB, bandwidth_GB_s, human_bytes
+from .whatran import describe as describe_ran
+from .whatran import differences, what_ran
 from .witness import describe_allowance, outside_window, witness_row
 
 
@@ -284,6 +286,9 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
         rows.append(row)
     provenance = _provenance(run, issues)
     transport, transport_evidence = transport_facts(run, provenance)
+    ran = what_ran(provenance)
+    if differences(ran):
+        issues.append(issue(WARNING, "pins_differ", f"{run.provenance_file}: {describe_ran(ran)}"))
     summary = {
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "scenario": scenario.to_dict(),
@@ -291,6 +296,7 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
         "source": "sglang",
         "transport": transport,
         "transport_evidence": transport_evidence,
+        "what_ran": ran,
         "line_rate_GB_s": scenario.line_rate_GB_s,
         "rows": rows,
         "headline": headline(rows),

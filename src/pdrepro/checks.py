@@ -245,6 +245,14 @@ def evaluate(summary: dict, scenario: Scenario) -> list[CheckResult]:
     if measures_ttft and (scenario.transport == "any" or summary.get("provenance") is not None):
         out.append(_transport(summary, scenario))
 
+    if scenario.pins_match == "gate" and summary.get("provenance") is not None:
+        ran = summary.get("what_ran") or []
+        bad = [r for r in ran if r.get("match") is False]
+        detail = ("what ran differs from docker/versions.env: " + "; ".join(
+            f"{r['item']} ran {r['ran']}, pinned {r['pinned']}" for r in bad) if bad else
+            "what ran matches docker/versions.env where the run recorded it")
+        out.append(CheckResult("pins_match", None, float(len(bad)), 0.0, "differences", not bad, detail, "=="))
+
     head = summary.get("headline") or {}
     if t.min_peak_bandwidth_GB_s is not None:
         out.append(_check("peak_bandwidth", head.get("peak_bandwidth_prompt_len"), head.get("peak_bandwidth_GB_s"),

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 
 from tabulate import tabulate
 
 from .checks import NOT_APPLICABLE, tcp_without_rdma
+from .report_provenance import provenance_section
 from .units import GB, MiB, human_bytes
 
 DASH = "—"
@@ -209,18 +209,6 @@ def witness_section(summary: dict) -> list[str]:
             f"{_f((w.get('header_fraction') or 0) * 100, 0)} % headers, "
             f"{_f((w.get('control_bytes_per_request') or 0) / MiB, 0)} MiB of control per request, plus the "
             "warm-up and failed requests' KV.", "", _table(headers, table), ""]
-
-
-def provenance_section(summary: dict) -> list[str]:
-    prov = summary.get("provenance")
-    if not prov:
-        return []
-    out = ["## Provenance", ""]
-    for key in sorted(prov):
-        value = prov[key]
-        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-        out.append(f"- {key}: {text}")
-    return out + [""]
 
 
 def _method(summary: dict) -> str:

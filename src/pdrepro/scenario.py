@@ -33,7 +33,7 @@ KINDS = ("kv-sweep", "comparison")
 TRANSPORTS = ("rdma", "any")
 # Keys added after runs were recorded, with the value every scenario meant before the key existed:
 # at that value they stay out of the fingerprint, so those runs' recorded fingerprints still hold.
-_FINGERPRINT_NEUTRAL = {"transport": "rdma"}
+_FINGERPRINT_NEUTRAL = {"transport": "rdma", "pins_match": "gate"}
 # Launch keys added later, likewise left out at their default (unset), so older runs keep their fingerprint.
 _LAUNCH_FINGERPRINT_NEUTRAL = {"shared_gpu_mem_fraction": None}
 
@@ -167,6 +167,11 @@ class Scenario(Record):
         default="rdma",
         description="what the KV may move over: rdma (the transport proof and the NIC witness are gates) or any "
                     "(TCP is allowed; on a node the sweep found without RDMA devices the witness is not applicable)")
+    pins_match: Literal["gate", "warn"] = Field(
+        default="gate",
+        description="what a difference between what ran (server versions, Mooncake, torch, CUDA) and "
+                    "docker/versions.env does: gate (the pins_match check fails; a reproduction of the published "
+                    "run) or warn (a warning in the report and check)")
 
     def check(self, source: str) -> None:
         self._validate_port_ranges(source)

@@ -85,6 +85,9 @@ class Summary(_Open):
     transport_evidence: dict[str, Any] | None = Field(
         default=None, description="each server's transport line, the sweep's proof and the RDMA devices the sweep "
                                   "found on the nodes, which the transport and NIC witness checks judge")
+    what_ran: list[dict[str, Any]] | None = Field(
+        default=None, description="per component (SGLang per server, router, Mooncake, torch, CUDA): what ran, its "
+                                  "pin in docker/versions.env and whether they match (null: not recorded)")
     line_rate_GB_s: float | None = Field(default=None, description="the scenario link's line rate, decimal GB/s")
     rows: list[Row]
     headline: Headline = Field(default_factory=Headline)

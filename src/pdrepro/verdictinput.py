@@ -21,7 +21,7 @@ from .runscenario import own_scenario
 from .scenario import Scenario
 
 # What a verdict is derived from; a stored summary must match a fresh analysis in all of these.
-_VERDICT_KEYS = ("rows", "headline", "transport", "transport_evidence", "line_rate_GB_s", "witness",
+_VERDICT_KEYS = ("rows", "headline", "transport", "transport_evidence", "what_ran", "line_rate_GB_s", "witness",
                  "configurations", "comparison")
 
 

@@ -27,7 +27,10 @@ from .pins import load_pins
 PACKAGES: dict[str, tuple[str, ...]] = {
     "sglang": ("sglang",),
     "sglang-router": ("sglang-router",),
-    "mooncake-transfer-engine": ("mooncake-transfer-engine", "mooncake-transfer-engine-non-cuda"),
+    # PyPI ships the engine under a name per CUDA major (and one without CUDA); the image's build of the pin
+    # installs the first name.
+    "mooncake-transfer-engine": ("mooncake-transfer-engine", "mooncake-transfer-engine-cuda13",
+                                 "mooncake-transfer-engine-cuda12", "mooncake-transfer-engine-non-cuda"),
     "torch": ("torch",),
     "sglang-kernel": ("sglang-kernel", "sgl-kernel"),
     "flashinfer": ("flashinfer-python",),

@@ -55,6 +55,9 @@ def run(args) -> int:
         print(f"FAIL {r.detail}")
     for r in idle:
         print(f"N/A  {r.detail}")
+    for i in summary.get("issues") or []:
+        if i.get("kind") == "pins_differ" and scenario.pins_match == "warn":
+            print(f"WARN {i['message']} (the scenario's pins_match: warn)")
     for line in ceiling_lines(summary):
         print(f"engine ceiling: {line}")
     for i in summary.get("issues", []):
