@@ -23,6 +23,7 @@ import requests
 from runbuilder import Row, _metrics_text, build_run, published_rows
 
 from pdrepro.parsers.reqstats import parse_line
+from pdrepro.pins import load_pins
 from pdrepro.scenario import Scenario
 from pdrepro.sweep.launcher import LengthTimeout
 
@@ -108,7 +109,7 @@ class _Server:
                 if self.path == "/v1/models":
                     return self._send(200, {"object": "list", "data": [{"id": c.scenario.model.name, "object": "model"}]})
                 if self.path == "/get_server_info":
-                    return self._send(200, {"version": "0.5.0rc0", "disaggregation_mode": server.role,
+                    return self._send(200, {"version": c.server_version, "disaggregation_mode": server.role,
                                             "tp_size": c.scenario.parallel.prefill_tp})
                 if self.path == "/metrics":
                     if not c.metrics:
@@ -148,6 +149,9 @@ class FakeCluster:
     # its NICs' port_rcv_data, unless the KV never crosses them (a path that only looks up).
     nics: object | None = None
     kv_crosses_nics: bool = True
+    # What /get_server_info says the servers are: by default the image's build of the pins
+    # (<release>+g<commit>, as docker/gpu.Dockerfile versions it), as a reproduction runs.
+    server_version: str = field(default_factory=lambda: "{SGLANG_NEAREST_RELEASE}+g{SGLANG_COMMIT}".format(**load_pins()))
 
     def __post_init__(self):
         self.log_dir = Path(self.root) / "server-logs"

@@ -3,6 +3,7 @@ are in the upstream formats, with the bench client substituted."""
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -204,6 +205,38 @@ def test_overhead_counts_time_outside_the_client(tmp_path, cluster):
     assert out.overhead_s >= 0.6
     line = next(l for l in lines if l.startswith("sweep overhead:"))
     assert f"{out.overhead_s:.1f} s of" in line and f"({out.overhead_pct:.2f} % of the sweep" in line
+
+
+def test_slow_host_facts_are_collected_while_the_first_length_runs(tmp_path, cluster, monkeypatch):
+    """On the H200 run collecting provenance (torch with its CUDA, the Mooncake import, nvidia-smi) took
+    most of the sweep's 4 % outside the client: it now runs beside the first length, and the record is
+    still complete, with the servers asked once they are healthy."""
+    from pdrepro.sweep import provenance
+
+    def slow_versions():
+        time.sleep(1.0)
+        return {"packages": {"sglang": {"found": True, "version": "stand-in"}}}
+
+    monkeypatch.setattr(provenance, "versions", slow_versions)
+    lines = []
+    out = run_sweep(config(tmp_path, cluster, FakeBench(cluster, seconds=0.6), lines))
+    assert out.done == [128, 256, 512]
+    assert out.overhead_s < 0.5, lines  # the 1 s collection is hidden behind the first length
+    prov = json.loads((tmp_path / "run" / "provenance.json").read_text())
+    assert prov["versions"]["packages"]["sglang"]["version"] == "stand-in"
+    assert set(prov["server_info"]) == {"prefill", "decode"}
+    assert all("error" not in info for info in prov["server_info"].values())
+    assert set(prov["sweep"]["lengths"]) == {"128", "256", "512"}
+
+
+def test_provenance_written_early_holds_the_facts_even_when_the_sweep_stops_at_once(tmp_path, cluster, monkeypatch):
+    from pdrepro.sweep import provenance
+
+    monkeypatch.setattr(provenance, "versions", lambda: (time.sleep(0.5), {"slow": True})[1])
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(config(tmp_path, cluster, FakeBench(cluster, behaviour={128: "interrupt"})))
+    prov = json.loads((tmp_path / "run" / "provenance.json").read_text())
+    assert prov["versions"] == {"slow": True}
 
 
 def test_comparison_configurations_sweep_into_one_run(tmp_path):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import platform
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -32,6 +34,10 @@ def server_info(url: str) -> dict | None:
         return {"error": type(exc).__name__}
 
 
+def servers_info(endpoints: dict[str, str]) -> dict:
+    return {role: server_info(url) for role, url in endpoints.items() if role != "router"}
+
+
 def versions() -> dict:
     try:
         return collect_versions()
@@ -41,7 +47,7 @@ def versions() -> dict:
 
 def collect(*, scenario, endpoints: dict[str, str], bench_image: dict | None, containers: dict,
             transport: dict | None, log_source: dict | None, configuration: str | None,
-            sysfs: Path) -> dict:
+            sysfs: Path, servers: bool = True) -> dict:
     pins = load_pins()
     return {
         "schema_version": 1,
@@ -59,7 +65,7 @@ def collect(*, scenario, endpoints: dict[str, str], bench_image: dict | None, co
             "nics": host_sysfs.nic_inventory(sysfs),
         },
         "endpoints": endpoints,
-        "server_info": {role: server_info(url) for role, url in endpoints.items() if role != "router"},
+        "server_info": servers_info(endpoints) if servers else None,
         "environment": environment(),
         "transport": transport,
         "logs": log_source,
@@ -69,21 +75,86 @@ def collect(*, scenario, endpoints: dict[str, str], bench_image: dict | None, co
 
 class ProvenanceRecord:
     """RUN/provenance.json of one sweep. Host and image facts are collected once per
-    sweep (they take a few subprocess calls); the per-length outcome is refreshed on every write."""
+    sweep; the per-length outcome is refreshed on every write.
+
+    Collecting them costs seconds on a GPU host (torch imported with its CUDA, a Python
+    importing the Mooncake engine, nvidia-smi, nvcc): on the recorded H200 run most of the
+    sweep's 4 % outside the bench client. ``prefetch`` therefore collects them on a thread
+    while the sweep waits for the stack and runs its first length, and ``write_soon`` writes
+    the file as soon as they are in; every later ``write`` waits for them first, so the
+    writes keep their order and the record is complete before the sweep ends."""
 
     def __init__(self, cfg, run: RunDir):
         self.cfg, self.run, self.facts = cfg, run, None
+        self._pending: threading.Thread | None = None
+        self._failure: BaseException | None = None
+        self._soon: tuple | None = None
+        self._lock = threading.Lock()  # orders "facts are in" against "write when they are"
+        self.server_info: dict | None = None
+
+    def _collect(self, servers: bool = True) -> dict:
+        cfg = self.cfg
+        return collect(
+            scenario=cfg.scenario, endpoints=cfg.endpoints(), bench_image=cfg.bench_image,
+            containers=cfg.log_source.containers() if cfg.log_source is not None else {},
+            transport=None,
+            log_source=cfg.log_source.describe() if cfg.log_source is not None else None,
+            configuration=cfg.configuration, sysfs=cfg.sysfs, servers=servers,
+        )
+
+    def prefetch(self) -> None:
+        def work():
+            try:
+                # The servers are asked later, from the sweep's thread, once they are healthy.
+                facts = self._collect(servers=False)
+                with self._lock:
+                    self.facts, soon = facts, self._soon
+                if soon is not None:
+                    self._write(*soon)
+            except BaseException as exc:  # handed to the sweep's thread at the next write
+                self._failure = exc
+        self._pending = threading.Thread(target=work, name="provenance", daemon=True)
+        self._pending.start()
+
+    def _ready(self) -> None:
+        if self._pending is not None:
+            self._pending.join()
+            self._pending = None
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+        if self.facts is None:
+            self.facts = self._collect()
+
+    def _write(self, transport_facts, lengths: dict, failed: dict) -> None:
+        facts = dict(self.facts, transport=transport_facts)
+        if facts.get("server_info") is None:
+            facts["server_info"] = self.server_info
+        facts["sweep"] = {"lengths": lengths, "failed": {str(k): v for k, v in failed.items()}}
+        self.run.write_provenance(Provenance(facts), sort_keys=True)
+
+    def write_soon(self, transport_facts, state) -> None:
+        """Writes the record now if its facts are in, else as soon as the prefetch has them
+        (with the sweep's state as it stands now)."""
+        self._ask_servers()
+        snapshot = (transport_facts, copy.deepcopy(state.file.to_json()["lengths"]), dict(state.failed()))
+        with self._lock:
+            if self._pending is not None and self.facts is None:
+                self._soon = snapshot  # the prefetch writes it (a failed one: the next write raises)
+                return
+        self._ready()
+        self._write(*snapshot)
+
+    def settle(self) -> None:
+        """Waits for the prefetch (and the write it owes) without raising its failure."""
+        if self._pending is not None:
+            self._pending.join()
+
+    def _ask_servers(self) -> None:
+        if self.server_info is None:
+            self.server_info = servers_info(self.cfg.endpoints())
 
     def write(self, transport_facts, state) -> None:
-        cfg = self.cfg
-        if self.facts is None:
-            self.facts = collect(
-                scenario=cfg.scenario, endpoints=cfg.endpoints(), bench_image=cfg.bench_image,
-                containers=cfg.log_source.containers() if cfg.log_source is not None else {},
-                transport=transport_facts,
-                log_source=cfg.log_source.describe() if cfg.log_source is not None else None,
-                configuration=cfg.configuration, sysfs=cfg.sysfs,
-            )
-        facts = dict(self.facts, transport=transport_facts)
-        facts["sweep"] = {"lengths": state.file.to_json()["lengths"], "failed": {str(k): v for k, v in state.failed().items()}}
-        self.run.write_provenance(Provenance(facts), sort_keys=True)
+        self._ask_servers()
+        self._ready()
+        self._write(transport_facts, state.file.to_json()["lengths"], state.failed())

@@ -150,7 +150,8 @@ def _lengths_to_run(cfg: SweepConfig, run: RunDir) -> tuple[list[int], list[int]
     return todo, skipped
 
 
-def _ready(cfg: SweepConfig, run: RunDir, state: SweepState, todo: list[int]) -> tuple[float, dict | None]:
+def _ready(cfg: SweepConfig, run: RunDir, state: SweepState, todo: list[int],
+           prov: ProvenanceRecord) -> tuple[float, dict | None]:
     """Waits for the stack and proves the transport; (seconds waited, transport facts)."""
     if not todo:
         previous = next((e for e in reversed(state.events) if e.event == "transport"), None)
@@ -164,7 +165,7 @@ def _ready(cfg: SweepConfig, run: RunDir, state: SweepState, todo: list[int]) ->
     except TransportNotProven as exc:
         # What was found stays in the run for whoever debugs the fabric.
         collect_logs(cfg, run)
-        ProvenanceRecord(cfg, run).write(exc.facts, state)
+        prov.write(exc.facts, state)
         raise
 
 
@@ -186,11 +187,13 @@ def _locked_sweep(cfg: SweepConfig, top: RunDir, run: RunDir, started: float) ->
     sweep = cfg.scenario.sweep
 
     todo, skipped = _lengths_to_run(cfg, run)
-    wait_s, transport_facts = _ready(cfg, run, state, todo)
     # A comparison's configurations ran on different stacks: each keeps its own.
     prov = ProvenanceRecord(cfg, run)
     if todo or not run.provenance_file.is_file():
-        prov.write(transport_facts, state)
+        prov.prefetch()  # while the stack is waited for and the first length runs
+    wait_s, transport_facts = _ready(cfg, run, state, todo, prov)
+    if todo or not run.provenance_file.is_file():
+        prov.write_soon(transport_facts, state)
 
     counters = CounterReader(cfg.sysfs, cfg.log_source)
     progress = Progress(todo, sweep.output_len)
@@ -204,7 +207,11 @@ def _locked_sweep(cfg: SweepConfig, top: RunDir, run: RunDir, started: float) ->
             state.record(length, "unfinished", reason=why)
             state.event("interrupted", prompt_len=length, completed=done, signal=signal_name(exc))
             collect_logs(cfg, run)
+            prov.write(transport_facts, state)  # the facts collected beside this length stay in the run
             say(f"interrupted during length {length}; {len(done) + len(skipped)} complete length(s) kept, rerun to resume")
+            raise
+        except Exception:
+            prov.settle()  # the record written beside this length lands before the error leaves
             raise
         progress.measured(length, outcome.client_s)
         record_outcome(state, length, outcome)
