@@ -50,6 +50,8 @@ class IssueKind(str, Enum):
     # Other files of the run.
     METRICS_UNREADABLE = "metrics_unreadable"
     PROVENANCE_UNREADABLE = "provenance_unreadable"
+    # What ran (provenance.json) differs from docker/versions.env (whatran.py).
+    PINS_DIFFER = "pins_differ"
     # The engine alone on the run's box (RUN/engine-ceiling*), the one-box ceiling.
     ENGINE_CEILING_UNREADABLE = "engine_ceiling_unreadable"
     ENGINE_CEILING_TRANSPORT = "engine_ceiling_transport"
