@@ -21,7 +21,6 @@ from pathlib import Path
 
 from .contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, analysis_code_stamp, headline, issue, result_row
 from .engineceiling import CeilingError, against_rows
-from .engineceiling import load_ceiling as load_engine_ceiling
 from .errors import UserError
 from .issuekind import IssueKind
 from .outputlens import output_figures
@@ -313,7 +312,7 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
     if metrics is not None:
         summary["metrics"] = metrics
     try:
-        ceiling = load_engine_ceiling(run.root)
+        ceiling = run.read_engine_ceiling()
     except CeilingError as exc:
         issues.append(issue(ERROR, IssueKind.ENGINE_CEILING_UNREADABLE, str(exc)))
         ceiling = None

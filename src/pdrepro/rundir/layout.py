@@ -14,6 +14,7 @@ RUN/
   baseline.json            the fabric's measured ceiling (`pdrepro baseline --out RUN`)
   stack.json               the processes `pdrepro stack up` started (not an input of the analysis)
   baseline/                the raw outputs of the tools that measured it
+  engine-ceiling.json, engine-ceiling/result.json   the Mooncake engine alone on the run's box
   summary.json             analysis result (machine-readable)
   report.md, summary.csv, plots/*.png   analysis result (for people)
 
@@ -38,6 +39,7 @@ from pydantic import ValidationError
 
 from .. import runfile
 from ..contract import dumps_json, unwritable, write_atomic, write_json_atomic
+from ..engineceiling import load_ceiling as load_engine_ceiling
 from ..errors import UserError
 from ..strictmodel import load
 from ..summarymodel import Summary
@@ -300,6 +302,11 @@ class RunDir:
         the file and the key (with ``fix`` at its end)."""
         data = self.read_stored_summary() if data is None else data
         return load(Summary, data, str(self.summary_file), fix=fix)
+
+    def read_engine_ceiling(self):
+        """The engine alone on the run's box (engine-ceiling/result.json of gpu-check, else engine-ceiling.json),
+        as engineceiling.load_ceiling gives it; None without one. Damage is engineceiling.CeilingError."""
+        return load_engine_ceiling(self.root)
 
     def metrics_files(self) -> list[Path]:
         """The /metrics differences of the run (one per role and length), by name; empty without metrics/."""
