@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import shutil
 import tempfile
 import threading
@@ -26,6 +27,9 @@ from pdrepro.parsers.reqstats import parse_line
 from pdrepro.pins import load_pins
 from pdrepro.scenario import Scenario
 from pdrepro.sweep.launcher import LengthTimeout
+
+# What the fake client prints reaches the console as a real client's does: through the launcher's logger.
+_CLIENT_OUTPUT = logging.getLogger("pdrepro.sweep.launcher")
 
 
 def _glog(source: str, text: str, level: str = "I") -> str:
@@ -217,16 +221,16 @@ class FakeBench:
     argvs: list[list[str]] = field(default_factory=list)
     mounts: list[dict] = field(default_factory=list)
 
-    def run(self, argv, *, mounts, timeout_s, say):
+    def run(self, argv, *, mounts, timeout_s):
         if self.startup_s is not None:
             time.sleep(self.startup_s)
         started = time.monotonic()
-        rc = self._client(argv, mounts=mounts, timeout_s=timeout_s, say=say)
+        rc = self._client(argv, mounts=mounts, timeout_s=timeout_s)
         if self.startup_s is not None:
             self.last_client_s = time.monotonic() - started
         return rc
 
-    def _client(self, argv, *, mounts, timeout_s, say):
+    def _client(self, argv, *, mounts, timeout_s):
         args = _bench_args(argv)
         length = int(args.random_input_len)
         self.calls.append(length)
@@ -238,7 +242,7 @@ class FakeBench:
         requests.get(base + "/v1/models", timeout=5).raise_for_status()
         if args.flush_cache:
             requests.post(base + "/flush_cache", timeout=5).raise_for_status()
-        say(f"    #Input tokens: {length * int(args.num_prompts)}")
+        _CLIENT_OUTPUT.info(f"    #Input tokens: {length * int(args.num_prompts)}")
         if what == "interrupt":
             Path(args.output_file).write_text('{"completed": ')  # cut off mid-write
             raise KeyboardInterrupt
@@ -246,7 +250,7 @@ class FakeBench:
             time.sleep(timeout_s or 0)
             raise LengthTimeout(f"bench client ran past {timeout_s:.0f} s")
         if what == "fail":
-            say("    Traceback (most recent call last): ... aiohttp.client_exceptions.ServerDisconnectedError")
+            _CLIENT_OUTPUT.info("    Traceback (most recent call last): ... aiohttp.client_exceptions.ServerDisconnectedError")
             return 1
         time.sleep(self.seconds)
         row = self.rows.get(length) or next((r for r in published_rows(self.cluster.scenario) if r.prompt_len == length),

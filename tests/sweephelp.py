@@ -3,6 +3,7 @@ cluster and a SweepConfig pointing at it."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from fakecluster import FakeBench, FakeCluster
@@ -28,6 +29,27 @@ def short_scenario(lengths=(128, 256, 512)):
     return sc.model_copy(update={"sweep": sweep, "thresholds": th})
 
 
+class _Lines(logging.Handler):
+    """The console lines of the package's loggers, into the list of the latest config() (a test's ``lines``)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def into(self, lines: list[str]) -> None:
+        self.lines = lines
+        logger = logging.getLogger("pdrepro")
+        logger.setLevel(logging.INFO)
+        if self not in logger.handlers:
+            logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+_LINES = _Lines()
+
+
 def dataset(tmp_path: Path) -> Path:
     path = tmp_path / "ShareGPT_V3_unfiltered_cleaned_split.json"
     path.write_text('[{"id": "x", "conversations": [{"from": "human", "value": "hello"}]}]')
@@ -50,8 +72,8 @@ def config(tmp_path: Path, cluster: FakeCluster, bench: FakeBench, lines: list[s
         log_source=DirLogSource(cluster.log_dir),
         wait_timeout_s=5.0,
         analyze=None,
-        say=lines.append,
         sysfs=tmp_path / "no-sysfs",
     )
     defaults.update(kw)
+    _LINES.into(lines)
     return SweepConfig(**defaults)

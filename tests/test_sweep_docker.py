@@ -1,6 +1,7 @@
 """The product's Docker launcher and log source against the real engine,
 with the smoke image standing in for the GPU image (both have python3)."""
 
+import logging
 import time
 import uuid
 
@@ -21,7 +22,7 @@ def image():
     return smoke_image()
 
 
-def test_runs_argv_with_mounts_host_network_and_relays_progress(tmp_path, image):
+def test_runs_argv_with_mounts_host_network_and_relays_progress(tmp_path, image, caplog):
     out = tmp_path / "run"
     out.mkdir()
     data = tmp_path / "data.json"
@@ -30,14 +31,15 @@ def test_runs_argv_with_mounts_host_network_and_relays_progress(tmp_path, image)
               f"n = len(json.load(open('{data}'))); "
               "sys.stdout.write('  0%|  | 0/3\\r 33%|# | 1/3\\r100%|##| 3/3\\n'); "
               f"open('{out}/result.jsonl', 'w').write(json.dumps({{'completed': n, 'host': socket.gethostname()}}) + '\\n')")
-    lines = []
+    caplog.set_level(logging.INFO, logger="pdrepro")
     launcher = DockerLauncher(image, env={"MC_TE_METRIC": "1"})
     t0 = time.monotonic()
-    rc = launcher.run(["python3", "-c", script], mounts={out: True, data: False}, timeout_s=120, say=lines.append)
+    rc = launcher.run(["python3", "-c", script], mounts={out: True, data: False}, timeout_s=120)
     assert rc == 0
     # The client's own run time, from the engine: positive, shorter than the whole call.
     assert 0 < launcher.last_client_s < time.monotonic() - t0
     assert '"completed": 3' in (out / "result.jsonl").read_text()
+    lines = caplog.messages
     assert any("33%" in line for line in lines) and any("3/3" in line for line in lines)
 
 
@@ -45,7 +47,7 @@ def test_read_only_mount_and_exit_status(tmp_path, image):
     data = tmp_path / "ro"
     data.mkdir()
     rc = DockerLauncher(image).run(["python3", "-c", f"open('{data}/x', 'w')"], mounts={data: False},
-                                   timeout_s=120, say=lambda _l: None)
+                                   timeout_s=120)
     assert rc == 1
     assert not (data / "x").exists()
 
@@ -54,7 +56,7 @@ def test_timeout_stops_and_removes_the_container(tmp_path, image):
     prefix = f"pdrepro-test-{uuid.uuid4().hex[:8]}"
     launcher = DockerLauncher(image, name_prefix=prefix)
     with pytest.raises(LengthTimeout):
-        launcher.run(["sleep", "60"], mounts={}, timeout_s=2, say=lambda _l: None)
+        launcher.run(["sleep", "60"], mounts={}, timeout_s=2)
     left = docker.from_env().containers.list(all=True, filters={"name": prefix})
     assert left == []
 
@@ -63,7 +65,7 @@ def test_missing_image_is_a_user_error(tmp_path, image):
     from pdrepro.errors import UserError
 
     with pytest.raises(UserError, match="make build"):
-        DockerLauncher(f"pdrepro-no-such-image:{uuid.uuid4().hex[:8]}").run(["true"], mounts={}, timeout_s=10, say=print)
+        DockerLauncher(f"pdrepro-no-such-image:{uuid.uuid4().hex[:8]}").run(["true"], mounts={}, timeout_s=10)
 
 
 def test_docker_log_source_reads_named_containers(tmp_path, image):

@@ -4,6 +4,7 @@ run past the limit stopped."""
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 
@@ -12,12 +13,13 @@ import pytest
 from pdrepro.sweep.launcher import InPlaceLauncher, LengthTimeout
 
 
-def test_runs_streams_and_returns_the_status(tmp_path):
-    lines: list[str] = []
+def test_runs_streams_and_returns_the_status(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="pdrepro")
     script = "import sys, os; print('first'); sys.stdout.write('50%\\r100%\\n'); print(os.environ['HF_HUB_OFFLINE']); sys.exit(3)"
     launcher = InPlaceLauncher(env={"HF_HUB_OFFLINE": "1"})
-    rc = launcher.run([sys.executable, "-c", script], mounts={tmp_path: True}, timeout_s=30, say=lines.append)
+    rc = launcher.run([sys.executable, "-c", script], mounts={tmp_path: True}, timeout_s=30)
     assert rc == 3
+    lines = caplog.messages
     assert [line.strip() for line in lines] == ["first", "50%", "100%", "1"]
     assert launcher.last_client_s is not None and launcher.last_client_s > 0
     assert launcher.image_digest()["in_place"] is True
@@ -29,7 +31,7 @@ def test_past_the_limit_the_client_is_stopped(tmp_path):
     launcher = InPlaceLauncher()
     started = time.monotonic()
     with pytest.raises(LengthTimeout):
-        launcher.run([sys.executable, "-c", script], mounts={}, timeout_s=0.5, say=lambda line: None)
+        launcher.run([sys.executable, "-c", script], mounts={}, timeout_s=0.5)
     assert time.monotonic() - started < 3
     time.sleep(3.2)
     assert not marker.exists(), "the client outlived the limit"

@@ -6,6 +6,7 @@ the same run directory while one runs is refused, naming the first; a lock of a 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -143,7 +144,7 @@ def test_a_killed_sweep_leaves_no_child_client_writing(tmp_path):
     _nothing_writes(tmp_path)
 
 
-def test_a_resume_stops_the_container_a_killed_sweep_left(tmp_path):
+def test_a_resume_stops_the_container_a_killed_sweep_left(tmp_path, caplog):
     from pdrepro.sweep.launcher import WRITES_LABEL, DockerLauncher
 
     require_docker()
@@ -157,10 +158,10 @@ def test_a_resume_stops_the_container_a_killed_sweep_left(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert left.returncode == 0, left.stderr
     try:
-        lines: list[str] = []
-        rc = DockerLauncher(SMOKE_IMAGE).run(["python3", "-c", "print('mine')"], mounts={run: True}, timeout_s=60,
-                                             say=lines.append)
+        caplog.set_level(logging.INFO, logger="pdrepro")
+        rc = DockerLauncher(SMOKE_IMAGE).run(["python3", "-c", "print('mine')"], mounts={run: True}, timeout_s=60)
         assert rc == 0
+        lines = caplog.messages
         assert any("left running by an earlier sweep" in line for line in lines), lines
         assert _containers(label) == []
     finally:

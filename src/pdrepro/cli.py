@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from . import console
 from .commands import build_parser
 from .errors import UserError
 from .sweep.signals import exit_status, signal_name
@@ -17,6 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USER_ERROR
+    console.setup()
     try:
         return int(args.func(args) or 0)
     except UserError as exc:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from ..stack import procs, record
 from ..stack import up as launcher
 from ..stack.packages import probe
 from .render import add_site_options, onebox_plan
+
+log = logging.getLogger(__name__)
 
 HELP = "start, stop or show a one-box stack as processes of this host (the host launcher)"
 EXIT_START_FAILED = 1
@@ -82,9 +85,8 @@ def run_up(args) -> int:
     print(f"stack up: {installed.line()} ({sys.executable})", flush=True)
     host = lp.servers[0].host
     launcher.check_free(plan_steps, host)
-    say = lambda line: print(line, flush=True)  # noqa: E731
     starter = launcher.Launcher(run, launcher.new_record(scenario.name, sys.executable, installed),
-                                start_budget_s=args.start_timeout, poll_s=args.poll, grace_s=args.grace, say=say,
+                                start_budget_s=args.start_timeout, poll_s=args.poll, grace_s=args.grace,
                                 progress_every_s=args.progress_every)
     previous = launcher.interrupt_on_sigterm()
     try:
@@ -94,12 +96,12 @@ def run_up(args) -> int:
         starter.stop_all()
         return EXIT_START_FAILED
     except KeyboardInterrupt:
-        say("stack up: interrupted; stopping what was started")
+        log.info("stack up: interrupted; stopping what was started")
         starter.stop_all()
         return 130
     finally:
         launcher.signal.signal(launcher.signal.SIGTERM, previous)
-    say(f"stack up: prefill, decode and router run; router at http://{host}:{lp.router_port}; "
+    log.info(f"stack up: prefill, decode and router run; router at http://{host}:{lp.router_port}; "
         f"record {record.path(run.root)}; stop with: pdrepro stack down {run.root}")
     return 0
 

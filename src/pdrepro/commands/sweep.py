@@ -138,7 +138,6 @@ def run(args: argparse.Namespace) -> int:
         scrape_metrics=args.metrics,
         analyze=None if args.no_analyze else analyze_run,
         bench_image=launcher.image_digest(),
-        say=lambda line: print(line, flush=True),
     )
     with stop_on_signals():
         outcome = run_sweep(cfg)

@@ -3,6 +3,7 @@ before answers, every child in its own session logging into the run, all recorde
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -20,6 +21,8 @@ from ..launchspec import LAUNCH_ENV_TUNABLES
 from ..rundir import RunDir
 from . import procs, record
 from .packages import Installed
+
+log = logging.getLogger(__name__)
 
 # Inherited variables the launch decides itself: a server gets them only from the plan, so an
 # operator's stray MC_FORCE_TCP or CUDA_VISIBLE_DEVICES cannot change what runs behind the record's back.
@@ -91,7 +94,6 @@ class Launcher:
     poll_s: float = 1.0
     progress_every_s: float = 10.0
     grace_s: float = 30.0
-    say: object = print
 
     def __post_init__(self) -> None:
         self.children: list[tuple[record.Started, subprocess.Popen]] = []
@@ -101,9 +103,9 @@ class Launcher:
         env, added, removed = child_env(step, base_env)
         log_path = self.run.logs_dir / step.log_name
         self.run.logs_dir.mkdir(parents=True, exist_ok=True)
-        with log_path.open("ab") as log:
+        with log_path.open("ab") as log_file:
             # The argv as rendered; the executable is its first word (this Python's full path).
-            proc = subprocess.Popen(list(step.argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            proc = subprocess.Popen(list(step.argv), stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
                                     env=env, start_new_session=True, cwd=self.run.root)
         ticks = procs.start_ticks(proc.pid)
         if ticks is None:  # gone already, and reaped: -1 names no process, so nothing is ever signalled for it
@@ -113,7 +115,7 @@ class Launcher:
                                  health_url=step.health_url, started_at=_now())
         self.children.append((started, proc))
         self._save()
-        self.say(f"stack up: started {step.name} (pid {proc.pid}), log {log_path}")
+        log.info(f"stack up: started {step.name} (pid {proc.pid}), log {log_path}")
         return started
 
     def wait_healthy(self, started: record.Started, proc: subprocess.Popen) -> float:
@@ -131,7 +133,7 @@ class Launcher:
                 raise StartFailed(f"{started.name} did not answer {started.health_url} within {self.start_budget_s:.0f} s"
                                   + self._tail(started))
             if time.monotonic() >= next_note:
-                self.say(f"stack up: waiting for {started.name} ({started.health_url}): {elapsed:.0f} s")
+                log.info(f"stack up: waiting for {started.name} ({started.health_url}): {elapsed:.0f} s")
                 next_note += self.progress_every_s
             time.sleep(self.poll_s)
 
@@ -154,14 +156,14 @@ class Launcher:
             healthy = started.model_copy(update={"healthy_after_s": round(after, 1)})
             self.children[-1] = (healthy, proc)
             self._save()
-            self.say(f"stack up: {step.name} healthy after {after:.0f} s")
+            log.info(f"stack up: {step.name} healthy after {after:.0f} s")
 
     def stop_all(self) -> None:
         """Stop what this launcher started, last first."""
         for started, proc in reversed(self.children):
             what = procs.stop_group(started.pid, started.start_ticks, self.grace_s)
             proc.poll()  # reap it, so it is not left a zombie of this process
-            self.say(f"stack up: {started.name} (pid {started.pid}) {what}")
+            log.info(f"stack up: {started.name} (pid {started.pid}) {what}")
         self.rec = self.rec.model_copy(update={"stopped_at": _now()})
         self._save()
 

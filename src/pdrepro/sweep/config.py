@@ -48,7 +48,6 @@ class SweepConfig:
     analyze: Callable[[RunDir, Scenario], dict] | None = None
     bench_image: dict | None = None
     heartbeat_s: float = 60.0
-    say: Callable[[str], None] = print
     sysfs: Path = IB_CLASS
 
     def endpoints(self) -> dict[str, str]:

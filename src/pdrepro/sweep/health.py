@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -9,6 +10,8 @@ from dataclasses import dataclass
 import requests
 
 from ..errors import UserError
+
+log = logging.getLogger(__name__)
 
 # The router's /health answers OK with no worker behind it; /readiness does not.
 # Routers older than /readiness answer it 404; /health_generate then stands in.
@@ -49,7 +52,6 @@ def wait_healthy(
     endpoints: list[Endpoint],
     timeout_s: float,
     log_tail: Callable[[str], list[str]] | None = None,
-    say: Callable[[str], None] = print,
     interval_s: float = 2.0,
     clock: Callable[[], float] = time.monotonic,
 ) -> float:
@@ -62,7 +64,7 @@ def wait_healthy(
         for role, endpoint in list(pending.items()):
             result = probe(endpoint, timeout=min(10.0, max(1.0, timeout_s)))
             if result is None:
-                say(f"  {role} {endpoint.url} is healthy")
+                log.info(f"  {role} {endpoint.url} is healthy")
                 del pending[role]
             else:
                 seen[role] = result
@@ -73,7 +75,7 @@ def wait_healthy(
             raise UserError(_not_up_message(pending, seen, timeout_s, log_tail))
         if waited - announced >= 30:
             announced = waited
-            say(f"  still waiting for {', '.join(pending)} ({waited:.0f} s of {timeout_s:.0f} s)")
+            log.info(f"  still waiting for {', '.join(pending)} ({waited:.0f} s of {timeout_s:.0f} s)")
         time.sleep(min(interval_s, max(0.0, timeout_s - waited)))
 
 

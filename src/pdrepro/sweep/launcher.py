@@ -8,13 +8,15 @@ built by ``benchcmd`` is valid on either side.
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
 from ..host import docker as docker_engine
+
+log = logging.getLogger(__name__)
 
 # The label naming the host folder a bench container writes into (the run directory).
 WRITES_LABEL = "pdrepro.writes"
@@ -25,8 +27,7 @@ class LengthTimeout(Exception):
 
 
 class BenchLauncher(Protocol):
-    def run(self, argv: list[str], *, mounts: dict[Path, bool], timeout_s: float | None,
-            say: Callable[[str], None]) -> int:
+    def run(self, argv: list[str], *, mounts: dict[Path, bool], timeout_s: float | None) -> int:
         """Runs argv to completion; returns its exit status. ``mounts``: host
         path -> writable. Raises LengthTimeout past ``timeout_s``; on
         KeyboardInterrupt stops the client before re-raising."""
@@ -61,7 +62,7 @@ class DockerLauncher:
             return {"image": self.image, "error": type(exc).__name__}
         return {"image": self.image, "id": image.id, "repo_digests": image.attrs.get("RepoDigests", [])}
 
-    def run(self, argv, *, mounts, timeout_s, say):
+    def run(self, argv, *, mounts, timeout_s):
         from ..errors import UserError
 
         client = self.client
@@ -75,13 +76,13 @@ class DockerLauncher:
         # that a killed sweep (SIGKILL, a lost node) left running, and stops it before starting its own.
         writable = sorted(str(p) for p, rw in mounts.items() if rw)
         labels = {WRITES_LABEL: ":".join(writable)} if writable else {}
-        self._stop_orphans(labels, say)
+        self._stop_orphans(labels)
         container = client.containers.run(
             self.image, argv, detach=True, network_mode="host", volumes=volumes, labels=labels,
             environment=self.env, name=f"{self.name_prefix}-{uuid.uuid4().hex[:12]}",
         )
         stop = threading.Event()
-        pump = threading.Thread(target=self._pump, args=(container, say, stop), daemon=True)
+        pump = threading.Thread(target=self._pump, args=(container, stop), daemon=True)
         pump.start()
         try:
             try:
@@ -101,7 +102,7 @@ class DockerLauncher:
             except Exception:
                 pass
 
-    def _stop_orphans(self, labels: dict[str, str], say) -> None:
+    def _stop_orphans(self, labels: dict[str, str]) -> None:
         """Removes running bench containers that write where this one will: only a sweep that holds the run's
         lock starts a client, so any such container belongs to a sweep that is gone."""
         if not labels:
@@ -111,14 +112,14 @@ class DockerLauncher:
         except Exception:  # an engine that cannot list: nothing known to stop
             return
         for old in found:
-            say(f"  stopping bench container {old.name}, left running by an earlier sweep of this run")
+            log.info(f"  stopping bench container {old.name}, left running by an earlier sweep of this run")
             try:
                 old.remove(force=True)
             except Exception:
                 pass
 
     @staticmethod
-    def _pump(container, say, stop):
+    def _pump(container, stop):
         buf = b""
         for chunk in container.logs(stream=True, follow=True):
             if stop.is_set():
@@ -131,7 +132,7 @@ class DockerLauncher:
                     break
                 line, buf = buf[:cut], buf[cut + 1:]
                 if line.strip():
-                    say("    " + line.decode(errors="replace").rstrip())
+                    log.info("    " + line.decode(errors="replace").rstrip())
 
 
 class InPlaceLauncher:
@@ -148,7 +149,7 @@ class InPlaceLauncher:
 
         return {"image": None, "in_place": True, "python": sys.executable}
 
-    def run(self, argv, *, mounts, timeout_s, say):
+    def run(self, argv, *, mounts, timeout_s):
         import os
         import subprocess
         import time
@@ -160,7 +161,7 @@ class InPlaceLauncher:
         # is killed outright, so a resume never finds a second client still writing.
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, **self.env},
                                 start_new_session=True, preexec_fn=_die_with_parent)
-        pump = threading.Thread(target=self._pump, args=(proc.stdout, say), daemon=True)
+        pump = threading.Thread(target=self._pump, args=(proc.stdout,), daemon=True)
         pump.start()
         try:
             rc = proc.wait(timeout=timeout_s)
@@ -173,12 +174,12 @@ class InPlaceLauncher:
         return rc
 
     @staticmethod
-    def _pump(stream, say):
+    def _pump(stream):
         # tqdm redraws with \r: show each redraw as a line of progress.
         for raw in iter(lambda: stream.readline(), b""):
             for line in raw.replace(b"\r", b"\n").split(b"\n"):
                 if line.strip():
-                    say("    " + line.decode(errors="replace").rstrip())
+                    log.info("    " + line.decode(errors="replace").rstrip())
 
 
 def _die_with_parent() -> None:

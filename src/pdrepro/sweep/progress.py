@@ -3,8 +3,11 @@ client is quiet. Reported only; nothing is decided on it."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+
+log = logging.getLogger(__name__)
 
 
 def _cost(prompt_len: int, output_len: int) -> float:
@@ -49,8 +52,8 @@ class Heartbeat:
     """Says how far a length has got while the client is quiet (it prints
     little between requests at long prompts)."""
 
-    def __init__(self, say, length: int, expected_s: float | None, every_s: float):
-        self.say, self.length, self.expected_s = say, length, expected_s
+    def __init__(self, length: int, expected_s: float | None, every_s: float):
+        self.length, self.expected_s = length, expected_s
         self.start = time.monotonic()
         self.done = threading.Event()
         self.thread = None
@@ -64,9 +67,9 @@ class Heartbeat:
             if self.expected_s:
                 left = self.expected_s - elapsed
                 eta = f"~{fmt_s(left)} left" if left > 0 else f"{fmt_s(-left)} over the estimate"
-                self.say(f"  prompt length {self.length}: {fmt_s(elapsed)} elapsed, {eta}")
+                log.info(f"  prompt length {self.length}: {fmt_s(elapsed)} elapsed, {eta}")
             else:
-                self.say(f"  prompt length {self.length}: {fmt_s(elapsed)} elapsed")
+                log.info(f"  prompt length {self.length}: {fmt_s(elapsed)} elapsed")
 
     def stop(self) -> None:
         self.done.set()

@@ -3,6 +3,7 @@ then for each prompt length run the bench client, collect logs and counters, rec
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from .runlock import RunLock
 from .signals import signal_name
 from .state import SweepState, result_problem
 from .step import collect_logs, record_outcome, run_length, scrape
+
+log = logging.getLogger(__name__)
 
 __all__ = ["SweepConfig", "SweepOutcome", "is_disaggregated", "run_sweep", "OVERHEAD_TARGET_PCT"]
 
@@ -101,7 +104,7 @@ def _prove(cfg: SweepConfig, state: SweepState) -> dict | None:
     if not is_disaggregated(cfg.configuration):
         return None
     if not cfg.prove_transport:
-        cfg.say("transport: NOT checked (--no-transport-proof); the run cannot pass the transport gate")
+        log.info("transport: NOT checked (--no-transport-proof); the run cannot pass the transport gate")
         state.event("transport-not-checked")
         return {"proven": False, "skipped": True}
     if cfg.log_source is None:
@@ -125,9 +128,9 @@ def _prove(cfg: SweepConfig, state: SweepState) -> dict | None:
         raise TransportNotProven(f"KV transport is not {expected}: {proof.describe()}; {rdma_proof.FIX_HINT}",
                                  proof.to_dict())
     if not proof.proven:
-        cfg.say(f"transport: {proof.used}, allowed by the scenario (transport: any): {proof.describe()}")
+        log.info(f"transport: {proof.used}, allowed by the scenario (transport: any): {proof.describe()}")
         return proof.to_dict()
-    cfg.say(f"transport: {proof.describe()}")
+    log.info(f"transport: {proof.describe()}")
     return proof.to_dict()
 
 
@@ -143,10 +146,10 @@ def _lengths_to_run(cfg: SweepConfig, run: RunDir) -> tuple[list[int], list[int]
         if run.bench_file(length).exists():
             aside = run.set_aside_bench_file(length, "invalid")
             os.replace(run.bench_file(length), aside)
-            cfg.say(f"length {length}: existing result is incomplete ({problem}); moved to {aside.name}, rerunning")
+            log.info(f"length {length}: existing result is incomplete ({problem}); moved to {aside.name}, rerunning")
         todo.append(length)
     if skipped:
-        cfg.say(f"resuming: {len(skipped)} length(s) already complete ({', '.join(map(str, skipped))}), skipped")
+        log.info(f"resuming: {len(skipped)} length(s) already complete ({', '.join(map(str, skipped))}), skipped")
     return todo, skipped
 
 
@@ -157,9 +160,9 @@ def _ready(cfg: SweepConfig, run: RunDir, state: SweepState, todo: list[int],
         previous = next((e for e in reversed(state.events) if e.event == "transport"), None)
         return 0.0, {k: v for k, v in previous.model_dump(exclude_unset=True).items() if k not in ("event", "at")} \
             if previous else None
-    cfg.say(f"waiting for the stack (up to {cfg.wait_timeout_s:.0f} s)")
+    log.info(f"waiting for the stack (up to {cfg.wait_timeout_s:.0f} s)")
     wait_s = health.wait_healthy(_endpoints(cfg), cfg.wait_timeout_s,
-                                 log_tail=lambda role: tail(cfg.log_source, role), say=cfg.say)
+                                 log_tail=lambda role: tail(cfg.log_source, role))
     try:
         return wait_s, _prove(cfg, state)
     except TransportNotProven as exc:
@@ -182,7 +185,6 @@ def run_sweep(cfg: SweepConfig) -> SweepOutcome:
 
 
 def _locked_sweep(cfg: SweepConfig, top: RunDir, run: RunDir, started: float) -> SweepOutcome:
-    say = cfg.say
     state = SweepState(run)
     sweep = cfg.scenario.sweep
 
@@ -199,7 +201,7 @@ def _locked_sweep(cfg: SweepConfig, top: RunDir, run: RunDir, started: float) ->
     progress = Progress(todo, sweep.output_len)
     done: list[int] = []
     for index, length in enumerate(todo, start=1):
-        say(f"[{index}/{len(todo)}] prompt length {length}: {sweep.num_prompts} prompts; {progress.eta(index, length)}")
+        log.info(f"[{index}/{len(todo)}] prompt length {length}: {sweep.num_prompts} prompts; {progress.eta(index, length)}")
         try:
             outcome = run_length(cfg, run, top.root, length, counters, progress.expected_s(length))
         except KeyboardInterrupt as exc:
@@ -208,7 +210,7 @@ def _locked_sweep(cfg: SweepConfig, top: RunDir, run: RunDir, started: float) ->
             state.event("interrupted", prompt_len=length, completed=done, signal=signal_name(exc))
             collect_logs(cfg, run)
             prov.write(transport_facts, state)  # the facts collected beside this length stay in the run
-            say(f"interrupted during length {length}; {len(done) + len(skipped)} complete length(s) kept, rerun to resume")
+            log.info(f"interrupted during length {length}; {len(done) + len(skipped)} complete length(s) kept, rerun to resume")
             raise
         except Exception:
             prov.settle()  # the record written beside this length lands before the error leaves
@@ -217,13 +219,13 @@ def _locked_sweep(cfg: SweepConfig, top: RunDir, run: RunDir, started: float) ->
         record_outcome(state, length, outcome)
         if outcome.reason is None:
             done.append(length)
-            say(f"[{index}/{len(todo)}] prompt length {length}: done in {fmt_s(outcome.elapsed_s)}")
+            log.info(f"[{index}/{len(todo)}] prompt length {length}: done in {fmt_s(outcome.elapsed_s)}")
         else:
-            say(f"[{index}/{len(todo)}] prompt length {length}: FAILED ({outcome.reason})")
+            log.info(f"[{index}/{len(todo)}] prompt length {length}: FAILED ({outcome.reason})")
         collect_logs(cfg, run)
         scrape(cfg, run, length, "after")
         if outcome.reason is not None and cfg.on_failure == "stop":
-            say("stopping at the first failed length (--on-failure stop)")
+            log.info("stopping at the first failed length (--on-failure stop)")
             break
 
     if todo:
@@ -231,18 +233,18 @@ def _locked_sweep(cfg: SweepConfig, top: RunDir, run: RunDir, started: float) ->
         prov.write(transport_facts, state)
     failed = {L: r for L, r in state.failed().items() if L not in done and L not in skipped}
     result = SweepOutcome(run, done, skipped, failed, progress.bench_s, time.monotonic() - started, wait_s)
-    _report(result, say)
+    _report(result)
     if cfg.analyze is not None:
         # A comparison is analysed over all its configurations, which live under the run's top.
         result.summary = cfg.analyze(top if cfg.scenario.kind == "comparison" else run, cfg.scenario)
-        say(f"analysis: report in {top.report_file}")
+        log.info(f"analysis: report in {top.report_file}")
         result.total_s = time.monotonic() - started
-    say(f"sweep overhead: {result.overhead_s:.1f} s of {result.total_s - result.wait_s:.1f} s outside the "
+    log.info(f"sweep overhead: {result.overhead_s:.1f} s of {result.total_s - result.wait_s:.1f} s outside the "
         f"bench client ({result.overhead_pct:.2f} % of the sweep; target < {OVERHEAD_TARGET_PCT:g} %)")
     return result
 
 
-def _report(outcome: SweepOutcome, say) -> None:
-    say(f"sweep: {len(outcome.done)} length(s) run, {len(outcome.skipped)} already complete, {len(outcome.failed)} failed")
+def _report(outcome: SweepOutcome) -> None:
+    log.info(f"sweep: {len(outcome.done)} length(s) run, {len(outcome.skipped)} already complete, {len(outcome.failed)} failed")
     for length, reason in sorted(outcome.failed.items()):
-        say(f"  failed: prompt length {length}: {reason}")
+        log.info(f"  failed: prompt length {length}: {reason}")

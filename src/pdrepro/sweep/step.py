@@ -3,6 +3,7 @@ bench client, check its result, keep it (or set it aside) and record the outcome
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from .counters import CounterReader, record
 from .launcher import LengthTimeout
 from .progress import Heartbeat
 from .state import SweepState, result_problem
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -38,10 +41,10 @@ def scrape(cfg: SweepConfig, run: RunDir, prompt_len: int, when: str) -> None:
         try:
             resp = requests.get(url.rstrip("/") + "/metrics", timeout=10)
         except requests.RequestException as exc:
-            cfg.say(f"  metrics: {role} /metrics unreachable ({type(exc).__name__}); start it with --enable-metrics")
+            log.info(f"  metrics: {role} /metrics unreachable ({type(exc).__name__}); start it with --enable-metrics")
             continue
         if not resp.ok:
-            cfg.say(f"  metrics: {role} /metrics answered HTTP {resp.status_code}; start it with --enable-metrics")
+            log.info(f"  metrics: {role} /metrics answered HTTP {resp.status_code}; start it with --enable-metrics")
             continue
         run.raw_metrics_file(role, when, prompt_len).write_text(resp.text)
         before = run.raw_metrics_file(role, "before", prompt_len)
@@ -56,7 +59,7 @@ def collect_logs(cfg: SweepConfig, run: RunDir) -> None:
     servers = {role: t.servers(role) for role in ("prefill", "decode")} if is_disaggregated(cfg.configuration) else None
     cfg.log_source.copy_to(run, servers)
     for path in getattr(cfg.log_source, "set_aside", []):
-        cfg.say(f"  logs: error: {path} is the log of no server of the {t.label} topology (an earlier run's?); set "
+        log.info(f"  logs: error: {path} is the log of no server of the {t.label} topology (an earlier run's?); set "
                 "aside, not copied into the run: remove it from the log folder")
 
 
@@ -89,9 +92,9 @@ def run_length(cfg: SweepConfig, run: RunDir, mount_root: Path, length: int, cou
     counters_before = counters.read()
     t0 = time.monotonic()
     reason = None
-    ticker = Heartbeat(cfg.say, length, expected_s, cfg.heartbeat_s)
+    ticker = Heartbeat(length, expected_s, cfg.heartbeat_s)
     try:
-        rc = cfg.launcher.run(argv, mounts=mounts, timeout_s=cfg.length_timeout_s, say=cfg.say)
+        rc = cfg.launcher.run(argv, mounts=mounts, timeout_s=cfg.length_timeout_s)
         if rc != 0:
             reason = f"bench client exited with status {rc}"
     except LengthTimeout as exc:
