@@ -125,6 +125,9 @@ def test_transport_proven(checks):
 @pytestmark_sweep
 def test_pins_match(checks, scenario):
     """A reproduction runs the pinned software (scenario pins_match: gate); warn leaves it to the report."""
+    if scenario.pins_match == "warn":
+        pytest.skip("pins_match: warn in the scenario: what differs from docker/versions.env is a warning in "
+                    "the report and in `pdrepro check`, not a gate")
     _gate(checks, "pins_match", required=False)
 
 
