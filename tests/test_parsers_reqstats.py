@@ -100,3 +100,19 @@ def test_negative_figures_are_invalid_not_measurements(tmp_path):
     scan = parse_log(_log(tmp_path, CURRENT.replace("transfer_speed=19.13", "transfer_speed=-19.13"), OLD))
     assert [s.rid for s in scan.stats] == ["x"]
     assert scan.invalid == ((1, "transfer_speed=-19.13"),)
+
+
+def test_the_servers_own_warm_up_is_told_from_routed_requests():
+    # Lines as SGLang 0.5.15.post1 logged them on the H200 (tests/recorded/h200-onebox-sglang-0.5.15.post1).
+    head = "[2026-12-01 07:25:19] ReqTimeStats(rid=3b67f0d9368448e8bf186a1fbb9ed59c, bootstrap_room={room}, input_len=4, "
+    body = ("cached_input_len=0, output_len=1, type=prefill): bootstrap_duration=1.06ms, queue_duration=2.04ms, "
+            "forward_duration=59019.18ms, entry_time=1796109860.007, transfer_speed=0.00 GB/s, transfer_total=0.05 MB, "
+            "#retries=0")
+    warmup = parse_line(head.format(room=0) + body)
+    routed = parse_line(head.format(room=3504430887792697661) + body)
+    health = parse_line(head.format(room=0).replace("rid=3b67", "rid=HEALTH_CHECK_3b67") + body)
+    assert (warmup.bootstrap_room, warmup.is_server_warmup) == (0, True)
+    assert (routed.bootstrap_room, routed.is_server_warmup) == (3504430887792697661, False)
+    assert health.is_health_check and not health.is_server_warmup
+    # A log without bootstrap rooms (a regular server) has no warm-up told this way.
+    assert not parse_line((head + body).replace("bootstrap_room={room}, ", "")).is_server_warmup

@@ -126,7 +126,8 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
                             f"with different figures ({len(merged.conflicts)} such request(s)); logs of different runs "
                             "were mixed: keep one run's logs"))
     path = logs_label(run, paths)
-    prefill = [s for s in merged.stats if not s.is_health_check and s.kind in ("prefill", "")]
+    # Health checks and each server's own warm-up are no client's requests: neither counts nor warns.
+    prefill = [s for s in merged.stats if not (s.is_health_check or s.is_server_warmup) and s.kind in ("prefill", "")]
     if not prefill:
         lines = sum(scan.lines for scan in scans)
         issues.append(issue(ERROR, IssueKind.NO_REQSTATS,

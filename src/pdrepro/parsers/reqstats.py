@@ -46,10 +46,17 @@ class ReqStat:
     transfer_total_MiB: float | None = None
     retries: int | None = None
     timestamp: str | None = None
+    bootstrap_room: int | None = None
 
     @property
     def is_health_check(self) -> bool:
         return self.rid.upper().startswith("HEALTH_CHECK")
+
+    @property
+    def is_server_warmup(self) -> bool:
+        """The server's own warm-up request, sent to itself before it answers /health: in a PD
+        deployment every routed request carries a random bootstrap room, the warm-up room 0."""
+        return self.bootstrap_room == 0 and not self.is_health_check
 
     @property
     def transfer_bytes_rank0(self) -> float | None:
@@ -121,6 +128,7 @@ def parse_line(line: str, line_no: int = 0) -> ReqStat | None:
         transfer_total_MiB=total,
         retries=retries,
         timestamp=ts.group("ts") if ts else None,
+        bootstrap_room=_int(head.get("bootstrap_room")),
     )
 
 
