@@ -133,3 +133,35 @@ def test_the_gates_skip_not_applicable_checks_and_never_count_them_passed(tmp_pa
         assert proc.returncode == 1
         assert {n for n, v in results.items() if v == "failed"} == gated | {"test_pins_match"}
         assert "KV transport not checked: the sweep ran with --no-transport-proof" in proc.stdout
+
+
+def test_the_sweeps_own_device_readings_are_evidence_without_the_host_record(tmp_path):
+    """What a sweep of this bundle now records in counters/<L>.json: each reading lists its node's
+    RDMA devices (empty: none), so the N/A needs no host record and no loopback address."""
+    from pdrepro.sweep.counters import CounterReader, record
+
+    run = copy_run(tmp_path)
+    prov = json.loads((run / "provenance.json").read_text())
+    del prov["host"]["nics"]
+    prov["endpoints"]["prefill"] = "http://10.0.0.7:30000"
+    (run / "provenance.json").write_text(json.dumps(prov))
+    empty = tmp_path / "sys-class-infiniband"  # a node whose sysfs lists no device
+    empty.mkdir()
+    reading = CounterReader(empty).read()
+    assert reading["decode"]["rdma_devices"] == []
+    for L in LENGTHS:
+        nodes = {"prefill": dict(reading["decode"], source="prefill node (stand-in)"), "decode": reading["decode"]}
+        RunDir(run).write_counters(record(nodes, nodes, L))
+    summary, results = _judge(run, load_scenario("onebox-qwen25-0.5b"))
+    assert summary["transport_evidence"]["rdma_devices"]["found"] is False
+    assert failed(results) == [] and len(not_applicable(results)) == 5
+
+    (empty / "mlx5_0").mkdir()  # the same node with a device: the witness holds again
+    reading = CounterReader(empty).read()
+    assert reading["decode"]["rdma_devices"] == ["mlx5_0"]
+    for L in LENGTHS:
+        nodes = {"prefill": reading["decode"], "decode": reading["decode"]}
+        RunDir(run).write_counters(record(nodes, nodes, L))
+    summary, results = _judge(run, load_scenario("onebox-qwen25-0.5b"))
+    assert summary["transport_evidence"]["rdma_devices"]["found"] is True
+    assert [r.name for r in failed(results)] == ["nic_witness"] * 4
