@@ -77,7 +77,38 @@ def test_the_reports_provenance_is_a_summary_and_the_records_stay_in_provenance_
     assert "'proven'" not in report and '"proven"' not in report  # the transport is words, not a dict
     assert "transport proof: not run (--no-transport-proof)" in section
     assert "prefill: SGLang 0.5.15.post1; model_path /tmp/pd/model, tp_size 1" in section
-    assert "3 of 6 components differ from docker/versions.env" in section
+    assert "3 of 8 components differ from docker/versions.env" in section
     assert section.count("| SGLang (") == 2 and "are in provenance.json" in section
     assert len(report) < 12_000  # the recorded report was 69 KB
     assert "internal_states" in (run / "provenance.json").read_text()
+
+
+# Issue 15, 7: provenance that names other commits than the pins is no run of the pinned software.
+
+def test_recorded_pins_of_other_commits_differ():
+    prov = _as_the_image_built_it(_prov())
+    prov["pins"] = {"sglang_commit": "0123456789abcdef0123456789abcdef01234567",
+                    "mooncake_commit": load_pins()["MOONCAKE_COMMIT"]}
+    rows = {r["item"]: r for r in what_ran(prov)}
+    assert [r["item"] for r in differences(list(rows.values()))] == ["SGLang commit (provenance pins)"]
+    assert rows["Mooncake commit (provenance pins)"]["match"] is True
+
+
+def test_recorded_pins_as_short_commits_match():
+    prov = _as_the_image_built_it(_prov())
+    pins = load_pins()
+    prov["pins"] = {"sglang_commit": pins["SGLANG_COMMIT"][:8], "mooncake_commit": pins["MOONCAKE_COMMIT"][:8]}
+    assert differences(what_ran(prov)) == []
+
+
+def test_a_published_reproduction_with_other_pinned_commits_fails_the_pins_gate(tmp_path):
+    from runbuilder import build_run
+
+    sc = load_scenario("h20-qwen3-235b-1p1d")
+    prov = {"pins": {"sglang_commit": "0123456789abcdef0123456789abcdef01234567", "mooncake_commit": "6e3a11b9"},
+            "scenario": {"name": sc.name, "fingerprint": sc.fingerprint},
+            "transport": {"proven": True, "servers": {"prefill": {"summary": "prefill: RDMA on mlx5_0 (GID index 3)"}}}}
+    run = build_run(tmp_path / "run", sc, provenance=prov)
+    bad = failed(evaluate(load_or_analyze(run, sc), sc))
+    assert [r.name for r in bad] == ["pins_match"], bad
+    assert "0123456789ab" in bad[0].detail

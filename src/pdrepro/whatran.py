@@ -14,6 +14,9 @@ build args. Here each is compared with its pin:
   release near it, not the pin.
 * torch: the version the GPU lock resolves (docker/gpu-requirements.lock).
 * CUDA: CUDA_VERSION's major.minor against torch's CUDA build.
+* The commits provenance.json's ``pins`` names (what versions.env said when the
+  sweep ran) against SGLANG_COMMIT and MOONCAKE_COMMIT: a run pinned to other
+  commits is no reproduction of these.
 
 ``match`` is None where the run did not record the component (or no pin
 exists here): unknown is never counted as a difference, and the row says so.
@@ -85,6 +88,15 @@ def what_ran(provenance: dict | None, pins: dict[str, str] | None = None) -> lis
         ran, match = None, None
     rows.append(_row("Mooncake", ran, f"build of {mooncake_commit[:12]}" if mooncake_commit else None, match,
                      "the image's build args" if built_from else "the sweep host's Python"))
+
+    # The commits the sweep read from versions.env when it ran: a run pinned to other commits is not one of these.
+    recorded = provenance.get("pins") if isinstance(provenance.get("pins"), dict) else {}
+    for item, key, pin in (("SGLang", "sglang_commit", "SGLANG_COMMIT"), ("Mooncake", "mooncake_commit", "MOONCAKE_COMMIT")):
+        ran, pinned = recorded.get(key), pins.get(pin)
+        ran = ran if isinstance(ran, str) and ran else None
+        # A short commit names the pin when it is its prefix (7 hex digits at least, as git abbreviates).
+        same = bool(ran and pinned) and len(ran) >= 7 and pinned.lower().startswith(ran.lower())
+        rows.append(_row(f"{item} commit (provenance pins)", ran, pinned, same, "provenance.json pins"))
 
     torch = versions.get("torch") or {}
     locked = _locked_torch()
