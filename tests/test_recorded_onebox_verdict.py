@@ -108,6 +108,23 @@ def test_a_node_nobody_looked_at_is_not_taken_for_one_without_rdma(tmp_path):
     assert [r.name for r in failed(results)] == ["nic_witness"] * 4
 
 
+def test_a_server_at_one_of_the_sweep_hosts_own_addresses_is_on_that_host(tmp_path):
+    run = copy_run(tmp_path)
+    prov = json.loads((run / "provenance.json").read_text())
+    prov["endpoints"]["prefill"] = "http://10.0.0.7:30000"  # the box's own address, as --prefill-ip gives it
+    prov["host"]["addresses"] = ["10.0.0.7", "127.0.0.1"]   # what the sweep now records of its host
+    (run / "provenance.json").write_text(json.dumps(prov))
+    summary, results = _judge(run, load_scenario("onebox-qwen25-0.5b"))
+    assert summary["transport_evidence"]["rdma_devices"]["found"] is False
+    assert failed(results) == []
+
+
+def test_the_sweep_records_its_hosts_own_addresses(tmp_path):
+    from pdrepro.sweep.provenance import addresses
+
+    assert "127.0.0.1" in addresses() or "::1" in addresses()
+
+
 def _junit(run: Path) -> dict[str, str]:
     cases = ET.parse(run / "junit.xml").getroot().iter("testcase")
     return {c.get("name"): ("failed" if c.find("failure") is not None else "skipped" if c.find("skipped") is not None

@@ -10,7 +10,8 @@ Three records, all written during the run:
   devices of its node's /sys/class/infiniband (counters/<L>.json
   "rdma_devices"), and provenance.json's host.nics lists those of the host the
   sweep ran on (the decode node, where the sweep runs; a server reached on a
-  loopback address or by that host's name runs there too).
+  loopback address, by that host's name or at an address the sweep recorded as
+  its own, host.addresses, runs there too).
 
 "No RDMA device on the node" is only ever this evidence, never a guess: a node
 nobody looked at leaves the answer open (None), and the checks then hold the
@@ -55,10 +56,11 @@ def engine_transport(run: RunDir) -> tuple[str | None, dict[str, str]]:
     return "unknown", servers
 
 
-def _on_sweep_host(url: str | None, hostname: str | None) -> bool:
-    """A server reached on a loopback address or by the sweep host's own name runs on that host."""
+def _on_sweep_host(url: str | None, hostname: str | None, own: list[str]) -> bool:
+    """A server reached on a loopback address, by the sweep host's own name or at one of the addresses
+    the sweep recorded as its host's own (provenance.json host.addresses) runs on that host."""
     host = urlsplit(url or "").hostname
-    if host == "localhost" or (host and hostname and host.lower() == hostname.lower()):
+    if host == "localhost" or (host and hostname and host.lower() == hostname.lower()) or (host and host in own):
         return True
     try:
         return ipaddress.ip_address(host or "").is_loopback
@@ -108,7 +110,8 @@ def rdma_devices(run: RunDir, provenance: dict | None) -> dict:
         # The sweep runs on the decode node; a server it reaches on a loopback address or by
         # that host's name runs there too.
         on_host = [role for role in ROLES
-                   if role == "decode" or _on_sweep_host(endpoints.get(role), (prov.get("host") or {}).get("hostname"))]
+                   if role == "decode" or _on_sweep_host(endpoints.get(role), (prov.get("host") or {}).get("hostname"),
+                                                         list((prov.get("host") or {}).get("addresses") or []))]
         for role in on_host:
             seen[role] = sorted(set(seen.get(role, [])) | set(nics))
             evidence.setdefault(role, f"provenance.json host.nics of {host} (its /sys/class/infiniband)")

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 import platform
+import shutil
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -32,6 +35,25 @@ def server_info(url: str) -> dict | None:
         return resp.json() if resp.ok else {"error": f"HTTP {resp.status_code}"}
     except (requests.RequestException, ValueError) as exc:
         return {"error": type(exc).__name__}
+
+
+def addresses() -> list[str]:
+    """This host's own IP addresses, so a server the sweep reaches at one of them is known to run here
+    (and shares this host's RDMA devices, or their absence). Where no tool answers: the name's addresses."""
+    found: set[str] = set()
+    exe = shutil.which("ip")
+    if exe:
+        try:
+            out = subprocess.run([exe, "-j", "addr", "show"], capture_output=True, text=True, timeout=10).stdout
+            for link in json.loads(out or "[]"):
+                found.update(a["local"] for a in link.get("addr_info", []) if a.get("local"))
+        except (OSError, subprocess.TimeoutExpired, ValueError, TypeError, KeyError, AttributeError):
+            pass
+    try:
+        found.update(info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None))
+    except OSError:
+        pass
+    return sorted(found)
 
 
 def servers_info(endpoints: dict[str, str]) -> dict:
@@ -63,6 +85,7 @@ def collect(*, scenario, endpoints: dict[str, str], bench_image: dict | None, co
             "os": platform.platform(),
             "gpu": nvidia.driver_summary(),
             "nics": host_sysfs.nic_inventory(sysfs),
+            "addresses": addresses(),
         },
         "endpoints": endpoints,
         "server_info": servers_info(endpoints) if servers else None,
