@@ -10,10 +10,11 @@ require the argv it runs to equal the plan's, so they cannot drift apart.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .errors import UserError
 from .launchspec import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, Launch
+from .roles import SERVER_ROLES, Role, RoleSpec
 from .rundir import server_log_name
 from .scenario import Scenario
 
@@ -133,7 +134,7 @@ class Plan:
         if self.disaggregated:
             self._check_hosts()
             slots = [(role, node, k, host, self.tp(role))
-                     for role in ("prefill", "decode")
+                     for role in SERVER_ROLES
                      for node, host in enumerate(self.hosts(role))
                      for k in range(self.role_nodes(role).servers_per_node)]
             self._gpus = self._allocate(slots)
@@ -152,14 +153,19 @@ class Plan:
     def regular_tp(self) -> int:
         return self.launch.regular_tp or self.scenario.parallel.prefill_tp
 
+    def spec(self, role: str) -> RoleSpec:
+        """The scenario's specification of ROLE with the site's hosts of it."""
+        hosts = {Role.PREFILL: self.site.prefill_hosts, Role.DECODE: self.site.decode_hosts}[Role(role)]
+        return replace(self.scenario.role(role), hosts=hosts)
+
     def tp(self, role: str) -> int:
-        return self.scenario.parallel.prefill_tp if role == "prefill" else self.scenario.parallel.decode_tp
+        return self.spec(role).tp
 
     def role_nodes(self, role: str):
-        return self.topology.prefill if role == "prefill" else self.topology.decode
+        return self.topology.of(role)
 
     def hosts(self, role: str) -> tuple[str, ...]:
-        return self.site.prefill_hosts if role == "prefill" else self.site.decode_hosts
+        return self.spec(role).hosts
 
     def server_gpus(self, role: str, node: int = 0, server: int = 0) -> tuple[int, ...]:
         return self._gpus.get((role, node, server), ())
@@ -175,13 +181,13 @@ class Plan:
                 )
 
     def _check_hosts(self) -> None:
-        for role, option in (("prefill", "--prefill-ip"), ("decode", "--decode-ip")):
+        for role, option in ((Role.PREFILL, "--prefill-ip"), (Role.DECODE, "--decode-ip")):
             want, got = self.role_nodes(role).nodes, len(self.hosts(role))
             if got != want:
                 raise UserError(f"{option}: scenario {self.scenario.name} has {want} {role} node(s) but {got} address(es) "
                                 f"were given; give one per node, comma-separated")
         seen: dict[tuple[str, int], str] = {}
-        for role in ("prefill", "decode"):
+        for role in SERVER_ROLES:
             for node, host in enumerate(self.hosts(role)):
                 for k in range(self.role_nodes(role).servers_per_node):
                     for what, port in self._ports(role, k).items():
@@ -193,10 +199,7 @@ class Plan:
                                             "give the nodes of one role different addresses")
 
     def _ports(self, role: str, k: int) -> dict[str, int | None]:
-        p = self.launch.ports
-        if role == "prefill":
-            return {"server": p.prefill + k, "bootstrap": p.bootstrap + k}
-        return {"server": p.decode + k, "bootstrap": None}
+        return self.spec(role).ports(k)
 
     def _allocate(self, slots) -> dict[tuple[str, int, int], tuple[int, ...]]:
         """Servers sharing a host get consecutive, disjoint slices of that host's GPUs."""
@@ -274,8 +277,8 @@ class Plan:
         return [] if self.site.ib_devices_file is None else ["--disaggregation-ib-device", self.site.ib_devices_file]
 
     def prefill_argv(self, server: int = 0) -> list[str]:
-        ports = self._ports("prefill", server)
-        return [*self._server_common(ports["server"], self.tp("prefill")),
+        ports = self._ports(Role.PREFILL, server)
+        return [*self._server_common(ports["server"], self.tp(Role.PREFILL)),
                 "--disaggregation-mode", "prefill",
                 "--disaggregation-bootstrap-port", str(ports["bootstrap"]),
                 "--disaggregation-transfer-backend", self.launch.transfer_backend,
@@ -283,7 +286,7 @@ class Plan:
                 *self._server_tail()]
 
     def decode_argv(self, server: int = 0) -> list[str]:
-        return [*self._server_common(self._ports("decode", server)["server"], self.tp("decode")),
+        return [*self._server_common(self._ports(Role.DECODE, server)["server"], self.tp(Role.DECODE)),
                 "--disaggregation-mode", "decode",
                 "--disaggregation-transfer-backend", self.launch.transfer_backend,
                 *self._ib_device(),
@@ -291,13 +294,13 @@ class Plan:
 
     def router_argv(self) -> list[str]:
         workers: list[str] = []
-        for role in ("prefill", "decode"):
+        for role in SERVER_ROLES:
             for host in self.hosts(role):
                 for k in range(self.role_nodes(role).servers_per_node):
                     ports = self._ports(role, k)
                     workers += [f"--{role}", url(host, ports["server"])]
-                    if role == "prefill":
-                        # The bootstrap port must be given: without it the router assumes none.
+                    if ports["bootstrap"] is not None:
+                        # A prefill server's bootstrap port must be given: without it the router assumes none.
                         workers.append(str(ports["bootstrap"]))
         return [self.site.python, "-m", ROUTER_MODULE,
                 "--host", "0.0.0.0", "--port", str(self.launch.ports.router),
@@ -343,19 +346,19 @@ class Plan:
             raise UserError(f"scenario {self.scenario.name} has no disaggregated stack; "
                             "only the compose target renders regular-only stacks")
         nodes = []
-        for role in ("prefill", "decode"):
+        for role in SERVER_ROLES:
             per_node = self.role_nodes(role).servers_per_node
             for node, host in enumerate(self.hosts(role)):
                 servers = []
                 for k in range(per_node):
                     ports = self._ports(role, k)
-                    argv = self.prefill_argv(k) if role == "prefill" else self.decode_argv(k)
+                    argv = {Role.PREFILL: self.prefill_argv, Role.DECODE: self.decode_argv}[role](k)
                     servers.append(ServerLaunch(
-                        name=f"{role}-{node}" + (f"-{k}" if per_node > 1 else ""), role=role, node=node, index=k,
+                        name=f"{role}-{node}" + (f"-{k}" if per_node > 1 else ""), role=role.value, node=node, index=k,
                         host=host, port=ports["server"], bootstrap_port=ports["bootstrap"],
                         gpus=self._gpus[role, node, k], env=self.server_env(role, node, k), argv=tuple(argv),
                         position=node * per_node + k))
-                nodes.append(NodeLaunch(name=f"{role}-{node}", role=role, index=node, host=host, servers=tuple(servers)))
+                nodes.append(NodeLaunch(name=f"{role}-{node}", role=role.value, index=node, host=host, servers=tuple(servers)))
         return LaunchPlan(scenario=self.scenario.name, topology=self.topology.label, nodes=tuple(nodes),
                           router_port=self.launch.ports.router, router_argv=tuple(self.router_argv()))
 

@@ -21,6 +21,7 @@ from . import configyaml, runfile
 from .errors import UserError
 from .kvsize import DTYPE_BYTES, Geometry, geometry_from_config, kv_bytes_per_token
 from .launchspec import Launch
+from .roles import Role, RoleSpec
 from .rundir import RunDir
 from .strictmodel import Int, Number, Record, load, to_plain
 
@@ -57,6 +58,10 @@ class Parallel(Record):
     prefill_tp: TP
     decode_tp: TP
 
+    def tp(self, role: str) -> int:
+        """The TP of each server of ROLE."""
+        return {Role.PREFILL: self.prefill_tp, Role.DECODE: self.decode_tp}[Role(role)]
+
 
 class RoleNodes(Record):
     """How many nodes one role (prefill or decode) runs on, and how many
@@ -73,9 +78,13 @@ class Topology(Record):
     prefill: RoleNodes = Field(default_factory=RoleNodes)
     decode: RoleNodes = Field(default_factory=RoleNodes)
 
+    def of(self, role: str) -> RoleNodes:
+        """The nodes of ROLE (prefill or decode)."""
+        return {Role.PREFILL: self.prefill, Role.DECODE: self.decode}[Role(role)]
+
     def servers(self, role: str) -> int:
         """Servers of ``role`` ("prefill" or "decode") over all its nodes."""
-        nodes = self.prefill if role == "prefill" else self.decode
+        nodes = self.of(role)
         return nodes.nodes * nodes.servers_per_node
 
     @property
@@ -172,6 +181,17 @@ class Scenario(Record):
         description="what a difference between what ran (server versions, Mooncake, torch, CUDA) and "
                     "docker/versions.env does: gate (the pins_match check fails; a reproduction of the published "
                     "run) or warn (a warning in the report and check)")
+
+    def role(self, role: str) -> RoleSpec:
+        """What this scenario says about one server role: TP, nodes, servers per node and, with a launch
+        section, its ports (a site adds the hosts: launch.Launcher.spec)."""
+        role = Role(role)
+        nodes = self.topology.of(role)
+        ports = self.launch.ports if self.launch is not None else None
+        port = None if ports is None else {Role.PREFILL: ports.prefill, Role.DECODE: ports.decode}[role]
+        bootstrap = ports.bootstrap if ports is not None and role is Role.PREFILL else None
+        return RoleSpec(role=role, tp=self.parallel.tp(role), nodes=nodes.nodes, servers_per_node=nodes.servers_per_node,
+                        port=port, bootstrap_port=bootstrap)
 
     def check(self, source: str) -> None:
         self._validate_port_ranges(source)

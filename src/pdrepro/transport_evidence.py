@@ -26,9 +26,10 @@ from urllib.parse import urlsplit
 
 from .mooncake_log import scan
 from .parsers.serverstart import current_start
+from .roles import SERVER_ROLES, Role
 from .rundir import RunDir
 
-ROLES = ("prefill", "decode")
+ROLES = SERVER_ROLES
 
 
 def engine_transport(run: RunDir) -> tuple[str | None, dict[str, str]]:
@@ -110,7 +111,7 @@ def rdma_devices(run: RunDir, provenance: dict | None) -> dict:
         # The sweep runs on the decode node; a server it reaches on a loopback address or by
         # that host's name runs there too.
         on_host = [role for role in ROLES
-                   if role == "decode" or _on_sweep_host(endpoints.get(role), (prov.get("host") or {}).get("hostname"),
+                   if role == Role.DECODE or _on_sweep_host(endpoints.get(role), (prov.get("host") or {}).get("hostname"),
                                                          list((prov.get("host") or {}).get("addresses") or []))]
         for role in on_host:
             seen[role] = sorted(set(seen.get(role, [])) | set(nics))

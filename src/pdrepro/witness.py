@@ -31,6 +31,7 @@ import math
 from pydantic import ValidationError
 
 from .issuekind import IssueKind
+from .roles import SERVER_ROLES
 from .rundir import RunDir
 from .rundir.counters import WORD_BYTES, is_wide, words_moved
 from .scenario import Scenario, Thresholds
@@ -181,7 +182,7 @@ def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, 
     completed = row.get("requests") or 0
     extra_requests = scenario.sweep.warmup_requests + (row.get("request_errors") or 0)
     problems, shares, rates = [], [], []
-    for role in ("prefill", "decode"):
+    for role in SERVER_ROLES:
         node = data["nodes"].get(role)
         if not isinstance(node, dict):
             continue

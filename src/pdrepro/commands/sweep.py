@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..cliargs import seconds
 from ..errors import UserError
+from ..roles import SERVER_ROLES
 from ..scenario import resolve_scenario
 from ..sweep.config import DEFAULT_WAIT_S, FAILURE_POLICIES
 
@@ -97,7 +98,7 @@ def _servers(scenario, configuration: str | None) -> dict[str, int]:
 
     if not is_disaggregated(configuration):
         return {}
-    return {role: scenario.topology.servers(role) for role in ("prefill", "decode")}
+    return {role: scenario.topology.servers(role) for role in SERVER_ROLES}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,11 +8,12 @@ from typing import Literal
 
 from ..contract import write_json_atomic
 from ..errors import UserError
+from ..roles import Role
 from ..rundir.layout import STACK_FILE
 from ..strictmodel import Record, load
 
 FILE_NAME = STACK_FILE
-ROLES = ("prefill", "decode", "router")
+ROLES = tuple(r.value for r in Role)  # prefill, decode, router
 
 
 class Started(Record):

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..launch import LaunchPlan
 from ..launchspec import LAUNCH_ENV_TUNABLES
+from ..roles import SERVER_ROLES
 from ..rundir import RunDir
 from . import procs, record
 from .packages import Installed
@@ -48,7 +49,7 @@ def steps(lp: LaunchPlan) -> list[Step]:
     """The plan's processes in their start order, each with the URL that says it is up."""
     out = [Step(s.name, s.role, s.argv, dict(s.env), s.log_name, f"{s.url}/health",
                 tuple(p for p in (s.port, s.bootstrap_port) if p is not None))
-           for role in ("prefill", "decode") for s in lp.servers if s.role == role]
+           for role in SERVER_ROLES for s in lp.servers if s.role == role]
     host = lp.servers[0].host
     out.append(Step("router", "router", lp.router_argv, {}, "router.log", f"http://{host}:{lp.router_port}/readiness",
                     (lp.router_port,)))

@@ -12,10 +12,11 @@ from ..contract import write_atomic
 from ..errors import UserError
 from ..host import docker as docker_engine
 from ..parsers.serverstart import current_start
+from ..roles import SERVER_ROLES, Role
 from ..rundir import RunDir, server_log_index, server_log_name
 from .provenance import ENV_PREFIXES
 
-ROLES = ("prefill", "decode")
+ROLES = SERVER_ROLES
 
 # SGLang logs its arguments once per start; the compose files append every
 # start to the same file, so a start marks where the current server's log begins.
@@ -270,7 +271,7 @@ def require_every_server(source, servers: dict[str, int]) -> None:
     for role, count in servers.items():
         per_role = isinstance(source, PerRoleLogSource)
         own = source.sources.get(role) if per_role else source
-        option = "--prefill-logs-from" if per_role and role == "prefill" else "--logs-from"
+        option = "--prefill-logs-from" if per_role and role == Role.PREFILL else "--logs-from"
         if count > 1 and isinstance(own, DockerLogSource):
             raise UserError(f"{option} docker: the topology runs {count} {role} servers, but a Docker engine reaches "
                             f"only one {role} container, on its own host; use --logs-from DIR with the shared folder "

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..contract import write_atomic
 from ..errors import UserError
 from ..parsers.serverstart import current_start
+from ..roles import SERVER_ROLES
 from ..rundir import RunDir, server_log_name
 from ..scenario import load_scenario
 from . import health, rdma_proof
@@ -109,7 +110,7 @@ def _prove(cfg: SweepConfig, state: SweepState) -> dict | None:
         return {"proven": False, "skipped": True}
     if cfg.log_source is None:
         raise UserError("cannot prove the KV transport without the servers' logs; pass --logs-from DIR or --logs-from docker")
-    texts = {role: cfg.log_source.texts(role) for role in ("prefill", "decode")}
+    texts = {role: cfg.log_source.texts(role) for role in SERVER_ROLES}
     missing = [role for role, found in texts.items() if not found.get(0)]
     if missing:
         raise UserError(

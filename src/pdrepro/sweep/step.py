@@ -11,6 +11,7 @@ from pathlib import Path
 
 import requests
 
+from ..roles import SERVER_ROLES
 from ..rundir import RunDir
 from . import metrics
 from .benchcmd import BenchTarget, bench_argv
@@ -56,7 +57,7 @@ def collect_logs(cfg: SweepConfig, run: RunDir) -> None:
     if cfg.log_source is None:
         return
     t = cfg.scenario.topology
-    servers = {role: t.servers(role) for role in ("prefill", "decode")} if is_disaggregated(cfg.configuration) else None
+    servers = {role: t.servers(role) for role in SERVER_ROLES} if is_disaggregated(cfg.configuration) else None
     cfg.log_source.copy_to(run, servers)
     for path in getattr(cfg.log_source, "set_aside", []):
         log.info(f"  logs: error: {path} is the log of no server of the {t.label} topology (an earlier run's?); set "

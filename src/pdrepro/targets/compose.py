@@ -18,6 +18,7 @@ from .. import siteinput
 from ..errors import UserError
 from ..launch import DEFAULT_START_PERIOD, Plan, shell_line, url
 from ..launchspec import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES
+from ..roles import SERVER_ROLES, Role
 from ..scenario import Scenario
 from .base import Hosts, Rendered
 
@@ -112,9 +113,9 @@ def env_files(plan: Plan) -> dict[str, Rows]:
         tunables = [(k, v, "") for k, v in plan.launch.env.items() if k in LAUNCH_ENV_TUNABLES]
         router = [] if single_pair(plan) else _router_vars(plan)
         lp = None if single_pair(plan) else plan.launch_plan()
-        for role in ("prefill", "decode"):
+        for role in SERVER_ROLES:
             for node in range(len(plan.hosts(role))):
-                pair = (node, 0) if role == "prefill" else (0, node)
+                pair = {Role.PREFILL: (node, 0), Role.DECODE: (0, node)}[role]  # (prefill node, decode node)
                 rows = common_vars(plan) + _pd_vars(plan, *pair) + router + tunables
                 if lp is not None:
                     # One server per node: its log name is the plan's for that node's server.

@@ -20,6 +20,7 @@ import yaml
 
 from ..errors import UserError
 from ..launch import SERVER_START_SECONDS, LaunchPlan, NodeLaunch, Plan, ServerLaunch, url
+from ..roles import SERVER_ROLES
 from ..scenario import Scenario, resolve_path
 from .base import Hosts, Rendered
 
@@ -72,7 +73,7 @@ def shared_log_folder(plan: LaunchPlan) -> bool:
     """Whether every server writes into one folder of the shared volume (logs/), under its plan log name:
     so when a role has several servers, for the sweep to read all of them from one place. A stack of one
     server per role keeps a folder per pod (logs/<pod>/prefill.log), as it always has."""
-    return any(len([s for n in plan.role(role) for s in n.servers]) > 1 for role in ("prefill", "decode"))
+    return any(len([s for n in plan.role(role) for s in n.servers]) > 1 for role in SERVER_ROLES)
 
 
 def _log_command(slot: list[ServerLaunch], shared: bool) -> str:
@@ -291,7 +292,7 @@ def steps_text(plan: LaunchPlan, cluster: Cluster, out: str) -> str:
         f"$ kubectl -n {ns} create configmap {APP}-gates --from-file=repro/",
         f"$ kubectl apply -f {out}/20-prefill.yaml -f {out}/30-decode.yaml -f {out}/40-router.yaml",
         *(f"$ kubectl -n {ns} rollout status statefulset/{statefulset_name(role)} --timeout={SERVER_START_SECONDS}s"
-          for role in ("prefill", "decode")),
+          for role in SERVER_ROLES),
         f"$ kubectl -n {ns} wait --for=condition=Available deployment/{APP}-router --timeout=600s",
         f"$ kubectl apply -f {out}/50-sweep-job.yaml",
         f"$ kubectl -n {ns} logs -f job/{APP}-sweep",

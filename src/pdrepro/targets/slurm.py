@@ -23,6 +23,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from ..launch import SERVER_START_SECONDS
+from ..roles import SERVER_ROLES
 from .base import Hosts, Rendered
 
 if TYPE_CHECKING:
@@ -179,7 +180,7 @@ def gpu_job(plan: Plan, lp: LaunchPlan | None = None) -> Job:
     servers = [Step(s.name, node_ref(s.role, s.node), s.argv, tuple(s.env.items()), kind="gpu") for s in lp.servers]
     servers.append(Step("router", "$ROUTER_NODE", lp.router_argv))
     ports = plan.launch.ports
-    first = {role: lp.role(role)[0].servers[0] for role in ("prefill", "decode")}
+    first = {role: lp.role(role)[0].servers[0] for role in SERVER_ROLES}
     # The one pipeline (`pdrepro repro`: sweep, analyze, gates, first failing status) from the bundle's checkout.
     repro = ("$BUNDLE/.venv/bin/pdrepro", "repro", "--scenario", scenario.name, "--router", url("${ROUTER_IP}", ports.router),
              "--prefill", first["prefill"].url, "--decode", first["decode"].url,

@@ -35,7 +35,7 @@ def check_gpus(ctx: Context, f: Facts) -> Check:
     models = sorted({g.name for g in f.gpus})
     detail = f"{len(f.gpus)} x {', '.join(models)}"
     if ctx.scenario is not None and ctx.role:
-        tp = ctx.scenario.parallel.prefill_tp if ctx.role == "prefill" else ctx.scenario.parallel.decode_tp
+        tp = ctx.scenario.parallel.tp(ctx.role)
         if len(f.gpus) < tp:
             return Check("gpus", FAIL, detail + f"; the {ctx.role} server of {ctx.scenario.name} needs TP {tp}",
                          "run on a node with enough GPUs or use a scenario with a smaller TP")
