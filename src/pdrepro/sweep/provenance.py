@@ -6,9 +6,7 @@ import copy
 import json
 import os
 import platform
-import shutil
 import socket
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -17,6 +15,7 @@ import requests
 
 from ..host import nvidia
 from ..host import sysfs as host_sysfs
+from ..host.tools import ToolFailed, ToolMissing, capture
 from ..pins import load_pins
 from ..rundir import Provenance, RunDir
 from ..versions_report import collect_versions
@@ -41,14 +40,12 @@ def addresses() -> list[str]:
     """This host's own IP addresses, so a server the sweep reaches at one of them is known to run here
     (and shares this host's RDMA devices, or their absence). Where no tool answers: the name's addresses."""
     found: set[str] = set()
-    exe = shutil.which("ip")
-    if exe:
-        try:
-            out = subprocess.run([exe, "-j", "addr", "show"], capture_output=True, text=True, timeout=10).stdout
-            for link in json.loads(out or "[]"):
-                found.update(a["local"] for a in link.get("addr_info", []) if a.get("local"))
-        except (OSError, subprocess.TimeoutExpired, ValueError, TypeError, KeyError, AttributeError):
-            pass
+    try:
+        out = capture(["ip", "-j", "addr", "show"], timeout=10).stdout
+        for link in json.loads(out or "[]"):
+            found.update(a["local"] for a in link.get("addr_info", []) if a.get("local"))
+    except (OSError, ToolMissing, ToolFailed, ValueError, TypeError, KeyError, AttributeError):
+        pass
     try:
         found.update(info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None))
     except OSError:
