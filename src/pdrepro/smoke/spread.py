@@ -22,7 +22,8 @@ STALL_GAP_MS = 10.0
 DELAYED_ACK_MS = (30.0, 450.0)
 
 NAGLE = ("Nagle's algorithm against delayed ACKs (Mooncake's TCP transport leaves Nagle on, Linux delays an ACK "
-         "by 40-200 ms; runs with --tcp-nodelay or with delayed ACKs off show no such stall: README, Mid-size stalls)")
+         "by 40-200 ms; runs with --tcp-nodelay or with delayed ACKs off show no such stall: "
+         "docs/guide/smoke.md, Mid-size stalls)")
 NOT_NAGLE = ("not Nagle against delayed ACKs: this run had TCP_NODELAY on (--tcp-nodelay) or delayed ACKs off "
              "(--quickack); other work on the host (CPU or memory contention) is the likely cause")
 OTHER = ("outside the delayed-ACK band (30-450 ms extra); other work on the host (CPU or memory contention) "

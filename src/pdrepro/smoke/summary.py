@@ -20,7 +20,7 @@ from .spread import spread, stall
 # between the same containers, so at the largest sizes Mooncake should move the
 # bytes about as fast; far below that points at the engine's settings (block
 # size, connection pool) or a loaded host. 0.90 leaves room for run-to-run noise
-# (1.00-1.06 measured on the 2-core build host, see the README).
+# (1.00-1.06 measured on the 2-core build host, see docs/guide/smoke.md).
 RATIO_TARGET = 0.90
 # The per-size goal applies from here up: below it fixed per-transfer costs dominate both ways.
 PER_SIZE_FROM_BYTES = 1 * MB
