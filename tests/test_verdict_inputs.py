@@ -181,3 +181,23 @@ def test_the_gates_judge_a_run_without_its_scenario_only_when_told_which(tmp_pat
     proc = _gates("--run-dir", run.root)
     assert proc.returncode == 2 and "--scenario" in proc.stdout + proc.stderr, proc.stdout[-2000:]
     assert _gates("--run-dir", run.root, "--scenario", SCENARIO.name).returncode == 0
+
+
+def test_a_run_without_its_counters_is_no_verdict(tmp_path):
+    # The witness would only say "not measured" and fail: the run is incomplete, which is bad input.
+    run = _passing_run(tmp_path)
+    shutil.rmtree(run.counters_dir)
+    assert_one_line_error(pdrepro("check", run.root), "check", "counters/", "incomplete")
+
+
+def test_a_length_without_its_counter_record_is_named(tmp_path):
+    run = _passing_run(tmp_path)
+    (run.counters_dir / "8192.json").unlink()
+    error = assert_one_line_error(pdrepro("check", run.root), "check", "counters/8192.json")
+    assert "length 8192" in error
+
+
+def test_bench_results_without_the_server_logs_is_no_verdict(tmp_path):
+    run = _passing_run(tmp_path)
+    shutil.rmtree(run.logs_dir)
+    assert_one_line_error(pdrepro("check", run.root), "check", "logs/", "server logs")

@@ -76,6 +76,22 @@ def _no_raw_inputs(run: RunDir) -> UserError:
                      "from the sweep (or rerun `pdrepro sweep`)")
 
 
+def _refuse_partial_inputs(run: RunDir) -> None:
+    """A sweep's run is judged on all three of its raw inputs or not at all: without the server logs
+    there is no transfer figure, without the counters no witness; a verdict drawn from what is left
+    would pass on what was never measured."""
+    missing = [f"{d.name}/ ({what})" for d, what in ((run.bench_dir, "the bench results"),
+                                                     (run.logs_dir, "the server logs"),
+                                                     (run.counters_dir, "the NICs' counters per length"))
+               if not d.is_dir()]
+    if not missing and run.counters_dir.is_dir():
+        missing = [f"{run.counters_dir.name}/{run.counters_file(L).name} (the NICs' counters of length {L})"
+                   for L in run.bench_lengths() if not run.counters_file(L).exists()]
+    if missing:
+        raise UserError(f"{run.root}: the run's raw inputs are incomplete, missing {', '.join(missing)}; no verdict is "
+                        "drawn from part of a run: restore them from the sweep (or rerun `pdrepro sweep`)")
+
+
 def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
     """The summary a verdict may be drawn from.
 
@@ -93,6 +109,7 @@ def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
     if scenario.kind == "comparison":
         return _load_comparison(run, scenario, stored)
     if run.root.is_dir() and (run.bench_dir.is_dir() or run.logs_dir.is_dir()):
+        _refuse_partial_inputs(run)
         signature = run.inputs_signature()
         fresh = stamp(compute_summary(run, scenario), signature)
         fresh = json.loads(json.dumps(fresh))  # as it reads back from summary.json
