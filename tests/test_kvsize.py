@@ -53,3 +53,11 @@ def test_config_without_layers_is_refused(tmp_path):
 def test_small_sizes_keep_their_figure():
     assert human_bytes(524_288) == "0.52 MB"
     assert human_bytes(49_283_072) == "49 MB"
+
+
+def test_the_dtype_type_names_every_dtype_with_a_size():
+    # The scenario's dtype field is the Literal; the sizes are the dict: one may not gain a name the other lacks.
+    import typing
+
+    from pdrepro.kvsize import DTYPE_BYTES, DType
+    assert list(typing.get_args(DType)) == sorted(DTYPE_BYTES)

@@ -43,7 +43,10 @@ def length_tolerance(prompt_len: int) -> int:
     return max(32, prompt_len * 3 // 100)
 
 
-def nearest_length(input_len: int, lengths: list[int]) -> int | None:
+def nearest_length(input_len: int | None, lengths: list[int]) -> int | None:
+    """The sweep length a request belongs to, or None (a line without input_len belongs to none)."""
+    if input_len is None:
+        return None
     best = min(lengths, key=lambda L: abs(L - input_len))
     return best if abs(best - input_len) <= length_tolerance(best) else None
 
@@ -125,13 +128,13 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
                             f"request rid={rid} is logged in {first_path} (line {first}) and in {later_path} (line {later}) "
                             f"with different figures ({len(merged.conflicts)} such request(s)); logs of different runs "
                             "were mixed: keep one run's logs"))
-    path = logs_label(run, paths)
+    label = logs_label(run, paths)
     # Health checks and each server's own warm-up are no client's requests: neither counts nor warns.
     prefill = [s for s in merged.stats if not (s.is_health_check or s.is_server_warmup) and s.kind in ("prefill", "")]
     if not prefill:
         lines = sum(scan.lines for scan in scans)
         issues.append(issue(ERROR, IssueKind.NO_REQSTATS,
-                            f"{path}: no ReqTimeStats line of a prefill request in {lines} lines; start the prefill "
+                            f"{label}: no ReqTimeStats line of a prefill request in {lines} lines; start the prefill "
                             "server with --enable-request-time-stats-logging and keep its whole log"))
         return {}
     lengths = list(scenario.sweep.prompt_lens)
@@ -145,7 +148,7 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
             groups[L].append(stat)
     if stray:
         issues.append(issue(WARNING, IssueKind.UNMATCHED_REQUESTS,
-                            f"{path}: {stray} prefill request(s) match no prompt length of the sweep "
+                            f"{label}: {stray} prefill request(s) match no prompt length of the sweep "
                             "(other traffic on the server?); they were left out"))
     return groups
 
@@ -175,7 +178,7 @@ def _row(L: int, scenario: Scenario, bench: BenchResult | None, samples: list[Re
         measured.update(requests=bench.completed, request_errors=len(bench.errors), ttft_ms=bench.ttft_stats_ms())
     timed = [s for s in samples if s.transfer_s]
     if timed:
-        ms = sorted(s.transfer_s * 1000 for s in timed)
+        ms = sorted(s.transfer_s * 1000 for s in timed if s.transfer_s is not None)
         measured.update(transfer_ms_median=statistics.median(ms), transfer_ms_mean=statistics.fmean(ms),
                         transfer_ms_p99=percentile(ms, 99))
     row = result_row(L, kv, line_rate_GB_s=scenario.line_rate_GB_s, expected_requests=scenario.sweep.num_prompts,
@@ -198,8 +201,8 @@ def _row(L: int, scenario: Scenario, bench: BenchResult | None, samples: list[Re
                             f"{log_path}: the prefill lines of length {L} carry no transfer_speed/transfer_total; "
                             "run a disaggregated prefill server of a build that logs them", L))
     if timed:
-        input_len = int(statistics.median(s.input_len for s in timed))
-        logged = statistics.median(s.transfer_total_MiB for s in timed) * MiB * tp
+        input_len = int(statistics.median(s.input_len for s in timed if s.input_len is not None))
+        logged = statistics.median(s.transfer_total_MiB for s in timed if s.transfer_total_MiB is not None) * MiB * tp
         expected = scenario.kv_bytes_per_token * input_len
         mismatch = (logged - expected) / expected * 100
         row.update(logged_input_len=input_len, logged_kv_bytes=logged, kv_size_mismatch_pct=mismatch,

@@ -18,6 +18,7 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import Literal, get_args
 
 from . import __version__
 from .errors import UserError
@@ -26,7 +27,9 @@ from .units import bandwidth_GB_s, human_bytes
 
 # Version of summary.json (run, comparison and smoke summaries alike). The scenario file
 # carries its own version (scenario.SCENARIO_SCHEMA_VERSION): the two documents change apart.
-SUMMARY_SCHEMA_VERSION = 1
+# The model's field takes the Literal (a type checker reads no constant inside Literal[...]); the number derives from it.
+SummarySchemaVersion = Literal[1]
+SUMMARY_SCHEMA_VERSION: int = get_args(SummarySchemaVersion)[0]
 
 ERROR, WARNING = "error", "warning"
 

@@ -25,10 +25,11 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import ConfigDict, Field, ValidationError
 
-from .strictmodel import Int, Number, Record
+from .strictmodel import IntBounds, NumberBounds, Record
 
 FILE_NAME = "engine-ceiling.json"
 GPU_CHECK_RESULT = ("engine-ceiling", "result.json")
@@ -45,22 +46,22 @@ class CeilingEntry(Record):
     # gpu-check may record more about each entry (transport, GPUs): what is read here must be there.
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    bytes: Int(1) = Field(description="bytes one write moved: one request's KV at that length")
-    median_ms: Number(ge=0) = Field(description="median time of the timed writes, milliseconds")
-    min_ms: Number(ge=0) = Field(description="fastest write, milliseconds")
-    max_ms: Number(ge=0) = Field(description="slowest write, milliseconds")
-    GB_s: Number(ge=0) = Field(description="bytes over the median time, decimal GB/s")
+    bytes: Annotated[int, IntBounds(1)] = Field(description="bytes one write moved: one request's KV at that length")
+    median_ms: Annotated[float, NumberBounds(ge=0)] = Field(description="median time of the timed writes, milliseconds")
+    min_ms: Annotated[float, NumberBounds(ge=0)] = Field(description="fastest write, milliseconds")
+    max_ms: Annotated[float, NumberBounds(ge=0)] = Field(description="slowest write, milliseconds")
+    GB_s: Annotated[float, NumberBounds(ge=0)] = Field(description="bytes over the median time, decimal GB/s")
 
 
 class GpuCheckRow(Record):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    prompt_len: Int(1) = Field(description="tokens whose KV one write moved")
-    nbytes: Int(1) = Field(description="bytes of one write")
-    verified: Int(0) = Field(description="timed writes whose received bytes matched")
+    prompt_len: Annotated[int, IntBounds(1)] = Field(description="tokens whose KV one write moved")
+    nbytes: Annotated[int, IntBounds(1)] = Field(description="bytes of one write")
+    verified: Annotated[int, IntBounds(0)] = Field(description="timed writes whose received bytes matched")
     failures: list[str] = Field(default_factory=list, description="what went wrong, per write")
     layout: str = Field(default="blocks", description="how the request was cut: one, layers, or blocks of block_bytes")
-    median_GB_s: Number(ge=0) | None = Field(description="bytes over the median time, decimal GB/s")
+    median_GB_s: Annotated[float, NumberBounds(ge=0)] | None = Field(description="bytes over the median time, decimal GB/s")
 
 
 class GpuCheckResult(Record):
@@ -69,7 +70,7 @@ class GpuCheckResult(Record):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     transport: str | None = Field(description="what the engine used: rdma, tcp, or null when its log shows neither")
-    block_bytes: Int(1) = Field(description="bytes per block the engine was handed")
+    block_bytes: Annotated[int, IntBounds(1)] = Field(description="bytes per block the engine was handed")
     rows: list[GpuCheckRow]
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 from .errors import UserError
-from .strictmodel import Int, Record
+from .strictmodel import Record, StrictInt
 
 # Bytes per element of the KV cache for the dtypes a scenario may name.
-DTYPE_BYTES = {
+DTYPE_BYTES: dict[str, int] = {
     "bfloat16": 2, "bf16": 2,
     "float16": 2, "fp16": 2, "half": 2,
     "float32": 4, "fp32": 4,
@@ -22,17 +23,22 @@ DTYPE_BYTES = {
 }
 
 
+# The same names as a type, sorted as the schema lists them (tests/test_kvsize.py holds the two equal).
+DType = Literal["bf16", "bfloat16", "float16", "float32", "float8_e4m3fn", "float8_e5m2", "fp16", "fp32", "fp8",
+                "fp8_e4m3", "fp8_e5m2", "half"]
+
+
 class Geometry(Record):
     """The attention shape of a model, as its HF ``config.json`` states it."""
 
-    num_hidden_layers: Int()
-    num_attention_heads: Int() | None = None
-    num_key_value_heads: Int() | None = None
-    head_dim: Int() | None = None
-    hidden_size: Int() | None = None
+    num_hidden_layers: StrictInt
+    num_attention_heads: StrictInt | None = None
+    num_key_value_heads: StrictInt | None = None
+    head_dim: StrictInt | None = None
+    hidden_size: StrictInt | None = None
     # MLA (DeepSeek-style): a compressed latent plus a rope part per token and layer.
-    kv_lora_rank: Int() | None = None
-    qk_rope_head_dim: Int() | None = None
+    kv_lora_rank: StrictInt | None = None
+    qk_rope_head_dim: StrictInt | None = None
 
     @property
     def is_mla(self) -> bool:
@@ -57,7 +63,7 @@ class Geometry(Record):
         if heads is not None and kv_heads is not None and (kv_heads > heads or heads % kv_heads):
             raise UserError(f"{source}: num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}, "
                             "which no attention layout has; copy both from the model's config.json")
-        if self.head_dim is None and self.hidden_size % heads:
+        if self.head_dim is None and self.hidden_size is not None and heads is not None and self.hidden_size % heads:
             raise UserError(f"{source}: hidden_size {self.hidden_size} does not divide by num_attention_heads {heads}; "
                             "give head_dim from the model's config.json")
 
@@ -74,12 +80,19 @@ def dtype_bytes(dtype: str, source: str = "scenario") -> int:
 def kv_bytes_per_token(geometry: Geometry, dtype: str, tp: int, source: str = "scenario") -> int:
     """Bytes of KV per token over all ``tp`` ranks of the prefill server."""
     size = dtype_bytes(dtype, source)
+    # Geometry.check, run when the geometry was loaded, guarantees the fields each layout needs.
     if geometry.is_mla:
+        assert geometry.kv_lora_rank is not None and geometry.qk_rope_head_dim is not None
         # The latent is not split by head: every rank keeps the whole of it.
         per_layer = (geometry.kv_lora_rank + geometry.qk_rope_head_dim) * size
         return geometry.num_hidden_layers * per_layer * tp
     kv_heads = geometry.num_key_value_heads or geometry.num_attention_heads
-    head_dim = geometry.head_dim or geometry.hidden_size // geometry.num_attention_heads
+    assert kv_heads is not None
+    if geometry.head_dim:
+        head_dim = geometry.head_dim
+    else:
+        assert geometry.hidden_size is not None and geometry.num_attention_heads is not None
+        head_dim = geometry.hidden_size // geometry.num_attention_heads
     if kv_heads >= tp:
         if kv_heads % tp:
             raise UserError(f"{source}: {kv_heads} KV heads do not split evenly over TP {tp}; pick a TP that divides them")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from .errors import UserError
 from .launchspec import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, Launch
-from .roles import SERVER_ROLES, Role, RoleSpec
+from .roles import SERVER_ROLES, Role, RoleSpec, ServerPorts
 from .rundir import server_log_name
 from .scenario import Scenario
 
@@ -138,7 +138,7 @@ class Plan:
                      for node, host in enumerate(self.hosts(role))
                      for k in range(self.role_nodes(role).servers_per_node)]
             self._gpus = self._allocate(slots)
-        self.regular_gpus = ((), ())
+        self.regular_gpus: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
         if "regular" in self.launch.stacks:
             slots = [("regular", i, 0, host, self.regular_tp) for i, host in enumerate(self.regular_ips())]
             gpus = self._allocate(slots)
@@ -190,7 +190,8 @@ class Plan:
         for role in SERVER_ROLES:
             for node, host in enumerate(self.hosts(role)):
                 for k in range(self.role_nodes(role).servers_per_node):
-                    for what, port in self._ports(role, k).items():
+                    ports = self._ports(role, k)
+                    for what, port in (("server", ports.server), ("bootstrap", ports.bootstrap)):
                         if port is None:
                             continue
                         other = seen.setdefault((host, port), f"{role} node {node} ({what})")
@@ -198,7 +199,7 @@ class Plan:
                             raise UserError(f"{host}: {other} and {role} node {node} ({what}) both need port {port}; "
                                             "give the nodes of one role different addresses")
 
-    def _ports(self, role: str, k: int) -> dict[str, int | None]:
+    def _ports(self, role: str, k: int) -> ServerPorts:
         return self.spec(role).ports(k)
 
     def _allocate(self, slots) -> dict[tuple[str, int, int], tuple[int, ...]]:
@@ -278,15 +279,15 @@ class Plan:
 
     def prefill_argv(self, server: int = 0) -> list[str]:
         ports = self._ports(Role.PREFILL, server)
-        return [*self._server_common(ports["server"], self.tp(Role.PREFILL)),
+        return [*self._server_common(ports.server, self.tp(Role.PREFILL)),
                 "--disaggregation-mode", "prefill",
-                "--disaggregation-bootstrap-port", str(ports["bootstrap"]),
+                "--disaggregation-bootstrap-port", str(ports.bootstrap),
                 "--disaggregation-transfer-backend", self.launch.transfer_backend,
                 *self._ib_device(),
                 *self._server_tail()]
 
     def decode_argv(self, server: int = 0) -> list[str]:
-        return [*self._server_common(self._ports(Role.DECODE, server)["server"], self.tp(Role.DECODE)),
+        return [*self._server_common(self._ports(Role.DECODE, server).server, self.tp(Role.DECODE)),
                 "--disaggregation-mode", "decode",
                 "--disaggregation-transfer-backend", self.launch.transfer_backend,
                 *self._ib_device(),
@@ -298,10 +299,10 @@ class Plan:
             for host in self.hosts(role):
                 for k in range(self.role_nodes(role).servers_per_node):
                     ports = self._ports(role, k)
-                    workers += [f"--{role}", url(host, ports["server"])]
-                    if ports["bootstrap"] is not None:
+                    workers += [f"--{role}", url(host, ports.server)]
+                    if ports.bootstrap is not None:
                         # A prefill server's bootstrap port must be given: without it the router assumes none.
-                        workers.append(str(ports["bootstrap"]))
+                        workers.append(str(ports.bootstrap))
         return [self.site.python, "-m", ROUTER_MODULE,
                 "--host", "0.0.0.0", "--port", str(self.launch.ports.router),
                 "--pd-disaggregation", *workers,
@@ -355,7 +356,7 @@ class Plan:
                     argv = {Role.PREFILL: self.prefill_argv, Role.DECODE: self.decode_argv}[role](k)
                     servers.append(ServerLaunch(
                         name=f"{role}-{node}" + (f"-{k}" if per_node > 1 else ""), role=role.value, node=node, index=k,
-                        host=host, port=ports["server"], bootstrap_port=ports["bootstrap"],
+                        host=host, port=ports.server, bootstrap_port=ports.bootstrap,
                         gpus=self._gpus[role, node, k], env=self.server_env(role, node, k), argv=tuple(argv),
                         position=node * per_node + k))
                 nodes.append(NodeLaunch(name=f"{role}-{node}", role=role.value, index=node, host=host, servers=tuple(servers)))

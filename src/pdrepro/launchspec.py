@@ -8,17 +8,20 @@ site's business (``siteinput``, ``pdrepro render``'s options), not this file's.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Annotated, Literal, NamedTuple, get_args
 
 from pydantic import Field
 
 from .errors import UserError
-from .strictmodel import Flag, Int, Number, Record
+from .strictmodel import Flag, IntBounds, NumberBounds, Record
 
-PORT = Int(1, 65535)
+PORT = Annotated[int, IntBounds(1, 65535)]
 
-STACKS = ("disaggregated", "regular")
-ROUTER_POLICIES = ("round_robin", "random", "cache_aware", "power_of_two")
+# Each Literal is the field's type; the tuple of its values derives from it.
+Stack = Literal["disaggregated", "regular"]
+STACKS: tuple[str, ...] = get_args(Stack)
+RouterPolicy = Literal["round_robin", "random", "cache_aware", "power_of_two"]
+ROUTER_POLICIES: tuple[str, ...] = get_args(RouterPolicy)
 # The environment the compose files hand to the servers. The first two are set
 # by the published launch; the rest are optional tunables the compose files
 # pass through only when set, so an unset one keeps the upstream default.
@@ -33,6 +36,14 @@ LAUNCH_ENV_TUNABLES = (
 )
 
 
+class PdPorts(NamedTuple):
+    """The disaggregated stack's first ports (server k of a node adds k)."""
+
+    prefill: int
+    decode: int
+    bootstrap: int
+
+
 class LaunchPorts(Record):
     router: PORT
     prefill: PORT | None = None
@@ -40,6 +51,12 @@ class LaunchPorts(Record):
     bootstrap: PORT | None = None
     # The two regular (non-disaggregated) instances of the comparison stack.
     regular: tuple[PORT, ...] = ()
+
+    def pd(self) -> PdPorts:
+        """The disaggregated stack's ports, which Launch.check has required for that stack."""
+        if self.prefill is None or self.decode is None or self.bootstrap is None:
+            raise UserError("launch.ports: the disaggregated stack needs prefill, decode and bootstrap ports")
+        return PdPorts(self.prefill, self.decode, self.bootstrap)
 
 
 class Launch(Record):
@@ -49,22 +66,22 @@ class Launch(Record):
     from ``pdrepro render``'s options, not from here.
     """
 
-    stacks: tuple[Literal[STACKS], ...]
+    stacks: tuple[Stack, ...]
     ports: LaunchPorts
-    router_policy: Literal[ROUTER_POLICIES]
-    chunked_prefill_size: Int(-1)
-    stream_interval: Int(1)
+    router_policy: RouterPolicy
+    chunked_prefill_size: Annotated[int, IntBounds(-1)]
+    stream_interval: Annotated[int, IntBounds(1)]
     disable_radix_cache: Flag
     trust_remote_code: Flag
     enable_request_time_stats_logging: Flag
     transfer_backend: Literal["mooncake"] = "mooncake"
     enable_metrics: Flag = False
     # TP of each regular instance; unset means parallel.prefill_tp.
-    regular_tp: Int(1, 64) | None = None
+    regular_tp: Annotated[int, IntBounds(1, 64)] | None = None
     extra_server_args: tuple[str, ...] = ()
     # Each server's --mem-fraction-static when servers share one GPU (a box with one GPU):
     # a fraction of the memory free when that server starts. Unset: such a box needs --mem-fraction.
-    shared_gpu_mem_fraction: Number(0.01, 0.95) | None = None
+    shared_gpu_mem_fraction: Annotated[float, NumberBounds(0.01, 0.95)] | None = None
     env: dict[str, str] = Field(default_factory=dict)
 
     def check(self, source: str) -> None:

@@ -70,7 +70,7 @@ def shape_for(geometry: Geometry, vocab_size: int, intermediate_size: int, max_p
     heads = geometry.num_attention_heads
     kv_heads = geometry.num_key_value_heads or heads
     head_dim = geometry.head_dim or (geometry.hidden_size // heads if geometry.hidden_size and heads else None)
-    if not heads or not head_dim:
+    if not heads or not kv_heads or not head_dim:
         raise UserError(f"{source}: the geometry needs num_attention_heads and head_dim (or hidden_size) to make a model")
     for name, value in (("vocab size", vocab_size), ("intermediate size", intermediate_size), ("max positions", max_positions)):
         if value < 1:
@@ -153,12 +153,14 @@ def write_tokenizer(out: Path, vocab_size: int, max_positions: int) -> None:
 def write_config(out: Path, shape: ModelShape) -> None:
     from transformers import Qwen2Config
 
+    # transformers 5's Qwen2Config takes head_dim and rope_theta as extra keywords (config.json gets head_dim
+    # and rope_parameters.rope_theta) though its typed signature lists neither: a stub gap, not a wrong call.
     cfg = Qwen2Config(vocab_size=shape.vocab_size, hidden_size=shape.hidden_size,
                       intermediate_size=shape.intermediate_size, num_hidden_layers=shape.layers,
                       num_attention_heads=shape.heads, num_key_value_heads=shape.kv_heads, head_dim=shape.head_dim,
                       max_position_embeddings=shape.max_positions, rope_theta=1000000.0, tie_word_embeddings=True,
                       rms_norm_eps=1e-6, bos_token_id=None, eos_token_id=0, sliding_window=None,
-                      use_sliding_window=False)
+                      use_sliding_window=False)  # type: ignore[call-arg]
     cfg.architectures = ["Qwen2ForCausalLM"]
     cfg.dtype = "bfloat16"
     cfg.save_pretrained(out)

@@ -9,18 +9,35 @@ module picks between two fields with a ``"prefill" if ... else`` of its own.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Enum
+from typing import NamedTuple
 
 
-class Role(StrEnum):
+class Role(str, Enum):
+    """A str-valued enumeration that reads as its value in str() and f-strings, as enum.StrEnum does;
+    written out because StrEnum is Python 3.11+ and the package runs on 3.10."""
+
     PREFILL = "prefill"
     DECODE = "decode"
     # The router is a process of the stack (stack.json, the launch plan), not a server role.
     ROUTER = "router"
 
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
 
 # The roles that run SGLang servers, in the order every plan, log and record lists them.
 SERVER_ROLES: tuple[Role, ...] = (Role.PREFILL, Role.DECODE)
+
+
+class ServerPorts(NamedTuple):
+    """One server's ports: its HTTP port and, for a prefill server, its bootstrap port."""
+
+    server: int
+    bootstrap: int | None
 
 
 @dataclass(frozen=True)
@@ -42,9 +59,9 @@ class RoleSpec:
         """Servers of the role over all its nodes."""
         return self.nodes * self.servers_per_node
 
-    def ports(self, server: int) -> dict[str, int | None]:
+    def ports(self, server: int) -> ServerPorts:
         """Server SERVER's own port and, for prefill, its bootstrap port (None for decode)."""
         if self.port is None:
             raise ValueError(f"the {self.role} role has no port in the scenario's launch section")
         bootstrap = self.bootstrap_port + server if self.bootstrap_port is not None else None
-        return {"server": self.port + server, "bootstrap": bootstrap}
+        return ServerPorts(self.port + server, bootstrap)

@@ -12,38 +12,49 @@ import json
 import math
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal, get_args
 
 import yaml
 from pydantic import Field
 
 from . import configyaml, runfile
 from .errors import UserError
-from .kvsize import DTYPE_BYTES, Geometry, geometry_from_config, kv_bytes_per_token
+from .kvsize import DType, Geometry, geometry_from_config, kv_bytes_per_token
 from .launchspec import Launch
 from .roles import Role, RoleSpec
 from .rundir import RunDir
-from .strictmodel import Int, Number, Record, load, to_plain
+from .strictmodel import FiniteNumber, IntBounds, NumberBounds, Record, StrictInt, load, to_plain
 
 # Version of the scenario file's format; summary.json has its own (contract.SUMMARY_SCHEMA_VERSION),
 # because a scenario and a summary change apart.
-SCENARIO_SCHEMA_VERSION = 1
-KINDS = ("kv-sweep", "comparison")
+# Each Literal is the field's type; the tuple of its values derives from it (a type checker reads no
+# variable inside Literal[...]).
+ScenarioSchemaVersion = Literal[1]
+SCENARIO_SCHEMA_VERSION: int = get_args(ScenarioSchemaVersion)[0]
+Kind = Literal["kv-sweep", "comparison"]
+KINDS: tuple[str, ...] = get_args(Kind)
 # What the KV may move over: "rdma" (the published run: the transport proof and the NIC witness are
 # gates) or "any" (a box without an RDMA device may use TCP; the witness then does not apply).
-TRANSPORTS = ("rdma", "any")
+Transport = Literal["rdma", "any"]
+TRANSPORTS: tuple[str, ...] = get_args(Transport)
 # Keys added after runs were recorded, with the value every scenario meant before the key existed:
 # at that value they stay out of the fingerprint, so those runs' recorded fingerprints still hold.
 _FINGERPRINT_NEUTRAL = {"transport": "rdma", "pins_match": "gate"}
 # Launch keys added later, likewise left out at their default (unset), so older runs keep their fingerprint.
 _LAUNCH_FINGERPRINT_NEUTRAL = {"shared_gpu_mem_fraction": None}
 
-TP = Int(1, 64)
+TP = Annotated[int, IntBounds(1, 64)]
+# The bounds that recur across the file's fields.
+PositiveInt = Annotated[int, IntBounds(1)]
+CountInt = Annotated[int, IntBounds(0)]
+NonNegative = Annotated[float, NumberBounds(ge=0)]
+Fraction = Annotated[float, NumberBounds(0, 1)]
+Percent = Annotated[float, NumberBounds(0, 100)]
 
 
 class Model(Record):
     name: str
-    dtype: Literal[tuple(sorted(DTYPE_BYTES))]
+    dtype: DType
     # Exactly one of these two: the geometry inline, or the model's config.json
     # (a path relative to the scenario file, resolved at load).
     geometry: Geometry | None = None
@@ -67,8 +78,8 @@ class RoleNodes(Record):
     """How many nodes one role (prefill or decode) runs on, and how many
     servers each of those nodes runs (each with that role's TP)."""
 
-    nodes: Int(1, 256) = 1
-    servers_per_node: Int(1, 64) = 1
+    nodes: Annotated[int, IntBounds(1, 256)] = 1
+    servers_per_node: Annotated[int, IntBounds(1, 64)] = 1
 
 
 class Topology(Record):
@@ -95,8 +106,8 @@ class Topology(Record):
 class Link(Record):
     """The fabric of one node; the utilization denominator is derived from it."""
 
-    nics_per_node: Int(1, 64) = Field(description="RDMA NICs per node that carry the KV transfer")
-    nic_rate_Gb_s: Number(ge=1) = Field(description="line rate of one NIC, Gb/s (decimal)")
+    nics_per_node: Annotated[int, IntBounds(1, 64)] = Field(description="RDMA NICs per node that carry the KV transfer")
+    nic_rate_Gb_s: Annotated[float, NumberBounds(ge=1)] = Field(description="line rate of one NIC, Gb/s (decimal)")
 
     @property
     def line_rate_GB_s(self) -> float:
@@ -105,14 +116,16 @@ class Link(Record):
 
 class Sweep(Record):
     # No released model reads more than about 10 M tokens; a longer "length" is a typo.
-    prompt_lens: tuple[Int(1, 10_000_000), ...] = Field(description="input lengths to sweep, tokens, each once")
-    num_prompts: Int(1) = Field(description="requests per length")
-    output_len: Int(1) = Field(description="output tokens asked of each request")
-    max_concurrency: Int(1) | None = Field(default=None, description="requests in flight at most; null: open loop")
-    request_rate: Number(ge=0, unbounded=True) = Field(description="requests per second; inf sends them all at once")
-    random_range_ratio: Number(0, 1) = Field(description="the random dataset draws lengths from [ratio x length, length]")
-    seed: Int() = Field(description="seed of the bench client's random dataset")
-    warmup_requests: Int(0) = Field(description="requests the bench client sends before it measures each length")
+    prompt_lens: tuple[Annotated[int, IntBounds(1, 10_000_000)], ...] = Field(
+        description="input lengths to sweep, tokens, each once")
+    num_prompts: PositiveInt = Field(description="requests per length")
+    output_len: PositiveInt = Field(description="output tokens asked of each request")
+    max_concurrency: PositiveInt | None = Field(default=None, description="requests in flight at most; null: open loop")
+    request_rate: Annotated[float, NumberBounds(ge=0, unbounded=True)] = Field(
+        description="requests per second; inf sends them all at once")
+    random_range_ratio: Fraction = Field(description="the random dataset draws lengths from [ratio x length, length]")
+    seed: StrictInt = Field(description="seed of the bench client's random dataset")
+    warmup_requests: CountInt = Field(description="requests the bench client sends before it measures each length")
 
     def check(self, source: str) -> None:
         if not self.prompt_lens:
@@ -122,48 +135,48 @@ class Sweep(Record):
 
 
 class ReferenceRow(Record):
-    prompt_len: Int() = Field(description="tokens")
-    ttft_ms: Number() = Field(description="time to first token, milliseconds")
+    prompt_len: StrictInt = Field(description="tokens")
+    ttft_ms: FiniteNumber = Field(description="time to first token, milliseconds")
     kv_size: str = Field(description="KV cache of one request as published (decimal GB/MB)")
-    transfer_ms: Number() = Field(description="KV transfer time, milliseconds")
-    bandwidth_GB_s: Number() = Field(description="KV transfer bandwidth, decimal GB/s")
-    utilization_pct: Number() = Field(description="share of the link's line rate, percent")
+    transfer_ms: FiniteNumber = Field(description="KV transfer time, milliseconds")
+    bandwidth_GB_s: FiniteNumber = Field(description="KV transfer bandwidth, decimal GB/s")
+    utilization_pct: FiniteNumber = Field(description="share of the link's line rate, percent")
 
 
 class Reference(Record):
     source: str
     rows: tuple[ReferenceRow, ...] = ()
-    headline: dict[str, Number()] = Field(default_factory=dict)
+    headline: dict[str, FiniteNumber] = Field(default_factory=dict)
     # For comparison scenarios: configuration name -> metric -> published value.
-    configurations: dict[str, dict[str, Number()]] = Field(default_factory=dict)
+    configurations: dict[str, dict[str, FiniteNumber]] = Field(default_factory=dict)
 
 
 class Thresholds(Record):
-    min_bandwidth_GB_s: dict[Int(), Number(ge=0)] = Field(
+    min_bandwidth_GB_s: dict[StrictInt, NonNegative] = Field(
         default_factory=dict, description="prompt length (tokens) -> lowest KV bandwidth, decimal GB/s")
-    max_ttft_ms: dict[Int(), Number(ge=0)] = Field(
+    max_ttft_ms: dict[StrictInt, NonNegative] = Field(
         default_factory=dict, description="prompt length (tokens) -> highest mean TTFT, milliseconds")
-    max_transfer_share_pct: Number(0, 100) | None = Field(
+    max_transfer_share_pct: Percent | None = Field(
         default=None, description="highest share of the mean TTFT the KV transfer may take at any length, percent")
-    min_peak_bandwidth_GB_s: Number(ge=0) | None = Field(default=None, description="lowest peak bandwidth, decimal GB/s")
-    min_peak_utilization_pct: Number(0, 100) | None = Field(
+    min_peak_bandwidth_GB_s: NonNegative | None = Field(default=None, description="lowest peak bandwidth, decimal GB/s")
+    min_peak_utilization_pct: Percent | None = Field(
         default=None, description="lowest peak share of the link's line rate, percent")
-    min_completed_fraction: Number(0, 1) = Field(default=1.0, description="share of requests that must complete")
-    max_request_errors: Int(0) = Field(default=0, description="failed requests allowed per length")
-    min_nic_kv_share_pct: Number(0, 100) = Field(
+    min_completed_fraction: Fraction = Field(default=1.0, description="share of requests that must complete")
+    max_request_errors: CountInt = Field(default=0, description="failed requests allowed per length")
+    min_nic_kv_share_pct: Percent = Field(
         default=90.0,
         description="lowest share of the model's KV bytes the RDMA port counters must show at each length, percent "
                     "(an intact RDMA path shows all of it plus headers; a TCP fallback next to nothing)")
-    max_kv_size_mismatch_pct: Number(ge=0) = Field(
+    max_kv_size_mismatch_pct: NonNegative = Field(
         default=5.0,
         description="largest gap between the scenario's KV size and the one the server logs before a warning, percent")
 
 
 class Scenario(Record):
-    schema_version: Literal[SCENARIO_SCHEMA_VERSION]
+    schema_version: ScenarioSchemaVersion
     name: str
     title: str
-    kind: Literal[KINDS]
+    kind: Kind
     model: Model
     parallel: Parallel
     sweep: Sweep
@@ -172,7 +185,7 @@ class Scenario(Record):
     thresholds: Thresholds = Field(default_factory=Thresholds)
     launch: Launch | None = None
     topology: Topology = Field(default_factory=Topology)
-    transport: Literal[TRANSPORTS] = Field(
+    transport: Transport = Field(
         default="rdma",
         description="what the KV may move over: rdma (the transport proof and the NIC witness are gates) or any "
                     "(TCP is allowed; on a node the sweep found without RDMA devices the witness is not applicable)")
@@ -211,9 +224,9 @@ class Scenario(Record):
         # with several servers per node the ranges must not run into each other.
         if self.launch is None or "disaggregated" not in self.launch.stacks:
             return
-        p, t = self.launch.ports, self.topology
+        p, t = self.launch.ports.pd(), self.topology
         ranges = {"prefill": (p.prefill, t.prefill.servers_per_node), "bootstrap": (p.bootstrap, t.prefill.servers_per_node),
-                  "decode": (p.decode, t.decode.servers_per_node), "router": (p.router, 1)}
+                  "decode": (p.decode, t.decode.servers_per_node), "router": (self.launch.ports.router, 1)}
         names = list(ranges)
         for i, a in enumerate(names):
             for b in names[i + 1:]:
@@ -228,6 +241,7 @@ class Scenario(Record):
     def geometry(self) -> Geometry:
         if self.model.geometry is not None:
             return self.model.geometry
+        assert self.model.config_json is not None  # Model.check: exactly one of geometry and config_json
         return geometry_from_config(Path(self.model.config_json))
 
     @property
@@ -320,7 +334,7 @@ def load_scenario(spec: str | Path) -> Scenario:
     return scenario_from_dict(_read_yaml(path, "scenario"), str(path), path.parent)
 
 
-def _thresholds_data(path: Path) -> dict:
+def _thresholds_data(path: Path) -> object:
     data = _read_yaml(path, "thresholds")
     if isinstance(data, dict) and set(data) == {"thresholds"}:
         data = data["thresholds"]
@@ -333,6 +347,7 @@ def merge_thresholds(base: Thresholds, path: str | Path) -> Thresholds:
     path = Path(path)
     data = _thresholds_data(path)
     override = load(Thresholds, data, str(path), "thresholds")
+    assert isinstance(data, dict)  # load() refuses anything but a mapping
     changes = {}
     for key in data:
         old, new = getattr(base, key), getattr(override, key)

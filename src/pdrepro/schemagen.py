@@ -11,11 +11,13 @@ import json
 from importlib import resources
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from .scenario import Scenario
 from .summarymodel import Summary
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
-MODELS = {"scenario": Scenario, "summary": Summary}
+MODELS: dict[str, type[BaseModel]] = {"scenario": Scenario, "summary": Summary}
 
 
 def file_name(name: str) -> str:

@@ -14,8 +14,10 @@ import math
 import reprlib
 import types
 import typing
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal, Union
 
+from annotated_types import GroupedMetadata
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -68,24 +70,37 @@ def _finite_or_unbounded(unbounded: bool):
     return check
 
 
-def Int(ge: int | None = None, le: int | None = None) -> Any:
-    """An integer (never a bool or a float) within [ge, le]."""
-    return Annotated[int, Field(strict=True, ge=ge, le=le)]
+class IntBounds(GroupedMetadata):
+    """``Annotated[int, IntBounds(ge, le)]``: an integer (never a bool or a float) within [ge, le].
+
+    Metadata rather than a function returning a type, so a type checker reads the field as ``int``."""
+
+    def __init__(self, ge: int | None = None, le: int | None = None) -> None:
+        self.ge, self.le = ge, le
+
+    def __iter__(self) -> Iterator[object]:
+        yield Field(strict=True, ge=self.ge, le=self.le)
 
 
-def Number(ge: float | None = None, le: float | None = None, *, unbounded: bool = False) -> Any:
-    """A finite number (an integer is one too, a bool or a numeric string is not) within [ge, le];
-    with ``unbounded``, infinity (`.inf` or `inf`) is allowed as well."""
-    extra = []
-    if unbounded:
-        bound = {"type": "number", **({"minimum": ge} if ge is not None else {}),
-                 **({"maximum": le} if le is not None else {})}
-        extra = [WithJsonSchema({"anyOf": [bound, {"enum": list(INF_WORDS)}]})]
-    # The words and NaN are seen before the strict float check, which carries the bounds (so the schema shows them).
-    return Annotated[(float, Field(strict=True, ge=ge, le=le), BeforeValidator(_finite_or_unbounded(unbounded)),
-                      *extra)]
+class NumberBounds(GroupedMetadata):
+    """``Annotated[float, NumberBounds(ge, le)]``: a finite number (an integer is one too, a bool or a
+    numeric string is not) within [ge, le]; with ``unbounded``, infinity (`.inf` or `inf`) is allowed as well."""
+
+    def __init__(self, ge: float | None = None, le: float | None = None, *, unbounded: bool = False) -> None:
+        self.ge, self.le, self.unbounded = ge, le, unbounded
+
+    def __iter__(self) -> Iterator[object]:
+        # The words and NaN are seen before the strict float check, which carries the bounds (so the schema shows them).
+        yield Field(strict=True, ge=self.ge, le=self.le)
+        yield BeforeValidator(_finite_or_unbounded(self.unbounded))
+        if self.unbounded:
+            bound = {"type": "number", **({"minimum": self.ge} if self.ge is not None else {}),
+                     **({"maximum": self.le} if self.le is not None else {})}
+            yield WithJsonSchema({"anyOf": [bound, {"enum": list(INF_WORDS)}]})
 
 
+StrictInt = Annotated[int, IntBounds()]
+FiniteNumber = Annotated[float, NumberBounds()]
 Flag = Annotated[bool, Field(strict=True)]
 
 M = typing.TypeVar("M", bound=BaseModel)

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .contract import SUMMARY_SCHEMA_VERSION
+from .contract import SummarySchemaVersion
 from .issuekind import IssueKind
 
 
@@ -75,7 +75,7 @@ class Headline(_Closed):
 class Summary(_Open):
     """summary.json of a run, a comparison or a smoke test."""
 
-    schema_version: Literal[SUMMARY_SCHEMA_VERSION]
+    schema_version: SummarySchemaVersion
     kind: Literal["comparison"] | None = Field(default=None, description="set only on a comparison's summary")
     scenario: dict[str, Any] = Field(description="the scenario as run (see scenario.schema.json)")
     scenario_fingerprint: str = Field(description="sha256 of the canonical scenario")

@@ -141,9 +141,10 @@ def _refuse_edited(run: RunDir, stored: dict, fresh: dict) -> None:
 def _load_comparison(run: RunDir, scenario: Scenario, stored: dict | None) -> dict:
     """A comparison's inputs live in one folder per configuration: its stamped summary is
     checked against them the same way, and analysed afresh when stale."""
-    signature = run.inputs_signature() if stored is not None else None
-    if stored is not None and is_current(stored, signature, scenario.fingerprint):
-        fresh = json.loads(json.dumps(stamp(compute_comparison(run, scenario), signature)))
-        _refuse_edited(run, stored, fresh)
-        return fresh
+    if stored is not None:
+        signature = run.inputs_signature()
+        if is_current(stored, signature, scenario.fingerprint):
+            fresh = json.loads(json.dumps(stamp(compute_comparison(run, scenario), signature)))
+            _refuse_edited(run, stored, fresh)
+            return fresh
     return analyze_run(run, scenario)

@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     from ..publish import analyze_run
     from ..sweep.benchcmd import BenchTarget
     from ..sweep.config import SweepConfig, is_disaggregated
-    from ..sweep.launcher import DockerLauncher, InPlaceLauncher
+    from ..sweep.launcher import BenchLauncher, DockerLauncher, InPlaceLauncher
     from ..sweep.runner import run_sweep
     from ..sweep.signals import stop_on_signals
 
@@ -116,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("pass --prefill URL and --decode URL (the PD servers behind the router) so their health is checked")
     # Model and dataset are mounted: the client has no reason to reach a model hub.
     offline = {"HF_HUB_OFFLINE": "1"} if Path(args.model_path).is_dir() else {}
+    launcher: BenchLauncher
     if args.bench_in_place:
         launcher = InPlaceLauncher(env=offline)
     else:

@@ -284,6 +284,7 @@ def run_server(plan: BaselinePlan) -> int:
 
 
 def _drain(proc: subprocess.Popen) -> None:
+    assert proc.stdout is not None, "started with stdout=PIPE"
     for _ in proc.stdout:
         pass
 
@@ -291,6 +292,7 @@ def _drain(proc: subprocess.Popen) -> None:
 def _wait_segment(proc: subprocess.Popen, timeout: float) -> str:
     deadline = time.monotonic() + timeout
     seen = []
+    assert proc.stdout is not None, "started with stdout=PIPE"
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
         if not line:

@@ -66,7 +66,7 @@ def verbs_type(gid: Gid, link_layer: str) -> str | None:
 
 
 def is_overlay_netdev(ndev: str | None) -> bool:
-    return bool(ndev) and (ndev.startswith(_OVERLAY_PREFIXES) or ndev == "tunl0")
+    return ndev is not None and (ndev.startswith(_OVERLAY_PREFIXES) or ndev == "tunl0")
 
 
 def classify(gid: Gid, link_layer: str) -> str | None:
@@ -92,7 +92,7 @@ def rank(port: Port) -> list[GidChoice]:
     for gid in port.gids:
         klass = classify(gid, port.link_layer)
         kind = verbs_type(gid, port.link_layer)
-        if klass is None:
+        if klass is None or kind is None:
             if fallback is None and kind is not None and not gid.is_null:
                 fallback = _choice(port, gid, kind, "fallback-nonzero")
             continue

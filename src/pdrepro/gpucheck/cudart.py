@@ -74,6 +74,8 @@ class Runtime:
     def malloc(self, nbytes: int) -> int:
         ptr = ctypes.c_void_p()
         self._ok(self.lib.cudaMalloc(ctypes.byref(ptr), nbytes), f"cudaMalloc({nbytes} B)")
+        if ptr.value is None:  # a success that hands back NULL: nothing to use
+            raise UserError(f"cudaMalloc({nbytes} B) returned a null pointer")
         return ptr.value
 
     def free(self, ptr: int) -> None:

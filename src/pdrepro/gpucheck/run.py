@@ -74,14 +74,16 @@ class Side:
                "--memory", settings.memory, "--seed", str(settings.seed)] + (["--fill"] if fill else [])
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
                                      text=True, env=env)
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both pipes, asked for above
+        self._to_side, self._from_side = self.proc.stdin, self.proc.stdout
         self.timeout_s = settings.timeout_s
 
     def ask(self, **req) -> dict:
         if req:
-            self.proc.stdin.write(json.dumps(req) + "\n")
-            self.proc.stdin.flush()
+            self._to_side.write(json.dumps(req) + "\n")
+            self._to_side.flush()
         answer: list[str] = []
-        reader = threading.Thread(target=lambda: answer.append(self.proc.stdout.readline()), daemon=True)
+        reader = threading.Thread(target=lambda: answer.append(self._from_side.readline()), daemon=True)
         reader.start()
         reader.join(self.timeout_s)
         if not answer:
@@ -97,8 +99,8 @@ class Side:
     def close(self) -> None:
         if self.proc.poll() is None:
             try:
-                self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
-                self.proc.stdin.close()
+                self._to_side.write(json.dumps({"op": "quit"}) + "\n")
+                self._to_side.close()
                 self.proc.wait(timeout=30)
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()

@@ -90,7 +90,8 @@ def _objects(path: Path, text: str) -> tuple[list[tuple[int, dict]], list[str]]:
     A last line that is not JSON is the run being written when the client
     stopped: an error, since any complete run before it is an older one.
     """
-    objects, notes = [], []
+    objects: list[tuple[int, dict]] = []
+    notes: list[str] = []
     lines = text.splitlines()
     last = max((i for i, l in enumerate(lines, 1) if l.strip()), default=0)
     for number, line in enumerate(lines, 1):

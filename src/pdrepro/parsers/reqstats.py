@@ -67,7 +67,7 @@ class ReqStat:
         """Seconds the KV transfer took: rank 0's bytes over rank 0's speed."""
         if not self.transfer_total_MiB or not self.transfer_speed_GiB_s:
             return None
-        return self.transfer_bytes_rank0 / (self.transfer_speed_GiB_s * GiB)
+        return self.transfer_total_MiB * MiB / (self.transfer_speed_GiB_s * GiB)
 
 
 def _head(text: str) -> dict[str, str]:
@@ -237,7 +237,8 @@ def merge_scans(scans: list[LogScan]) -> MergedScan:
     twice or two runs' logs mixed."""
     seen: dict[tuple[str, str], tuple[Path, ReqStat]] = {}
     located: list[tuple[Path, ReqStat]] = []
-    duplicates, conflicts = [], []
+    duplicates: list[tuple[str, Path, int, Path, int]] = []
+    conflicts: list[tuple[str, Path, int, Path, int]] = []
     for scan in scans:
         for stat in scan.stats:
             key = (stat.rid, stat.kind)
@@ -251,5 +252,5 @@ def merge_scans(scans: list[LogScan]) -> MergedScan:
     if len(scans) > 1 and all(stat.timestamp for _, stat in located):
         # The router spreads requests over the servers: their finishing order is the timestamps' (stable
         # sort, so lines of one second keep their file order).
-        located.sort(key=lambda item: item[1].timestamp.replace("T", " "))
+        located.sort(key=lambda item: (item[1].timestamp or "").replace("T", " "))
     return MergedScan(located=tuple(located), duplicates=tuple(duplicates), conflicts=tuple(conflicts))

@@ -80,8 +80,8 @@ def socket_read(conn: socket.socket, local: Buffer, nbytes: int) -> float:
 def measure_interleaved(nbytes: int, repeats: int, local: Buffer, want: str, ways: dict) -> dict:
     """One warm-up, then ``repeats`` timed transfers per way, the ways taking
     turns so that both see the same load; every transfer is verified."""
-    times = {k: [] for k in ways}
-    ok = {k: [] for k in ways}
+    times: dict[str, list[float]] = {k: [] for k in ways}
+    ok: dict[str, list[bool]] = {k: [] for k in ways}
     for i in range(repeats + 1):
         for kind, once in ways.items():
             local.zero(nbytes)  # a transfer that moves nothing cannot pass the check

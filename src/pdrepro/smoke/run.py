@@ -22,6 +22,7 @@ from ..errors import UserError
 from ..host import docker as docker_engine
 from ..host.tools import Finished, ToolMissing, ToolTimeout, capture
 from ..rundir import Provenance, RunDir
+from ..scenario import Scenario
 from ..sweep.signals import Stopped
 from ..units import GB
 from . import nodelay
@@ -34,7 +35,7 @@ TAIL_LINES = 30
 
 @dataclass(frozen=True)
 class SmokeOptions:
-    scenario: object
+    scenario: Scenario
     plan: SmokePlan
     image: str
     transport: str                 # auto | tcp | rdma

@@ -79,7 +79,8 @@ def ratio_of(rows: list[dict]) -> float | None:
 def memory_peak_bytes(initiator: dict) -> int | None:
     """Both containers' peaks added: what the stack needs at once, at most."""
     parts = [(initiator.get(k) or {}).get("bytes") for k in ("memory_peak", "target_memory_peak")]
-    return sum(parts) if all(isinstance(p, int) for p in parts) else None
+    sizes = [p for p in parts if isinstance(p, int)]
+    return sum(sizes) if len(sizes) == len(parts) else None
 
 
 def stall_issues(rows: list[dict]) -> list[dict]:

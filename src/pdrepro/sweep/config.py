@@ -6,16 +6,18 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from ..host.sysfs import DEFAULT_ROOT
 from ..rundir import RunDir
 from ..scenario import Scenario
 from .benchcmd import BenchTarget
 from .launcher import BenchLauncher
+from .logsource import LogSource
 
 # The CLI's choices and defaults: the command declares them from here, the config keeps the same.
-FAILURE_POLICIES = ("continue", "stop")
+FailurePolicy = Literal["continue", "stop"]
+FAILURE_POLICIES: tuple[str, ...] = get_args(FailurePolicy)
 DEFAULT_WAIT_S = 900.0
 # Where the node's RDMA port counters and NIC facts are read.
 IB_CLASS = DEFAULT_ROOT / "class" / "infiniband"
@@ -36,11 +38,11 @@ class SweepConfig:
     prefill_url: str | None = None
     decode_url: str | None = None
     worker_urls: tuple[str, ...] = ()
-    log_source: object | None = None
+    log_source: LogSource | None = None
     configuration: str | None = None
     length_timeout_s: float | None = None
     wait_timeout_s: float = DEFAULT_WAIT_S
-    on_failure: Literal[FAILURE_POLICIES] = FAILURE_POLICIES[0]
+    on_failure: FailurePolicy = "continue"
     prove_transport: bool = True
     scrape_metrics: bool = False
     # What the command layer runs over the finished run (the analysis), or None to skip it.

@@ -38,12 +38,24 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-class _LogSource(ABC):
-    """What every source shares: copying each role's text into the run."""
+class LogSource(ABC):
+    """Where the servers' logs are read from; what every source shares: copying each role's text into the run."""
 
     @abstractmethod
     def text(self, role: str) -> str | None:
         """The current log text of the role's first server, or None where this source has none."""
+
+    @abstractmethod
+    def describe(self) -> dict:
+        """Where the logs come from, for the provenance and messages."""
+
+    @abstractmethod
+    def run_script(self, role: str, script: str) -> tuple[str | None, str]:
+        """(what the shell script printed where the role's server runs, where that was), or (None, why not)."""
+
+    @abstractmethod
+    def containers(self) -> dict:
+        """Facts about the servers' containers this source can see (image, environment), by role."""
 
     def texts(self, role: str) -> dict[int, str]:
         """Server index -> current log text, for every server of the role this source has."""
@@ -75,7 +87,7 @@ class _LogSource(ABC):
         return out
 
 
-class DirLogSource(_LogSource):
+class DirLogSource(LogSource):
     """A folder holding ``prefill.log`` and ``decode.log`` (the compose files
     mount one), e.g. an NFS share or a folder synced from the prefill node; with
     several servers of a role, also their ``prefill-1.log``, ``decode-1.log`` ..."""
@@ -117,7 +129,7 @@ class DirLogSource(_LogSource):
             return {}
 
 
-class DockerLogSource(_LogSource):
+class DockerLogSource(LogSource):
     """Containers by name, on this host's engine or on another node's through
     ``ssh://user@host`` (the prefill server runs on the other node)."""
 
@@ -230,11 +242,11 @@ def node_facts(container) -> dict:
     return facts
 
 
-class PerRoleLogSource(_LogSource):
+class PerRoleLogSource(LogSource):
     """Each role's log from its own source (e.g. decode from the local folder,
     prefill from the prefill node's Docker engine)."""
 
-    def __init__(self, sources: dict[str, object]):
+    def __init__(self, sources: dict[str, LogSource]):
         self.sources = dict(sources)
 
     def text(self, role: str) -> str | None:

@@ -9,6 +9,7 @@ import platform
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import requests
@@ -23,9 +24,9 @@ from ..versions_report import collect_versions
 ENV_PREFIXES = ("MC_", "SGLANG_", "NCCL_")
 
 
-def environment(env: dict[str, str] | None = None) -> dict[str, str]:
-    env = os.environ if env is None else env
-    return {k: v for k, v in sorted(env.items()) if k.startswith(ENV_PREFIXES)}
+def environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    source = os.environ if env is None else env
+    return {k: v for k, v in sorted(source.items()) if k.startswith(ENV_PREFIXES)}
 
 
 def server_info(url: str) -> dict | None:
@@ -105,7 +106,8 @@ class ProvenanceRecord:
     writes keep their order and the record is complete before the sweep ends."""
 
     def __init__(self, cfg, run: RunDir):
-        self.cfg, self.run, self.facts = cfg, run, None
+        self.cfg, self.run = cfg, run
+        self.facts: dict | None = None
         self._pending: threading.Thread | None = None
         self._failure: BaseException | None = None
         self._soon: tuple | None = None

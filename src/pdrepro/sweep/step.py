@@ -64,7 +64,7 @@ def collect_logs(cfg: SweepConfig, run: RunDir) -> None:
                 "aside, not copied into the run: remove it from the log folder")
 
 
-def _host_path(path: str | None) -> str | None:
+def _host_path(path: str) -> str:
     """An existing host path made absolute, so that mounted at itself it means the same in the
     client's container (whose working folder is not ours); anything else (a hub id) as given."""
     if path and Path(path).exists():
@@ -75,7 +75,7 @@ def _host_path(path: str | None) -> str | None:
 def client_target(cfg: SweepConfig) -> BenchTarget:
     t = cfg.target
     return BenchTarget(cfg.router_url, _host_path(t.model_path), t.served_model_name, _host_path(t.dataset_path),
-                       _host_path(t.tokenizer), t.python)
+                       None if t.tokenizer is None else _host_path(t.tokenizer), t.python)
 
 
 def run_length(cfg: SweepConfig, run: RunDir, mount_root: Path, length: int, counters: CounterReader,

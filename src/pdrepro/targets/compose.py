@@ -60,6 +60,8 @@ def common_vars(plan: Plan) -> Rows:
 
 def _pd_vars(plan: Plan, prefill_node: int, decode_node: int) -> Rows:
     s, ports = plan.site, plan.launch.ports
+    if s.ib_devices_file is None:
+        raise UserError("--target compose mounts the GPU-to-NIC map into the servers; give --ib-devices FILE")
     out = [
         ("PREFILL_IP", s.prefill_hosts[prefill_node], "prefill node, RDMA-reachable address"),
         ("DECODE_IP", s.decode_hosts[decode_node], "decode node (runs the router too)"),
@@ -79,7 +81,7 @@ def _pd_vars(plan: Plan, prefill_node: int, decode_node: int) -> Rows:
 
 
 def _router_vars(plan: Plan) -> Rows:
-    ports = plan.launch.ports
+    ports = plan.launch.ports.pd()
     prefill = [w for host in plan.site.prefill_hosts[1:] for w in ("--prefill", url(host, ports.prefill), str(ports.bootstrap))]
     decode = [w for host in plan.site.decode_hosts[1:] for w in ("--decode", url(host, ports.decode))]
     return [("ROUTER_EXTRA_PREFILL", " ".join(prefill),

@@ -322,6 +322,8 @@ class K8sTarget:
 
     def render(self, plan: Plan, options, out: str) -> Rendered:
         site, scenario = plan.site, plan.scenario
+        if site.ib_devices_file is None:
+            raise UserError("--target k8s mounts the GPU-to-NIC map on every node; give --ib-devices FILE")
         lp = plan.launch_plan()
         cluster = Cluster(namespace=options.namespace, image=site.image, model_path=site.model_path,
                           dataset_path=site.dataset_path, ib_devices_file=site.ib_devices_file,

@@ -182,11 +182,12 @@ def gpu_job(plan: Plan, lp: LaunchPlan | None = None) -> Job:
     ports = plan.launch.ports
     first = {role: lp.role(role)[0].servers[0] for role in SERVER_ROLES}
     # The one pipeline (`pdrepro repro`: sweep, analyze, gates, first failing status) from the bundle's checkout.
-    repro = ("$BUNDLE/.venv/bin/pdrepro", "repro", "--scenario", scenario.name, "--router", url("${ROUTER_IP}", ports.router),
-             "--prefill", first["prefill"].url, "--decode", first["decode"].url,
-             "--model-path", site.model_path, "--dataset-path", site.dataset_path, "--image", "$IMAGE",
-             "--logs-from", "$JOB_DIR/logs", "--out", "$JOB_DIR/run",
-             "--gates", "$BUNDLE/repro/", "--pytest", "$BUNDLE/.venv/bin/pytest")
+    repro: tuple[str, ...] = (
+        "$BUNDLE/.venv/bin/pdrepro", "repro", "--scenario", scenario.name, "--router", url("${ROUTER_IP}", ports.router),
+        "--prefill", first["prefill"].url, "--decode", first["decode"].url,
+        "--model-path", site.model_path, "--dataset-path", site.dataset_path, "--image", "$IMAGE",
+        "--logs-from", "$JOB_DIR/logs", "--out", "$JOB_DIR/run",
+        "--gates", "$BUNDLE/repro/", "--pytest", "$BUNDLE/.venv/bin/pytest")
     if scenario.kind == "comparison":
         # This job runs the disaggregated configuration; the regular one is not placed here.
         repro += ("--configuration", lp.topology)

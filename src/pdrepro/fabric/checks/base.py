@@ -49,9 +49,10 @@ class Context:
 
     def server_env(self, key: str) -> tuple[str | None, str]:
         """A server setting and where it comes from: the scenario's launch env wins over this shell's."""
-        launch = getattr(self.scenario, "launch", None) if self.scenario is not None else None
-        if launch is not None and key in launch.env:
-            return str(launch.env[key]), f"scenario {self.scenario.name}"
+        scenario = self.scenario
+        launch = scenario.launch if scenario is not None else None
+        if scenario is not None and launch is not None and key in launch.env:
+            return str(launch.env[key]), f"scenario {scenario.name}"
         if key in self.env:
             return self.env[key], "environment"
         return None, ""

@@ -47,10 +47,11 @@ def check_line_rate(ctx: Context, f: Facts) -> Check:
     each = (f"{len(ports)} x {rates[0]:g}" if len(rates) == 1 else " + ".join(f"{p.rate_Gb_s or 0:g}" for p in ports))
     detail = (f"{each} Gb/s = {total_Gb:g} Gb/s = {_GBs(total_Gb / 8)} GB/s (decimal), "
               "the denominator of KV-transfer utilization on this node")
-    needed = needed_line_rate_GB_s(ctx.scenario) if ctx.role and ctx.scenario is not None else None
-    if needed is not None and total_Gb / 8 < needed[0]:
+    scenario = ctx.scenario
+    needed = needed_line_rate_GB_s(scenario) if ctx.role and scenario is not None else None
+    if scenario is not None and needed is not None and total_Gb / 8 < needed[0]:
         lost = [f"{p.name} {p.state}" for d in f.devices for p in d.ports if not p.is_active]
-        link = ctx.scenario.link
+        link = scenario.link
         full = link.nic_rate_Gb_s if link is not None else max(p.rate_Gb_s or 0 for p in ports)
         lost += [f"{p.name} at {p.rate_text or 'an unreadable rate'}" for p in ports if (p.rate_Gb_s or 0) < full]
         short = "; ports short of it: " + ", ".join(lost) if lost else ""

@@ -58,7 +58,7 @@ def _local(ip: str) -> bool:
 
 def check_advertise_ip(ctx: Context, f: Facts) -> Check:
     ip = ctx.advertise_ip or ctx.env.get("SGLANG_HOST_IP") or ctx.env.get("HOST_IP")
-    rdma_ips = {}
+    rdma_ips: dict[str, str] = {}
     for p in f.active_ports:
         for g in p.gids:
             if g.ipv4 is not None:
