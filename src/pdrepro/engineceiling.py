@@ -124,7 +124,7 @@ def _load_entries(path: Path) -> dict[int, dict[str, Ceiling]]:
     data = _json(path)
     if not isinstance(data, dict) or not data:
         raise CeilingError(f"{path}: holds no '<tokens>/<shape>' entries; measure it again with `pdrepro gpu-check`")
-    out: dict[int, dict[str, CeilingEntry]] = {}
+    out: dict[int, dict[str, Ceiling]] = {}
     for key, value in data.items():
         m = _KEY.fullmatch(str(key))
         if m is None:
@@ -146,6 +146,8 @@ def against_rows(ceiling: dict[int, dict[str, Ceiling]], rows: list[dict]) -> di
     out: dict[str, dict] = {}
     for row in rows:
         L, bw = row.get("prompt_len"), row.get("bandwidth_GB_s")
+        if not isinstance(L, int):
+            continue
         shapes = {name: e for name, e in (ceiling.get(L) or {}).items() if e.bytes == row.get("kv_bytes")}
         if not shapes or bw is None:
             continue

@@ -208,7 +208,7 @@ class Plan:
         by_host: dict[str, list] = {}
         for slot in slots:
             by_host.setdefault(slot[3], []).append(slot)
-        out = {}
+        out: dict[tuple[str, int, int], tuple[int, ...]] = {}
         for host, group in by_host.items():
             need = sum(s[4] for s in group)
             if len(gpus) == 1 < len(group) and need == len(group):
@@ -232,6 +232,7 @@ class Plan:
         return out
 
     def _mem_fraction(self) -> float | None:
+        fraction: float | None
         if self.site.mem_fraction is not None:
             fraction = self.site.mem_fraction
         elif self.shared_gpu:

@@ -24,7 +24,7 @@ def topology_logs(run: RunDir, scenario: Scenario, role: str, issues: list[dict]
     t = scenario.topology
     servers = t.servers(role)
     found = run.role_logs(role)
-    own = [p for p in found if server_log_index(role, p.name) < servers]
+    own = [p for p in found if (index := server_log_index(role, p.name)) is not None and index < servers]
     stray = [p for p in found if p not in own]
     if stray:
         issues.append(issue(ERROR, IssueKind.STRAY_SERVER_LOG,

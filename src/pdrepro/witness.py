@@ -168,10 +168,10 @@ def outside_window(L: int, row: dict, stamps: list[str]) -> str | None:
             "length's KV (the server's clock, or its log's time zone, off the sweep's?)")
 
 
-def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, str, str]]:
+def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, IssueKind, str]]:
     """Adds the NIC figures of row's length to it (nic_* keys); returns the problems found."""
     L = row["prompt_len"]
-    issues: list[tuple[bool, str, str]] = []
+    issues: list[tuple[bool, IssueKind, str]] = []
     row.update(nic_kv_share_pct=None, nic_rate_GB_s=None, nic_problem=None, nic_nodes={})
     data = _load(run, L, issues)
     if data is None:

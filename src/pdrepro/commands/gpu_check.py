@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..cliargs import prompt_lens, seconds
 from ..errors import UserError
 from ..siteinput import parse_gpus
 from ..units import GB, MiB
+
+if TYPE_CHECKING:  # the gpucheck package loads only when the command runs
+    from ..gpucheck.run import Layout
 
 
 def _gpus(text: str) -> tuple[int, int]:
@@ -24,14 +28,14 @@ def _gpus(text: str) -> tuple[int, int]:
     return gpus[0], gpus[1]
 
 
-def _layouts(text: str) -> tuple[str, ...]:
-    from ..gpucheck.run import LAYOUTS
+def _layouts(text: str) -> tuple[Layout, ...]:
+    from ..gpucheck.run import LAYOUTS, is_layout
 
     items = tuple(v.strip() for v in text.split(",") if v.strip())
-    bad = [v for v in items if v not in LAYOUTS]
-    if not items or bad or len(set(items)) != len(items):
+    layouts = tuple(v for v in items if is_layout(v))
+    if not items or len(layouts) != len(items) or len(set(items)) != len(items):
         raise UserError(f"--layouts {text!r}: give a comma list of {', '.join(LAYOUTS)}, each once, e.g. one,layers")
-    return items
+    return layouts
 
 
 def _sizes(scenario, lens: tuple[int, ...] | None) -> tuple[tuple[int, int], ...]:

@@ -10,6 +10,7 @@ import sys
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal, TypeGuard, get_args
 
 from .. import engineceiling
 from ..contract import write_json_atomic
@@ -21,7 +22,12 @@ from . import pattern
 
 # How one request's KV is cut into the transfer requests of one batch: blocks of --block-mib; one
 # block; one K and one V block per layer (2 x num_hidden_layers), the shape of SGLang's per-layer buffers.
-LAYOUTS = ("blocks", "one", "layers")
+Layout = Literal["blocks", "one", "layers"]
+LAYOUTS: tuple[str, ...] = get_args(Layout)
+
+
+def is_layout(name: str) -> TypeGuard[Layout]:
+    return name in LAYOUTS
 
 
 @dataclass(frozen=True)
@@ -30,16 +36,16 @@ class Settings:
     repeats: int
     block_bytes: int
     gpus: tuple[int, int]                # (prefill, decode); the same id twice: both sides share one GPU
-    memory: str                          # gpu | host
-    transport: str                       # auto | tcp | rdma
-    direction: str                       # write: prefill pushes | read: decode pulls
+    memory: Literal["gpu", "host"]
+    transport: Literal["auto", "tcp", "rdma"]
+    direction: Literal["write", "read"]  # write: prefill pushes | read: decode pulls
     seed: int
     timeout_s: float
     out: Path
-    layouts: tuple[str, ...] = ("blocks",)   # LAYOUTS, each measured at every size
+    layouts: tuple[Layout, ...] = ("blocks",)   # each measured at every size
     layers: int = 1                          # the model's num_hidden_layers, for the per-layer layout
 
-    def layout_block_bytes(self, layout: str, nbytes: int) -> int:
+    def layout_block_bytes(self, layout: Layout, nbytes: int) -> int:
         if layout == "one":
             return nbytes
         if layout == "layers":
@@ -54,7 +60,7 @@ class Row:
     seconds: list[float] = field(default_factory=list)
     verified: int = 0
     failures: list[str] = field(default_factory=list)
-    layout: str = "blocks"               # LAYOUTS
+    layout: Layout = "blocks"
     blocks: int = 1                      # transfer requests in the batch
 
     @property
@@ -190,7 +196,7 @@ def ceiling_entries(rows: list[Row]) -> dict[str, dict]:
     recorded H200 run's shape names): only rows whose every timed transfer arrived intact."""
     out = {}
     for r in rows:
-        if r.seconds and not r.failures:
+        if r.seconds and not r.failures and r.median_GB_s is not None:
             entry = engineceiling.CeilingEntry(bytes=r.nbytes, median_ms=statistics.median(r.seconds) * 1e3,
                                                min_ms=min(r.seconds) * 1e3, max_ms=max(r.seconds) * 1e3,
                                                GB_s=r.median_GB_s)

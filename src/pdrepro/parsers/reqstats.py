@@ -177,7 +177,7 @@ class _Starts:
             if port:
                 first = next(iter(self.ports.values()), None)
                 self.ports.setdefault(port.group(1), number)
-                if len(self.ports) > 1:
+                if len(self.ports) > 1 and first is not None:
                     self.found = (first, number)
         elif _READY in line:
             self.events.append(("R", number))
