@@ -291,7 +291,7 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
     transport, transport_evidence = transport_facts(run, provenance)
     ran = what_ran(provenance)
     if differences(ran):
-        issues.append(issue(WARNING, "pins_differ", f"{run.provenance_file}: {describe_ran(ran)}"))
+        issues.append(issue(WARNING, IssueKind.PINS_DIFFER, f"{run.provenance_file}: {describe_ran(ran)}"))
     summary = {
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "scenario": scenario.to_dict(),

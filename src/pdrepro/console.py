@@ -22,7 +22,7 @@ class _Console(logging.StreamHandler):
         super().__init__(sys.stdout)
 
     @property
-    def stream(self):  # type: ignore[override]
+    def stream(self):
         return sys.stdout
 
     @stream.setter

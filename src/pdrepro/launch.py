@@ -140,8 +140,8 @@ class Plan:
             self._gpus = self._allocate(slots)
         self.regular_gpus: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
         if "regular" in self.launch.stacks:
-            slots = [("regular", i, 0, host, self.regular_tp) for i, host in enumerate(self.regular_ips())]
-            gpus = self._allocate(slots)
+            regular = [("regular", i, 0, host, self.regular_tp) for i, host in enumerate(self.regular_ips())]
+            gpus = self._allocate(regular)
             self.regular_gpus = (gpus["regular", 0, 0], gpus["regular", 1, 0])
         self.mem_fraction = self._mem_fraction()
 

@@ -57,7 +57,8 @@ def what_ran(provenance: dict | None, pins: dict[str, str] | None = None) -> lis
     if not provenance:
         return []
     pins = load_pins() if pins is None else pins
-    versions = provenance.get("versions") if isinstance(provenance.get("versions"), dict) else {}
+    raw_versions = provenance.get("versions")
+    versions: dict = raw_versions if isinstance(raw_versions, dict) else {}
     packages = versions.get("packages") or {}
     image = versions.get("image") or {}
     rows = []
@@ -90,12 +91,13 @@ def what_ran(provenance: dict | None, pins: dict[str, str] | None = None) -> lis
                      "the image's build args" if built_from else "the sweep host's Python"))
 
     # The commits the sweep read from versions.env when it ran: a run pinned to other commits is not one of these.
-    recorded = provenance.get("pins") if isinstance(provenance.get("pins"), dict) else {}
+    raw_pins = provenance.get("pins")
+    recorded: dict = raw_pins if isinstance(raw_pins, dict) else {}
     for item, key, pin in (("SGLang", "sglang_commit", "SGLANG_COMMIT"), ("Mooncake", "mooncake_commit", "MOONCAKE_COMMIT")):
         ran, pinned = recorded.get(key), pins.get(pin)
         ran = ran if isinstance(ran, str) and ran else None
         # A short commit names the pin when it is its prefix (7 hex digits at least, as git abbreviates).
-        same = bool(ran and pinned) and len(ran) >= 7 and pinned.lower().startswith(ran.lower())
+        same = bool(ran and pinned and len(ran) >= 7 and pinned.lower().startswith(ran.lower()))
         rows.append(_row(f"{item} commit (provenance pins)", ran, pinned, same, "provenance.json pins"))
 
     torch = versions.get("torch") or {}
@@ -105,7 +107,7 @@ def what_ran(provenance: dict | None, pins: dict[str, str] | None = None) -> lis
     cuda_pin = pins.get("CUDA_VERSION")
     build = torch.get("cuda_build")
     rows.append(_row("CUDA (torch's build)", build, cuda_pin,
-                     bool(build and cuda_pin) and cuda_pin.split(".")[:2] == str(build).split(".")[:2],
+                     bool(build and cuda_pin and cuda_pin.split(".")[:2] == str(build).split(".")[:2]),
                      "the sweep host's torch"))
     return rows
 

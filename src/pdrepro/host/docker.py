@@ -7,6 +7,8 @@ without it.
 
 from __future__ import annotations
 
+import math
+
 
 class EngineUnreachable(Exception):
     """No client could be made, or the engine did not answer; ``cause`` is what the SDK raised."""
@@ -41,7 +43,8 @@ def connect(base_url: str | None = None, *, timeout: float | None = None, ping: 
         if base_url:
             client = docker.DockerClient(base_url=base_url, use_ssh_client=base_url.startswith("ssh://"))
         elif timeout is not None:
-            client = docker.from_env(timeout=timeout)
+            # The SDK documents its timeout as whole seconds.
+            client = docker.from_env(timeout=math.ceil(timeout))
         else:
             client = docker.from_env()
         if ping:

@@ -20,7 +20,7 @@ class Started(Record):
     """One process the launcher started, in its own session (its PID is its process group)."""
 
     name: str                          # prefill-0, decode-0, router
-    role: Literal[ROLES]
+    role: Role
     pid: int
     # Clock ticks after boot at which the process started (/proc/PID/stat field 22): with the
     # boot id, this tells the process apart from a later one given the same PID; -1: it had ended

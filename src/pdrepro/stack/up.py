@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..launch import LaunchPlan
 from ..launchspec import LAUNCH_ENV_TUNABLES
-from ..roles import SERVER_ROLES
+from ..roles import SERVER_ROLES, Role
 from ..rundir import RunDir
 from . import procs, record
 from .packages import Installed
@@ -37,7 +37,7 @@ LOG_TAIL_LINES = 20
 @dataclass(frozen=True)
 class Step:
     name: str
-    role: str
+    role: Role
     argv: tuple[str, ...]
     env: dict[str, str]
     log_name: str
@@ -47,11 +47,11 @@ class Step:
 
 def steps(lp: LaunchPlan) -> list[Step]:
     """The plan's processes in their start order, each with the URL that says it is up."""
-    out = [Step(s.name, s.role, s.argv, dict(s.env), s.log_name, f"{s.url}/health",
+    out = [Step(s.name, Role(s.role), s.argv, dict(s.env), s.log_name, f"{s.url}/health",
                 tuple(p for p in (s.port, s.bootstrap_port) if p is not None))
            for role in SERVER_ROLES for s in lp.servers if s.role == role]
     host = lp.servers[0].host
-    out.append(Step("router", "router", lp.router_argv, {}, "router.log", f"http://{host}:{lp.router_port}/readiness",
+    out.append(Step("router", Role.ROUTER, lp.router_argv, {}, "router.log", f"http://{host}:{lp.router_port}/readiness",
                     (lp.router_port,)))
     return out
 

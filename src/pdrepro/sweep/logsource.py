@@ -66,7 +66,7 @@ class LogSource(ABC):
         """Where this source reads server ``index``'s log of ``role`` (for messages)."""
         return Path(server_log_name(role, index))
 
-    def copy_to(self, run: RunDir, servers: dict[str, int] | None = None) -> list[Path]:
+    def copy_to(self, run: RunDir, servers: dict[Role, int] | None = None) -> list[Path]:
         """Copies every server's log into the run; with ``servers`` (per role, the topology's), a log of a
         server past them is of another run (a shared folder keeps an earlier xPyD run's prefill-1.log): it is
         set aside (``set_aside``), never merged into this run's."""

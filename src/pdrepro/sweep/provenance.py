@@ -48,7 +48,7 @@ def addresses() -> list[str]:
     except (OSError, ToolMissing, ToolFailed, ValueError, TypeError, KeyError, AttributeError):
         pass
     try:
-        found.update(info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None))
+        found.update(str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None))
     except OSError:
         pass
     return sorted(found)
@@ -149,6 +149,7 @@ class ProvenanceRecord:
             self.facts = self._collect()
 
     def _write(self, transport_facts, lengths: dict, failed: dict) -> None:
+        assert self.facts is not None  # both callers write once the facts are in (_ready, or the prefetch itself)
         facts = dict(self.facts, transport=transport_facts)
         if facts.get("server_info") is None:
             facts["server_info"] = self.server_info

@@ -23,7 +23,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from ..launch import SERVER_START_SECONDS
-from ..roles import SERVER_ROLES
+from ..roles import SERVER_ROLES, Role
 from .base import Hosts, Rendered
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ def gpu_job(plan: Plan, lp: LaunchPlan | None = None) -> Job:
     # The one pipeline (`pdrepro repro`: sweep, analyze, gates, first failing status) from the bundle's checkout.
     repro: tuple[str, ...] = (
         "$BUNDLE/.venv/bin/pdrepro", "repro", "--scenario", scenario.name, "--router", url("${ROUTER_IP}", ports.router),
-        "--prefill", first["prefill"].url, "--decode", first["decode"].url,
+        "--prefill", first[Role.PREFILL].url, "--decode", first[Role.DECODE].url,
         "--model-path", site.model_path, "--dataset-path", site.dataset_path, "--image", "$IMAGE",
         "--logs-from", "$JOB_DIR/logs", "--out", "$JOB_DIR/run",
         "--gates", "$BUNDLE/repro/", "--pytest", "$BUNDLE/.venv/bin/pytest")

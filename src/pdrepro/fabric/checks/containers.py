@@ -23,6 +23,7 @@ def engine_major(version: str) -> int | None:
 
 
 def check_docker(ctx: Context, f: Facts) -> list[Check]:
+    reason: str | None
     try:
         info = docker_engine.connect(timeout=5, ping=False).info()
     except docker_engine.EngineUnreachable as exc:
