@@ -143,3 +143,12 @@ def test_prose_escapes_markdown_outside_code_spans():
     assert prose("RUN/bench/*.jsonl and RUN/logs/*.log") == r"RUN/bench/\*.jsonl and RUN/logs/\*.log"
     assert prose("default results/gpu-check-<UTC time>") == "default results/gpu-check-&lt;UTC time&gt;"
     assert prose("run `ls *.log <dir>` first") == "run `ls *.log <dir>` first"
+
+
+def test_the_readme_stays_an_entry_page():
+    # What the bundle does, the two commands, the quick start, where to read on: details belong in docs/guide.
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 300, f"README.md has {len(lines)} lines; move the detail into docs/guide/ (at most 300)"
+    text = "\n".join(lines)
+    assert "make smoke" in text and "make test" in text and "make repro" in text
+    assert "docs/README.md" in text and "docs/reference/cli.md" in text
