@@ -152,3 +152,12 @@ def test_the_readme_stays_an_entry_page():
     text = "\n".join(lines)
     assert "make smoke" in text and "make test" in text and "make repro" in text
     assert "docs/README.md" in text and "docs/reference/cli.md" in text
+
+
+def test_every_docs_page_is_on_the_map():
+    # docs/README.md is where a newcomer finds a page; one it does not link is as good as missing.
+    index = (DOCS / "README.md").read_text()
+    linked = {(DOCS / target).resolve() for target, _anchor in LINK.findall(index) if "://" not in target}
+    pages = {p.resolve() for p in DOCS.rglob("*.md") if p.name != "README.md"}
+    missing = sorted(str(p.relative_to(DOCS.resolve())) for p in pages - linked)
+    assert not missing, f"docs pages docs/README.md does not link: {', '.join(missing)}; add each to its table"
