@@ -38,6 +38,9 @@ def reference_pages() -> dict[str, str]:
     from ..docgen import render_pages
     from . import build_parser
 
+    # Built once as usual first, so every command module is imported with the real environment: a module
+    # that reads one at import must not keep the bare environment's value for the rest of the process.
+    build_parser()
     with _bare_environment():
         parser = build_parser()
     return render_pages(parser)
