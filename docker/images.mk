@@ -66,7 +66,7 @@ MOONCAKE_SUBMODULES ?=
 SGLANG_GIT ?=
 MOONCAKE_SOURCE := $(if $(MOONCAKE_GIT),local,git)
 SGLANG_SOURCE := $(if $(SGLANG_GIT),local,git)
-BUILDCHECK = PYTHONPATH=src $(PYTHON) -m pdrepro.buildcheck --base '$(GPU_BASE)' \
+BUILDCHECK = PYTHONPATH=src $(PYTHON) -m pdrepro.image.build_inputs --base '$(GPU_BASE)' \
   $(if $(MOONCAKE_GIT),--source mooncake=build/mooncake-src) $(if $(SGLANG_GIT),--source sglang=build/sglang-src) \
   $(if $(GITHUB_MIRROR),--mirror $(GITHUB_MIRROR)) $(if $(WHEELS_ONLY),--wheelhouse $(WHEELHOUSE)/gpu)
 build-check: ## Check the GPU build's inputs only (what `make build` does first)

@@ -1,7 +1,7 @@
 """Reproduction gates: ``pytest repro/ --run-dir RUN`` judges a finished run;
 ``pytest repro/ --router URL ...`` runs ``pdrepro sweep`` first.
 
-Every figure comes from ``pdrepro.checks.evaluate``, the same code behind
+Every figure comes from ``pdrepro.verdicts.gates.evaluate``, the same code behind
 ``pdrepro check``, so a gate and the command cannot disagree.
 """
 
@@ -54,9 +54,9 @@ def pytest_configure(config):
     if router is None and not hasattr(config, "workerinput"):
         # Analyse once, here: xdist workers then only read the current summary
         # instead of rewriting the same files at the same time.
-        from pdrepro.errors import UserError
+        from pdrepro.core.errors import UserError
+        from pdrepro.publish.verdictsource import load_or_analyze
         from pdrepro.rundir import RunDir
-        from pdrepro.verdictinput import load_or_analyze
 
         try:
             load_or_analyze(RunDir(Path(run_dir)), _scenario(config))
@@ -71,7 +71,7 @@ def _bad_input(message: str) -> None:
 
 def _scenario(config):
     from pdrepro.rundir import RunDir
-    from pdrepro.scenario import resolve_scenario
+    from pdrepro.scenario.model import resolve_scenario
 
     run_dir = Path(config.getoption("--run-dir"))
     spec = config.getoption("--scenario")
@@ -136,14 +136,14 @@ def _sweep(config, root: Path) -> None:
 
 @pytest.fixture(scope="session")
 def summary(run, scenario):
-    from pdrepro.verdictinput import load_or_analyze
+    from pdrepro.publish.verdictsource import load_or_analyze
 
     return load_or_analyze(run, scenario)
 
 
 @pytest.fixture(scope="session")
 def checks(summary, scenario):
-    from pdrepro.checks import evaluate
+    from pdrepro.verdicts.gates import evaluate
 
     return evaluate(summary, scenario)
 
@@ -163,10 +163,10 @@ def pytest_terminal_summary(terminalreporter, config):
 
 def _bound_changes(terminalreporter, config, run_dir: Path) -> None:
     """Judged by other bounds than the run's own, as asked: say which (as `pdrepro check` does)."""
-    from pdrepro.bounds import bound_changes
-    from pdrepro.errors import UserError
+    from pdrepro.core.errors import UserError
     from pdrepro.rundir import RunDir
-    from pdrepro.runscenario import own_scenario
+    from pdrepro.scenario.recorded import own_scenario
+    from pdrepro.verdicts.bounds import bound_changes
 
     try:
         own = own_scenario(RunDir(run_dir))

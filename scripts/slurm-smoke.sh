@@ -76,7 +76,7 @@ trap down EXIT
 trap 'exit 130' INT TERM
 
 # shellcheck disable=SC2086
-"$python" -m pdrepro.targets.slurm_smoke render --out "$out/shared/smoke.sbatch" --runtime "$runtime" ${SLURM_SMOKE_ARGS:-}
+"$python" -m pdrepro.launch.targets.slurm_smoke render --out "$out/shared/smoke.sbatch" --runtime "$runtime" ${SLURM_SMOKE_ARGS:-}
 started=$SECONDS
 say "starting the cluster ($image, project $project, runtime $runtime)"
 "${compose[@]}" up -d --quiet-pull >/dev/null
@@ -137,5 +137,5 @@ say "job $job: state $state, exit code $exit_code, nodes $nodes, sbatch exit $rc
 if [ "$rc" -ne 0 ] || [ "$state" != COMPLETED ] || [ "$exit_code" != 0:0 ]; then die "the job failed (see $output)" 1; fi
 [ "$(job_info "$job" NumNodes)" = 2 ] || die "the job ran on $nodes, not two nodes" 1
 # Checked again here, from the shared folder, independent of the job's own gate.
-"$python" -m pdrepro.targets.slurm_smoke check "$out/shared/slurm-$job/raw" >&2 || die "checksums do not match" 1
+"$python" -m pdrepro.launch.targets.slurm_smoke check "$out/shared/slurm-$job/raw" >&2 || die "checksums do not match" 1
 say "RESULT passed: 2-node job $job on $nodes (runtime $runtime), every checksum matches, $((SECONDS - started)) s (job folder: $out/shared/slurm-$job)"

@@ -23,13 +23,13 @@ from pathlib import Path
 import requests
 from runbuilder import Row, _metrics_text, build_run, published_rows
 
+from pdrepro.core.pins import load_pins
 from pdrepro.parsers.reqstats import parse_line
-from pdrepro.pins import load_pins
-from pdrepro.scenario import Scenario
-from pdrepro.sweep.launcher import LengthTimeout
+from pdrepro.scenario.model import Scenario
+from pdrepro.sweep.benchclient import LengthTimeout
 
 # What the fake client prints reaches the console as a real client's does: through the launcher's logger.
-_CLIENT_OUTPUT = logging.getLogger("pdrepro.sweep.launcher")
+_CLIENT_OUTPUT = logging.getLogger("pdrepro.sweep.benchclient")
 
 
 def _glog(source: str, text: str, level: str = "I") -> str:

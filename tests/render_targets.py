@@ -10,7 +10,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from pdrepro.scenario import Scenario, load_scenario, shipped_names
+from pdrepro.scenario.model import Scenario, load_scenario, shipped_names
 
 GOLDEN_ROOT = Path(__file__).parent / "golden" / "render"
 
@@ -93,7 +93,7 @@ def launched_compose(out: Path, scenario: Scenario) -> Launched:
     """Through the real compose CLI, from each node's env file."""
     from composecli import REPO, config
 
-    from pdrepro.targets import compose
+    from pdrepro.launch.targets import compose
 
     prefill, decode = node_ips(scenario)
     t = scenario.topology
@@ -117,7 +117,7 @@ def launched_compose(out: Path, scenario: Scenario) -> Launched:
 def launched_k8s(out: Path, scenario: Scenario) -> Launched:
     import yaml
 
-    from pdrepro.targets import k8s
+    from pdrepro.launch.targets import k8s
 
     t = scenario.topology
     addresses = {k8s.pod_host(role, i): f"{role}-{i}"

@@ -16,9 +16,9 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pdrepro.core.units import MiB
 from pdrepro.rundir import RunDir
-from pdrepro.scenario import Scenario
-from pdrepro.units import MiB
+from pdrepro.scenario.model import Scenario
 
 # 2026-07-15 10:11:12 UTC, the day the published run's commits were taken.
 T0 = 1784110272.0

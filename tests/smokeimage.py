@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pdrepro.pins import parse_env_file
+from pdrepro.core.pins import parse_env_file
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE_IMAGE = parse_env_file(REPO / "docker" / "versions.env")["SMOKE_IMAGE"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fakecluster import FakeBench, FakeCluster
 
-from pdrepro.scenario import load_scenario
+from pdrepro.scenario.model import load_scenario
 from pdrepro.sweep.benchcmd import BenchTarget
 from pdrepro.sweep.config import SweepConfig
 from pdrepro.sweep.logsource import DirLogSource

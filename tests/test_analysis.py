@@ -6,13 +6,13 @@ import re
 import pytest
 from runbuilder import build_run
 
-from pdrepro.analysis import compute_summary, nearest_length
-from pdrepro.contract import input_errors
-from pdrepro.publish import analyze_run
+from pdrepro.analysis.summarize import compute_summary, nearest_length
+from pdrepro.core.units import human_bytes
+from pdrepro.publish.results import analyze_run
+from pdrepro.publish.verdictsource import load_or_analyze
 from pdrepro.rundir import RunDir
-from pdrepro.scenario import load_scenario
-from pdrepro.units import human_bytes
-from pdrepro.verdictinput import load_or_analyze
+from pdrepro.rundir.contract import input_errors
+from pdrepro.scenario.model import load_scenario
 
 SCENARIO = load_scenario("h20-qwen3-235b-1p1d")
 PUBLISHED = {r.prompt_len: r for r in SCENARIO.reference.rows}
@@ -147,7 +147,7 @@ def test_summary_is_reused_until_an_input_changes(tmp_path):
 
 
 def test_comparison_scenarios_are_dispatched(tmp_path, monkeypatch):
-    from pdrepro import publish
+    from pdrepro.publish import results as publish
 
     comparison = SCENARIO.model_copy(update={"kind": "comparison"})
     monkeypatch.setattr(publish, "compute_comparison", lambda run, s: {"dispatched": s.kind})

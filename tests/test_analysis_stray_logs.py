@@ -8,11 +8,11 @@ import re
 from clihelp import assert_one_line_error, pdrepro
 from runbuilder import build_run
 
-from pdrepro.analysis import compute_summary
-from pdrepro.checks import evaluate, failed
+from pdrepro.analysis.summarize import compute_summary
 from pdrepro.rundir import RunDir
-from pdrepro.scenario import load_scenario
+from pdrepro.scenario.model import load_scenario
 from pdrepro.sweep.logsource import DirLogSource
+from pdrepro.verdicts.gates import evaluate, failed
 
 SCENARIO = load_scenario("h20-qwen3-235b-1p1d")
 TWO = load_scenario("h20-qwen3-235b-2p2d")

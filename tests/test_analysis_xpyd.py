@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from runbuilder import build_run
 
-from pdrepro.analysis import compute_summary
+from pdrepro.analysis.summarize import compute_summary
 from pdrepro.parsers.reqstats import merge_scans, parse_log
-from pdrepro.scenario import load_scenario
+from pdrepro.scenario.model import load_scenario
 
 SCENARIO = load_scenario("h20-qwen3-235b-2p2d")
 PUBLISHED = {r.prompt_len: r for r in SCENARIO.reference.rows}

@@ -10,7 +10,7 @@ import pytest
 from sysfs_builder import h20_node
 
 from pdrepro.cli import main
-from pdrepro.fabric import perftest, tebench
+from pdrepro.parsers import perftest, tebench
 
 PEER = "192.168.100.12"
 
@@ -130,7 +130,7 @@ def test_server_side_starts_both_and_reports_segment(node, capsys):
 
 
 def test_load_ceiling(node):
-    from pdrepro.errors import UserError
+    from pdrepro.core.errors import UserError
     from pdrepro.rundir import RunDir
     tmp_path, bin_dir = node
     run = RunDir(tmp_path / "run")
@@ -216,7 +216,7 @@ def test_analyze_refuses_a_recorded_ceiling_above_the_line_rate(tmp_path):
     from clihelp import assert_one_line_error, pdrepro
     from runbuilder import build_run
 
-    from pdrepro.scenario import load_scenario
+    from pdrepro.scenario.model import load_scenario
 
     run = build_run(tmp_path / "run", load_scenario("h20-qwen3-235b-1p1d"))
     run.baseline_file.write_text(json.dumps({"baseline_GB_s": 250.0, "line_rate_GB_s": 200.0}))

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pdrepro import gpulock
-from pdrepro.pins import parse_env_file
+from pdrepro.core.pins import parse_env_file
+from pdrepro.image import gpulock
 
 ROOT = Path(__file__).resolve().parents[1]
 PINS = parse_env_file(ROOT / "docker" / "versions.env")
@@ -37,7 +37,7 @@ def _edit(path: Path, old: str, new: str) -> None:
 
 
 def _run(root: Path, *args: str) -> tuple[int, str, str]:
-    proc = subprocess.run([sys.executable, "-m", "pdrepro.buildcheck", "--root", str(root), *args],
+    proc = subprocess.run([sys.executable, "-m", "pdrepro.image.build_inputs", "--root", str(root), *args],
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     return proc.returncode, proc.stdout, proc.stderr
 

@@ -5,7 +5,7 @@ import pytest
 from clihelp import assert_one_line_error, pdrepro, pdrepro_process
 from runbuilder import build_run
 
-from pdrepro.scenario import load_scenario
+from pdrepro.scenario.model import load_scenario
 
 SCENARIO = load_scenario("h20-qwen3-235b-1p1d")
 
@@ -124,9 +124,9 @@ def test_nan_in_a_metrics_scrape_is_named_and_left_out(tmp_path):
 
 
 def test_nan_reaching_the_summary_is_one_line_naming_the_figure(tmp_path):
-    from pdrepro.analysis import compute_summary
-    from pdrepro.errors import UserError
-    from pdrepro.publish import write_outputs
+    from pdrepro.analysis.summarize import compute_summary
+    from pdrepro.core.errors import UserError
+    from pdrepro.publish.results import write_outputs
 
     run = build_run(tmp_path / "run", SCENARIO)
     summary = compute_summary(run, SCENARIO)

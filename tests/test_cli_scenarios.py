@@ -1,7 +1,7 @@
 import yaml
 from clihelp import assert_one_line_error, pdrepro
 
-from pdrepro.scenario import shipped_names
+from pdrepro.scenario.model import shipped_names
 
 
 def test_lists_shipped_scenarios():

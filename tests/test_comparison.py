@@ -5,10 +5,10 @@ import json
 import pytest
 from clihelp import assert_one_line_error, pdrepro_process
 
-from pdrepro.errors import UserError
-from pdrepro.publish import analyze_run
+from pdrepro.core.errors import UserError
+from pdrepro.publish.results import analyze_run
 from pdrepro.rundir import RunDir
-from pdrepro.scenario import load_scenario
+from pdrepro.scenario.model import load_scenario
 
 PUBLISHED = {
     "a10-qwen25-7b-rate1": (4, 8192, 50, 1.0, 7.23, 10.30),

@@ -10,12 +10,12 @@ import pytest
 import yaml
 from composecli import REPO, config, run_config
 
-from pdrepro import launch
 from pdrepro.cli import main
-from pdrepro.launchspec import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES
-from pdrepro.pins import load_pins, parse_env_file
-from pdrepro.scenario import load_scenario
-from pdrepro.targets import compose
+from pdrepro.core.pins import load_pins, parse_env_file
+from pdrepro.launch import plan as launch
+from pdrepro.launch.targets import compose
+from pdrepro.scenario.launch_section import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES
+from pdrepro.scenario.model import load_scenario
 
 EXAMPLE = REPO / "compose" / "example.env"
 FILES = {name: REPO / rel for name, rel in compose.COMPOSE_FILES.items()}

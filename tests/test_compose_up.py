@@ -20,7 +20,7 @@ import pytest
 from composecli import REPO, compose_cmd
 from smokeimage import smoke_image
 
-from pdrepro.pins import parse_env_file
+from pdrepro.core.pins import parse_env_file
 
 pytestmark = pytest.mark.docker
 

@@ -1,15 +1,15 @@
 """Scenario and thresholds files mean what they say: a key given twice, an alias bomb and the YAML 1.1
 readings nobody writes on purpose (042 as octal, 1:30 as 90, yes as true) are refused with the key or field
-named, on one short line, at the one place every config file is parsed (pdrepro.configyaml)."""
+named, on one short line, at the one place every config file is parsed (pdrepro.scenario.configyaml)."""
 
 import time
 from importlib import resources
 
 import pytest
 
-from pdrepro.configyaml import parse
-from pdrepro.errors import UserError
-from pdrepro.scenario import load_scenario, resolve_scenario
+from pdrepro.core.errors import UserError
+from pdrepro.scenario.configyaml import parse
+from pdrepro.scenario.model import load_scenario, resolve_scenario
 
 SHIPPED = (resources.files("pdrepro") / "scenarios" / "h20-qwen3-235b-1p1d.yaml").read_text()
 

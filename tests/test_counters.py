@@ -11,11 +11,11 @@ from clihelp import assert_one_line_error, pdrepro
 from runbuilder import build_run
 from sysfs_builder import h20_node, rxe_node
 
-from pdrepro.analysis import compute_summary
-from pdrepro.checks import evaluate, failed
+from pdrepro.analysis.summarize import compute_summary
 from pdrepro.fabric.counters import SNAPSHOT_SCRIPT, parse_snapshot, read_ports
 from pdrepro.rundir.counters import LEGACY_MAX, words_moved
-from pdrepro.scenario import load_scenario
+from pdrepro.scenario.model import load_scenario
+from pdrepro.verdicts.gates import evaluate, failed
 
 SCENARIO = load_scenario("h20-qwen3-235b-1p1d")
 RATE = "400 Gb/sec (4X NDR)"

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from clihelp import assert_one_line_error, pdrepro
 
-from pdrepro import schemagen
 from pdrepro.commands import build_parser
 from pdrepro.commands.docs import reference_pages
 from pdrepro.docgen.cli_reference import render_cli
 from pdrepro.docgen.schema_reference import render_schema
+from pdrepro.scenario import schemagen
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "docs" / "reference"

@@ -14,7 +14,7 @@ from smokeimage import require_docker, run_in_image, smoke_image
 from venvtools import venv_tool
 
 from pdrepro import __version__
-from pdrepro.pins import parse_env_file
+from pdrepro.core.pins import parse_env_file
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILES = sorted((ROOT / "docker").glob("*.Dockerfile"))

@@ -16,7 +16,7 @@ from sysfs_builder import h20_node, rxe_node
 from pdrepro.cli import main
 from pdrepro.fabric import doctor
 from pdrepro.fabric.checks.rdma import roce_mtu
-from pdrepro.scenario import load_scenario
+from pdrepro.scenario.model import load_scenario
 
 INF = resource.RLIM_INFINITY
 SCENARIO = "h20-qwen3-235b-1p1d"

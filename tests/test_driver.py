@@ -10,12 +10,12 @@ import fakebin
 import pytest
 from sysfs_builder import h20_node
 
-from pdrepro import versions_report as vr
 from pdrepro.cli import main
+from pdrepro.core.pins import load_pins
 from pdrepro.fabric import doctor
 from pdrepro.fabric.driver import Requirement, branch
 from pdrepro.host.nvidia import parse_driver_version
-from pdrepro.pins import load_pins
+from pdrepro.image import versions as vr
 
 RECORDED = fakebin.RECORDED / "nvidia-smi"
 FIXTURES = fakebin.FIXTURES / "nvidia-smi"

@@ -9,12 +9,12 @@ from dataclasses import asdict
 import pytest
 from test_recorded_onebox_verdict import RECORDED, copy_run
 
-from pdrepro.analysis import compute_summary
+from pdrepro.analysis.summarize import compute_summary
 from pdrepro.cli import main
-from pdrepro.engineceiling import CeilingError, load_ceiling
 from pdrepro.gpucheck.run import Row
 from pdrepro.rundir import RunDir
-from pdrepro.scenario import load_scenario
+from pdrepro.rundir.engineceiling import CeilingError, load_ceiling
+from pdrepro.scenario.model import load_scenario
 
 
 def test_the_recorded_ceiling_sets_sglangs_requests_at_about_two_thirds_of_the_engine():

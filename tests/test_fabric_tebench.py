@@ -4,7 +4,7 @@ tool's own output); a result line that cannot be read is named as such, not repo
 
 import pytest
 
-from pdrepro.fabric.tebench import parse_result
+from pdrepro.parsers.tebench import parse_result
 
 
 @pytest.mark.parametrize("printed, expected", [

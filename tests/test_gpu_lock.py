@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from pyproject_data import load_pyproject
 
-from pdrepro import gpulock
-from pdrepro.errors import UserError
-from pdrepro.pins import parse_env_file
+from pdrepro.core.errors import UserError
+from pdrepro.core.pins import parse_env_file
+from pdrepro.image import gpulock
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKER = ROOT / "docker"

@@ -12,11 +12,11 @@ import yaml
 from clihelp import assert_one_line_error, pdrepro, pdrepro_process
 from smokeimage import REPO, smoke_image
 
-from pdrepro import engineceiling
 from pdrepro.commands.gpu_check import _gpus, _sizes
 from pdrepro.gpucheck import pattern
 from pdrepro.gpucheck.buffers import HostBuffer
-from pdrepro.scenario import load_scenario
+from pdrepro.rundir import engineceiling
+from pdrepro.scenario.model import load_scenario
 
 MiB = 2**20
 
@@ -100,7 +100,7 @@ def test_without_the_engine_the_side_says_where_to_run_it(tmp_path):
 
 
 def test_without_a_cuda_runtime_the_error_names_the_fix(monkeypatch, tmp_path):
-    from pdrepro.errors import UserError
+    from pdrepro.core.errors import UserError
     from pdrepro.gpucheck import cudart
     monkeypatch.setenv("PDREPRO_CUDART", str(tmp_path / "libcudart.so.13"))
     with pytest.raises(UserError, match="PDREPRO_CUDART"):
@@ -186,7 +186,7 @@ def test_pypis_wheel_delivered_a_write_late_and_the_check_failed_it():
 
 def test_rdma_asked_but_tcp_used_is_refused_with_the_reason():
     from pdrepro.gpucheck.run import Settings, _transport_problem
-    from pdrepro.mooncake_log import detect
+    from pdrepro.parsers.mooncake_log import detect
     settings = Settings(sizes=((128, MiB),), repeats=1, block_bytes=MiB, gpus=(0, 1), memory="gpu",
                         transport="rdma", direction="write", seed=0, timeout_s=10, out=REPO)
     # Engine start-up lines as Mooncake prints them with no usable HCA.

@@ -146,7 +146,7 @@ def test_a_second_server_on_the_node_gets_keys_from_zero(tmp_path, bin_dir, caps
 
 
 def test_written_map_is_one_render_accepts(tmp_path, bin_dir):
-    from pdrepro.siteinput import check_ib_devices
+    from pdrepro.scenario.site import check_ib_devices
 
     h20_node(tmp_path / "sys")
     fakebin.nvidia_smi(bin_dir)

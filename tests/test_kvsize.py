@@ -2,10 +2,10 @@ import json
 
 import pytest
 
-from pdrepro.errors import UserError
-from pdrepro.kvsize import Geometry, geometry_from_config, kv_bytes_per_token
-from pdrepro.scenario import load_scenario
-from pdrepro.units import human_bytes
+from pdrepro.core.errors import UserError
+from pdrepro.core.units import human_bytes
+from pdrepro.scenario.kvsize import Geometry, geometry_from_config, kv_bytes_per_token
+from pdrepro.scenario.model import load_scenario
 
 QWEN3_235B = Geometry(num_hidden_layers=94, num_attention_heads=64, num_key_value_heads=4, head_dim=128)
 
@@ -59,5 +59,5 @@ def test_the_dtype_type_names_every_dtype_with_a_size():
     # The scenario's dtype field is the Literal; the sizes are the dict: one may not gain a name the other lacks.
     import typing
 
-    from pdrepro.kvsize import DTYPE_BYTES, DType
+    from pdrepro.scenario.kvsize import DTYPE_BYTES, DType
     assert list(typing.get_args(DType)) == sorted(DTYPE_BYTES)

@@ -11,9 +11,9 @@ from safetensors import safe_open
 from transformers import AutoConfig, AutoTokenizer
 
 from pdrepro.cli import main
-from pdrepro.kvsize import geometry_from_config, kv_bytes_per_token
-from pdrepro.offline_model import ModelShape
-from pdrepro.scenario import load_scenario
+from pdrepro.image.offline_model import ModelShape
+from pdrepro.scenario.kvsize import geometry_from_config, kv_bytes_per_token
+from pdrepro.scenario.model import load_scenario
 
 SMALL = ["--vocab-size", "1000", "--intermediate-size", "64", "--max-positions", "2048", "--conversations", "20"]
 

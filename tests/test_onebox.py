@@ -10,10 +10,10 @@ import subprocess
 import pytest
 from composecli import REPO, config
 
-from pdrepro import launch
 from pdrepro.cli import main
-from pdrepro.scenario import load_scenario
-from pdrepro.targets import onebox
+from pdrepro.launch import plan as launch
+from pdrepro.launch.targets import onebox
+from pdrepro.scenario.model import load_scenario
 
 SCENARIO = "onebox-qwen25-0.5b"
 BASE, RDMA = REPO / onebox.COMPOSE_FILE, REPO / onebox.RDMA_FILE

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from pdrepro.errors import UserError
+from pdrepro.core.errors import UserError
 from pdrepro.parsers.bench import parse_bench_file, percentile
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from pdrepro.errors import UserError
+from pdrepro.core.errors import UserError
 from pdrepro.parsers.prom import parse_metrics_file, parse_metrics_text
 
 TEXT = """# HELP sglang:kv_transfer_latency_ms KV transfer latency.

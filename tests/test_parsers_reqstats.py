@@ -1,7 +1,7 @@
 import pytest
 
+from pdrepro.core.units import GiB, MiB
 from pdrepro.parsers.reqstats import merge_scans, parse_line, parse_log
-from pdrepro.units import GiB, MiB
 
 CURRENT = ("[2026-07-15 10:11:12 TP0] ReqTimeStats(rid=9f2c, bootstrap_room=7310000000000000001, input_len=32768, "
            "cached_input_len=0, output_len=1, type=prefill): bootstrap_duration=0.86ms, alloc_wait_duration=0.24ms, "

@@ -12,7 +12,7 @@ import pytest
 from pyproject_data import exact_test_pins
 
 from pdrepro import __version__
-from pdrepro.pins import parse_env_file
+from pdrepro.core.pins import parse_env_file
 
 ROOT = Path(__file__).resolve().parents[1]
 VERSIONS = ROOT / "docker" / "versions.env"

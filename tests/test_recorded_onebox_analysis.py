@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from pdrepro.analysis import compute_summary, nearest_length
+from pdrepro.analysis.summarize import compute_summary, nearest_length
 from pdrepro.parsers.bench import parse_bench_file
 from pdrepro.parsers.prom import parse_metrics_file
 from pdrepro.parsers.reqstats import parse_log
-from pdrepro.report import measured_table
+from pdrepro.report.markdown import measured_table
 from pdrepro.rundir import RunDir
-from pdrepro.scenario import load_scenario
+from pdrepro.scenario.model import load_scenario
 
 RECORDED = Path(__file__).resolve().parent / "recorded" / "h200-onebox-sglang-0.5.15.post1"
 LENGTHS = (128, 1024, 4096, 16384)

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from pdrepro.checks import NOT_APPLICABLE, evaluate, failed, not_applicable
 from pdrepro.cli import main
+from pdrepro.publish.verdictsource import load_or_analyze
 from pdrepro.rundir import RunDir
-from pdrepro.scenario import load_scenario
-from pdrepro.verdictinput import load_or_analyze
+from pdrepro.scenario.model import load_scenario
+from pdrepro.verdicts.gates import NOT_APPLICABLE, evaluate, failed, not_applicable
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDED = REPO / "tests" / "recorded" / "h200-onebox-host-sglang-0.5.15.post1"

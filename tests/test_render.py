@@ -13,9 +13,9 @@ import pytest
 import yaml
 from render_targets import render_argv
 
-from pdrepro import launch
 from pdrepro.cli import main
-from pdrepro.scenario import load_scenario, shipped_names
+from pdrepro.launch import plan as launch
+from pdrepro.scenario.model import load_scenario, shipped_names
 
 GOLDEN = Path(__file__).parent / "golden" / "render" / "h20-qwen3-235b-1p1d" / "compose"
 ARGS = ["render", "--scenario", "h20-qwen3-235b-1p1d", "--prefill-ip", "192.0.2.10", "--decode-ip", "192.0.2.20"]

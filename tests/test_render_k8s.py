@@ -15,9 +15,9 @@ kubernetes_validate = pytest.importorskip("kubernetes_validate", reason="test ex
 from render_targets import LAUNCHED, cases, render_argv  # noqa: E402
 
 from pdrepro.cli import main  # noqa: E402
-from pdrepro.pins import load_pins  # noqa: E402
-from pdrepro.scenario import load_scenario  # noqa: E402
-from pdrepro.targets import k8s  # noqa: E402
+from pdrepro.core.pins import load_pins  # noqa: E402
+from pdrepro.launch.targets import k8s  # noqa: E402
+from pdrepro.scenario.model import load_scenario  # noqa: E402
 
 # The oldest and the newest release the bundled schemas cover that we claim.
 K8S_VERSIONS = ("1.29", "1.37")

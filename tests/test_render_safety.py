@@ -121,8 +121,8 @@ def test_rendering_twice_replaces_its_own_files(tmp_path):
 
 def test_a_run_result_written_on_a_full_disk_says_so(full_disk):
     # The analysis' own writes (summary.json, report.md) share the message: no chmod advice for ENOSPC.
-    from pdrepro.contract import write_atomic
-    from pdrepro.errors import UserError
+    from pdrepro.core.errors import UserError
+    from pdrepro.rundir.contract import write_atomic
 
     with pytest.raises(UserError, match="the disk is full") as info:
         write_atomic(full_disk / "deploy" / "summary.json", "x" * 65536)

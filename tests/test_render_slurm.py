@@ -20,10 +20,10 @@ import yaml
 from fakebin import install
 from render_targets import slurm_command
 
-from pdrepro import launch
 from pdrepro.cli import main
-from pdrepro.scenario import load_scenario
-from pdrepro.targets import slurm, slurm_smoke
+from pdrepro.launch import plan as launch
+from pdrepro.launch.targets import slurm, slurm_smoke
+from pdrepro.scenario.model import load_scenario
 
 NODES = ["gpu-a1", "gpu-a2", "gpu-b1", "gpu-b2"]
 IPS = {n: f"10.0.0.{i + 1}" for i, n in enumerate(NODES)}

@@ -8,11 +8,11 @@ import yaml
 from composecli import REPO, config
 from render_targets import node_ips
 
-from pdrepro import launch
 from pdrepro.cli import main
-from pdrepro.errors import UserError
-from pdrepro.scenario import load_scenario
-from pdrepro.targets import compose
+from pdrepro.core.errors import UserError
+from pdrepro.launch import plan as launch
+from pdrepro.launch.targets import compose
+from pdrepro.scenario.model import load_scenario
 
 FILES = {name: REPO / rel for name, rel in compose.COMPOSE_FILES.items()}
 

@@ -4,10 +4,10 @@ from pathlib import Path
 
 from runbuilder import build_run
 
-from pdrepro.analysis import compute_summary
-from pdrepro.plots import render_plots
-from pdrepro.report import render_report
-from pdrepro.scenario import load_scenario
+from pdrepro.analysis.summarize import compute_summary
+from pdrepro.report.markdown import render_report
+from pdrepro.report.plots import render_plots
+from pdrepro.scenario.model import load_scenario
 
 SCENARIO = load_scenario("h20-qwen3-235b-1p1d")
 GOLDEN = Path(__file__).parent / "golden" / "report-h20-published.md"

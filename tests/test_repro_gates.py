@@ -11,7 +11,7 @@ from pathlib import Path
 
 from runbuilder import build_run
 
-from pdrepro.scenario import load_scenario
+from pdrepro.scenario.model import load_scenario
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -55,7 +55,7 @@ def test_failed_length_is_still_analysed_and_gated(tmp_path):
     fake.chmod(0o755)
     build = ("import sys, json; from pathlib import Path; from runbuilder import build_run; "
              "from pdrepro import cli, pipeline; "
-             "from pdrepro.scenario import load_scenario; sc = load_scenario('h20-qwen3-235b-1p1d'); "
+             "from pdrepro.scenario.model import load_scenario; sc = load_scenario('h20-qwen3-235b-1p1d'); "
              "prov = {'pins': {'sglang_commit': 'a', 'mooncake_commit': 'b'}, 'host': {}, 'environment': {}, "
              "'endpoints': {}, 'scenario': {'name': sc.name}, 'transport': {'proven': True, 'servers': {}}}; "
              "run = Path(sys.argv[1]); "

@@ -1,4 +1,4 @@
-"""pdrepro.roles: the role enumeration and the one per-role specification the scenario and the launch give."""
+"""pdrepro.core.roles: the role enumeration and the one per-role specification the scenario and the launch give."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pdrepro.roles import SERVER_ROLES, Role, RoleSpec
-from pdrepro.scenario import load_scenario
+from pdrepro.core.roles import SERVER_ROLES, Role, RoleSpec
+from pdrepro.scenario.model import load_scenario
 
 
 def test_a_role_reads_and_writes_as_its_plain_string():

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from pdrepro.contract import ERROR, issue
-from pdrepro.errors import UserError
-from pdrepro.issuekind import IssueKind
+from pdrepro.core.errors import UserError
 from pdrepro.rundir import BaselineFile, Provenance, RunDir
-from pdrepro.summarymodel import Issue
+from pdrepro.rundir.contract import ERROR, issue
+from pdrepro.rundir.issuekind import IssueKind
+from pdrepro.rundir.summarymodel import Issue
 from pdrepro.sweep.state import SweepState
 
 
@@ -112,7 +112,7 @@ def test_summary_is_written_strict_and_read_as_the_model(tmp_path):
     run = RunDir(tmp_path / "run")
     summary = {"schema_version": 1, "scenario": {}, "scenario_fingerprint": "f", "source": "smoke", "rows": [],
                "issues": [issue(ERROR, IssueKind.SMOKE_FAILED, "m")]}
-    from pdrepro.contract import SUMMARY_SCHEMA_VERSION
+    from pdrepro.rundir.contract import SUMMARY_SCHEMA_VERSION
     summary["schema_version"] = SUMMARY_SCHEMA_VERSION
     run.write_summary(summary)
     assert run.summary_file.read_text() == json.dumps(summary, indent=2) + "\n"

@@ -1,7 +1,7 @@
 """Files in a run directory that are not what they seem get one line naming them, not a hang: a FIFO, a
 device (directly or through a symlink), a line of megabytes; the request-stats parser runs in linear time.
 Encodings a user would expect read are read (a byte-order mark, UTF-16 with its mark); a compressed log is
-refused with the command that restores it (pdrepro.runfile)."""
+refused with the command that restores it (pdrepro.core.runfile)."""
 
 import gzip
 import os
@@ -14,7 +14,7 @@ from clihelp import assert_one_line_error, pdrepro
 from runbuilder import build_run
 
 from pdrepro.parsers.reqstats import parse_line, parse_log
-from pdrepro.scenario import load_scenario
+from pdrepro.scenario.model import load_scenario
 
 SCENARIO = load_scenario("h20-qwen3-235b-1p1d")
 
@@ -126,8 +126,8 @@ def test_a_fifo_as_the_runs_scenario_is_named(tmp_path):
 
 
 def test_a_thresholds_file_that_is_a_device_is_named():
-    from pdrepro.errors import UserError
-    from pdrepro.scenario import resolve_scenario
+    from pdrepro.core.errors import UserError
+    from pdrepro.scenario.model import resolve_scenario
 
     with pytest.raises(UserError, match="/dev/zero.*character device"):
         resolve_scenario("h20-qwen3-235b-1p1d", None, "/dev/zero")

@@ -5,8 +5,8 @@ from importlib import resources
 import pytest
 import yaml
 
-from pdrepro.errors import UserError
-from pdrepro.scenario import load_scenario, resolve_scenario, shipped_names
+from pdrepro.core.errors import UserError
+from pdrepro.scenario.model import load_scenario, resolve_scenario, shipped_names
 
 
 def _shipped() -> dict:

@@ -13,18 +13,18 @@ from runbuilder import build_run
 from test_comparison import _run_as_published
 from test_smoke_summary import _initiator
 
-from pdrepro import schemagen
-from pdrepro.analysis import compute_summary
+from pdrepro.analysis.comparison import compute_comparison
+from pdrepro.analysis.summarize import compute_summary
 from pdrepro.cli import main
 from pdrepro.commands.smoke import as_run
-from pdrepro.comparison import compute_comparison
-from pdrepro.errors import UserError
+from pdrepro.core.errors import UserError
+from pdrepro.core.strictmodel import load
 from pdrepro.rundir import RunDir
-from pdrepro.scenario import load_scenario, shipped_names
+from pdrepro.rundir.summarymodel import Summary
+from pdrepro.scenario import schemagen
+from pdrepro.scenario.model import load_scenario, shipped_names
 from pdrepro.smoke.plan import make_plan
 from pdrepro.smoke.summary import build_summary
-from pdrepro.strictmodel import load
-from pdrepro.summarymodel import Summary
 
 
 def _validator(name):

@@ -9,11 +9,11 @@ import subprocess
 import yaml
 from composecli import REPO, config
 
-from pdrepro import launch
 from pdrepro.cli import main
+from pdrepro.launch import plan as launch
+from pdrepro.launch.targets import compose, k8s, slurm
 from pdrepro.rundir import server_log_index, server_log_name
-from pdrepro.scenario import load_scenario
-from pdrepro.targets import compose, k8s, slurm
+from pdrepro.scenario.model import load_scenario
 
 
 def _plan(name: str, prefill=("10.0.0.1", "10.0.0.2"), decode=("10.0.1.1", "10.0.1.2"), gpus=8) -> launch.Plan:

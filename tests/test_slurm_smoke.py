@@ -17,7 +17,7 @@ import sys
 import pytest
 from smokeimage import REPO, require_docker, smoke_image
 
-from pdrepro.pins import parse_env_file
+from pdrepro.core.pins import parse_env_file
 
 pytestmark = pytest.mark.docker
 SLURM_IMAGE = parse_env_file(REPO / "docker" / "versions.env")["SLURM_IMAGE"]

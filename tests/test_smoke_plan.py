@@ -5,12 +5,12 @@ import json
 
 import pytest
 
-from pdrepro.errors import UserError
-from pdrepro.scenario import load_scenario
+from pdrepro.core.errors import UserError
+from pdrepro.core.units import MiB
+from pdrepro.scenario.model import load_scenario
 from pdrepro.smoke import measure
 from pdrepro.smoke.memory import Buffer
 from pdrepro.smoke.plan import PlanRow, SmokePlan, blocks, digest, expected_digests, make_plan, pattern
-from pdrepro.units import MiB
 
 
 @pytest.fixture(scope="module")

@@ -8,16 +8,16 @@ import sys
 
 import pytest
 
-from pdrepro.checks import evaluate
 from pdrepro.commands.smoke import as_run
-from pdrepro.errors import UserError
+from pdrepro.core.errors import UserError
+from pdrepro.core.pins import load_pins
 from pdrepro.fabric.limits import engine_memlock_cap
-from pdrepro.pins import load_pins
 from pdrepro.rundir import RunDir
-from pdrepro.scenario import load_scenario
+from pdrepro.scenario.model import load_scenario
 from pdrepro.smoke import run as smoke_run
 from pdrepro.smoke.plan import make_plan
 from pdrepro.smoke.summary import build_summary
+from pdrepro.verdicts.gates import evaluate
 
 TCP_LINES = ["I1129 15:14:26.734120 11810 transfer_engine_impl.cpp:252] Topology discovery complete. Found 0 HCAs.",
              "I1129 15:14:26.734174 11810 tcp_transport.cpp:553] TcpTransport: listen on port 15523"]

@@ -3,8 +3,8 @@ mooncake-transfer-engine 0.3.11.post1 and by RDMA hosts in the field)."""
 
 import pytest
 
-from pdrepro.errors import UserError
-from pdrepro.mooncake_log import detect
+from pdrepro.core.errors import UserError
+from pdrepro.parsers.mooncake_log import detect
 from pdrepro.smoke import engine, memory
 from pdrepro.smoke.plan import PlanRow, SmokePlan
 from pdrepro.smoke.settings import Settings

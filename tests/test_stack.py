@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pdrepro.cli import main
-from pdrepro.stack import procs, record
+from pdrepro.launch.stack import procs, record
 
 REPO = Path(__file__).resolve().parents[1]
 STANDIN = Path(__file__).parent / "fixtures" / "standin"

@@ -11,8 +11,8 @@ from fakecluster import FakeBench, FakeCluster
 from runbuilder import Row
 from sweephelp import config, short_scenario
 
-from pdrepro.errors import UserError
-from pdrepro.publish import analyze_run
+from pdrepro.core.errors import UserError
+from pdrepro.publish.results import analyze_run
 from pdrepro.sweep.runner import run_sweep
 from pdrepro.sweep.state import result_problem
 
@@ -130,7 +130,7 @@ def test_provenance_contents(tmp_path, cluster, monkeypatch):
     monkeypatch.setenv("UNRELATED_SECRET", "x")
     run_sweep(config(tmp_path, cluster, FakeBench(cluster), sysfs=tmp_path / "sys" / "class" / "infiniband"))
     prov = json.loads((tmp_path / "run" / "provenance.json").read_text())
-    from pdrepro.pins import load_pins
+    from pdrepro.core.pins import load_pins
 
     assert prov["pins"]["sglang_commit"] == load_pins()["SGLANG_COMMIT"]
     assert prov["pins"]["mooncake_commit"] == load_pins()["MOONCAKE_COMMIT"]
@@ -175,7 +175,7 @@ def test_sweep_output_analyses_and_passes_the_checks(tmp_path, cluster):
     """What the sweep leaves is a run the analysis reads: published figures in, gates pass."""
     from sysfs_builder import h20_node
 
-    from pdrepro.checks import evaluate, failed
+    from pdrepro.verdicts.gates import evaluate, failed
 
     cluster.nics = h20_node(tmp_path / "sys")
     lines = []
@@ -241,7 +241,7 @@ def test_provenance_written_early_holds_the_facts_even_when_the_sweep_stops_at_o
 
 def test_comparison_configurations_sweep_into_one_run(tmp_path):
     """1P1D against the PD stack (transport proven), 2-regular against plain workers; one report."""
-    from pdrepro.scenario import load_scenario
+    from pdrepro.scenario.model import load_scenario
 
     sc = load_scenario("a10-qwen25-7b-rate4")
     rows = {2048: Row(2048, 1111.94, 3.0)}
@@ -302,7 +302,7 @@ def test_kv_that_never_crossed_the_nics_fails_the_witness(tmp_path, cluster):
     """Logs that say RDMA and engine figures that look right, but the NICs counted no KV."""
     from sysfs_builder import h20_node
 
-    from pdrepro.checks import evaluate, failed
+    from pdrepro.verdicts.gates import evaluate, failed
 
     cluster.nics = h20_node(tmp_path / "sys")
     cluster.kv_crosses_nics = False

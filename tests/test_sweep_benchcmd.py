@@ -1,7 +1,7 @@
 import json
 from pathlib import Path
 
-from pdrepro.scenario import load_scenario
+from pdrepro.scenario.model import load_scenario
 from pdrepro.sweep.benchcmd import BenchTarget, bench_argv
 
 GOLDEN = Path(__file__).parent / "golden_sweep" / "bench-argv-h20-qwen3-235b-1p1d.json"

@@ -11,7 +11,7 @@ from smokeimage import smoke_image
 
 import docker
 from pdrepro.rundir import RunDir
-from pdrepro.sweep.launcher import DockerLauncher, LengthTimeout
+from pdrepro.sweep.benchclient import DockerLauncher, LengthTimeout
 from pdrepro.sweep.logsource import DockerLogSource
 
 pytestmark = pytest.mark.docker
@@ -62,7 +62,7 @@ def test_timeout_stops_and_removes_the_container(tmp_path, image):
 
 
 def test_missing_image_is_a_user_error(tmp_path, image):
-    from pdrepro.errors import UserError
+    from pdrepro.core.errors import UserError
 
     with pytest.raises(UserError, match="make build"):
         DockerLauncher(f"pdrepro-no-such-image:{uuid.uuid4().hex[:8]}").run(["true"], mounts={}, timeout_s=10)

@@ -6,8 +6,8 @@ import pytest
 from fakecluster import FakeBench, FakeCluster, mooncake_startup
 from sweephelp import config, short_scenario
 
-from pdrepro.errors import UserError
-from pdrepro.mooncake_log import scan
+from pdrepro.core.errors import UserError
+from pdrepro.parsers.mooncake_log import scan
 from pdrepro.sweep.rdma_proof import prove
 from pdrepro.sweep.runner import run_sweep
 

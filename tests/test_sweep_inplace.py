@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from pdrepro.sweep.launcher import InPlaceLauncher, LengthTimeout
+from pdrepro.sweep.benchclient import InPlaceLauncher, LengthTimeout
 
 
 def test_runs_streams_and_returns_the_status(tmp_path, caplog):

@@ -8,7 +8,7 @@ import sys
 import pytest
 from sweephelp import dataset
 
-from pdrepro.errors import UserError
+from pdrepro.core.errors import UserError
 from pdrepro.rundir import RunDir
 from pdrepro.sweep.logsource import DirLogSource, DockerLogSource, PerRoleLogSource, require_every_server
 
@@ -83,7 +83,7 @@ def test_sweep_of_2p2d_from_docker_is_one_line_and_exit_2(tmp_path):
 def test_transport_proof_reads_every_server(tmp_path):
     from fakecluster import mooncake_startup
 
-    from pdrepro.scenario import load_scenario
+    from pdrepro.scenario.model import load_scenario
     from pdrepro.sweep import runner
     from pdrepro.sweep.state import SweepState
 

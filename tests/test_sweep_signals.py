@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from smokeimage import SMOKE_IMAGE, require_docker
 
-from pdrepro.errors import UserError
+from pdrepro.core.errors import UserError
 
 TESTS = Path(__file__).resolve().parent
 
@@ -145,7 +145,7 @@ def test_a_killed_sweep_leaves_no_child_client_writing(tmp_path):
 
 
 def test_a_resume_stops_the_container_a_killed_sweep_left(tmp_path, caplog):
-    from pdrepro.sweep.launcher import WRITES_LABEL, DockerLauncher
+    from pdrepro.sweep.benchclient import WRITES_LABEL, DockerLauncher
 
     require_docker()
     if subprocess.run(["docker", "image", "inspect", SMOKE_IMAGE], capture_output=True, timeout=60).returncode:

@@ -4,7 +4,7 @@ import json
 
 from runbuilder import build_run
 
-from pdrepro.scenario import load_scenario
+from pdrepro.scenario.model import load_scenario
 from pdrepro.sweep.state import result_problem
 
 

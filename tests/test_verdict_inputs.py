@@ -7,7 +7,7 @@ import yaml
 from clihelp import assert_one_line_error, pdrepro
 from runbuilder import build_run
 
-from pdrepro.scenario import load_scenario
+from pdrepro.scenario.model import load_scenario
 
 SCENARIO = load_scenario("h20-qwen3-235b-1p1d")
 

@@ -9,9 +9,9 @@ import fakebin
 import pytest
 
 from pdrepro import __version__
-from pdrepro import versions_report as vr
 from pdrepro.cli import main
-from pdrepro.pins import load_pins
+from pdrepro.core.pins import load_pins
+from pdrepro.image import versions as vr
 
 
 @pytest.fixture

@@ -8,13 +8,13 @@ import json
 
 from test_recorded_onebox_verdict import RECORDED, copy_run
 
-from pdrepro.checks import evaluate, failed
+from pdrepro.analysis.whatran import differences, what_ran
 from pdrepro.cli import main
-from pdrepro.pins import load_pins
+from pdrepro.core.pins import load_pins
+from pdrepro.publish.verdictsource import load_or_analyze
 from pdrepro.rundir import RunDir
-from pdrepro.scenario import load_scenario
-from pdrepro.verdictinput import load_or_analyze
-from pdrepro.whatran import differences, what_ran
+from pdrepro.scenario.model import load_scenario
+from pdrepro.verdicts.gates import evaluate, failed
 
 
 def _prov() -> dict:

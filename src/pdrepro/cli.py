@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from . import console
 from .commands import build_parser
-from .errors import UserError
+from .core import console
+from .core.errors import UserError
 from .sweep.signals import exit_status, signal_name
 
 EXIT_USER_ERROR = 2

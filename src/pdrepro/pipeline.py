@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .errors import UserError
+from .core.errors import UserError
 
 DEFAULT_SCENARIO = "h20-qwen3-235b-1p1d"
 DEFAULT_GATES = "repro"

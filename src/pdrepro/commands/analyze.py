@@ -5,12 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..contract import input_errors
-from ..errors import UserError
-from ..publish import analyze_run
-from ..report import measured_table
+from ..core.errors import UserError
+from ..publish.results import analyze_run
+from ..report.markdown import measured_table
 from ..rundir import RunDir
-from ..scenario import resolve_scenario
+from ..rundir.contract import input_errors
+from ..scenario.model import resolve_scenario
 
 
 def register(subparsers) -> None:

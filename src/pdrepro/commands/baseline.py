@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from ..errors import UserError
+from ..core.errors import UserError
 from ..fabric import baseline
 from ..rundir import RunDir
 

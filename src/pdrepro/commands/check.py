@@ -7,15 +7,15 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from ..bounds import bound_changes
-from ..checks import evaluate, failed, not_applicable
-from ..contract import WARNING, input_errors
-from ..errors import UserError
-from ..report import ceiling_lines
+from ..core.errors import UserError
+from ..publish.verdictsource import load_or_analyze
+from ..report.markdown import ceiling_lines
 from ..rundir import RunDir
-from ..runscenario import own_scenario
-from ..scenario import resolve_scenario
-from ..verdictinput import load_or_analyze
+from ..rundir.contract import WARNING, input_errors
+from ..scenario.model import resolve_scenario
+from ..scenario.recorded import own_scenario
+from ..verdicts.bounds import bound_changes
+from ..verdicts.gates import evaluate, failed, not_applicable
 
 EXIT_FAILED = 1
 

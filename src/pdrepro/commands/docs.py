@@ -6,7 +6,7 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import UserError
+from ..core.errors import UserError
 
 PAGES = ("cli", "scenario", "summary")
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from ..errors import UserError
+from ..core.errors import UserError
 from ..fabric import doctor
 from ..fabric.capture import capture
-from ..scenario import load_scenario
+from ..scenario.model import load_scenario
 
 MARK = {"pass": "ok", "warn": "WARN", "fail": "FAIL"}
 

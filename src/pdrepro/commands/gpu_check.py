@@ -6,10 +6,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..cliargs import prompt_lens, seconds
-from ..errors import UserError
-from ..siteinput import parse_gpus
-from ..units import GB, MiB
+from ..core.cliargs import prompt_lens, seconds
+from ..core.errors import UserError
+from ..core.units import GB, MiB
+from ..scenario.site import parse_gpus
 
 if TYPE_CHECKING:  # the gpucheck package loads only when the command runs
     from ..gpucheck.run import Layout
@@ -78,7 +78,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from ..gpucheck.run import Settings
     from ..gpucheck.run import run as check
-    from ..scenario import load_scenario
+    from ..scenario.model import load_scenario
 
     if args.repeats < 1:
         raise UserError(f"--repeats {args.repeats}: give at least 1")

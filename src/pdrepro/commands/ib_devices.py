@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import UserError
+from ..core.errors import UserError
 from ..fabric import affinity
 from ..host import nvidia, sysfs
 from ..host.tools import ToolFailed, ToolMissing
-from ..siteinput import ib_device_key_problem, parse_gpus
+from ..scenario.site import ib_device_key_problem, parse_gpus
 
 
 def register(sub) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ..errors import UserError
-from ..offline_model import missing_libraries, shape_for, write_config, write_dataset, write_safetensors, write_tokenizer
-from ..scenario import load_scenario
+from ..core.errors import UserError
+from ..image.offline_model import missing_libraries, shape_for, write_config, write_dataset, write_safetensors, write_tokenizer
+from ..scenario.model import load_scenario
 
 # Qwen2.5-0.5B-Instruct's values beyond the attention geometry (its config.json): the one-box
 # scenario's model, the only one a box without a hub needs.

@@ -11,11 +11,12 @@ import os
 import shlex
 from pathlib import Path
 
-from .. import launch, siteinput
-from ..errors import UserError
-from ..filewrite import write_file
-from ..scenario import load_scenario
-from ..targets.registry import TARGETS
+from ..core.errors import UserError
+from ..launch import plan as launch
+from ..launch.filewrite import write_file
+from ..launch.targets.registry import TARGETS
+from ..scenario import site as siteinput
+from ..scenario.model import load_scenario
 
 HELP = "write a scenario's launch for a target (compose env files per node, Kubernetes manifests, or a SLURM sbatch script)"
 

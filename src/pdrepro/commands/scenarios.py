@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from ..scenario import load_scenario, shipped_names
+from ..scenario.model import load_scenario, shipped_names
 
 
 def register(subparsers) -> None:
@@ -19,7 +19,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     if args.action == "show":
         if not args.name:
-            from ..errors import UserError
+            from ..core.errors import UserError
 
             raise UserError(f"scenarios show needs a scenario name or path; shipped: {', '.join(shipped_names())}")
         print(load_scenario(args.name).to_yaml(), end="")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UserError
-from ..schemagen import MODELS, render, write_all
+from ..core.errors import UserError
+from ..scenario.schemagen import MODELS, render, write_all
 
 
 def register(subparsers) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..cliargs import prompt_lens, seconds
-from ..errors import UserError
-from ..units import MiB
+from ..core.cliargs import prompt_lens, seconds
+from ..core.errors import UserError
+from ..core.units import MiB
 
 
 def as_run(scenario, plan):
@@ -62,9 +62,9 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from ..core.pins import load_pins
     from ..fabric.limits import engine_memlock_cap
-    from ..pins import load_pins
-    from ..scenario import load_scenario
+    from ..scenario.model import load_scenario
     from ..smoke.plan import make_plan
     from ..smoke.run import SmokeOptions, find_compose_file, run_smoke
 

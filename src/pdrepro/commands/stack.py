@@ -7,13 +7,13 @@ import logging
 import sys
 from pathlib import Path
 
-from .. import launch
-from ..errors import UserError
+from ..core.errors import UserError
+from ..launch import plan as launch
+from ..launch.stack import procs, record
+from ..launch.stack import up as launcher
+from ..launch.stack.packages import probe
 from ..rundir import RunDir
-from ..scenario import load_scenario
-from ..stack import procs, record
-from ..stack import up as launcher
-from ..stack.packages import probe
+from ..scenario.model import load_scenario
 from .render import add_site_options, onebox_plan
 
 log = logging.getLogger(__name__)

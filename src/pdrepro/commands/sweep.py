@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cliargs import seconds
-from ..errors import UserError
-from ..roles import SERVER_ROLES
-from ..scenario import resolve_scenario
+from ..core.cliargs import seconds
+from ..core.errors import UserError
+from ..core.roles import SERVER_ROLES
+from ..scenario.model import resolve_scenario
 from ..sweep.config import DEFAULT_WAIT_S, FAILURE_POLICIES
 
 
@@ -68,7 +68,7 @@ def register(sub) -> None:
 
 
 def default_image() -> str:
-    from ..pins import load_pins
+    from ..core.pins import load_pins
 
     image = load_pins().get("GPU_IMAGE")
     if image:
@@ -102,10 +102,10 @@ def _servers(scenario, configuration: str | None) -> dict[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..publish import analyze_run
+    from ..publish.results import analyze_run
+    from ..sweep.benchclient import BenchLauncher, DockerLauncher, InPlaceLauncher
     from ..sweep.benchcmd import BenchTarget
     from ..sweep.config import SweepConfig, is_disaggregated
-    from ..sweep.launcher import BenchLauncher, DockerLauncher, InPlaceLauncher
     from ..sweep.runner import run_sweep
     from ..sweep.signals import stop_on_signals
 

@@ -6,7 +6,7 @@ import json
 
 from tabulate import tabulate
 
-from ..versions_report import collect_versions, table_rows
+from ..image.versions import collect_versions, table_rows
 
 
 def register(subparsers) -> None:

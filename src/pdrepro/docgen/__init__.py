@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from .. import schemagen
+from ..scenario import schemagen
 from .cli_reference import render_cli
 from .schema_reference import render_schema
 

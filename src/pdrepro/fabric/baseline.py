@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..errors import UserError
+from ..core.errors import UserError
 from ..host import sysfs
 from ..host.tools import ToolTimeout, capture
+from ..parsers import perftest, tebench
 from ..rundir import BaselineFile, RunDir
 from ..rundir.baseline import ceiling_problem
-from . import affinity, gid, perftest, tebench
+from . import affinity, gid
 
 IB_WRITE_BW = "ib_write_bw"
 TE_BENCH = "transfer_engine_bench"

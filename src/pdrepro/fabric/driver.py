@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..pins import load_pins
+from ..core.pins import load_pins
 
 
 def branch(version: str) -> int:

@@ -12,7 +12,7 @@ import glob
 import os
 import sys
 
-from ..errors import UserError
+from ..core.errors import UserError
 
 _H2D, _D2H = 1, 2
 _SONAMES = ("libcudart.so.13", "libcudart.so.12", "libcudart.so")

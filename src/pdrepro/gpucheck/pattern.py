@@ -11,7 +11,7 @@ import hashlib
 import random
 import struct
 
-from ..units import MiB
+from ..core.units import MiB
 
 BLOCK_BYTES = MiB
 STAGE_BYTES = 64 * MiB

@@ -12,12 +12,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal, TypeGuard, get_args
 
-from .. import engineceiling
-from ..contract import write_json_atomic
-from ..errors import UserError
-from ..mooncake_engine import set_transport_env
-from ..mooncake_log import detect, fallback_reason
-from ..units import bandwidth_GB_s, human_bytes
+from ..core.errors import UserError
+from ..core.units import bandwidth_GB_s, human_bytes
+from ..host.mooncake_engine import set_transport_env
+from ..parsers.mooncake_log import detect, fallback_reason
+from ..rundir import engineceiling
+from ..rundir.contract import write_json_atomic
 from . import pattern
 
 # How one request's KV is cut into the transfer requests of one batch: blocks of --block-mib; one

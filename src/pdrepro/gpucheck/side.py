@@ -16,8 +16,8 @@ import os
 import sys
 import time
 
-from ..errors import UserError
-from ..mooncake_engine import start
+from ..core.errors import UserError
+from ..host.mooncake_engine import start
 from . import pattern
 from .buffers import DeviceBuffer, HostBuffer
 

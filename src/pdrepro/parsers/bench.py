@@ -18,8 +18,8 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import runfile
-from ..errors import UserError
+from ..core import runfile
+from ..core.errors import UserError
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from .. import runfile
-from ..errors import UserError
+from ..core import runfile
+from ..core.errors import UserError
 
 PREFIX = "sglang:kv_transfer_"
 

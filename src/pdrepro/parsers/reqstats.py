@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import runfile
-from ..units import GiB, MiB
+from ..core import runfile
+from ..core.units import GiB, MiB
 
 # Linear time on any line (a 40 KB line once took 37 s): a key may start only where no word character or
 # '#' precedes it, so finditer does not rescan every suffix of a long word; the head's keys are read by

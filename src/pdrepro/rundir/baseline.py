@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from ..errors import UserError
+from ..core.errors import UserError
 
 
 def _number_or_none(value: Any) -> Any:

@@ -37,15 +37,15 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .. import runfile
-from ..contract import dumps_json, unwritable, write_atomic, write_json_atomic
-from ..engineceiling import load_ceiling as load_engine_ceiling
-from ..errors import UserError
-from ..strictmodel import load
-from ..summarymodel import Summary
+from ..core import runfile
+from ..core.errors import UserError
+from ..core.strictmodel import load
 from .baseline import BaselineFile
+from .contract import dumps_json, unwritable, write_atomic, write_json_atomic
 from .counters import CountersRecord
+from .engineceiling import load_ceiling as load_engine_ceiling
 from .provenance import Provenance
+from .summarymodel import Summary
 from .sweepstate import SweepStateFile
 
 _BENCH = re.compile(r"^result-(\d+)\.jsonl$")

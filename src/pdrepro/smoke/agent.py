@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import UserError
+from ..core.errors import UserError
 from .initiator import run_initiator
 from .output import say
 from .settings import Settings

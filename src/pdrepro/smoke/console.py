@@ -3,8 +3,8 @@ why, how many transfers were verified, and where the report is."""
 
 from __future__ import annotations
 
+from ..core.units import GB
 from ..rundir import RunDir
-from ..units import GB
 
 
 def say(msg: str) -> None:

@@ -11,9 +11,9 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import UserError
-from ..mooncake_engine import set_transport_env, start
-from ..mooncake_log import TransportEvidence, detect, fallback_reason
+from ..core.errors import UserError
+from ..host.mooncake_engine import set_transport_env, start
+from ..parsers.mooncake_log import TransportEvidence, detect, fallback_reason
 from .settings import Settings
 
 

@@ -13,8 +13,8 @@ import time
 import urllib.error
 import urllib.request
 
-from ..errors import UserError
-from ..mooncake_log import TransportEvidence
+from ..core.errors import UserError
+from ..parsers.mooncake_log import TransportEvidence
 from .engine import require_transport, start_engine
 from .measure import measure_interleaved, mooncake_read, socket_read
 from .memory import Buffer, memlock_limit, memory_peak, require_memlock

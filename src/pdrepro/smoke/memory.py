@@ -7,7 +7,7 @@ import mmap
 import resource
 from pathlib import Path
 
-from ..errors import UserError
+from ..core.errors import UserError
 
 
 class Buffer:

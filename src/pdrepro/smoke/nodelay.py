@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from ..errors import UserError
+from ..core.errors import UserError
 from ..host.tools import ToolFailed, capture
 
 SOURCE = Path(__file__).with_name("nodelay.c")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..contract import write_json_atomic
+from ..rundir.contract import write_json_atomic
 
 
 def say(role: str, msg: str) -> None:

@@ -11,8 +11,8 @@ import json
 import random
 from dataclasses import asdict, dataclass
 
-from ..errors import UserError
-from ..units import GB, MiB
+from ..core.errors import UserError
+from ..core.units import GB, MiB
 
 # Below 1 MiB per block the TCP transport spends its time on per-slice overhead.
 MIN_BLOCK_BYTES = MiB

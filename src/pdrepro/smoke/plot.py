@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ..units import GB  # noqa: E402
+from ..core.units import GB  # noqa: E402
 
 WAYS = (("Mooncake", "transfer_ms", "transfer_ms_all", "mooncake_stall", "#1f77b4"),
         ("socket copy", "socket_ms", "socket_ms_all", "socket_stall", "#ff7f0e"))

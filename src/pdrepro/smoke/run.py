@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..contract import write_atomic
-from ..errors import UserError
+from ..core.errors import UserError
+from ..core.units import GB
 from ..host import docker as docker_engine
 from ..host.tools import Finished, ToolMissing, ToolTimeout, capture
 from ..rundir import Provenance, RunDir
-from ..scenario import Scenario
+from ..rundir.contract import write_atomic
+from ..scenario.model import Scenario
 from ..sweep.signals import Stopped
-from ..units import GB
 from . import nodelay
 from . import summary as sm
 from .console import print_result
@@ -258,7 +258,7 @@ def image_info(client, image: str) -> dict:
 
 
 def provenance(opts: SmokeOptions, img: dict, run_id: str) -> dict:
-    from ..pins import load_pins
+    from ..core.pins import load_pins
 
     try:
         pins = load_pins()
@@ -294,7 +294,7 @@ def collect(client, project: str, run: RunDir) -> None:
 
 
 def write_outputs(run: RunDir, summary: dict) -> list[Path]:
-    from ..report import render_report
+    from ..report.markdown import render_report
     from .plot import render_smoke_plots
 
     run.write_summary(summary)

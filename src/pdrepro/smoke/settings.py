@@ -7,7 +7,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
+from ..core.errors import UserError
 from .plan import SmokePlan
 
 

@@ -10,10 +10,10 @@ summary states none (the scenario's nominal NIC rate describes no link here).
 
 from __future__ import annotations
 
-from ..contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, headline, issue, result_row
-from ..issuekind import IssueKind
-from ..summarymodel import build as summary_model
-from ..units import GB, MB, bandwidth_GB_s
+from ..core.units import GB, MB, bandwidth_GB_s
+from ..rundir.contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, headline, issue, result_row
+from ..rundir.issuekind import IssueKind
+from ..rundir.summarymodel import build as summary_model
 from .spread import spread, stall
 
 # Mooncake over TCP and a plain socket copy ride the same kernel TCP stack

@@ -12,7 +12,7 @@ import json
 import socket
 import threading
 
-from ..errors import UserError
+from ..core.errors import UserError
 from .engine import require_transport, start_engine
 from .measure import REQUEST
 from .memory import Buffer, memlock_limit, memory_peak, require_memlock

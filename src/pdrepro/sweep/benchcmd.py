@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..scenario import Scenario, is_unbounded
+from ..scenario.model import Scenario, is_unbounded
 
 BENCH_MODULE = "sglang.benchmark.serving"
 

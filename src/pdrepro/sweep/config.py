@@ -10,9 +10,9 @@ from typing import Literal, get_args
 
 from ..host.sysfs import DEFAULT_ROOT
 from ..rundir import RunDir
-from ..scenario import Scenario
+from ..scenario.model import Scenario
+from .benchclient import BenchLauncher
 from .benchcmd import BenchTarget
-from .launcher import BenchLauncher
 from .logsource import LogSource
 
 # The CLI's choices and defaults: the command declares them from here, the config keeps the same.

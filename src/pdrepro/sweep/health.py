@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import requests
 
-from ..errors import UserError
+from ..core.errors import UserError
 
 log = logging.getLogger(__name__)
 

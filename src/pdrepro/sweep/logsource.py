@@ -7,13 +7,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from .. import runfile
-from ..contract import write_atomic
-from ..errors import UserError
+from ..core import runfile
+from ..core.errors import UserError
+from ..core.roles import SERVER_ROLES, Role
 from ..host import docker as docker_engine
 from ..parsers.serverstart import current_start
-from ..roles import SERVER_ROLES, Role
 from ..rundir import RunDir, server_log_index, server_log_name
+from ..rundir.contract import write_atomic
 from .provenance import ENV_PREFIXES
 
 ROLES = SERVER_ROLES

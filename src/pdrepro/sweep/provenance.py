@@ -14,12 +14,12 @@ from pathlib import Path
 
 import requests
 
+from ..core.pins import load_pins
 from ..host import nvidia
 from ..host import sysfs as host_sysfs
 from ..host.tools import ToolFailed, ToolMissing, capture
-from ..pins import load_pins
+from ..image.versions import collect_versions
 from ..rundir import Provenance, RunDir
-from ..versions_report import collect_versions
 
 ENV_PREFIXES = ("MC_", "SGLANG_", "NCCL_")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..mooncake_log import ServerTransport, scan
+from ..parsers.mooncake_log import ServerTransport, scan
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import socket
 import time
 from pathlib import Path
 
-from ..errors import UserError
+from ..core.errors import UserError
 from ..rundir import RunDir
 
 

@@ -9,12 +9,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..contract import write_atomic
-from ..errors import UserError
+from ..core.errors import UserError
+from ..core.roles import SERVER_ROLES
 from ..parsers.serverstart import current_start
-from ..roles import SERVER_ROLES
 from ..rundir import RunDir, server_log_name
-from ..scenario import load_scenario
+from ..rundir.contract import write_atomic
+from ..scenario.model import load_scenario
 from . import health, rdma_proof
 from .config import SweepConfig, is_disaggregated
 from .counters import CounterReader

@@ -7,7 +7,7 @@ import json
 import time
 from pathlib import Path
 
-from .. import runfile
+from ..core import runfile
 from ..rundir import LengthRecord, RunDir, SweepEvent
 
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import requests
 
-from ..roles import SERVER_ROLES
+from ..core.roles import SERVER_ROLES
 from ..rundir import RunDir
 from . import metrics
+from .benchclient import LengthTimeout
 from .benchcmd import BenchTarget, bench_argv
 from .config import SweepConfig, is_disaggregated
 from .counters import CounterReader, record
-from .launcher import LengthTimeout
 from .progress import Heartbeat
 from .state import SweepState, result_problem
 

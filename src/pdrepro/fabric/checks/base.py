@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ...host import nvidia, sysfs
 from ...host.tools import ToolFailed, ToolMissing
-from ...scenario import Scenario
+from ...scenario.model import Scenario
 
 PASS, WARN, FAIL = "pass", "warn", "fail"
 

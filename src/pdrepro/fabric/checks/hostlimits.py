@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import resource
 
-from ...units import MiB
+from ...core.units import MiB
 from .. import limits
 from .base import PASS, WARN, Check, Context, Facts
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...scenario import Scenario
+from ...scenario.model import Scenario
 from .base import FAIL, PASS, WARN, Check, Context, Facts
 
 

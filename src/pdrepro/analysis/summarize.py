@@ -1,0 +1,332 @@
+"""Turns a finished run directory into the published table: RUN/summary.json, report.md, plots.
+
+Sources per prompt length L:
+- TTFT from the bench client's result for L (per-request ``ttfts`` when the
+  run used --output-details, else its summary keys);
+- KV transfer time per request from the prefill servers' request-stats lines
+  (every prefill server's log of the run, merged) whose input length is
+  nearest L, minus the warm-up request(s);
+- KV bytes from the model geometry (``Scenario.kv_bytes``), cross-checked
+  against the server's own rank-0 ``transfer_total`` times TP.
+
+Problems found along the way become ``issues`` in the summary; whatever could
+be computed is still written, so a half-broken run still shows its good rows.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from ..core.errors import UserError
+from ..core.units import MiB, bandwidth_GB_s, human_bytes
+from ..parsers.bench import BenchResult, parse_bench_file, percentile
+from ..parsers.outputlens import output_figures
+from ..parsers.prom import parse_metrics_file
+from ..parsers.reqstats import LogScan, ReqStat, merge_scans, parse_log
+from ..rundir import RunDir, why_absent
+from ..rundir.contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, analysis_code_stamp, headline, issue, result_row
+from ..rundir.engineceiling import CeilingError, against_rows
+from ..rundir.issuekind import IssueKind
+from ..rundir.summarymodel import build as build_summary
+from ..scenario.model import Scenario
+from .serverlogs import logs_label, topology_logs
+from .transport_evidence import transport_facts
+from .whatran import describe as describe_ran
+from .whatran import differences, what_ran
+from .witness import describe_allowance, outside_window, witness_row
+
+
+def length_tolerance(prompt_len: int) -> int:
+    """Tokens a logged input length may differ from the configured one (chat templates add a few)."""
+    return max(32, prompt_len * 3 // 100)
+
+
+def nearest_length(input_len: int | None, lengths: list[int]) -> int | None:
+    """The sweep length a request belongs to, or None (a line without input_len belongs to none)."""
+    if input_len is None:
+        return None
+    best = min(lengths, key=lambda L: abs(L - input_len))
+    return best if abs(best - input_len) <= length_tolerance(best) else None
+
+
+def _sweep_failures(run: RunDir) -> dict[int, str]:
+    """Lengths `pdrepro sweep` recorded as failed, with its reason (timeout, client exit ...)."""
+    return run.read_sweep_state().failed()
+
+
+def _read_bench(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[int, BenchResult]:
+    results = {}
+    present = set(run.bench_lengths())
+    failures = _sweep_failures(run)
+    for L in scenario.sweep.prompt_lens:
+        if L not in present:
+            if L in failures:
+                why = (f"the sweep recorded prompt length {L} as failed ({failures[L]}); rerun `pdrepro sweep` "
+                       "with the same --out to retry it")
+            else:
+                why = (f"the run has no bench result for prompt length {L}: run the sweep for it, or analyse with "
+                       "the scenario the run used")
+            issues.append(issue(ERROR, IssueKind.MISSING_LENGTH, f"{run.bench_file(L)}: missing; {why}", L))
+            continue
+        try:
+            result, notes = parse_bench_file(run.bench_file(L), prompt_len=L, num_prompts=scenario.sweep.num_prompts,
+                                             output_len=scenario.sweep.output_len)
+        except UserError as exc:
+            issues.append(issue(ERROR, IssueKind.BENCH_UNREADABLE, str(exc), L))
+            continue
+        for note in notes:
+            issues.append(issue(WARNING, IssueKind.BENCH_NOTES, note, L))
+        results[L] = result
+    for L in sorted(present - set(scenario.sweep.prompt_lens)):
+        issues.append(issue(ERROR, IssueKind.UNEXPECTED_LENGTH,
+                            f"{run.bench_file(L)}: prompt length {L} is not in scenario {scenario.name}'s sweep "
+                            f"({', '.join(map(str, scenario.sweep.prompt_lens))}); pass the --scenario the run used"))
+    return results
+
+
+def _scan_issues(scan: LogScan, issues: list[dict]) -> None:
+    path = scan.path
+    if scan.unreadable:
+        issues.append(issue(WARNING, IssueKind.UNPARSEABLE_LINES,
+                            f"{path}: {len(scan.unreadable)} request-stats line(s) could not be read "
+                            f"(first at line {scan.unreadable[0]}); they were skipped"))
+    if scan.interleaved:
+        first, second = scan.interleaved
+        issues.append(issue(ERROR, IssueKind.INTERLEAVED_SERVERS,
+                            f"{path}: two servers log into this one file (they start at lines {first} and {second}, each "
+                            "before the other is ready), so its requests cannot be told apart; give each server its own "
+                            "log (prefill.log, prefill-1.log, ...; `pdrepro render` names them)"))
+    if scan.invalid:
+        line, text = scan.invalid[0]
+        issues.append(issue(ERROR, IssueKind.INVALID_REQSTATS,
+                            f"{path}: line {line} logs {text} ({len(scan.invalid)} such line(s)); a negative figure is no "
+                            "measurement: the log is damaged or edited, use the server's own log"))
+
+
+def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[int, list[ReqStat]]:
+    paths = topology_logs(run, scenario, "prefill", issues)
+    if run.prefill_log not in paths:
+        path = run.prefill_log
+        issues.append(issue(ERROR, IssueKind.PREFILL_LOG_MISSING,
+                            f"{path}: {why_absent(path)}; save the prefill server's log there (it must run with "
+                            "--enable-request-time-stats-logging)"))
+        if not paths:
+            return {}
+    scans = [parse_log(p) for p in paths]
+    for scan in scans:
+        _scan_issues(scan, issues)
+    merged = merge_scans(scans)
+    for rid, first_path, first, later_path, later in merged.duplicates[:1]:
+        issues.append(issue(WARNING, IssueKind.DUPLICATE_REQSTATS,
+                            f"{later_path}: line {later} repeats the request-stats line of rid={rid} in {first_path} "
+                            f"(line {first}) with the same figures ({len(merged.duplicates)} such line(s); a log "
+                            "concatenated with its rotated copy, or copied under two names?); each request was counted once"))
+    for rid, first_path, first, later_path, later in merged.conflicts[:1]:
+        issues.append(issue(ERROR, IssueKind.CONFLICTING_REQSTATS,
+                            f"request rid={rid} is logged in {first_path} (line {first}) and in {later_path} (line {later}) "
+                            f"with different figures ({len(merged.conflicts)} such request(s)); logs of different runs "
+                            "were mixed: keep one run's logs"))
+    label = logs_label(run, paths)
+    # Health checks and each server's own warm-up are no client's requests: neither counts nor warns.
+    prefill = [s for s in merged.stats if not (s.is_health_check or s.is_server_warmup) and s.kind in ("prefill", "")]
+    if not prefill:
+        lines = sum(scan.lines for scan in scans)
+        issues.append(issue(ERROR, IssueKind.NO_REQSTATS,
+                            f"{label}: no ReqTimeStats line of a prefill request in {lines} lines; start the prefill "
+                            "server with --enable-request-time-stats-logging and keep its whole log"))
+        return {}
+    lengths = list(scenario.sweep.prompt_lens)
+    groups: dict[int, list[ReqStat]] = {L: [] for L in lengths}
+    stray = 0
+    for stat in prefill:
+        L = nearest_length(stat.input_len, lengths)
+        if L is None:
+            stray += 1
+        else:
+            groups[L].append(stat)
+    if stray:
+        issues.append(issue(WARNING, IssueKind.UNMATCHED_REQUESTS,
+                            f"{label}: {stray} prefill request(s) match no prompt length of the sweep "
+                            "(other traffic on the server?); they were left out"))
+    return groups
+
+
+def _transfer_samples(L: int, stats: list[ReqStat], bench: BenchResult | None, scenario: Scenario,
+                      issues: list[dict], path: Path | str) -> list[ReqStat]:
+    warm = scenario.sweep.warmup_requests
+    kept = stats[warm:]
+    if bench is not None and 0 < len(kept) < bench.completed:
+        issues.append(issue(WARNING, IssueKind.FEWER_LOGGED_REQUESTS,
+                            f"{path}: {len(kept)} requests of length {L} logged after the warm-up, the bench completed "
+                            f"{bench.completed}; the figures cover only those (a server's log missing or cut short?)", L))
+    if bench is not None and len(kept) > bench.completed > 0:
+        issues.append(issue(WARNING, IssueKind.EXTRA_REQUESTS,
+                            f"{path}: {len(kept)} requests of length {L} after the warm-up, the bench completed "
+                            f"{bench.completed}; used the last {bench.completed} (a repeated run?)", L))
+        kept = kept[-bench.completed:]
+    return kept
+
+
+def _row(L: int, scenario: Scenario, bench: BenchResult | None, samples: list[ReqStat],
+         issues: list[dict], log_path: Path | str) -> dict:
+    tp = scenario.parallel.prefill_tp
+    kv = scenario.kv_bytes(L)
+    measured: dict = {}
+    if bench is not None:
+        measured.update(requests=bench.completed, request_errors=len(bench.errors), ttft_ms=bench.ttft_stats_ms())
+    timed = [s for s in samples if s.transfer_s]
+    if timed:
+        ms = sorted(s.transfer_s * 1000 for s in timed if s.transfer_s is not None)
+        measured.update(transfer_ms_median=statistics.median(ms), transfer_ms_mean=statistics.fmean(ms),
+                        transfer_ms_p99=percentile(ms, 99))
+    row = result_row(L, kv, line_rate_GB_s=scenario.line_rate_GB_s, expected_requests=scenario.sweep.num_prompts,
+                     transfer_samples=len(timed), **measured)
+    if bench is not None:
+        row.update(output_figures(bench.ok_output_lens, bench.total_output_tokens, bench.total_output_tokens_retokenized,
+                                  bench.completed, scenario.sweep.output_len, scenario.sweep.random_range_ratio))
+        if bench.errors:
+            first = bench.errors[0].strip().splitlines()[-1][:160]
+            issues.append(issue(WARNING, IssueKind.REQUEST_ERRORS,
+                                f"{bench.path}: {len(bench.errors)} request(s) failed, e.g. {first!r}", L))
+    zero = [s for s in samples if s.transfer_speed_GiB_s == 0 and s.transfer_total_MiB]
+    if zero:
+        issues.append(issue(ERROR, IssueKind.ZERO_TRANSFER_SPEED,
+                            f"{log_path}: {len(zero)} prefill line(s) of length {L} log transfer_speed=0.00 GB/s (first at "
+                            f"line {zero[0].line_no}): too slow to print or no transfer at all, so no transfer time "
+                            "follows; check the KV path with `pdrepro doctor` and rerun this length", L))
+    if samples and not timed and not zero:
+        issues.append(issue(ERROR, IssueKind.NO_TRANSFER_FIGURES,
+                            f"{log_path}: the prefill lines of length {L} carry no transfer_speed/transfer_total; "
+                            "run a disaggregated prefill server of a build that logs them", L))
+    if timed:
+        input_len = int(statistics.median(s.input_len for s in timed if s.input_len is not None))
+        logged = statistics.median(s.transfer_total_MiB for s in timed if s.transfer_total_MiB is not None) * MiB * tp
+        expected = scenario.kv_bytes_per_token * input_len
+        mismatch = (logged - expected) / expected * 100
+        row.update(logged_input_len=input_len, logged_kv_bytes=logged, kv_size_mismatch_pct=mismatch,
+                   cached_tokens_max=max((s.cached_input_len or 0) for s in timed))
+        if abs(mismatch) > scenario.thresholds.max_kv_size_mismatch_pct:
+            issues.append(issue(WARNING, IssueKind.KV_SIZE_MISMATCH,
+                                f"length {L}: the server moved {human_bytes(logged)} per request (rank 0 x TP {tp}), the "
+                                f"model says {human_bytes(expected)} ({mismatch:+.1f} %); check the prefill TP in the "
+                                "scenario, and prefix-cache hits (run with --disable-radix-cache)", L))
+        if row["cached_tokens_max"]:
+            issues.append(issue(WARNING, IssueKind.CACHE_HITS,
+                                f"length {L}: up to {row['cached_tokens_max']} prompt tokens came from the prefix cache; "
+                                "the published run disabled it (--disable-radix-cache)", L))
+    return row
+
+
+def _metrics(run: RunDir, scenario: Scenario, issues: list[dict]) -> list[dict] | None:
+    if not run.metrics_dir.is_dir():
+        return None
+    out = []
+    for path in run.metrics_files():
+        try:
+            hist = parse_metrics_file(path)
+        except UserError as exc:
+            issues.append(issue(WARNING, IssueKind.METRICS_UNREADABLE, str(exc)))
+            continue
+        lat, total, speed = hist.get("latency_ms"), hist.get("total_mb"), hist.get("speed_gb_s")
+        if not lat or not lat.count:
+            continue
+        entry = {
+            "file": path.name, "transfers": int(lat.count),
+            "latency_ms_mean": lat.mean,
+            "total_MiB_mean": total.mean if total else None,
+            "speed_GiB_s_mean": speed.mean if speed else None,
+            "bandwidth_GB_s": None,
+        }
+        if total and total.mean and lat.mean:
+            # Bytes over time of the average transfer, all ranks, decimal: comparable to the table.
+            entry["bandwidth_GB_s"] = bandwidth_GB_s(total.mean * MiB * scenario.parallel.prefill_tp, lat.mean / 1000)
+        out.append(entry)
+    return out
+
+
+def _provenance(run: RunDir, issues: list[dict]) -> dict | None:
+    try:
+        record = run.read_provenance()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        issues.append(issue(WARNING, IssueKind.PROVENANCE_UNREADABLE,
+                            f"{run.provenance_file}: not valid JSON; it was left out of the report"))
+        return None
+    return None if record is None else record.to_json()
+
+
+def compute_summary(run: RunDir, scenario: Scenario) -> dict:
+    """Parse and compute; no files written."""
+    issues: list[dict] = []
+    bench = _read_bench(run, scenario, issues)
+    groups = _read_prefill(run, scenario, issues)
+    if run.prefill_log.is_file() and not run.decode_log.is_file():
+        issues.append(issue(WARNING, IssueKind.DECODE_LOG_MISSING,
+                            f"{run.decode_log}: {why_absent(run.decode_log)}; keep the decode server's log there too"))
+    topology_logs(run, scenario, "decode", issues)
+    prefill_logs = logs_label(run, topology_logs(run, scenario, "prefill", []))
+    rows = []
+    for L in scenario.sweep.prompt_lens:
+        stats = groups.get(L, [])
+        if L not in bench and not stats:
+            continue
+        if groups and not stats:
+            issues.append(issue(ERROR, IssueKind.MISSING_LENGTH,
+                                f"{prefill_logs}: no prefill request of length {L}; was the log cut short, or the "
+                                "server restarted? keep the whole log of the sweep", L))
+        samples = _transfer_samples(L, stats, bench.get(L), scenario, issues, prefill_logs)
+        row = _row(L, scenario, bench.get(L), samples, issues, prefill_logs)
+        if groups:
+            # Requests of the length the logs hold after the warm-up: fewer than the client completed
+            # means the figures are not all of the run's requests (checks.requests_logged).
+            row["logged_requests"] = len(stats[scenario.sweep.warmup_requests:])
+        for is_error, kind, message in witness_row(run, scenario, row):
+            issues.append(issue(ERROR if is_error else WARNING, kind, message, L))
+        late = outside_window(L, row, [s.timestamp for s in samples if s.timestamp])
+        if late:
+            issues.append(issue(WARNING, IssueKind.LOGS_OUTSIDE_COUNTER_WINDOW, late, L))
+        rows.append(row)
+    provenance = _provenance(run, issues)
+    transport, transport_evidence = transport_facts(run, provenance)
+    ran = what_ran(provenance)
+    if differences(ran):
+        issues.append(issue(WARNING, IssueKind.PINS_DIFFER, f"{run.provenance_file}: {describe_ran(ran)}"))
+    summary = {
+        "schema_version": SUMMARY_SCHEMA_VERSION,
+        "scenario": scenario.to_dict(),
+        "scenario_fingerprint": scenario.fingerprint,
+        "source": "sglang",
+        "transport": transport,
+        "transport_evidence": transport_evidence,
+        "what_ran": ran,
+        "line_rate_GB_s": scenario.line_rate_GB_s,
+        "rows": rows,
+        "headline": headline(rows),
+        "issues": issues,
+        "provenance": provenance,
+        "witness": describe_allowance(scenario.thresholds.min_nic_kv_share_pct),
+        "analysis_code": analysis_code_stamp(),
+    }
+    # `pdrepro baseline --out RUN` leaves the fabric's measured ceiling here.
+    baseline = run.baseline_ceiling(scenario.line_rate_GB_s)
+    if baseline is not None:
+        summary["baseline_GB_s"] = baseline
+    metrics = _metrics(run, scenario, issues)
+    if metrics is not None:
+        summary["metrics"] = metrics
+    try:
+        ceiling = run.read_engine_ceiling()
+    except CeilingError as exc:
+        issues.append(issue(ERROR, IssueKind.ENGINE_CEILING_UNREADABLE, str(exc)))
+        ceiling = None
+    if ceiling is not None:
+        found, engine_transport, source = ceiling
+        summary["engine_ceiling"] = against_rows(found, rows)
+        summary["engine_ceiling_source"] = {"file": source, "transport": engine_transport}
+        if engine_transport and transport in ("rdma", "tcp") and engine_transport != transport:
+            issues.append(issue(WARNING, IssueKind.ENGINE_CEILING_TRANSPORT,
+                                f"{source}: the engine alone used {engine_transport}, the servers' engines {transport}: "
+                                "the ratio sets two transports against each other; measure the ceiling with "
+                                f"`pdrepro gpu-check --transport {transport}`"))
+    return build_summary(summary)

@@ -1,0 +1,127 @@
+"""What ran, set against what docker/versions.env pins: one row per component.
+
+A run can only be read as a reproduction of the published one when the
+software that served it is the pinned software. The sweep records what it
+found (provenance.json): each server's own version (its /server_info), and on
+the sweep's host the Python packages, torch with its CUDA build, the image's
+build args. Here each is compared with its pin:
+
+* SGLang: the image builds the pinned commit as ``<release>+g<commit>``; a
+  release wheel (``0.5.15.post1``) is the nearest release, not the commit.
+* sglang-router: SGLANG_ROUTER_VERSION.
+* Mooncake: the image builds MOONCAKE_COMMIT (it records the commit it was
+  built from); any wheel (mooncake-transfer-engine, -cuda13, -non-cuda) is a
+  release near it, not the pin.
+* torch: the version the GPU lock resolves (docker/gpu-requirements.lock).
+* CUDA: CUDA_VERSION's major.minor against torch's CUDA build.
+* The commits provenance.json's ``pins`` names (what versions.env said when the
+  sweep ran) against SGLANG_COMMIT and MOONCAKE_COMMIT: a run pinned to other
+  commits is no reproduction of these.
+
+``match`` is None where the run did not record the component (or no pin
+exists here): unknown is never counted as a difference, and the row says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core.pins import load_pins, versions_file
+from ..image.gpulock import parse_lock
+
+
+def lock_path() -> Path:
+    """The GPU lock beside versions.env (a source checkout; an installed wheel has none)."""
+    return versions_file().parent / "gpu-requirements.lock"
+
+
+def _locked_torch() -> str | None:
+    lock = lock_path()
+    try:
+        found = parse_lock(lock.read_text(), str(lock)).get("torch")
+    except (OSError, ValueError):
+        return None
+    return found.version if found else None
+
+
+def _row(item: str, ran: str | None, pinned: str | None, match: bool | None, where: str) -> dict:
+    return {"item": item, "ran": ran, "pinned": pinned, "match": match if ran and pinned else None, "source": where}
+
+
+def _release(version: str) -> str:
+    return version.split("+", 1)[0]
+
+
+def what_ran(provenance: dict | None, pins: dict[str, str] | None = None) -> list[dict]:
+    """The rows; empty when the run has no provenance.json."""
+    if not provenance:
+        return []
+    pins = load_pins() if pins is None else pins
+    raw_versions = provenance.get("versions")
+    versions: dict = raw_versions if isinstance(raw_versions, dict) else {}
+    packages = versions.get("packages") or {}
+    image = versions.get("image") or {}
+    rows = []
+
+    commit, release = pins.get("SGLANG_COMMIT", ""), pins.get("SGLANG_NEAREST_RELEASE", "")
+    pinned_sglang = f"{release}+g{commit[:12]}" if commit else None
+    for role, info in sorted((provenance.get("server_info") or {}).items()):
+        ran = info.get("version") if isinstance(info, dict) else None
+        suffix = ran.split("+g", 1)[1] if ran and "+g" in ran else ""
+        built = bool(suffix) and commit.startswith(suffix)
+        rows.append(_row(f"SGLang ({role} server)", ran, pinned_sglang, built, f"{role} /server_info"))
+
+    router = packages.get("sglang-router") or {}
+    rows.append(_row("sglang-router", router.get("version"), pins.get("SGLANG_ROUTER_VERSION"),
+                     router.get("version") == pins.get("SGLANG_ROUTER_VERSION"), "the sweep host's Python"))
+
+    mooncake_commit = pins.get("MOONCAKE_COMMIT", "")
+    wheel = packages.get("mooncake-transfer-engine") or {}
+    built_from = image.get("pdrepro_image_mooncake_commit")
+    if built_from:
+        ran, match = f"build of {built_from[:12]}", built_from == mooncake_commit
+    elif wheel.get("found"):
+        ran, match = f"{wheel.get('distribution')} {wheel.get('version')} (a wheel)", False
+    elif (versions.get("mooncake_engine") or {}).get("importable"):
+        # Importable, yet neither a known distribution nor the image's build: whatever it is, not the pin.
+        ran, match = f"an unnamed install ({versions['mooncake_engine'].get('module')})", False
+    else:
+        ran, match = None, None
+    rows.append(_row("Mooncake", ran, f"build of {mooncake_commit[:12]}" if mooncake_commit else None, match,
+                     "the image's build args" if built_from else "the sweep host's Python"))
+
+    # The commits the sweep read from versions.env when it ran: a run pinned to other commits is not one of these.
+    raw_pins = provenance.get("pins")
+    recorded: dict = raw_pins if isinstance(raw_pins, dict) else {}
+    for item, key, pin in (("SGLang", "sglang_commit", "SGLANG_COMMIT"), ("Mooncake", "mooncake_commit", "MOONCAKE_COMMIT")):
+        ran, pinned = recorded.get(key), pins.get(pin)
+        ran = ran if isinstance(ran, str) and ran else None
+        # A short commit names the pin when it is its prefix (7 hex digits at least, as git abbreviates).
+        same = bool(ran and pinned and len(ran) >= 7 and pinned.lower().startswith(ran.lower()))
+        rows.append(_row(f"{item} commit (provenance pins)", ran, pinned, same, "provenance.json pins"))
+
+    torch = versions.get("torch") or {}
+    locked = _locked_torch()
+    ran = torch.get("version")
+    rows.append(_row("torch", ran, locked, ran is not None and _release(ran) == locked, "the sweep host's Python"))
+    cuda_pin = pins.get("CUDA_VERSION")
+    build = torch.get("cuda_build")
+    rows.append(_row("CUDA (torch's build)", build, cuda_pin,
+                     bool(build and cuda_pin and cuda_pin.split(".")[:2] == str(build).split(".")[:2]),
+                     "the sweep host's torch"))
+    return rows
+
+
+def differences(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if r["match"] is False]
+
+
+def describe(rows: list[dict]) -> str:
+    """One line naming what differs from the pins, for issues and check details."""
+    bad = differences(rows)
+    if not bad:
+        unknown = [r["item"] for r in rows if r["match"] is None]
+        return "what ran matches docker/versions.env" + (f" (not recorded: {', '.join(unknown)})" if unknown else "")
+    return "what ran differs from docker/versions.env: " + "; ".join(
+        f"{r['item']} ran {r['ran']}, pinned {r['pinned']}" for r in bad)
+

@@ -1,0 +1,243 @@
+"""The NICs' own count of what a length moved, set against the KV the model says was sent.
+
+SGLang's per-request transfer figures come from the engine being judged; a
+stack can also report success while its KV went over TCP or nowhere. The
+sweep reads each node's RDMA port counters before and after every length
+(RUN/counters/<L>.json); here the bytes they moved in the KV's direction
+(prefill node: sent, decode node: received) are compared with
+
+    KV = prompt_len x KV bytes per token x completed requests
+         / nodes of that role (the router spreads requests evenly over them).
+
+The NICs must show at least the scenario's thresholds.min_nic_kv_share_pct of it: an intact RDMA path
+shows all of it plus headers, a TCP fallback or a dead path next to nothing
+(mlx5 fills these counters from the port's RDMA unicast and multicast octets,
+so TCP through the same port is not counted).
+Above KV, the ALLOWANCE (RoCE headers and acknowledgements, per-request
+control messages, the warm-up and failed requests' KV) is what the path may
+add; more than that means other traffic shared the NICs, so the figure is
+kept but flagged. The bytes over the time between the readings can never
+exceed the node's line rate.
+
+Problems come back as (is_error, kind, message) for the analysis to file as
+issues of the length: an error is an unreadable record (bad input), the rest
+are warnings.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import ValidationError
+
+from ..core.roles import SERVER_ROLES
+from ..core.units import GB, MiB, human_bytes
+from ..rundir import RunDir
+from ..rundir.counters import WORD_BYTES, is_wide, words_moved
+from ..rundir.issuekind import IssueKind
+from ..scenario.model import Scenario, Thresholds
+
+ALLOWANCE = {
+    # Ethernet, IPv4, UDP, BTH, RETH and ICRC around each 4096-byte RoCE payload,
+    # plus the acknowledgements, rounded up.
+    "header_fraction": 0.05,
+    # Per request: the transfer engine's and SGLang's small RDMA messages (aux
+    # data, status), far above what they carry.
+    "control_bytes_per_request": 4 * MiB,
+}
+# Which way the KV crosses each node's ports.
+DIRECTION = {"prefill": "port_xmit_data", "decode": "port_rcv_data"}
+# hw_counters that only rise when the fabric drops or repeats packets.
+_TROUBLE = ("retrans", "timeout", "seq_err", "out_of_sequence", "nak", "_err")
+
+
+def describe_allowance(min_kv_share_pct: float | None = None) -> dict:
+    """The witness's bounds for the summary; without a scenario's figure, the thresholds' own default."""
+    if min_kv_share_pct is None:
+        min_kv_share_pct = Thresholds.model_fields["min_nic_kv_share_pct"].default
+    return {"min_kv_share_pct": min_kv_share_pct, **ALLOWANCE,
+            "counted": {role: f"{name} (x {WORD_BYTES} bytes)" for role, name in DIRECTION.items()}}
+
+
+class BadRecord(ValueError):
+    """A counter record that no counter can have written (its message names the port)."""
+
+
+def _node_bytes(role: str, node: dict) -> dict:
+    """Bytes one node's active ports moved in the KV's direction, or why not."""
+    before, after = node.get("before") or {}, node.get("after") or {}
+    out: dict = {"counter": DIRECTION[role], "bytes": None, "window_s": None, "problem": None, "trouble": {}}
+    if node.get("error"):
+        out["problem"] = node["error"]
+        return out
+    if not before or not after:
+        out["problem"] = "no reading " + ("before" if not before else "after") + " the length"
+        return out
+    window = float(after.get("at", 0)) - float(before.get("at", 0))
+    if not math.isfinite(window):
+        raise ValueError("reading times are not numbers")
+    out["window_s"] = window
+    out["span"] = (float(before.get("at", 0)), float(after.get("at", 0)))
+    if window <= 0:
+        out["problem"] = "the readings carry no time span"
+        return out
+    total, problems, counted = 0, [], 0
+    for name, b in (before.get("ports") or {}).items():
+        a = (after.get("ports") or {}).get(name)
+        if a is None or b.get("state") not in (None, "ACTIVE"):
+            continue
+        counter = DIRECTION[role]
+        if counter not in b or counter not in a:
+            problems.append(f"{name} has no counters/{counter}")
+            continue
+        was, now = int(b[counter]), int(a[counter])
+        if was < 0 or now < 0:
+            raise BadRecord(f"{name} {counter} is negative ({was} -> {now} words); no counter counts below zero")
+        if is_wide(was, now, bool(a.get("extended"))) and now < was:
+            raise BadRecord(f"{name} {counter} ran backwards ({was} -> {now} words) on a 64-bit counter, which never "
+                            "wraps: the readings are not of one port in one run (or the port was reset)")
+        words, why = words_moved(was, now, window, a.get("rate"), bool(a.get("extended")))
+        if words is None:
+            problems.append(f"{name} {counter} {why}")
+            continue
+        total += words * WORD_BYTES
+        counted += 1
+        for hw, value in (a.get("hw_counters") or {}).items():
+            rise = value - (b.get("hw_counters") or {}).get(hw, value)
+            if rise > 0 and any(t in hw for t in _TROUBLE):
+                out["trouble"][f"{name} {hw}"] = rise
+    if problems:
+        out["problem"] = "; ".join(problems)
+    elif not counted:
+        out["problem"] = "no active RDMA port with counters"
+    else:
+        out["bytes"] = total
+    return out
+
+
+def _load(run: RunDir, L: int, issues: list) -> dict | None:
+    path = run.counters_file(L)
+    try:
+        record = run.read_counters(L)
+    except ValidationError:
+        issues.append((True, IssueKind.COUNTERS_UNREADABLE,
+                       f"{path}: holds no 'nodes' object; it is not a counter record `pdrepro sweep` wrote"))
+        return None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        issues.append((True, IssueKind.COUNTERS_UNREADABLE,
+                       f"{path}: not readable JSON ({type(exc).__name__}); rerun `pdrepro sweep` for this length "
+                       "(move the file aside first) to record the counters again"))
+        return None
+    if record is None:
+        return None
+    data = record.to_json()
+    if data.get("prompt_len") != L:
+        # Another length's readings would witness another length's KV.
+        issues.append((True, IssueKind.COUNTERS_OTHER_LENGTH,
+                       f"{path}: records prompt length {data.get('prompt_len')!r}, not {L}; it is not this length's "
+                       f"counter record (copied or renamed?): restore counters/{L}.json from the sweep, or rerun "
+                       "the length with `pdrepro sweep`"))
+        return None
+    return data
+
+
+def _epoch(stamp: str) -> float | None:
+    """A log line's time (SGLang writes UTC in its containers; whole seconds) as seconds since the epoch."""
+    import datetime as dt
+
+    try:
+        return dt.datetime.fromisoformat(stamp.replace("T", " ")).replace(tzinfo=dt.timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
+def outside_window(L: int, row: dict, stamps: list[str]) -> str | None:
+    """Why the length's request lines were not logged while the counters counted, or None: then the
+    counters' bytes need not be this length's KV (read around another stretch of the run)."""
+    spans = row.pop("nic_span", None) or {}
+    if not spans or not stamps:
+        return None
+    start = min(s[0] for s in spans.values()) - 1.0  # log times are whole seconds
+    end = max(s[1] for s in spans.values()) + 1.0
+    times = [t for t in map(_epoch, stamps) if t is not None]
+    out = [t for t in times if not start <= t <= end]
+    if not out:
+        return None
+    return (f"length {L}: {len(out)} of its {len(times)} request lines were logged outside the window the NIC counters "
+            f"were read over ({end - start - 2:.1f} s); the counters may not have counted this "
+            "length's KV (the server's clock, or its log's time zone, off the sweep's?)")
+
+
+def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, IssueKind, str]]:
+    """Adds the NIC figures of row's length to it (nic_* keys); returns the problems found."""
+    L = row["prompt_len"]
+    issues: list[tuple[bool, IssueKind, str]] = []
+    row.update(nic_kv_share_pct=None, nic_rate_GB_s=None, nic_problem=None, nic_nodes={})
+    data = _load(run, L, issues)
+    if data is None:
+        row["nic_problem"] = issues[0][2] if issues else (
+            f"{run.counters_file(L)}: no RDMA port counters recorded for this length (the sweep records them "
+            "where the nodes have RDMA counters); rerun the length with `pdrepro sweep`")
+        return issues
+    completed = row.get("requests") or 0
+    extra_requests = scenario.sweep.warmup_requests + (row.get("request_errors") or 0)
+    problems, shares, rates = [], [], []
+    for role in SERVER_ROLES:
+        node = data["nodes"].get(role)
+        if not isinstance(node, dict):
+            continue
+        # With several nodes of a role the round-robin router gives each node an even share.
+        nodes = getattr(scenario.topology, role).nodes
+        kv = scenario.kv_bytes(L) * completed / nodes
+        ceiling = ((scenario.kv_bytes(L) * (completed + extra_requests) * (1 + ALLOWANCE["header_fraction"])
+                    + ALLOWANCE["control_bytes_per_request"] * (completed + extra_requests)) / nodes
+                   + scenario.kv_bytes(L) * extra_requests)
+        try:
+            figures = _node_bytes(role, node)
+        except BadRecord as exc:
+            message = (f"{run.counters_file(L)}: the {role} node's {exc}; the record is damaged or edited: rerun the "
+                       "length with `pdrepro sweep`")
+            issues.append((True, IssueKind.COUNTERS_IMPOSSIBLE, message))
+            row["nic_problem"] = message
+            return issues
+        except (TypeError, ValueError, AttributeError, KeyError):
+            message = (f"{run.counters_file(L)}: the {role} node's readings are not counters as the sweep records "
+                       "them (numbers of 4-byte words per port, times in seconds); rerun the length with `pdrepro sweep`")
+            issues.append((True, IssueKind.COUNTERS_UNREADABLE, message))
+            row["nic_problem"] = message
+            return issues
+        if figures.get("span"):
+            row.setdefault("nic_span", {})[role] = list(figures["span"])
+        entry = {"counter": figures["counter"], "bytes": figures["bytes"], "window_s": figures["window_s"],
+                 "source": node.get("source"), "problem": figures["problem"], "kv_share_pct": None, "rate_GB_s": None}
+        row["nic_nodes"][role] = entry
+        if figures["trouble"]:
+            worst = ", ".join(f"{k} +{v}" for k, v in sorted(figures["trouble"].items())[:4])
+            issues.append((False, IssueKind.NIC_TROUBLE, f"length {L}: the {role} node's NICs counted drops or "
+                           f"retries ({worst}); check the fabric's PFC/ECN settings"))
+        if figures["bytes"] is None:
+            problems.append(f"{role} node: {figures['problem']}")
+            continue
+        moved = figures["bytes"]
+        entry["rate_GB_s"] = moved / figures["window_s"] / GB
+        rates.append(entry["rate_GB_s"])
+        if kv > 0:
+            entry["kv_share_pct"] = moved / kv * 100
+            shares.append(entry["kv_share_pct"])
+        if moved > ceiling:
+            issues.append((False, IssueKind.NIC_EXTRA_TRAFFIC,
+                           f"length {L}: the {role} node's NICs moved {human_bytes(moved)}, more than the "
+                           f"{human_bytes(ceiling)} its KV and the allowance explain: other traffic shared "
+                           "them, so their count cannot single out this run's KV"))
+    if shares:
+        row["nic_kv_share_pct"] = min(shares)
+    if rates:
+        row["nic_rate_GB_s"] = max(rates)
+    if not shares:
+        if problems:
+            row["nic_problem"] = "; ".join(problems)
+        elif not completed:
+            row["nic_problem"] = "no request completed, so there is no KV to compare with"
+        else:
+            row["nic_problem"] = f"{run.counters_file(L)}: names no prefill or decode node"
+    return issues

@@ -1,0 +1,380 @@
+"""What runs on the cluster: every node's servers (argv and environment) and
+the one router, built from a scenario and a ``Site`` (where things are on the
+nodes) into a ``LaunchPlan`` that no target changes.
+
+The targets (``pdrepro.launch.targets``) only place these commands: compose env
+files, Kubernetes manifests, a SLURM script. Tests render each target and
+require the argv it runs to equal the plan's, so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, replace
+
+from ..core.errors import UserError
+from ..core.roles import SERVER_ROLES, Role, RoleSpec, ServerPorts
+from ..rundir import server_log_name
+from ..scenario.launch_section import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, Launch
+from ..scenario.model import Scenario
+
+# As in the published commands; the GPU image puts its venv's python first on PATH.
+PYTHON = "python"
+SERVER_MODULE = "sglang.launch_server"
+ROUTER_MODULE = "sglang_router.launch_router"
+
+# Where things are on a node unless the operator says otherwise. They are
+# written into the env files so that each node's compose reads one value.
+DEFAULT_MODEL_ROOT = "/models"
+DEFAULT_DATASET = "/data/ShareGPT_V3_unfiltered_cleaned_split.json"
+DEFAULT_IB_DEVICES = "/etc/pdrepro/ib_devices.json"
+DEFAULT_LOG_DIR = "/var/log/pdrepro"
+MEMLOCK_UNLIMITED = -1
+# Loading a 235B model takes many minutes; a server is not unhealthy before this.
+SERVER_START_SECONDS = 3600
+DEFAULT_START_PERIOD = f"{SERVER_START_SECONDS}s"
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where the stack runs: each node's address, paths on the nodes, GPU ids
+    per node. An address is an IP for compose; other targets may use names."""
+
+    prefill_hosts: tuple[str, ...]
+    decode_hosts: tuple[str, ...]
+    model_path: str
+    dataset_path: str
+    # GPU-to-RDMA-device map; None leaves the choice to Mooncake (one box, TCP).
+    ib_devices_file: str | None
+    gpus: tuple[int, ...]
+    image: str
+    log_dir: str = DEFAULT_LOG_DIR
+    memlock: int = MEMLOCK_UNLIMITED
+    # Every server's --mem-fraction-static; None: the scenario's shared_gpu_mem_fraction when servers
+    # share a GPU, else SGLang's own choice.
+    mem_fraction: float | None = None
+    # Appended to every server's argv after the scenario's own (e.g. kernel backends a site's wheels allow).
+    extra_server_args: tuple[str, ...] = ()
+    # MC_FORCE_TCP=1 in the servers' environment: Mooncake uses TCP only when told so.
+    force_tcp: bool = False
+    # The interpreter in every argv: the image's `python` on PATH, or the host launcher's own.
+    python: str = PYTHON
+
+
+def url(host: str, port: int) -> str:
+    return f"http://{host}:{port}"
+
+
+# ---- the target-independent launch plan ------------------------------------
+# Every target (compose, Kubernetes, SLURM) renders from these objects, so the
+# argv a server or the router runs is the same wherever it is started.
+
+@dataclass(frozen=True)
+class ServerLaunch:
+    name: str                 # prefill-0, decode-1, prefill-0-1 (node 0, server 1)
+    role: str                 # prefill | decode
+    node: int                 # index among the role's nodes
+    index: int                # index among the node's servers
+    host: str
+    port: int
+    bootstrap_port: int | None
+    gpus: tuple[int, ...]     # host GPU ids, as CUDA_VISIBLE_DEVICES
+    env: dict[str, str]
+    argv: tuple[str, ...]
+    position: int = 0         # index among all the role's servers, node-major
+
+    @property
+    def url(self) -> str:
+        return url(self.host, self.port)
+
+    @property
+    def log_name(self) -> str:
+        """The file its output goes to in the role's log folder; unique over the whole plan."""
+        return server_log_name(self.role, self.position)
+
+
+@dataclass(frozen=True)
+class NodeLaunch:
+    name: str                 # prefill-0, decode-0
+    role: str
+    index: int
+    host: str
+    servers: tuple[ServerLaunch, ...]
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    scenario: str
+    topology: str             # e.g. 2P2D
+    nodes: tuple[NodeLaunch, ...]
+    router_port: int
+    router_argv: tuple[str, ...]
+
+    def role(self, role: str) -> tuple[NodeLaunch, ...]:
+        return tuple(n for n in self.nodes if n.role == role)
+
+    @property
+    def servers(self) -> tuple[ServerLaunch, ...]:
+        return tuple(s for n in self.nodes for s in n.servers)
+
+
+class Plan:
+    """The launch of one scenario at one site, checked once on construction."""
+
+    def __init__(self, scenario: Scenario, site: Site):
+        if scenario.launch is None:
+            raise UserError(f"scenario {scenario.name} has no launch section; add one (see the shipped h20-qwen3-235b-1p1d)")
+        self.scenario = scenario
+        self.launch: Launch = scenario.launch
+        self.topology = scenario.topology
+        self.site = site
+        self._check_compose_can_express()
+        self._gpus: dict[tuple[str, int, int], tuple[int, ...]] = {}
+        self.shared_gpu = False
+        if self.disaggregated:
+            self._check_hosts()
+            slots = [(role, node, k, host, self.tp(role))
+                     for role in SERVER_ROLES
+                     for node, host in enumerate(self.hosts(role))
+                     for k in range(self.role_nodes(role).servers_per_node)]
+            self._gpus = self._allocate(slots)
+        self.regular_gpus: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+        if "regular" in self.launch.stacks:
+            regular = [("regular", i, 0, host, self.regular_tp) for i, host in enumerate(self.regular_ips())]
+            gpus = self._allocate(regular)
+            self.regular_gpus = (gpus["regular", 0, 0], gpus["regular", 1, 0])
+        self.mem_fraction = self._mem_fraction()
+
+    @property
+    def disaggregated(self) -> bool:
+        return "disaggregated" in self.launch.stacks
+
+    @property
+    def regular_tp(self) -> int:
+        return self.launch.regular_tp or self.scenario.parallel.prefill_tp
+
+    def spec(self, role: str) -> RoleSpec:
+        """The scenario's specification of ROLE with the site's hosts of it."""
+        hosts = {Role.PREFILL: self.site.prefill_hosts, Role.DECODE: self.site.decode_hosts}[Role(role)]
+        return replace(self.scenario.role(role), hosts=hosts)
+
+    def tp(self, role: str) -> int:
+        return self.spec(role).tp
+
+    def role_nodes(self, role: str):
+        return self.topology.of(role)
+
+    def hosts(self, role: str) -> tuple[str, ...]:
+        return self.spec(role).hosts
+
+    def server_gpus(self, role: str, node: int = 0, server: int = 0) -> tuple[int, ...]:
+        return self._gpus.get((role, node, server), ())
+
+    def _check_compose_can_express(self) -> None:
+        # These flags are written literally in compose/*.yaml so that the file
+        # itself shows the published launch; turning one off needs an edit there.
+        for flag in ("trust_remote_code", "disable_radix_cache", "enable_request_time_stats_logging"):
+            if not getattr(self.launch, flag):
+                raise UserError(
+                    f"scenario {self.scenario.name}: launch.{flag} is false, but compose/*.yaml always pass "
+                    f"--{flag.replace('_', '-')}; set it to true or edit the compose files"
+                )
+
+    def _check_hosts(self) -> None:
+        for role, option in ((Role.PREFILL, "--prefill-ip"), (Role.DECODE, "--decode-ip")):
+            want, got = self.role_nodes(role).nodes, len(self.hosts(role))
+            if got != want:
+                raise UserError(f"{option}: scenario {self.scenario.name} has {want} {role} node(s) but {got} address(es) "
+                                f"were given; give one per node, comma-separated")
+        seen: dict[tuple[str, int], str] = {}
+        for role in SERVER_ROLES:
+            for node, host in enumerate(self.hosts(role)):
+                for k in range(self.role_nodes(role).servers_per_node):
+                    ports = self._ports(role, k)
+                    for what, port in (("server", ports.server), ("bootstrap", ports.bootstrap)):
+                        if port is None:
+                            continue
+                        other = seen.setdefault((host, port), f"{role} node {node} ({what})")
+                        if other != f"{role} node {node} ({what})":
+                            raise UserError(f"{host}: {other} and {role} node {node} ({what}) both need port {port}; "
+                                            "give the nodes of one role different addresses")
+
+    def _ports(self, role: str, k: int) -> ServerPorts:
+        return self.spec(role).ports(k)
+
+    def _allocate(self, slots) -> dict[tuple[str, int, int], tuple[int, ...]]:
+        """Servers sharing a host get consecutive, disjoint slices of that host's GPUs."""
+        gpus, given = self.site.gpus, ",".join(map(str, self.site.gpus))
+        by_host: dict[str, list] = {}
+        for slot in slots:
+            by_host.setdefault(slot[3], []).append(slot)
+        out: dict[tuple[str, int, int], tuple[int, ...]] = {}
+        for host, group in by_host.items():
+            need = sum(s[4] for s in group)
+            if len(gpus) == 1 < len(group) and need == len(group):
+                # One GPU and servers of TP 1: they share it, each with its part of the memory
+                # (--mem-fraction-static), started one after the other.
+                for role, node, k, _, _ in group:
+                    out[role, node, k] = gpus
+                self.shared_gpu = True
+                continue
+            if len(gpus) < need:
+                if len(group) == 1:
+                    raise UserError(f"--gpus {given}: the {group[0][0]} TP is {need}, larger than the {len(gpus)} GPUs given; "
+                                    f"list at least {need} GPU ids")
+                tps = " and ".join(str(s[4]) for s in group)
+                raise UserError(f"--gpus {given}: {len(group)} servers run on {host} with TP {tps}, which needs {need} GPUs; "
+                                "list more GPU ids or use more nodes")
+            start = 0
+            for role, node, k, _, tp in group:
+                out[role, node, k] = gpus[start:start + tp]
+                start += tp
+        return out
+
+    def _mem_fraction(self) -> float | None:
+        fraction: float | None
+        if self.site.mem_fraction is not None:
+            fraction = self.site.mem_fraction
+        elif self.shared_gpu:
+            fraction = self.launch.shared_gpu_mem_fraction
+            if fraction is None:
+                raise UserError(f"--gpus {self.site.gpus[0]}: the servers share GPU {self.site.gpus[0]}, and scenario "
+                                f"{self.scenario.name} sets no launch.shared_gpu_mem_fraction; give each its part of the "
+                                "memory with --mem-fraction (e.g. 0.30), or list one GPU per server")
+        else:
+            return None
+        given = [a for a in (*self.launch.extra_server_args, *self.site.extra_server_args)
+                 if a.split("=", 1)[0] == "--mem-fraction-static"]
+        if given:
+            raise UserError(f"--mem-fraction-static is given in the extra server args and as a fraction ({fraction}); "
+                            "give it once, with --mem-fraction")
+        return fraction
+
+    # ---- argv -----------------------------------------------------------
+    def _server_common(self, port: int, tp: int) -> list[str]:
+        launch = self.launch
+        return [self.site.python, "-m", SERVER_MODULE,
+                "--model-path", self.site.model_path,
+                "--host", "0.0.0.0", "--port", str(port),
+                "--tp-size", str(tp),
+                "--dtype", self.scenario.model.dtype,
+                "--trust-remote-code",
+                "--stream-interval", str(launch.stream_interval),
+                "--chunked-prefill-size", str(launch.chunked_prefill_size),
+                "--disable-radix-cache"]
+
+    def _server_tail(self) -> list[str]:
+        return ["--enable-request-time-stats-logging", *self.extra_server_args]
+
+    @property
+    def extra_server_args(self) -> list[str]:
+        extra = list(self.launch.extra_server_args)
+        if self.launch.enable_metrics and "--enable-metrics" not in extra:
+            extra.append("--enable-metrics")
+        if self.mem_fraction is not None:
+            extra += ["--mem-fraction-static", f"{self.mem_fraction:g}"]
+        return extra + list(self.site.extra_server_args)
+
+    def _ib_device(self) -> list[str]:
+        return [] if self.site.ib_devices_file is None else ["--disaggregation-ib-device", self.site.ib_devices_file]
+
+    def prefill_argv(self, server: int = 0) -> list[str]:
+        ports = self._ports(Role.PREFILL, server)
+        return [*self._server_common(ports.server, self.tp(Role.PREFILL)),
+                "--disaggregation-mode", "prefill",
+                "--disaggregation-bootstrap-port", str(ports.bootstrap),
+                "--disaggregation-transfer-backend", self.launch.transfer_backend,
+                *self._ib_device(),
+                *self._server_tail()]
+
+    def decode_argv(self, server: int = 0) -> list[str]:
+        return [*self._server_common(self._ports(Role.DECODE, server).server, self.tp(Role.DECODE)),
+                "--disaggregation-mode", "decode",
+                "--disaggregation-transfer-backend", self.launch.transfer_backend,
+                *self._ib_device(),
+                *self._server_tail()]
+
+    def router_argv(self) -> list[str]:
+        workers: list[str] = []
+        for role in SERVER_ROLES:
+            for host in self.hosts(role):
+                for k in range(self.role_nodes(role).servers_per_node):
+                    ports = self._ports(role, k)
+                    workers += [f"--{role}", url(host, ports.server)]
+                    if ports.bootstrap is not None:
+                        # A prefill server's bootstrap port must be given: without it the router assumes none.
+                        workers.append(str(ports.bootstrap))
+        return [self.site.python, "-m", ROUTER_MODULE,
+                "--host", "0.0.0.0", "--port", str(self.launch.ports.router),
+                "--pd-disaggregation", *workers,
+                "--policy", self.launch.router_policy]
+
+    def regular_ips(self) -> tuple[str, str]:
+        return self.site.prefill_hosts[0], self.site.decode_hosts[0]
+
+    def regular_argv(self, index: int) -> list[str]:
+        return [*self._server_common(self.launch.ports.regular[index], self.regular_tp), *self._server_tail()]
+
+    def regular_router_argv(self) -> list[str]:
+        ports = self.launch.ports
+        urls = [url(ip, port) for ip, port in zip(self.regular_ips(), ports.regular)]
+        return [self.site.python, "-m", ROUTER_MODULE,
+                "--host", "0.0.0.0", "--port", str(ports.router),
+                "--worker-urls", *urls,
+                "--policy", self.launch.router_policy]
+
+    # ---- environment ----------------------------------------------------
+    @staticmethod
+    def gpu_env(gpus: tuple[int, ...]) -> dict[str, str]:
+        """The server's GPUs: the container reserves all of them, CUDA picks these."""
+        return {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus))}
+
+    def server_env(self, role: str, instance: int = 0, server: int = 0) -> dict[str, str]:
+        """What a server sees besides the image's own environment; ``instance``
+        is the node (or the regular instance), ``server`` the server on it."""
+        if role == "regular":
+            return self.gpu_env(self.regular_gpus[instance])
+        env = {"SGLANG_HOST_IP": self.hosts(role)[instance]}
+        env.update({k: self.launch.env[k] for k in LAUNCH_ENV_FIXED})
+        env.update({k: v for k, v in self.launch.env.items() if k in LAUNCH_ENV_TUNABLES})
+        if self.site.force_tcp:
+            env["MC_FORCE_TCP"] = "1"
+        env.update(self.gpu_env(self._gpus[role, instance, server]))
+        return env
+
+    # ---- the plan every target renders ----------------------------------
+    def launch_plan(self) -> LaunchPlan:
+        if not self.disaggregated:
+            raise UserError(f"scenario {self.scenario.name} has no disaggregated stack; "
+                            "only the compose target renders regular-only stacks")
+        nodes = []
+        for role in SERVER_ROLES:
+            per_node = self.role_nodes(role).servers_per_node
+            for node, host in enumerate(self.hosts(role)):
+                servers = []
+                for k in range(per_node):
+                    ports = self._ports(role, k)
+                    argv = {Role.PREFILL: self.prefill_argv, Role.DECODE: self.decode_argv}[role](k)
+                    servers.append(ServerLaunch(
+                        name=f"{role}-{node}" + (f"-{k}" if per_node > 1 else ""), role=role.value, node=node, index=k,
+                        host=host, port=ports.server, bootstrap_port=ports.bootstrap,
+                        gpus=self._gpus[role, node, k], env=self.server_env(role, node, k), argv=tuple(argv),
+                        position=node * per_node + k))
+                nodes.append(NodeLaunch(name=f"{role}-{node}", role=role.value, index=node, host=host, servers=tuple(servers)))
+        return LaunchPlan(scenario=self.scenario.name, topology=self.topology.label, nodes=tuple(nodes),
+                          router_port=self.launch.ports.router, router_argv=tuple(self.router_argv()))
+
+
+def shell_line(env: dict[str, str], argv: list[str] | tuple[str, ...]) -> str:
+    """argv as an operator would type it: env prefix, then one flag per line."""
+    head = [f"{k}={shlex.quote(v)}" for k, v in env.items()]
+    words = [shlex.quote(a) for a in argv]
+    # python3 -m module stays on the first line with the environment.
+    first = " ".join(head + words[:3])
+    rest: list[str] = []
+    for word, raw in zip(words[3:], argv[3:]):
+        if raw.startswith("--") or not rest:
+            rest.append(word)
+        else:
+            rest[-1] += " " + word
+    return " \\\n    ".join([first, *rest])

@@ -1,0 +1,123 @@
+"""A scenario's launch section: how servers and router start, as the published launch fixes it.
+
+Stacks, ports, router policy, server flags and the environment the compose
+files hand to the servers. Where the servers run (IPs, GPUs, paths) is the
+site's business (``siteinput``, ``pdrepro render``'s options), not this file's.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal, NamedTuple, get_args
+
+from pydantic import Field
+
+from ..core.errors import UserError
+from ..core.strictmodel import Flag, IntBounds, NumberBounds, Record
+
+PORT = Annotated[int, IntBounds(1, 65535)]
+
+# Each Literal is the field's type; the tuple of its values derives from it.
+Stack = Literal["disaggregated", "regular"]
+STACKS: tuple[str, ...] = get_args(Stack)
+RouterPolicy = Literal["round_robin", "random", "cache_aware", "power_of_two"]
+ROUTER_POLICIES: tuple[str, ...] = get_args(RouterPolicy)
+# The environment the compose files hand to the servers. The first two are set
+# by the published launch; the rest are optional tunables the compose files
+# pass through only when set, so an unset one keeps the upstream default.
+LAUNCH_ENV_FIXED = ("MOONCAKE_PROTOCOL", "WITH_NVIDIA_PEERMEM")
+LAUNCH_ENV_TUNABLES = (
+    "MC_SLICE_SIZE", "MC_NUM_QP_PER_EP", "MC_RETRY_CNT", "MC_MAX_WR", "MC_WORKERS_PER_CTX",
+    "MC_MTU", "MC_GID_INDEX", "MC_IB_PORT", "MC_IB_TC", "MC_IB_SL", "MC_PATH_ROUNDROBIN",
+    "MC_LOG_LEVEL", "MC_HANDSHAKE_PORT", "MC_MIN_RPC_PORT", "MC_MAX_RPC_PORT", "MC_TE_FILTERS",
+    "MC_CUSTOM_TOPO_JSON", "MC_TRANSFER_TIMEOUT", "MC_TE_METRIC", "NCCL_IB_GID_INDEX",
+    "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT", "SGLANG_DISAGGREGATION_WAITING_TIMEOUT",
+    "SGLANG_DISAGGREGATION_HEARTBEAT_MAX_FAILURE",
+)
+
+
+class PdPorts(NamedTuple):
+    """The disaggregated stack's first ports (server k of a node adds k)."""
+
+    prefill: int
+    decode: int
+    bootstrap: int
+
+
+class LaunchPorts(Record):
+    router: PORT
+    prefill: PORT | None = None
+    decode: PORT | None = None
+    bootstrap: PORT | None = None
+    # The two regular (non-disaggregated) instances of the comparison stack.
+    regular: tuple[PORT, ...] = ()
+
+    def pd(self) -> PdPorts:
+        """The disaggregated stack's ports, which Launch.check has required for that stack."""
+        if self.prefill is None or self.decode is None or self.bootstrap is None:
+            raise UserError("launch.ports: the disaggregated stack needs prefill, decode and bootstrap ports")
+        return PdPorts(self.prefill, self.decode, self.bootstrap)
+
+
+class Launch(Record):
+    """How servers and router start: what the published launch fixes.
+
+    Where the servers run (IPs, GPUs, paths) is the site's business and comes
+    from ``pdrepro render``'s options, not from here.
+    """
+
+    stacks: tuple[Stack, ...]
+    ports: LaunchPorts
+    router_policy: RouterPolicy
+    chunked_prefill_size: Annotated[int, IntBounds(-1)]
+    stream_interval: Annotated[int, IntBounds(1)]
+    disable_radix_cache: Flag
+    trust_remote_code: Flag
+    enable_request_time_stats_logging: Flag
+    transfer_backend: Literal["mooncake"] = "mooncake"
+    enable_metrics: Flag = False
+    # TP of each regular instance; unset means parallel.prefill_tp.
+    regular_tp: Annotated[int, IntBounds(1, 64)] | None = None
+    extra_server_args: tuple[str, ...] = ()
+    # Each server's --mem-fraction-static when servers share one GPU (a box with one GPU):
+    # a fraction of the memory free when that server starts. Unset: such a box needs --mem-fraction.
+    shared_gpu_mem_fraction: Annotated[float, NumberBounds(0.01, 0.95)] | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+
+    def check(self, source: str) -> None:
+        if not self.stacks or len(set(self.stacks)) != len(self.stacks):
+            raise UserError(f"{source}: launch.stacks must list {' and/or '.join(STACKS)} once each")
+        p = self.ports
+        if "disaggregated" in self.stacks:
+            missing = [k for k in ("prefill", "decode", "bootstrap") if getattr(p, k) is None]
+            if missing:
+                raise UserError(f"{source}: launch.ports.{missing[0]} is missing; "
+                                "the disaggregated stack needs prefill, decode and bootstrap ports")
+            if len({p.prefill, p.decode, p.bootstrap, p.router}) != 4:
+                raise UserError(f"{source}: launch.ports prefill, decode, bootstrap and router must differ "
+                                "(they may share one host)")
+            absent = [k for k in LAUNCH_ENV_FIXED if k not in self.env]
+            if absent:
+                raise UserError(f"{source}: launch.env.{absent[0]} is missing; "
+                                f"the disaggregated stack sets {' and '.join(LAUNCH_ENV_FIXED)}")
+        if "regular" in self.stacks and (len(p.regular) != 2 or len({*p.regular, p.router}) != 3):
+            raise UserError(f"{source}: launch.ports.regular must list two ports, "
+                            "different from each other and from the router's")
+        allowed = LAUNCH_ENV_FIXED + LAUNCH_ENV_TUNABLES
+        for key, value in self.env.items():
+            if key.endswith("_TIMEOUT") and not _positive_number(value):
+                raise UserError(f"{source}: launch.env.{key} is {value!r}; give a timeout in seconds above 0")
+        unknown = sorted(set(self.env) - set(allowed))
+        if unknown:
+            raise UserError(
+                f"{source}: launch.env.{unknown[0]} is not passed to the servers by the compose files; "
+                f"use one of: {', '.join(allowed)}"
+            )
+
+
+def _positive_number(value: str) -> bool:
+    try:
+        number = float(value)
+    except ValueError:
+        return False
+    return math.isfinite(number) and number > 0

@@ -1,0 +1,378 @@
+"""Scenarios: what to run and what to expect, validated once at load time.
+
+A scenario is a YAML file, shipped with the package (``pdrepro/scenarios``) or
+given by path. ``load_scenario`` returns a frozen ``Scenario``; every later
+step reads its settings from that object and carries no defaults of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Literal, get_args
+
+import yaml
+from pydantic import Field
+
+from ..core import runfile
+from ..core.errors import UserError
+from ..core.roles import Role, RoleSpec
+from ..core.strictmodel import FiniteNumber, IntBounds, NumberBounds, Record, StrictInt, load, to_plain
+from ..rundir import RunDir
+from . import configyaml
+from .kvsize import DType, Geometry, geometry_from_config, kv_bytes_per_token
+from .launch_section import Launch
+
+# Version of the scenario file's format; summary.json has its own (contract.SUMMARY_SCHEMA_VERSION),
+# because a scenario and a summary change apart.
+# Each Literal is the field's type; the tuple of its values derives from it (a type checker reads no
+# variable inside Literal[...]).
+ScenarioSchemaVersion = Literal[1]
+SCENARIO_SCHEMA_VERSION: int = get_args(ScenarioSchemaVersion)[0]
+Kind = Literal["kv-sweep", "comparison"]
+KINDS: tuple[str, ...] = get_args(Kind)
+# What the KV may move over: "rdma" (the published run: the transport proof and the NIC witness are
+# gates) or "any" (a box without an RDMA device may use TCP; the witness then does not apply).
+Transport = Literal["rdma", "any"]
+TRANSPORTS: tuple[str, ...] = get_args(Transport)
+# Keys added after runs were recorded, with the value every scenario meant before the key existed:
+# at that value they stay out of the fingerprint, so those runs' recorded fingerprints still hold.
+_FINGERPRINT_NEUTRAL = {"transport": "rdma", "pins_match": "gate"}
+# Launch keys added later, likewise left out at their default (unset), so older runs keep their fingerprint.
+_LAUNCH_FINGERPRINT_NEUTRAL = {"shared_gpu_mem_fraction": None}
+
+TP = Annotated[int, IntBounds(1, 64)]
+# The bounds that recur across the file's fields.
+PositiveInt = Annotated[int, IntBounds(1)]
+CountInt = Annotated[int, IntBounds(0)]
+NonNegative = Annotated[float, NumberBounds(ge=0)]
+Fraction = Annotated[float, NumberBounds(0, 1)]
+Percent = Annotated[float, NumberBounds(0, 100)]
+
+
+class Model(Record):
+    name: str
+    dtype: DType
+    # Exactly one of these two: the geometry inline, or the model's config.json
+    # (a path relative to the scenario file, resolved at load).
+    geometry: Geometry | None = None
+    config_json: str | None = None
+
+    def check(self, source: str) -> None:
+        if (self.geometry is None) == (self.config_json is None):
+            raise UserError(f"{source}: model needs exactly one of geometry or config_json")
+
+
+class Parallel(Record):
+    prefill_tp: TP
+    decode_tp: TP
+
+    def tp(self, role: str) -> int:
+        """The TP of each server of ROLE."""
+        return {Role.PREFILL: self.prefill_tp, Role.DECODE: self.decode_tp}[Role(role)]
+
+
+class RoleNodes(Record):
+    """How many nodes one role (prefill or decode) runs on, and how many
+    servers each of those nodes runs (each with that role's TP)."""
+
+    nodes: Annotated[int, IntBounds(1, 256)] = 1
+    servers_per_node: Annotated[int, IntBounds(1, 64)] = 1
+
+
+class Topology(Record):
+    """xPyD: prefill and decode nodes behind one router. TP per server is
+    ``parallel``; unset, both roles run one server on one node (1P1D)."""
+
+    prefill: RoleNodes = Field(default_factory=RoleNodes)
+    decode: RoleNodes = Field(default_factory=RoleNodes)
+
+    def of(self, role: str) -> RoleNodes:
+        """The nodes of ROLE (prefill or decode)."""
+        return {Role.PREFILL: self.prefill, Role.DECODE: self.decode}[Role(role)]
+
+    def servers(self, role: str) -> int:
+        """Servers of ``role`` ("prefill" or "decode") over all its nodes."""
+        nodes = self.of(role)
+        return nodes.nodes * nodes.servers_per_node
+
+    @property
+    def label(self) -> str:
+        return f"{self.prefill.nodes * self.prefill.servers_per_node}P{self.decode.nodes * self.decode.servers_per_node}D"
+
+
+class Link(Record):
+    """The fabric of one node; the utilization denominator is derived from it."""
+
+    nics_per_node: Annotated[int, IntBounds(1, 64)] = Field(description="RDMA NICs per node that carry the KV transfer")
+    nic_rate_Gb_s: Annotated[float, NumberBounds(ge=1)] = Field(description="line rate of one NIC, Gb/s (decimal)")
+
+    @property
+    def line_rate_GB_s(self) -> float:
+        return self.nics_per_node * self.nic_rate_Gb_s / 8
+
+
+class Sweep(Record):
+    # No released model reads more than about 10 M tokens; a longer "length" is a typo.
+    prompt_lens: tuple[Annotated[int, IntBounds(1, 10_000_000)], ...] = Field(
+        description="input lengths to sweep, tokens, each once")
+    num_prompts: PositiveInt = Field(description="requests per length")
+    output_len: PositiveInt = Field(description="output tokens asked of each request")
+    max_concurrency: PositiveInt | None = Field(default=None, description="requests in flight at most; null: open loop")
+    request_rate: Annotated[float, NumberBounds(ge=0, unbounded=True)] = Field(
+        description="requests per second; inf sends them all at once")
+    random_range_ratio: Fraction = Field(description="the random dataset draws lengths from [ratio x length, length]")
+    seed: StrictInt = Field(description="seed of the bench client's random dataset")
+    warmup_requests: CountInt = Field(description="requests the bench client sends before it measures each length")
+
+    def check(self, source: str) -> None:
+        if not self.prompt_lens:
+            raise UserError(f"{source}: sweep.prompt_lens is empty; list at least one prompt length")
+        if len(set(self.prompt_lens)) != len(self.prompt_lens):
+            raise UserError(f"{source}: sweep.prompt_lens has duplicates; list each length once")
+
+
+class ReferenceRow(Record):
+    prompt_len: StrictInt = Field(description="tokens")
+    ttft_ms: FiniteNumber = Field(description="time to first token, milliseconds")
+    kv_size: str = Field(description="KV cache of one request as published (decimal GB/MB)")
+    transfer_ms: FiniteNumber = Field(description="KV transfer time, milliseconds")
+    bandwidth_GB_s: FiniteNumber = Field(description="KV transfer bandwidth, decimal GB/s")
+    utilization_pct: FiniteNumber = Field(description="share of the link's line rate, percent")
+
+
+class Reference(Record):
+    source: str
+    rows: tuple[ReferenceRow, ...] = ()
+    headline: dict[str, FiniteNumber] = Field(default_factory=dict)
+    # For comparison scenarios: configuration name -> metric -> published value.
+    configurations: dict[str, dict[str, FiniteNumber]] = Field(default_factory=dict)
+
+
+class Thresholds(Record):
+    min_bandwidth_GB_s: dict[StrictInt, NonNegative] = Field(
+        default_factory=dict, description="prompt length (tokens) -> lowest KV bandwidth, decimal GB/s")
+    max_ttft_ms: dict[StrictInt, NonNegative] = Field(
+        default_factory=dict, description="prompt length (tokens) -> highest mean TTFT, milliseconds")
+    max_transfer_share_pct: Percent | None = Field(
+        default=None, description="highest share of the mean TTFT the KV transfer may take at any length, percent")
+    min_peak_bandwidth_GB_s: NonNegative | None = Field(default=None, description="lowest peak bandwidth, decimal GB/s")
+    min_peak_utilization_pct: Percent | None = Field(
+        default=None, description="lowest peak share of the link's line rate, percent")
+    min_completed_fraction: Fraction = Field(default=1.0, description="share of requests that must complete")
+    max_request_errors: CountInt = Field(default=0, description="failed requests allowed per length")
+    min_nic_kv_share_pct: Percent = Field(
+        default=90.0,
+        description="lowest share of the model's KV bytes the RDMA port counters must show at each length, percent "
+                    "(an intact RDMA path shows all of it plus headers; a TCP fallback next to nothing)")
+    max_kv_size_mismatch_pct: NonNegative = Field(
+        default=5.0,
+        description="largest gap between the scenario's KV size and the one the server logs before a warning, percent")
+
+
+class Scenario(Record):
+    schema_version: ScenarioSchemaVersion
+    name: str
+    title: str
+    kind: Kind
+    model: Model
+    parallel: Parallel
+    sweep: Sweep
+    link: Link | None = None
+    reference: Reference | None = None
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    launch: Launch | None = None
+    topology: Topology = Field(default_factory=Topology)
+    transport: Transport = Field(
+        default="rdma",
+        description="what the KV may move over: rdma (the transport proof and the NIC witness are gates) or any "
+                    "(TCP is allowed; on a node the sweep found without RDMA devices the witness is not applicable)")
+    pins_match: Literal["gate", "warn"] = Field(
+        default="gate",
+        description="what a difference between what ran (server versions, Mooncake, torch, CUDA) and "
+                    "docker/versions.env does: gate (the pins_match check fails; a reproduction of the published "
+                    "run) or warn (a warning in the report and check)")
+
+    def role(self, role: str) -> RoleSpec:
+        """What this scenario says about one server role: TP, nodes, servers per node and, with a launch
+        section, its ports (a site adds the hosts: launch.Launcher.spec)."""
+        role = Role(role)
+        nodes = self.topology.of(role)
+        ports = self.launch.ports if self.launch is not None else None
+        port = None if ports is None else {Role.PREFILL: ports.prefill, Role.DECODE: ports.decode}[role]
+        bootstrap = ports.bootstrap if ports is not None and role is Role.PREFILL else None
+        return RoleSpec(role=role, tp=self.parallel.tp(role), nodes=nodes.nodes, servers_per_node=nodes.servers_per_node,
+                        port=port, bootstrap_port=bootstrap)
+
+    def check(self, source: str) -> None:
+        self._validate_port_ranges(source)
+        if self.kind == "kv-sweep" and self.link is None:
+            raise UserError(f"{source}: a kv-sweep scenario needs link (nics_per_node, nic_rate_Gb_s) for utilization")
+        lens = set(self.sweep.prompt_lens)
+        for key in ("min_bandwidth_GB_s", "max_ttft_ms"):
+            extra = sorted(set(getattr(self.thresholds, key)) - lens)
+            if extra:
+                raise UserError(
+                    f"{source}: thresholds.{key} names prompt length {extra[0]}, which sweep.prompt_lens lacks; "
+                    "remove it or add the length to the sweep"
+                )
+
+    def _validate_port_ranges(self, source: str) -> None:
+        # Server k of a node listens on the role's port + k (bootstrap too), so
+        # with several servers per node the ranges must not run into each other.
+        if self.launch is None or "disaggregated" not in self.launch.stacks:
+            return
+        p, t = self.launch.ports.pd(), self.topology
+        ranges = {"prefill": (p.prefill, t.prefill.servers_per_node), "bootstrap": (p.bootstrap, t.prefill.servers_per_node),
+                  "decode": (p.decode, t.decode.servers_per_node), "router": (self.launch.ports.router, 1)}
+        names = list(ranges)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                (pa, na), (pb, nb) = ranges[a], ranges[b]
+                if pa < pb + nb and pb < pa + na:
+                    raise UserError(
+                        f"{source}: launch.ports.{a} and launch.ports.{b} overlap: server k of a node uses port + k "
+                        f"(topology servers_per_node); space them at least servers_per_node apart")
+
+    # Derived figures, so that no later step recomputes them its own way.
+    @property
+    def geometry(self) -> Geometry:
+        if self.model.geometry is not None:
+            return self.model.geometry
+        assert self.model.config_json is not None  # Model.check: exactly one of geometry and config_json
+        return geometry_from_config(Path(self.model.config_json))
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        return kv_bytes_per_token(self.geometry, self.model.dtype, self.parallel.prefill_tp, f"scenario {self.name}")
+
+    def kv_bytes(self, prompt_len: int) -> int:
+        return prompt_len * self.kv_bytes_per_token
+
+    @property
+    def line_rate_GB_s(self) -> float | None:
+        return self.link.line_rate_GB_s if self.link else None
+
+    def to_dict(self) -> dict:
+        return to_plain(self)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 of the canonical scenario, recorded in every run's provenance."""
+        data = {k: v for k, v in self.to_dict().items() if _FINGERPRINT_NEUTRAL.get(k, object()) != v}
+        if isinstance(data.get("launch"), dict):
+            data["launch"] = {k: v for k, v in data["launch"].items()
+                              if k not in _LAUNCH_FINGERPRINT_NEUTRAL or _LAUNCH_FINGERPRINT_NEUTRAL[k] != v}
+        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def with_thresholds(self, thresholds: Thresholds) -> Scenario:
+        return self.model_copy(update={"thresholds": thresholds})
+
+
+def shipped_names() -> list[str]:
+    folder = resources.files("pdrepro") / "scenarios"
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _read_yaml(path: Path, what: str) -> object:
+    try:
+        # Through runfile: a FIFO or device named as the scenario (or left as RUN/scenario.yaml) is refused, not
+        # read forever.
+        text = runfile.read_text(path, errors="strict")
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such {what} file; check the path") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory; give the {what} YAML file") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}); save the {what} "
+                        "file as UTF-8") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the {what} file ({exc.strerror}); fix the path or its permissions") from None
+    data = configyaml.parse(text, str(path))
+    if data is None:
+        raise UserError(f"{path}: the {what} file is empty; fill it in (see the shipped scenarios)")
+    return data
+
+
+def scenario_from_dict(data: object, source: str, base_dir: Path | None = None) -> Scenario:
+    scenario = load(Scenario, data, source)
+    if scenario.model.config_json is not None:
+        config = Path(scenario.model.config_json)
+        if not config.is_absolute() and base_dir is not None:
+            config = (base_dir / config).resolve()
+        model = scenario.model.model_copy(update={"config_json": str(config)})
+        scenario = scenario.model_copy(update={"model": model})
+    # Fail now, at the edge: an unreadable config, or heads that do not split over the TP ranks.
+    kv_bytes_per_token(scenario.geometry, scenario.model.dtype, scenario.parallel.prefill_tp, source)
+    return scenario
+
+
+def resolve_path(spec: str | Path) -> Path:
+    """The scenario file ``spec`` names: a path to a YAML file, else a shipped scenario's name."""
+    path = Path(spec)
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory, not a scenario file; give the scenario YAML file in it")
+    if not path.exists():  # a FIFO or device there is refused by name when read
+        if str(spec) in shipped_names():
+            path = Path(str(resources.files("pdrepro") / "scenarios" / f"{spec}.yaml"))
+        elif path.suffix in (".yaml", ".yml") or "/" in str(spec):
+            raise UserError(f"{spec}: no such scenario file; check the path, or use a shipped name: {', '.join(shipped_names())}")
+        else:
+            raise UserError(f"unknown scenario {spec!r}; use a path or one of: {', '.join(shipped_names())}")
+    return path
+
+
+def load_scenario(spec: str | Path) -> Scenario:
+    """``spec`` is a shipped scenario name or a path to a scenario YAML file."""
+    path = resolve_path(spec)
+    return scenario_from_dict(_read_yaml(path, "scenario"), str(path), path.parent)
+
+
+def _thresholds_data(path: Path) -> object:
+    data = _read_yaml(path, "thresholds")
+    if isinstance(data, dict) and set(data) == {"thresholds"}:
+        data = data["thresholds"]
+    return data
+
+
+def merge_thresholds(base: Thresholds, path: str | Path) -> Thresholds:
+    """Thresholds from ``path`` laid over ``base``: a key the file names wins,
+    per prompt length for the per-length bounds; every other bound stays."""
+    path = Path(path)
+    data = _thresholds_data(path)
+    override = load(Thresholds, data, str(path), "thresholds")
+    assert isinstance(data, dict)  # load() refuses anything but a mapping
+    changes = {}
+    for key in data:
+        old, new = getattr(base, key), getattr(override, key)
+        changes[key] = {**old, **new} if isinstance(old, dict) else new
+    return base.model_copy(update=changes)
+
+
+def resolve_scenario(spec: str | None, run_dir: Path | None = None, thresholds: str | None = None) -> Scenario:
+    """The one merge chain: explicit --scenario, else the run's own scenario.yaml; then --thresholds."""
+    if spec is not None:
+        scenario = load_scenario(spec)
+    elif run_dir is not None and not Path(run_dir).is_dir():
+        why = "is a file, not a directory" if Path(run_dir).exists() else "no such run directory"
+        raise UserError(f"{run_dir}: {why}; give the folder holding bench/ and logs/")
+    elif run_dir is not None and RunDir(Path(run_dir)).scenario_file.exists():
+        scenario = load_scenario(RunDir(Path(run_dir)).scenario_file)
+    else:
+        where = f"{run_dir} has no scenario.yaml; " if run_dir is not None else ""
+        raise UserError(f"{where}pass --scenario NAME_OR_PATH (shipped: {', '.join(shipped_names())})")
+    if thresholds is not None:
+        scenario = scenario.with_thresholds(merge_thresholds(scenario.thresholds, thresholds))
+        scenario.check(str(thresholds))
+    return scenario
+
+
+def is_unbounded(rate: float) -> bool:
+    return math.isinf(rate)

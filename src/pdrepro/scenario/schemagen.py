@@ -1,0 +1,44 @@
+"""JSON Schemas of the files users write and read, generated from their models.
+
+The shipped copies under ``pdrepro/schemas`` let an editor check a scenario as
+it is typed (YAML language servers read a ``$schema`` comment) and let other
+tools check a summary.json; a test keeps them equal to what the models give.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from ..rundir.summarymodel import Summary
+from .model import Scenario
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+MODELS: dict[str, type[BaseModel]] = {"scenario": Scenario, "summary": Summary}
+
+
+def file_name(name: str) -> str:
+    return f"{name}.schema.json"
+
+
+def render(name: str) -> str:
+    """The schema text of one model, as shipped (stable key order, trailing newline)."""
+    schema = {"$schema": DRAFT, **MODELS[name].model_json_schema()}
+    return json.dumps(schema, indent=2) + "\n"
+
+
+def shipped_dir() -> Path:
+    return Path(str(resources.files("pdrepro") / "schemas"))
+
+
+def write_all(folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in MODELS:
+        path = folder / file_name(name)
+        path.write_text(render(name))
+        written.append(path)
+    return written

@@ -1,0 +1,222 @@
+"""Runs the bench client. The sweep takes any object with this ``run`` method,
+so the cluster tests hand it their own; the product ships the Docker one.
+
+The client runs inside the GPU image so that its SGLang matches the servers'.
+Host paths are mounted at the same paths inside the container, so the argv
+built by ``benchcmd`` is valid on either side.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from pathlib import Path
+from typing import Protocol
+
+from ..host import docker as docker_engine
+
+log = logging.getLogger(__name__)
+
+# The label naming the host folder a bench container writes into (the run directory).
+WRITES_LABEL = "pdrepro.writes"
+
+
+class LengthTimeout(Exception):
+    """The client ran past the per-length limit and was stopped."""
+
+
+class BenchLauncher(Protocol):
+    def run(self, argv: list[str], *, mounts: dict[Path, bool], timeout_s: float | None) -> int:
+        """Runs argv to completion; returns its exit status. ``mounts``: host
+        path -> writable. Raises LengthTimeout past ``timeout_s``; on
+        KeyboardInterrupt stops the client before re-raising."""
+
+
+class DockerLauncher:
+    """``docker run --rm --network host`` of the bench client in ``image``."""
+
+    def __init__(self, image: str, env: dict[str, str] | None = None, client=None, name_prefix: str = "pdrepro-bench"):
+        self.image = image
+        self.env = dict(env or {})
+        self._client = client
+        self.name_prefix = name_prefix
+        self.last_client_s: float | None = None
+
+    @property
+    def client(self):
+        if self._client is None:
+            from ..core.errors import UserError
+
+            try:
+                self._client = docker_engine.connect()
+            except docker_engine.EngineUnreachable as exc:
+                raise UserError(f"cannot reach the Docker engine ({exc.kind}); "
+                                "start dockerd or set DOCKER_HOST") from None
+        return self._client
+
+    def image_digest(self) -> dict:
+        try:
+            image = self.client.images.get(self.image)
+        except Exception as exc:
+            return {"image": self.image, "error": type(exc).__name__}
+        return {"image": self.image, "id": image.id, "repo_digests": image.attrs.get("RepoDigests", [])}
+
+    def run(self, argv, *, mounts, timeout_s):
+        from ..core.errors import UserError
+
+        client = self.client
+        try:
+            client.images.get(self.image)
+        except Exception:
+            raise UserError(f"image {self.image} is not on this host; build it (make build) or pass --image") from None
+        self.last_client_s = None
+        volumes = {str(p): {"bind": str(p), "mode": "rw" if rw else "ro"} for p, rw in mounts.items()}
+        # Each writable mount is named on the container, so a later sweep of the same run finds a client
+        # that a killed sweep (SIGKILL, a lost node) left running, and stops it before starting its own.
+        writable = sorted(str(p) for p, rw in mounts.items() if rw)
+        labels = {WRITES_LABEL: ":".join(writable)} if writable else {}
+        self._stop_orphans(labels)
+        container = client.containers.run(
+            self.image, argv, detach=True, network_mode="host", volumes=volumes, labels=labels,
+            environment=self.env, name=f"{self.name_prefix}-{uuid.uuid4().hex[:12]}",
+        )
+        stop = threading.Event()
+        pump = threading.Thread(target=self._pump, args=(container, stop), daemon=True)
+        pump.start()
+        try:
+            try:
+                result = container.wait(timeout=timeout_s)
+            except Exception as exc:
+                timeout_type = type(exc).__name__ in ("ReadTimeout", "ConnectionError", "ReadTimeoutError")
+                if "timed out" in str(exc).lower() or timeout_type:
+                    raise LengthTimeout(f"bench client ran past {timeout_s:.0f} s") from None
+                raise
+            pump.join(timeout=5)
+            self.last_client_s = _run_seconds(container)
+            return int(result.get("StatusCode", 1))
+        finally:
+            stop.set()
+            try:
+                container.remove(force=True)
+            except Exception:
+                pass
+
+    def _stop_orphans(self, labels: dict[str, str]) -> None:
+        """Removes running bench containers that write where this one will: only a sweep that holds the run's
+        lock starts a client, so any such container belongs to a sweep that is gone."""
+        if not labels:
+            return
+        try:
+            found = self.client.containers.list(all=True, filters={"label": f"{WRITES_LABEL}={labels[WRITES_LABEL]}"})
+        except Exception:  # an engine that cannot list: nothing known to stop
+            return
+        for old in found:
+            log.info(f"  stopping bench container {old.name}, left running by an earlier sweep of this run")
+            try:
+                old.remove(force=True)
+            except Exception:
+                pass
+
+    @staticmethod
+    def _pump(container, stop):
+        buf = b""
+        for chunk in container.logs(stream=True, follow=True):
+            if stop.is_set():
+                break
+            buf += chunk
+            # tqdm redraws with \r: show each redraw as a line of progress.
+            while True:
+                cut = min((i for i in (buf.find(b"\n"), buf.find(b"\r")) if i >= 0), default=-1)
+                if cut < 0:
+                    break
+                line, buf = buf[:cut], buf[cut + 1:]
+                if line.strip():
+                    log.info("    " + line.decode(errors="replace").rstrip())
+
+
+class InPlaceLauncher:
+    """The bench client as a child process, for a sweep that already runs in
+    the GPU image (a Kubernetes Job, a SLURM step in the container): no
+    engine to ask, and the mounts are already there."""
+
+    def __init__(self, env: dict[str, str] | None = None):
+        self.env = dict(env or {})
+        self.last_client_s: float | None = None
+
+    def image_digest(self) -> dict:
+        import sys
+
+        return {"image": None, "in_place": True, "python": sys.executable}
+
+    def run(self, argv, *, mounts, timeout_s):
+        import os
+        import subprocess
+        import time
+
+        self.last_client_s = None
+        start = time.monotonic()
+        # Its own session: a terminal's Ctrl-C or a closed ssh session reaches the sweep, which stops the
+        # client's whole group (its worker processes too); and the client dies with the sweep if the sweep
+        # is killed outright, so a resume never finds a second client still writing.
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, **self.env},
+                                start_new_session=True, preexec_fn=_die_with_parent)
+        pump = threading.Thread(target=self._pump, args=(proc.stdout,), daemon=True)
+        pump.start()
+        try:
+            rc = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise LengthTimeout(f"bench client ran past {timeout_s:.0f} s") from None
+        finally:
+            _kill_group(proc)
+            pump.join(timeout=5)
+        self.last_client_s = time.monotonic() - start
+        return rc
+
+    @staticmethod
+    def _pump(stream):
+        # tqdm redraws with \r: show each redraw as a line of progress.
+        for raw in iter(lambda: stream.readline(), b""):
+            for line in raw.replace(b"\r", b"\n").split(b"\n"):
+                if line.strip():
+                    log.info("    " + line.decode(errors="replace").rstrip())
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux for SIGKILL when the sweep that started it dies."""
+    import ctypes
+    import signal
+
+    PR_SET_PDEATHSIG = 1
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass  # not Linux: the sweep's own clean-up is what stops the client
+
+
+def _kill_group(proc) -> None:
+    """Kills the client and every process of its session, then reaps it."""
+    import os
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+def _run_seconds(container) -> float | None:
+    """The container's own run time, from the engine's start and finish stamps."""
+    from datetime import datetime
+
+    try:
+        container.reload()
+        state = container.attrs["State"]
+        start, end = (datetime.fromisoformat(state[k][:26].rstrip("Z") + "+00:00") for k in ("StartedAt", "FinishedAt"))
+    except Exception:
+        return None
+    seconds = (end - start).total_seconds()
+    return seconds if seconds >= 0 else None
