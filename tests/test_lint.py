@@ -25,7 +25,7 @@ def test_the_ruff_that_runs_is_the_pinned_one():
 
 # Shell files that are not scripts on their own: each is shellchecked inside what it is rendered into.
 FRAGMENTS = {
-    "src/pdrepro/launch/targets/slurm_runtime.sh": "tests/test_render_slurm.py checks the sbatch scripts holding it",
+    "src/pdrepro/launch/targets/slurm_runtime.sh": "tests/launch/test_render_slurm.py checks the sbatch scripts holding it",
 }
 
 

@@ -23,7 +23,7 @@ DTYPE_BYTES: dict[str, int] = {
 }
 
 
-# The same names as a type, sorted as the schema lists them (tests/test_kvsize.py holds the two equal).
+# The same names as a type, sorted as the schema lists them (tests/scenario/test_kvsize.py holds the two equal).
 DType = Literal["bf16", "bfloat16", "float16", "float32", "float8_e4m3fn", "float8_e5m2", "fp16", "fp32", "fp8",
                 "fp8_e4m3", "fp8_e5m2", "half"]
 

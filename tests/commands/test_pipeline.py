@@ -1,0 +1,104 @@
+"""The one reproduction pipeline (`pdrepro repro`): its stages, their order and the status it ends with.
+
+The stages are run through stand-ins for the CLI commands and the gates' pytest, which record what they
+were asked and answer a chosen status; tests/commands/test_repro_make.py runs the real stages end to end."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from pdrepro import pipeline
+from pdrepro.cli import main
+
+SWEEP = pipeline.Sweep(scenario="s", router="http://r:8000", out="runs/X", prefill="http://p:30000",
+                       model_path="/m", dataset_path="/d.json", extra=("--wait-timeout", "5"))
+
+
+def _run(statuses: dict[str, int], **options) -> tuple[int, list[list[str]]]:
+    calls: list[list[str]] = []
+
+    def cli(argv):
+        calls.append(argv)
+        return statuses.get(argv[0], 0)
+
+    def spawn(argv):
+        calls.append(argv)
+        return statuses.get("gates", 0)
+
+    rc = pipeline.run(pipeline.Pipeline(sweep=SWEEP, **options), cli=cli, spawn=spawn)
+    return rc, calls
+
+
+def test_stages_run_in_order_and_success_is_zero(capsys):
+    rc, calls = _run({}, preflight_role="decode", gates="repro/", pytest=("pytest",))
+    assert rc == 0
+    assert calls[0] == ["doctor", "--role", "decode", "--scenario", "s", "--model", "/m", "--dataset", "/d.json"]
+    assert calls[1] == ["sweep", "--scenario", "s", "--router", "http://r:8000", "--prefill", "http://p:30000",
+                        "--model-path", "/m", "--dataset-path", "/d.json", "--out", "runs/X", "--no-analyze",
+                        "--wait-timeout", "5"]
+    assert calls[2] == ["analyze", "runs/X"]
+    assert calls[3] == ["pytest", "repro/", "--run-dir", "runs/X", "-p", "no:cacheprovider", "-q"]
+    out = capsys.readouterr().out
+    assert out.index("== 1/4 preflight") < out.index("== 2/4 sweep: s against http://r:8000 into runs/X") \
+        < out.index("== 3/4 analyze runs/X") < out.index("== 4/4 gates") < out.index("report: runs/X/report.md")
+
+
+@pytest.mark.parametrize("statuses,expected", [
+    ({"sweep": 1, "gates": 1}, 1),       # a failed length: still analysed and gated, the first failure wins
+    ({"analyze": 2, "gates": 1}, 2),
+    ({"gates": 1}, 1),
+])
+def test_first_failing_status_is_the_pipelines(statuses, expected):
+    rc, calls = _run(statuses, pytest=("pytest",))
+    assert rc == expected
+    assert [c[0] for c in calls] == ["sweep", "analyze", "pytest"]
+
+
+@pytest.mark.parametrize("status", [2, 130])
+def test_stopped_sweep_ends_the_pipeline(status, capsys):
+    rc, calls = _run({"sweep": status})
+    assert rc == status and [c[0] for c in calls] == ["sweep"]
+    assert "== 3/4" not in capsys.readouterr().out
+
+
+def test_failed_preflight_stops_before_the_sweep():
+    rc, calls = _run({"doctor": 2}, preflight_role="decode")
+    assert rc == 2 and [c[0] for c in calls] == ["doctor"]
+
+
+def test_without_pytest_the_run_is_judged_by_check(monkeypatch, capsys):
+    monkeypatch.setattr(pipeline.importlib.util, "find_spec", lambda name: None)
+    rc, calls = _run({"check": 1})
+    assert rc == 1 and calls[-1] == ["check", "runs/X"]
+    assert "no pytest here, judging with pdrepro check" in capsys.readouterr().out
+
+
+def test_default_gates_run_under_this_interpreter():
+    argv = pipeline.gates_argv(pipeline.Pipeline(sweep=SWEEP))
+    assert argv[:3] == [sys.executable, "-m", "pytest"] and argv[3:5] == ["repro", "--run-dir"]
+
+
+def test_quiet_announces_nothing(capsys):
+    _run({}, quiet=True)
+    assert capsys.readouterr().out == ""
+
+
+def test_command_passes_its_flags_to_the_stages(monkeypatch):
+    seen = {}
+    monkeypatch.setattr(pipeline, "run", lambda p: seen.setdefault("p", p) and 0)
+    assert main(["repro", "--router", "http://r:8000", "--out", "runs/Y", "--bench-in-place", "--configuration", "1P1D",
+                 "--sweep-args=--metrics --wait-timeout 9", "--pytest", "python -m pytest -p no:xdist",
+                 "--preflight", "decode"]) == 0
+    p = seen["p"]
+    assert p.sweep.argv(analyze=False) == ["sweep", "--scenario", pipeline.DEFAULT_SCENARIO, "--router", "http://r:8000",
+                                           "--configuration", "1P1D", "--bench-in-place", "--out", "runs/Y",
+                                           "--no-analyze", "--metrics", "--wait-timeout", "9"]
+    assert p.pytest == ("python", "-m", "pytest", "-p", "no:xdist") and p.preflight_role == "decode"
+
+
+def test_unbalanced_quote_is_one_line(capsys):
+    assert main(["repro", "--router", "http://r:8000", "--sweep-args=--x 'y"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pdrepro repro: error: --sweep-args") and "\n" not in err
