@@ -24,7 +24,13 @@ from pdrepro.scenario.model import load_scenario
 from pdrepro.verdicts.gates import NOT_APPLICABLE, evaluate, failed, not_applicable
 
 REPO = Path(__file__).resolve().parents[2]
-RECORDED = REPO / "tests" / "recorded" / "h200-onebox-host-sglang-0.5.15.post1"
+# The proof run twice on the same H200 the same day: first, and again on the day's final layout.
+RUNS = ("h200-onebox-host-sglang-0.5.15.post1", "h200-onebox-host-sglang-0.5.15.post1-rerun")
+
+
+@pytest.fixture(params=RUNS)
+def recorded(request) -> Path:
+    return REPO / "tests" / "recorded" / request.param
 LENGTHS = (128, 1024, 4096, 16384)
 # The site options the proof gave `stack up` (scripts/onebox-host-proof.sh with MODEL=/tmp/model, GPUS=0, TCP=auto
 # on a box without RDMA, the default SERVER_ARGS).
@@ -34,16 +40,16 @@ STACK_OPTIONS = ["--scenario", "onebox-qwen25-0.5b", "--model", "/tmp/model", "-
                  "--server-arg=--enable-metrics"]
 
 
-def copy_run(tmp_path: Path) -> Path:
+def copy_run(recorded: Path, tmp_path: Path) -> Path:
     dest = tmp_path / "run"
-    shutil.copytree(RECORDED, dest)
+    shutil.copytree(recorded, dest)
     for p in dest.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
     return dest
 
 
-def _recorded(name: str) -> dict:
-    return json.loads((RECORDED / name).read_text())
+def _recorded(recorded: Path, name: str) -> dict:
+    return json.loads((recorded / name).read_text())
 
 
 def _judge(run: Path):
@@ -52,17 +58,17 @@ def _judge(run: Path):
     return summary, evaluate(summary, scenario)
 
 
-def test_the_raw_files_give_the_recorded_rows_to_the_digit(tmp_path):
-    summary, _ = _judge(copy_run(tmp_path))
-    recorded = _recorded("summary.json")["rows"]
+def test_the_raw_files_give_the_recorded_rows_to_the_digit(recorded, tmp_path):
+    summary, _ = _judge(copy_run(recorded, tmp_path))
+    recorded = _recorded(recorded, "summary.json")["rows"]
     assert [r["prompt_len"] for r in summary["rows"]] == list(LENGTHS)
     for fresh, old in zip(summary["rows"], recorded):
         assert {k: fresh.get(k) for k in old} == old
         assert fresh["logged_requests"] == 10 and fresh["transfer_samples"] == 10
 
 
-def test_green_under_its_own_scenario_with_only_transport_and_witness_not_applicable(tmp_path, capsys):
-    run = copy_run(tmp_path)
+def test_green_under_its_own_scenario_with_only_transport_and_witness_not_applicable(recorded, tmp_path, capsys):
+    run = copy_run(recorded, tmp_path)
     summary, results = _judge(run)
     assert summary["transport"] == "tcp"
     assert summary["transport_evidence"]["rdma_devices"]["found"] is False
@@ -81,8 +87,8 @@ def test_green_under_its_own_scenario_with_only_transport_and_witness_not_applic
     assert "WARN" in out and "mooncake-transfer-engine-cuda13 0.3.12.post1" in out
 
 
-def test_the_same_files_under_the_published_transport_policy_fail(tmp_path):
-    run = copy_run(tmp_path)
+def test_the_same_files_under_the_published_transport_policy_fail(recorded, tmp_path):
+    run = copy_run(recorded, tmp_path)
     scenario_file = run / "scenario.yaml"
     text = scenario_file.read_text()
     assert "transport: any" in text
@@ -92,8 +98,8 @@ def test_the_same_files_under_the_published_transport_policy_fail(tmp_path):
     assert {("transport", None)} | {("nic_witness", L) for L in LENGTHS} <= names
 
 
-def test_the_gates_pass_with_the_not_applicable_ones_skipped_not_passed(tmp_path):
-    run = copy_run(tmp_path)
+def test_the_gates_pass_with_the_not_applicable_ones_skipped_not_passed(recorded, tmp_path):
+    run = copy_run(recorded, tmp_path)
     proc = subprocess.run([sys.executable, "-m", "pytest", "repro/", "--run-dir", str(run), "-p", "no:cacheprovider",
                            "-q", "--no-cov", "-p", "no:xdist"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -128,8 +134,8 @@ def _rendered(tmp_path: Path) -> dict[str, tuple[dict[str, str], list[str]]]:
     return blocks
 
 
-def test_what_stack_up_started_is_what_render_prints_for_the_same_options(tmp_path):
-    record = _recorded("stack.json")
+def test_what_stack_up_started_is_what_render_prints_for_the_same_options(recorded, tmp_path):
+    record = _recorded(recorded, "stack.json")
     rendered = _rendered(tmp_path)
     assert [p["name"] for p in record["processes"]] == ["prefill-0", "decode-0", "router"]
     for proc in record["processes"]:
@@ -144,13 +150,13 @@ def test_what_stack_up_started_is_what_render_prints_for_the_same_options(tmp_pa
     assert record["packages"]["mooncake-transfer-engine-cuda13"] == "0.3.12.post1"
 
 
-def test_the_engine_ceiling_ratios_are_the_reports(tmp_path, capsys):
-    run = copy_run(tmp_path)
+def test_the_engine_ceiling_ratios_are_the_reports(recorded, tmp_path, capsys):
+    run = copy_run(recorded, tmp_path)
     summary, _ = _judge(run)
     ceiling = json.loads((run / "engine-ceiling" / "result.json").read_text())
     assert ceiling and all(r.get("verified", True) for r in ceiling.get("rows", []))
     ratios = {}
-    for line in (RECORDED / "console" / "check.out").read_text().splitlines():
+    for line in (recorded / "console" / "check.out").read_text().splitlines():
         m = re.match(r"engine ceiling: length (\d+): ([\d.]+) GB/s per request, the engine alone ([\d.]+) GB/s "
                      r"\((\w+)\): ratio ([\d.]+)", line)
         if m:
@@ -163,8 +169,8 @@ def test_the_engine_ceiling_ratios_are_the_reports(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("role", ["prefill", "decode"])
-def test_the_servers_logs_hold_every_request_and_say_tcp(role):
-    text = (RECORDED / "logs" / f"{role}.log").read_text()
+def test_the_servers_logs_hold_every_request_and_say_tcp(recorded, role):
+    text = (recorded / "logs" / f"{role}.log").read_text()
     assert "MC_FORCE_TCP is set" in text
     if role == "prefill":
         lens = re.findall(r"ReqTimeStats\(rid=(?!HEALTH)\w+, bootstrap_room=(?!0,)\d+, input_len=(\d+)", text)
