@@ -181,3 +181,19 @@ def launched_slurm(out: Path, scenario: Scenario) -> Launched:
 
 # target -> reader of its rendered files; compose is the reference the others are held to
 LAUNCHED = {"compose": launched_compose, "k8s": launched_k8s, "slurm": launched_slurm}
+
+
+def host_commands(text: str) -> dict[str, tuple[dict[str, str], list[str]]]:
+    """Process name -> (environment, argv) from the commands.txt `render --launcher host` writes
+    (blocks headed "# NAME runs:", one shell line each, continued with backslashes)."""
+    blocks = {}
+    for block in text.split("\n\n"):
+        lines = block.strip().splitlines()
+        if lines and lines[0].startswith("# ") and lines[0].endswith(" runs:"):
+            words = shlex.split(" ".join(lines[1:]).replace("\\ ", " "))
+            env = {}
+            while "=" in words[0] and not words[0].startswith("-"):
+                key, value = words.pop(0).split("=", 1)
+                env[key] = value
+            blocks[lines[0][2:-len(" runs:")]] = (env, words)
+    return blocks

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import signal
 import socket
 import subprocess
@@ -16,6 +15,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from render_targets import host_commands
 
 from pdrepro.cli import main
 from pdrepro.launch.stack import procs, record
@@ -78,17 +78,7 @@ def _rendered(site, tmp_path) -> dict[str, tuple[dict[str, str], list[str]]]:
     """name -> (env, argv) as `pdrepro render --target onebox --launcher host` prints them."""
     out = tmp_path / "rendered"
     assert main(["render", "--target", "onebox", "--launcher", "host", *site["options"], "--out", str(out)]) == 0
-    blocks = {}
-    for block in (out / "commands.txt").read_text().split("\n\n"):
-        lines = block.strip().splitlines()
-        if lines and lines[0].startswith("# ") and lines[0].endswith(" runs:"):
-            words = shlex.split(" ".join(lines[1:]).replace("\\ ", " "))
-            env = {}
-            while "=" in words[0] and not words[0].startswith("-"):
-                key, value = words.pop(0).split("=", 1)
-                env[key] = value
-            blocks[lines[0][2:-len(" runs:")]] = (env, words)
-    return blocks
+    return host_commands((out / "commands.txt").read_text())
 
 
 def _decoy(port: int) -> subprocess.Popen:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from render_targets import host_commands
 
 from pdrepro.cli import main
 from pdrepro.publish.verdictsource import load_or_analyze
@@ -121,17 +121,7 @@ def _rendered(tmp_path: Path) -> dict[str, tuple[dict[str, str], list[str]]]:
                else o for o in STACK_OPTIONS]
     out = tmp_path / "rendered"
     assert main(["render", "--target", "onebox", "--launcher", "host", *options, "--out", str(out)]) == 0
-    blocks = {}
-    for block in (out / "commands.txt").read_text().split("\n\n"):
-        lines = block.strip().splitlines()
-        if lines and lines[0].startswith("# ") and lines[0].endswith(" runs:"):
-            words = shlex.split(" ".join(lines[1:]).replace("\\ ", " ").replace(str(model), "/tmp/model"))
-            env = {}
-            while "=" in words[0] and not words[0].startswith("-"):
-                key, value = words.pop(0).split("=", 1)
-                env[key] = value
-            blocks[lines[0][2:-len(" runs:")]] = (env, words)
-    return blocks
+    return host_commands((out / "commands.txt").read_text().replace(str(model), "/tmp/model"))
 
 
 def test_what_stack_up_started_is_what_render_prints_for_the_same_options(recorded, tmp_path):
