@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pdrepro.core.roles import SERVER_ROLES, Role, RoleSpec
+from pdrepro.core.roles import SERVER_ROLES, Role, RoleSpec, ServerPorts
 from pdrepro.scenario.model import load_scenario
 
 
@@ -25,9 +25,9 @@ def test_the_scenario_gives_each_role_its_tp_nodes_and_ports():
                                                       getattr(sc.topology, role).servers_per_node)
         assert spec.servers == sc.topology.servers(role)
         assert spec.port == getattr(sc.launch.ports, role)
-    assert sc.role("prefill").ports(1) == {"server": sc.launch.ports.prefill + 1,
-                                           "bootstrap": sc.launch.ports.bootstrap + 1}
-    assert sc.role("decode").ports(0) == {"server": sc.launch.ports.decode, "bootstrap": None}
+    assert sc.role("prefill").ports(1) == ServerPorts(server=sc.launch.ports.prefill + 1,
+                                                      bootstrap=sc.launch.ports.bootstrap + 1)
+    assert sc.role("decode").ports(0) == ServerPorts(server=sc.launch.ports.decode, bootstrap=None)
 
 
 def test_a_role_without_ports_or_an_unknown_role_is_refused():
