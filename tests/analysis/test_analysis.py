@@ -12,7 +12,7 @@ from pdrepro.publish.results import analyze_run
 from pdrepro.publish.verdictsource import load_or_analyze
 from pdrepro.rundir import RunDir
 from pdrepro.rundir.contract import input_errors
-from pdrepro.scenario.model import load_scenario
+from pdrepro.scenario.model import load_scenario, scenario_from_dict
 
 SCENARIO = load_scenario("h20-qwen3-235b-1p1d")
 PUBLISHED = {r.prompt_len: r for r in SCENARIO.reference.rows}
@@ -149,7 +149,8 @@ def test_summary_is_reused_until_an_input_changes(tmp_path):
 def test_comparison_scenarios_are_dispatched(tmp_path, monkeypatch):
     from pdrepro.publish import results as publish
 
-    comparison = SCENARIO.model_copy(update={"kind": "comparison"})
+    # The same settings as a comparison scenario: a file of that kind loads as its own model.
+    comparison = scenario_from_dict({**SCENARIO.to_dict(), "kind": "comparison"}, "comparison fixture")
     monkeypatch.setattr(publish, "compute_comparison", lambda run, s: {"dispatched": s.kind})
     monkeypatch.setattr(publish, "render_comparison", lambda summary: f"{summary['dispatched']}\n")
     run = build_run(tmp_path / "r", SCENARIO)

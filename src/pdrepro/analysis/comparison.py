@@ -21,7 +21,7 @@ from ..rundir import RunDir
 from ..rundir.contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, issue
 from ..rundir.issuekind import IssueKind
 from ..rundir.summarymodel import build as build_summary
-from ..scenario.model import Scenario
+from ..scenario.model import ComparisonScenario, Scenario
 
 # metric -> (bench JSON key, one of parsers.bench.REPORTED_KEYS; unit, label, better): better is "higher" or "lower".
 METRICS = {
@@ -73,7 +73,7 @@ def _change_pct(a, b):
 
 def compute_comparison(run: RunDir, scenario: Scenario) -> dict:
     """Parse and compare; no files written."""
-    if scenario.kind != "comparison":
+    if not isinstance(scenario, ComparisonScenario):
         raise UserError(f"scenario {scenario.name} is a {scenario.kind} scenario, not a comparison; use `pdrepro analyze`")
     published = (scenario.reference.configurations if scenario.reference else {}) or {}
     names = list(published)

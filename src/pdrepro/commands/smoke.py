@@ -64,12 +64,12 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from ..core.pins import load_pins
     from ..fabric.limits import engine_memlock_cap
-    from ..scenario.model import load_scenario
+    from ..scenario.model import KvSweepScenario, load_scenario
     from ..smoke.plan import make_plan
     from ..smoke.run import SmokeOptions, find_compose_file, run_smoke
 
     scenario = load_scenario(args.scenario)
-    if scenario.kind != "kv-sweep":
+    if not isinstance(scenario, KvSweepScenario):
         raise UserError(f"scenario {scenario.name} is a {scenario.kind}; the smoke needs a kv-sweep scenario")
     # make_plan validates repeats and block size (the same checks guard a plan read back from SMOKE_PLAN).
     repeats = scenario.sweep.num_prompts if args.repeats is None else args.repeats

@@ -15,7 +15,7 @@ import reprlib
 import types
 import typing
 from collections.abc import Iterator
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, overload
 
 from annotated_types import GroupedMetadata
 from pydantic import (
@@ -23,11 +23,13 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    TypeAdapter,
     ValidationError,
     ValidationInfo,
     WithJsonSchema,
     model_validator,
 )
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 from .errors import UserError
@@ -106,17 +108,32 @@ Flag = Annotated[bool, Field(strict=True)]
 M = typing.TypeVar("M", bound=BaseModel)
 
 
-def load(cls: type[M], data: Any, source: str, where: str = "", fix: str | None = None) -> M:
-    """``cls`` from ``data`` (parsed YAML or JSON), or a UserError naming ``source`` and the key path;
-    ``fix`` ends every message (a scenario's own default says to see the shipped ones)."""
+def tagged_union(tag: str, *members: type[BaseModel], title: str, description: str) -> Any:
+    """The records ``members`` told apart by their field ``tag`` (each member's a one-value Literal):
+    a file of one of them is validated as that one, with its own rules; ``title`` and ``description``
+    head its JSON Schema."""
+    # Union[...] of a tuple: the members are known only at the call, so no X | Y spelling exists.
+    return Annotated[Union[members], Field(discriminator=tag, title=title, description=description)]  # noqa: UP007
+
+
+@overload
+def load(cls: type[M], data: Any, source: str, where: str = "", fix: str | None = None) -> M: ...
+@overload
+def load(cls: object, data: Any, source: str, where: str = "", fix: str | None = None) -> Any: ...
+def load(cls: Any, data: Any, source: str, where: str = "", fix: str | None = None) -> Any:
+    """``cls`` (a record, or a ``tagged_union`` of records) from ``data`` (parsed YAML or JSON), or a
+    UserError naming ``source`` and the key path; ``fix`` ends every message (a scenario's own default
+    says to see the shipped ones)."""
     try:
-        return cls.model_validate(data, context={"source": source})
+        if _is_model(cls):
+            return cls.model_validate(data, context={"source": source})
+        return TypeAdapter(cls).validate_python(data, context={"source": source})
     except ValidationError as exc:
         message = one_line(cls, exc, source, where, fix is None)
         raise SchemaError(message if fix is None else f"{message}; {fix}") from None
 
 
-def one_line(cls: type, exc: ValidationError, source: str, where: str = "", hint: bool = True) -> str:
+def one_line(cls: Any, exc: ValidationError, source: str, where: str = "", hint: bool = True) -> str:
     errors = exc.errors()
     first = errors[0]
     if first["type"] == "extra_forbidden":
@@ -124,8 +141,16 @@ def one_line(cls: type, exc: ValidationError, source: str, where: str = "", hint
         same = [e for e in errors if e["type"] == "extra_forbidden" and e["loc"][:-1] == first["loc"][:-1]]
         first = min(same, key=lambda e: str(e["loc"][-1]))
     loc, kind, value = first["loc"], first["type"], first.get("input")
-    path, parent, leaf = _walk(cls, loc, where)
+    path, parent, leaf, raw = _walk(cls, loc, where)
     label = path or "top level"
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        # The tag is read before its record is chosen: report it as the key it is, as a Literal field would be.
+        tag, members = _tagged(raw) or ("?", {})
+        key = f"{path}.{tag}" if path else tag
+        if kind == "union_tag_not_found":
+            return f"{source}: missing key {key}" + ("; add it (see the shipped scenarios for an example)" if hint else "")
+        given = value.get(tag) if isinstance(value, dict) else value
+        return f"{source}: {key}: {_show(given)} is not one of {', '.join(map(str, members))}"
     if kind == "extra_forbidden":
         allowed = ", ".join(sorted(parent.model_fields)) if _is_model(parent) else "none"
         return f"{source}: unknown key {path}; allowed here: {allowed}"
@@ -190,14 +215,33 @@ def _is_model(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, BaseModel)
 
 
-def _walk(cls: type, loc: tuple, where: str) -> tuple[str, Any, Any]:
+def _tagged(tp: Any) -> tuple[str, dict[Any, type[BaseModel]]] | None:
+    """A ``tagged_union``'s tag field and its members by tag value; None for any other type."""
+    if typing.get_origin(tp) is not Annotated:
+        return None
+    union, *meta = typing.get_args(tp)
+    tag = next((m.discriminator for m in meta if isinstance(m, FieldInfo) and isinstance(m.discriminator, str)), None)
+    if tag is None:
+        return None
+    members = {}
+    for member in typing.get_args(union):
+        members[typing.get_args(member.model_fields[tag].annotation)[0]] = member
+    return tag, members
+
+
+def _walk(cls: Any, loc: tuple, where: str) -> tuple[str, Any, Any, Any]:
     """The dotted path of ``loc`` (list items as [i], a bad mapping key as `key 'k'`), the type
-    holding its last step, and the type at its end."""
+    holding its last step, the type at its end, and that type as declared (not unwrapped)."""
     path, tp, parent = where, cls, None
     before_key, key, mapping = "", None, None
     for step in loc:
         if step == "[key]":  # the key itself is bad, not the value under it
             path, tp = f"{before_key} key {key!r}", typing.get_args(mapping)[0]
+            continue
+        tagged = _tagged(tp)
+        if tagged is not None and step in tagged[1]:
+            # pydantic names the member a tagged union chose by its tag; the file has no such key.
+            tp = tagged[1][step]
             continue
         tp = _unwrap(tp)
         parent = tp
@@ -216,7 +260,7 @@ def _walk(cls: type, loc: tuple, where: str) -> tuple[str, Any, Any]:
         else:
             path = f"{path}.{step}" if path else str(step)
             tp = Any
-    return path, parent, _unwrap(tp)
+    return path, parent, _unwrap(tp), tp
 
 
 def to_plain(obj: Any) -> Any:

@@ -13,7 +13,7 @@ from ..report.markdown import render_csv, render_report
 from ..report.plots import render_plots
 from ..rundir import RunDir, why_absent
 from ..rundir.contract import stamp, unwritable, write_atomic
-from ..scenario.model import Scenario
+from ..scenario.model import ComparisonScenario, Scenario
 
 
 def write_outputs(run: RunDir, summary: dict) -> list[Path]:
@@ -29,7 +29,7 @@ def write_outputs(run: RunDir, summary: dict) -> list[Path]:
 
 def analyze_run(run: RunDir, scenario: Scenario) -> dict:
     """Parse and compute a run, write summary.json, report.md and plots; return the summary."""
-    if scenario.kind == "comparison":
+    if isinstance(scenario, ComparisonScenario):
         signature = run.inputs_signature() if run.root.is_dir() else None
         summary = compute_comparison(run, scenario)
         if signature is not None:

@@ -16,7 +16,7 @@ from ..analysis.summarize import compute_summary
 from ..core.errors import UserError
 from ..rundir import RunDir
 from ..rundir.contract import SUMMARY_SCHEMA_VERSION, is_current, stamp
-from ..scenario.model import Scenario
+from ..scenario.model import ComparisonScenario, Scenario
 from ..scenario.recorded import own_scenario
 from .results import analyze_run, write_outputs
 
@@ -64,7 +64,7 @@ def _refuse_other_kind(run: RunDir, scenario: Scenario, stored: dict | None) -> 
         raise UserError(f"{run.summary_file}: calls itself a smoke result, but {run.root} is a sweep's run (it holds "
                         f"{', '.join(marks)}); {fix}")
     is_comparison = stored.get("kind") == "comparison"
-    if is_comparison != (scenario.kind == "comparison"):
+    if is_comparison != isinstance(scenario, ComparisonScenario):
         said = "a comparison's summary" if is_comparison else f"a {stored.get('source') or 'single'} run's summary"
         raise UserError(f"{run.summary_file}: is {said}, but the run's scenario {scenario.name} is a {scenario.kind} "
                         f"run; {fix}")
@@ -106,7 +106,7 @@ def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
         own_scenario(run)  # a scenario.yaml changed after the sweep judges nothing
     stored = run.read_stored_summary() if path.is_file() and run.root.is_dir() else None
     _refuse_other_kind(run, scenario, stored)
-    if scenario.kind == "comparison":
+    if isinstance(scenario, ComparisonScenario):
         return _load_comparison(run, scenario, stored)
     if run.root.is_dir() and (run.bench_dir.is_dir() or run.logs_dir.is_dir()):
         _refuse_partial_inputs(run)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from abc import abstractmethod
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal, get_args
@@ -20,7 +21,7 @@ from pydantic import Field
 from ..core import runfile
 from ..core.errors import UserError
 from ..core.roles import Role, RoleSpec
-from ..core.strictmodel import FiniteNumber, IntBounds, NumberBounds, Record, StrictInt, load, to_plain
+from ..core.strictmodel import FiniteNumber, IntBounds, NumberBounds, Record, StrictInt, load, tagged_union, to_plain
 from ..rundir import RunDir
 from . import configyaml
 from .kvsize import DType, Geometry, geometry_from_config, kv_bytes_per_token
@@ -174,6 +175,9 @@ class Thresholds(Record):
 
 
 class Scenario(Record):
+    """What every kind of scenario holds; a file is one of its kinds (``KvSweepScenario``,
+    ``ComparisonScenario``), told apart by ``kind``, and each kind keeps the rules that differ."""
+
     schema_version: ScenarioSchemaVersion
     name: str
     title: str
@@ -209,8 +213,7 @@ class Scenario(Record):
 
     def check(self, source: str) -> None:
         self._validate_port_ranges(source)
-        if self.kind == "kv-sweep" and self.link is None:
-            raise UserError(f"{source}: a kv-sweep scenario needs link (nics_per_node, nic_rate_Gb_s) for utilization")
+        self._check_kind(source)
         lens = set(self.sweep.prompt_lens)
         for key in ("min_bandwidth_GB_s", "max_ttft_ms"):
             extra = sorted(set(getattr(self.thresholds, key)) - lens)
@@ -219,6 +222,22 @@ class Scenario(Record):
                     f"{source}: thresholds.{key} names prompt length {extra[0]}, which sweep.prompt_lens lacks; "
                     "remove it or add the length to the sweep"
                 )
+
+    def _check_kind(self, source: str) -> None:
+        """The rules only this kind has; raise UserError naming ``source``."""
+
+    @abstractmethod
+    def check_configuration(self, configuration: str | None) -> None:
+        """Refuse a --configuration this kind cannot run (the sweep's flag, None where unsaid)."""
+
+    @abstractmethod
+    def analysis_root(self, top: RunDir, run: RunDir) -> RunDir:
+        """The run directory an analysis of this scenario reads: ``top`` is the sweep's --out, ``run``
+        the folder one configuration's sweep wrote."""
+
+    @abstractmethod
+    def launched_configuration(self, label: str) -> str | None:
+        """The --configuration a rendered launch passes its sweep, given the plan's configuration ``label``."""
 
     def _validate_port_ranges(self, source: str) -> None:
         # Server k of a node listens on the role's port + k (bootstrap too), so
@@ -276,6 +295,52 @@ class Scenario(Record):
         return self.model_copy(update={"thresholds": thresholds})
 
 
+class KvSweepScenario(Scenario):
+    """One configuration swept over prompt lengths, its KV transfer judged against the link's line rate."""
+
+    kind: Literal["kv-sweep"]
+
+    def _check_kind(self, source: str) -> None:
+        if self.link is None:
+            raise UserError(f"{source}: a kv-sweep scenario needs link (nics_per_node, nic_rate_Gb_s) for utilization")
+
+    def check_configuration(self, configuration: str | None) -> None:
+        if configuration is not None:
+            raise UserError(f"--configuration applies to comparison scenarios only; {self.name} is a {self.kind} "
+                            "scenario, drop it")
+
+    def analysis_root(self, top: RunDir, run: RunDir) -> RunDir:
+        return run
+
+    def launched_configuration(self, label: str) -> str | None:
+        return None  # one configuration: the sweep is not told which
+
+
+class ComparisonScenario(Scenario):
+    """Two configurations (reference.configurations) run apart, each under its own folder of the run,
+    and compared with each other and with the published figures."""
+
+    kind: Literal["comparison"]
+
+    def check_configuration(self, configuration: str | None) -> None:
+        names = sorted((self.reference.configurations if self.reference else {}) or {})
+        if configuration not in names:
+            raise UserError(f"scenario {self.name} compares configurations; pass --configuration, one of: {', '.join(names)}")
+
+    def analysis_root(self, top: RunDir, run: RunDir) -> RunDir:
+        return top  # analysed over all its configurations, which live under the run's top
+
+    def launched_configuration(self, label: str) -> str | None:
+        return label  # a launch places one configuration (the disaggregated one); its sweep must say which
+
+
+# A scenario file as loaded: the model of its kind. The order is the one messages list the kinds in.
+ScenarioFile = tagged_union(
+    "kind", KvSweepScenario, ComparisonScenario, title="Scenario",
+    description="A scenario file is one of two kinds, told apart by its key kind: kv-sweep (KvSweepScenario) or "
+                "comparison (ComparisonScenario). Both take the same keys; a kv-sweep also needs link.")
+
+
 def shipped_names() -> list[str]:
     folder = resources.files("pdrepro") / "scenarios"
     return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
@@ -302,7 +367,7 @@ def _read_yaml(path: Path, what: str) -> object:
 
 
 def scenario_from_dict(data: object, source: str, base_dir: Path | None = None) -> Scenario:
-    scenario = load(Scenario, data, source)
+    scenario: Scenario = load(ScenarioFile, data, source)
     if scenario.model.config_json is not None:
         config = Path(scenario.model.config_json)
         if not config.is_absolute() and base_dir is not None:

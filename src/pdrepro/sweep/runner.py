@@ -58,13 +58,7 @@ class SweepOutcome:
 
 
 def _check_inputs(cfg: SweepConfig) -> None:
-    sc = cfg.scenario
-    if sc.kind == "comparison":
-        names = sorted((sc.reference.configurations if sc.reference else {}) or {})
-        if cfg.configuration not in names:
-            raise UserError(f"scenario {sc.name} compares configurations; pass --configuration, one of: {', '.join(names)}")
-    elif cfg.configuration is not None:
-        raise UserError(f"--configuration applies to comparison scenarios only; {sc.name} is a {sc.kind} scenario, drop it")
+    cfg.scenario.check_configuration(cfg.configuration)
     if not Path(cfg.target.dataset_path).is_file():
         raise UserError(
             f"--dataset-path {cfg.target.dataset_path}: no such file; download the ShareGPT JSON once and give its path "
@@ -236,8 +230,7 @@ def _locked_sweep(cfg: SweepConfig, top: RunDir, run: RunDir, started: float) ->
     result = SweepOutcome(run, done, skipped, failed, progress.bench_s, time.monotonic() - started, wait_s)
     _report(result)
     if cfg.analyze is not None:
-        # A comparison is analysed over all its configurations, which live under the run's top.
-        result.summary = cfg.analyze(top if cfg.scenario.kind == "comparison" else run, cfg.scenario)
+        result.summary = cfg.analyze(cfg.scenario.analysis_root(top, run), cfg.scenario)
         log.info(f"analysis: report in {top.report_file}")
         result.total_s = time.monotonic() - started
     log.info(f"sweep overhead: {result.overhead_s:.1f} s of {result.total_s - result.wait_s:.1f} s outside the "

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..rundir.issuekind import IssueKind
-from ..scenario.model import Scenario
+from ..scenario.model import ComparisonScenario, Scenario
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def _witness(L: int, row: dict, line_rate: float | None, floor: float, applies: 
 
 
 def evaluate(summary: dict, scenario: Scenario) -> list[CheckResult]:
-    if scenario.kind == "comparison" or summary.get("kind") == "comparison":
+    if isinstance(scenario, ComparisonScenario) or summary.get("kind") == "comparison":
         return _evaluate_comparison(summary, scenario)
     t = scenario.thresholds
     rows = {r["prompt_len"]: r for r in summary.get("rows", [])}

@@ -331,7 +331,7 @@ class K8sTarget:
                           shared_claim=options.shared_claim,
                           # The scenario file as written (load_scenario has read it already).
                           scenario_yaml=resolve_path(options.scenario).read_text(),
-                          configuration=lp.topology if scenario.kind == "comparison" else None)
+                          configuration=scenario.launched_configuration(lp.topology))
         files = {name: dump(objects) for name, objects in manifests(lp, cluster).items()}
         text = steps_text(lp, cluster, out)
         files["steps.txt"] = text

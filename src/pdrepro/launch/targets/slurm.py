@@ -188,9 +188,10 @@ def gpu_job(plan: Plan, lp: LaunchPlan | None = None) -> Job:
         "--model-path", site.model_path, "--dataset-path", site.dataset_path, "--image", "$IMAGE",
         "--logs-from", "$JOB_DIR/logs", "--out", "$JOB_DIR/run",
         "--gates", "$BUNDLE/repro/", "--pytest", "$BUNDLE/.venv/bin/pytest")
-    if scenario.kind == "comparison":
+    configuration = scenario.launched_configuration(lp.topology)
+    if configuration is not None:
         # This job runs the disaggregated configuration; the regular one is not placed here.
-        repro += ("--configuration", lp.topology)
+        repro += ("--configuration", configuration)
     client = (Step("repro", "-", repro),)
     t = scenario.topology
     per_node = max(t.prefill.servers_per_node * plan.tp("prefill"), t.decode.servers_per_node * plan.tp("decode"))
