@@ -65,8 +65,8 @@ onebox-repro: setup ## With `make onebox` up: sweep, analyze and gates against i
 	@set -a; . $(ONEBOX_DEPLOY)/onebox.env; set +a; \
 	$(call repro_steps,$(ONEBOX_SCENARIO),http://$$BOX_IP:$$ROUTER_PORT,http://$$BOX_IP:$$PREFILL_PORT,http://$$BOX_IP:$$DECODE_PORT,$(DATASET),--quiet,$(RUN))
 
-onebox-host-proof: ## GPU box without Docker: offline model, stack up, engine ceiling, sweep, check, gates, stack down (PYTHON=the serving Python)
-	PYTHON="$(or $(GPU_PYTHON),python3)" bash scripts/onebox-host-proof.sh
+onebox-host-proof: ## GPU box without Docker: offline model, stack up, engine ceiling, sweep, check, gates, stack down (GPU_PYTHON: default .venv-gpu's, from make gpu-venv)
+	PYTHON="$(or $(GPU_PYTHON),$(if $(wildcard $(GPU_VENV)/bin/python),$(GPU_VENV)/bin/python,python3))" bash scripts/onebox-host-proof.sh
 
 onebox-down: ## Stop and remove the one-box stack (the logs in LOG_DIR stay)
 	$(COMPOSE) -p pdrepro-onebox down

@@ -3,7 +3,7 @@
 # scenario's geometry, `pdrepro stack up` (prefill, decode, router as host processes), the engine's
 # own ceiling on the same GPUs (`pdrepro gpu-check`), `pdrepro sweep` with its transport proof,
 # `pdrepro stack down`, then `pdrepro check` and `pytest repro/` on the stopped stack's files. Run it with the Python that serves SGLang
-# (`make gpu-venv`, then PYTHON=.venv-gpu/bin/python); `make onebox-host-proof` calls it.
+# (`make gpu-venv`, then PYTHON=.venv-gpu/bin/python); `make onebox-host-proof` calls it with that Python.
 #
 #   RUN      run directory (default runs/onebox-host-<UTC time>)
 #   MODEL    model folder; made offline by `pdrepro offline-model` when it has no config.json
