@@ -106,7 +106,7 @@ def test_output_shortfall_is_seen_without_output_details(tmp_path):
 
 def test_ttft_shorter_than_the_kv_transfer_fails_in_every_scenario(tmp_path):
     """Issue 15, 7: the first token comes after the KV arrived; whatever bounds a scenario sets (here none)."""
-    from pdrepro.scenario.model import Thresholds
+    from pdrepro.scenario.sections import Thresholds
 
     loose = SCENARIO.with_thresholds(Thresholds(min_nic_kv_share_pct=0.0))
     summary = compute_summary(build_run(tmp_path / "r", loose, ttft_factor={4096: 0.02}), loose)

@@ -35,7 +35,8 @@ from ..core.units import GB, MiB, human_bytes
 from ..rundir import RunDir
 from ..rundir.counters import WORD_BYTES, is_wide, words_moved
 from ..rundir.issuekind import IssueKind
-from ..scenario.model import Scenario, Thresholds
+from ..scenario.model import Scenario
+from ..scenario.sections import Thresholds
 
 ALLOWANCE = {
     # Ethernet, IPv4, UDP, BTH, RETH and ICRC around each 4096-byte RoCE payload,

@@ -8,7 +8,8 @@ length the judging scenario leaves out.
 
 from __future__ import annotations
 
-from ..scenario.model import Scenario, Thresholds
+from ..scenario.model import Scenario
+from ..scenario.sections import Thresholds
 
 # Bounds where a higher figure passes (a lower bound loosens them); the rest are ceilings.
 _FLOORS = {"min_bandwidth_GB_s", "min_peak_bandwidth_GB_s", "min_peak_utilization_pct", "min_completed_fraction",
