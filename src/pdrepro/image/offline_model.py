@@ -16,6 +16,7 @@ transformers' own class so it is what SGLang's loader expects of that transforme
 from __future__ import annotations
 
 import json
+import math
 import random
 import struct
 from dataclasses import dataclass
@@ -98,9 +99,7 @@ def write_safetensors(path: Path, tensors: list[tuple[str, tuple[int, ...]]], se
     header: dict[str, object] = {"__metadata__": {"format": "pt"}}
     offset = 0
     for name, shape in tensors:
-        n = 2
-        for d in shape:
-            n *= d
+        n = 2 * math.prod(shape)
         header[name] = {"dtype": "BF16", "shape": list(shape), "data_offsets": [offset, offset + n]}
         offset += n
     blob = json.dumps(header, separators=(",", ":")).encode()
@@ -112,9 +111,7 @@ def write_safetensors(path: Path, tensors: list[tuple[str, tuple[int, ...]]], se
         f.write(struct.pack("<Q", len(blob)))
         f.write(blob)
         for name, shape in tensors:
-            n = 2
-            for d in shape:
-                n *= d
+            n = 2 * math.prod(shape)
             if name.endswith("layernorm.weight") or name == "model.norm.weight":
                 f.write(one * (n // 2))
                 continue

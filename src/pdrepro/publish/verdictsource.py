@@ -70,23 +70,25 @@ def _refuse_other_kind(run: RunDir, scenario: Scenario, stored: dict | None) -> 
                         f"run; {fix}")
 
 
-def _no_raw_inputs(run: RunDir) -> UserError:
-    return UserError(f"{run.root}: the run's raw inputs are missing ({run.bench_dir.name}/ with the bench results, "
-                     f"{run.logs_dir.name}/ with the server logs); a summary.json alone is no verdict: restore them "
-                     "from the sweep (or rerun `pdrepro sweep`)")
-
-
-def _refuse_partial_inputs(run: RunDir) -> None:
-    """A sweep's run is judged on all three of its raw inputs or not at all: without the server logs
-    there is no transfer figure, without the counters no witness; a verdict drawn from what is left
-    would pass on what was never measured."""
+def _missing_inputs(run: RunDir) -> list[str]:
+    """The raw inputs a sweep's run lacks: a folder, else a length's counter record. A sweep's run is
+    judged on all of them or not at all: without the server logs there is no transfer figure, without
+    the counters no witness, and a verdict drawn from what is left would pass on what was never measured."""
     missing = [f"{d.name}/ ({what})" for d, what in ((run.bench_dir, "the bench results"),
                                                      (run.logs_dir, "the server logs"),
                                                      (run.counters_dir, "the NICs' counters per length"))
                if not d.is_dir()]
-    if not missing and run.counters_dir.is_dir():
-        missing = [f"{run.counters_dir.name}/{run.counters_file(L).name} (the NICs' counters of length {L})"
-                   for L in run.bench_lengths() if not run.counters_file(L).exists()]
+    return missing or [f"{run.counters_dir.name}/{run.counters_file(L).name} (the NICs' counters of length {L})"
+                       for L in run.bench_lengths() if not run.counters_file(L).exists()]
+
+
+def _no_raw_inputs(run: RunDir) -> UserError:
+    return UserError(f"{run.root}: the run's raw inputs are missing ({', '.join(_missing_inputs(run))}); a summary.json "
+                     "alone is no verdict: restore them from the sweep (or rerun `pdrepro sweep`)")
+
+
+def _refuse_partial_inputs(run: RunDir) -> None:
+    missing = _missing_inputs(run)
     if missing:
         raise UserError(f"{run.root}: the run's raw inputs are incomplete, missing {', '.join(missing)}; no verdict is "
                         "drawn from part of a run: restore them from the sweep (or rerun `pdrepro sweep`)")
