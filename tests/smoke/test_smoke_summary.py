@@ -353,3 +353,35 @@ def test_an_unresolvable_host_name_asks_for_smoke_host_ip(monkeypatch):
     monkeypatch.setattr(socket, "gethostbyname", fail)
     with pytest.raises(UserError, match="set SMOKE_HOST_IP"):
         smoke_run.host_address()
+
+
+class _Container:
+    """A container as wait_for_decode polls it: a status and exit code per reload, then the last."""
+
+    def __init__(self, states: list[tuple[str, int]]) -> None:
+        self.states, self.status, self.attrs = list(states), "running", {"State": {"ExitCode": 0}}
+
+    def reload(self) -> None:
+        status, code = self.states.pop(0) if len(self.states) > 1 else self.states[0]
+        self.status, self.attrs = status, {"State": {"ExitCode": code}}
+
+    def logs(self, tail=None, **kw):
+        return b"[smoke prefill] error: boom\n"
+
+
+def _poll(monkeypatch, decode, prefill):
+    monkeypatch.setattr(smoke_run, "_containers", lambda client, project: {"decode": decode, "prefill": prefill})
+    monkeypatch.setattr(smoke_run, "_follow", lambda container, stop: None)
+    return smoke_run.wait_for_decode(None, "p", timeout_s=30)
+
+
+def test_a_prefill_that_exits_0_after_decode_said_done_is_not_a_death(monkeypatch):
+    # Seen in CI: the decode side told the prefill it was done, the prefill exited 0, and the poll saw
+    # that before the decode container had exited.
+    decode = _Container([("running", 0), ("exited", 0)])
+    assert _poll(monkeypatch, decode, _Container([("exited", 0)])) == 0
+
+
+def test_a_prefill_that_fails_is_still_a_death(monkeypatch):
+    with pytest.raises(UserError, match=r"prefill container died \(exit 1\) before the transfers finished"):
+        _poll(monkeypatch, _Container([("running", 0)]), _Container([("exited", 1)]))

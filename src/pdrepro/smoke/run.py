@@ -236,7 +236,9 @@ def wait_for_decode(client, project: str, timeout_s: float) -> int:
             prefill.reload()
             if decode.status == "exited":
                 return decode.attrs["State"]["ExitCode"]
-            if prefill.status == "exited":
+            # The prefill agent exits 0 only once the decode side told it that it is done, which can be
+            # seen before the decode container itself has exited: that is the end, not a death.
+            if prefill.status == "exited" and prefill.attrs["State"]["ExitCode"] != 0:
                 code = prefill.attrs["State"]["ExitCode"]
                 raise UserError(died("prefill", code, prefill, " before the transfers finished"))
             if time.monotonic() > deadline:
