@@ -38,10 +38,13 @@ setup: $(BIN)/pdrepro ## Create .venv with the bundle and its test tools
 test: setup ## Run the bundle's own tests (in parallel) and print the package's line coverage
 	$(BIN)/pytest -n auto --cov=pdrepro --cov-report=term
 
+adversarial-deep: setup ## Run the adversarial suite with many more hostile examples and fresh randomness (no seed)
+	PDREPRO_HYPOTHESIS=deep $(BIN)/pytest -n auto tests/adversarial
+
 schemas: setup ## Regenerate the JSON Schemas of scenario files and summary.json from their models
 	$(BIN)/pdrepro schema --write src/pdrepro/schemas
 
 docs: setup ## Regenerate docs/reference (commands, scenario file, summary.json) from the CLI and the schemas
 	$(BIN)/pdrepro docs --write docs/reference
 
-.PHONY: help setup test schemas docs
+.PHONY: help setup test adversarial-deep schemas docs

@@ -13,3 +13,19 @@ TESTS = Path(__file__).resolve().parent
 for folder in [TESTS, *sorted(p.parent for p in TESTS.glob("*/test_*.py"))]:
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
+
+# The adversarial suite (tests/adversarial/) generates hostile inputs with hypothesis. `make test` runs it
+# seeded (derandomized, no example database written into the tree), so CI sees the same cases every time;
+# `make adversarial-deep` runs many more examples with fresh randomness and prints what it shrank to.
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # the suite itself fails on the import, naming the missing test extra
+    pass
+else:
+    settings.register_profile("seeded", derandomize=True, database=None, deadline=None, print_blob=True,
+                              suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile("deep", max_examples=1000, deadline=None, print_blob=True,
+                              suppress_health_check=[HealthCheck.too_slow])
+    import os as _os
+
+    settings.load_profile(_os.environ.get("PDREPRO_HYPOTHESIS", "seeded"))
