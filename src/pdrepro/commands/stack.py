@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import logging
+import math
 import sys
 from pathlib import Path
 
 from ..core.errors import UserError
 from ..launch import plan as launch
-from ..launch.stack import procs, record
+from ..launch.stack import interrupt, lock, ownership, procs, proof, ready, record
 from ..launch.stack import up as launcher
 from ..launch.stack.packages import probe
 from ..rundir import RunDir
@@ -20,39 +21,66 @@ log = logging.getLogger(__name__)
 
 HELP = "start, stop or show a one-box stack as processes of this host (the host launcher)"
 EXIT_START_FAILED = 1
+DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
+# The render whose output `stack up` starts, word for word (site options as given to `stack up`).
+RENDER = f"pdrepro render --target onebox --launcher host --scenario {DEFAULT_SCENARIO}"
+NO_SCENARIO = "The scenario is the one RUN/stack.json records (no default)."
+PROOF = ("A process is this stack's only when /proc shows the start time, the PDREPRO_STACK_ID marker and the "
+         "command line the record holds; anything else is named and left alone (exit 2).")
+# Seconds options: each must be a number above 0 (a zero poll spins, a negative timeout never waits).
+SECONDS_OPTIONS = ("start_timeout", "poll", "progress_every", "grace")
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("stack", help=HELP, description=HELP[0].upper() + HELP[1:] + ".")
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
-    u = verbs.add_parser("up", help="start prefill, decode and router, each once the one before is healthy",
-                         description="Start the plan `pdrepro render --target onebox --launcher host` prints: prefill "
-                                     "server(s), then decode, then the router, each after the one before answers "
-                                     "/health (/readiness), with the Python running pdrepro. Logs go to RUN/logs, what "
-                                     "was started to RUN/stack.json.")
+    u = verbs.add_parser("up", help="start prefill, decode and router, each once the one before is up "
+                                    f"(default scenario {DEFAULT_SCENARIO})",
+                         description=f"Start what `{RENDER}` prints (with --scenario and the site options given "
+                                     "here in its place): prefill server(s), then decode, then the router, each "
+                                     "after the one before is up, with the Python running pdrepro. Up means: it "
+                                     "answers /health (/readiness), the process this command spawned (or one it "
+                                     "forked) holds the port's listening socket, and a server's /get_server_info "
+                                     "names the model and port it was given. Logs go to RUN/logs, what was "
+                                     "started to RUN/stack.json, written before each spawn. One `stack up` at a "
+                                     f"time per folder. Default scenario: {DEFAULT_SCENARIO}.")
     u.add_argument("--target", choices=("onebox",), default="onebox", help="only the one-box plan runs on one host")
     u.add_argument("--launcher", choices=("host",), default="host", help="processes of this host (default)")
-    u.add_argument("--scenario", default="onebox-qwen25-0.5b",
+    u.add_argument("--scenario", default=DEFAULT_SCENARIO,
                    help="shipped scenario name or path to a scenario YAML (default %(default)s)")
     u.add_argument("--prefill-ip", help="this host's address, advertised by both servers (default 127.0.0.1)")
     add_site_options(u)
     u.add_argument("--start-timeout", type=float, default=float(launch.SERVER_START_SECONDS),
-                   help="seconds each server may take to answer (default %(default).0f)")
-    u.add_argument("--poll", type=float, default=1.0, help="seconds between health checks (default %(default).0f)")
+                   help="seconds each server may take to come up, above 0 (default %(default).0f)")
+    u.add_argument("--poll", type=float, default=1.0, help="seconds between checks, above 0 (default %(default).0f)")
     u.add_argument("--progress-every", type=float, default=10.0,
-                   help="seconds between the lines saying what it waits for (default %(default).0f)")
-    u.add_argument("--grace", type=float, default=30.0, help="seconds between SIGTERM and SIGKILL when stopping")
+                   help="seconds between the lines saying what it waits for, above 0 (default %(default).0f)")
+    u.add_argument("--grace", type=float, default=30.0,
+                   help="seconds between SIGTERM and SIGKILL when stopping, above 0 (default %(default).0f)")
     u.add_argument("--out", type=Path, required=True, help="the run directory (logs/, stack.json)")
     # The render options a one-box host launch does not take, at the values render gives them.
     u.set_defaults(func=run_up, decode_ip=None, ib_devices=None, log_dir=launch.DEFAULT_LOG_DIR,
                    memlock=launch.MEMLOCK_UNLIMITED)
-    d = verbs.add_parser("down", help="stop exactly the processes `stack up` started in RUN")
+    d = verbs.add_parser("down", help="stop exactly the processes `stack up` started in RUN",
+                         description=f"Stop the processes `stack up` started in RUN, and those they forked. {PROOF} "
+                                     f"{NO_SCENARIO}")
     d.add_argument("run", type=Path, metavar="RUN")
-    d.add_argument("--grace", type=float, default=30.0, help="seconds between SIGTERM and SIGKILL (default %(default).0f)")
+    d.add_argument("--grace", type=float, default=30.0,
+                   help="seconds between SIGTERM and SIGKILL, above 0 (default %(default).0f)")
     d.set_defaults(func=run_down)
-    s = verbs.add_parser("status", help="say which of RUN's processes run and answer their health URL")
+    s = verbs.add_parser("status", help="say which of RUN's processes run and answer their health URL",
+                         description=f"Say which of RUN's processes run, are this stack's, hold their port and "
+                                     f"answer their health URL; exit 0 when all do, 1 when not. {PROOF} "
+                                     f"{NO_SCENARIO}")
     s.add_argument("run", type=Path, metavar="RUN")
     s.set_defaults(func=run_status)
+
+
+def _check_seconds(args) -> None:
+    for name in SECONDS_OPTIONS:
+        value = getattr(args, name, None)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise UserError(f"--{name.replace('_', '-')} {value:g}: give a number of seconds above 0")
 
 
 def _one_gpu_box(args) -> None:
@@ -69,6 +97,7 @@ def _one_gpu_box(args) -> None:
 
 
 def run_up(args) -> int:
+    _check_seconds(args)
     scenario = load_scenario(args.scenario)
     _one_gpu_box(args)
     plan = onebox_plan(args, scenario, python=sys.executable)
@@ -79,56 +108,78 @@ def run_up(args) -> int:
         run.root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"--out {args.out}: cannot create it ({exc.strerror}); choose a writable folder") from None
+    with lock.held(run.root, "up"):
+        return _up_locked(args, run, lp, plan_steps, scenario.name)
+
+
+def _up_locked(args, run: RunDir, lp, plan_steps, scenario: str) -> int:
     launcher.check_no_live_stack(run.root)
     base = launcher.base_environment()
     installed = probe(sys.executable, launcher.child_env(plan_steps[0], base)[0])
     print(f"stack up: {installed.line()} ({sys.executable})", flush=True)
     host = lp.servers[0].host
     launcher.check_free(plan_steps, host)
-    starter = launcher.Launcher(run, launcher.new_record(scenario.name, sys.executable, installed),
+    starter = launcher.Launcher(run, launcher.new_record(scenario, sys.executable, installed),
                                 start_budget_s=args.start_timeout, poll_s=args.poll, grace_s=args.grace,
                                 progress_every_s=args.progress_every)
-    previous = launcher.interrupt_on_sigterm()
-    try:
-        starter.up(plan_steps, base)
-    except launcher.StartFailed as exc:
-        print(f"pdrepro stack: {exc}", file=sys.stderr, flush=True)
-        starter.stop_all()
-        return EXIT_START_FAILED
-    except KeyboardInterrupt:
-        log.info("stack up: interrupted; stopping what was started")
-        starter.stop_all()
-        return 130
-    finally:
-        launcher.signal.signal(launcher.signal.SIGTERM, previous)
+    with interrupt.unwinding():
+        try:
+            starter.up(plan_steps, base)
+        except launcher.StartFailed as exc:
+            interrupt.ignore_more()
+            print(f"pdrepro stack: {exc}", file=sys.stderr, flush=True)
+            _refuse(starter.stop_all(), run.root)
+            return EXIT_START_FAILED
+        except KeyboardInterrupt:
+            interrupt.ignore_more()
+            log.info("stack up: interrupted; stopping what was started")
+            starter.stop_all()
+            raise
+        except BaseException:
+            interrupt.ignore_more()
+            starter.stop_all()
+            raise
     log.info(f"stack up: prefill, decode and router run; router at http://{host}:{lp.router_port}; "
-        f"record {record.path(run.root)}; stop with: pdrepro stack down {run.root}")
+             f"record {record.path(run.root)}; stop with: pdrepro stack down {run.root}")
     return 0
 
 
+def _refuse(refused: list[str], run: Path) -> None:
+    if refused:
+        raise UserError(f"{record.path(run)} names processes that are not this stack's, left alone: "
+                        + "; ".join(refused))
+
+
 def run_down(args) -> int:
+    if not (math.isfinite(args.grace) and args.grace > 0):
+        raise UserError(f"--grace {args.grace:g}: give a number of seconds above 0")
     rec = record.read(args.run)
-    if rec.boot_id != procs.boot_id():
-        print(f"stack down: {args.run} was started before this host last booted; nothing of it runs")
-        return 0
-    for p in reversed(rec.processes):
-        print(f"stack down: {p.name} (pid {p.pid}) {procs.stop_group(p.pid, p.start_ticks, args.grace)}", flush=True)
-    if rec.stopped_at is None:
-        record.save(args.run, rec.model_copy(update={"stopped_at": launcher._now()}))
+    with lock.held(args.run, "down"):
+        if rec.boot_id != ownership.boot_id():
+            print(f"stack down: {args.run} was started before this host last booted; nothing of it runs")
+            return 0
+        refused = procs.take_down(rec, args.grace, lambda line: print(f"stack down: {line}", flush=True))
+        _refuse([f.line() for f in refused], args.run)
+        if rec.stopped_at is None:
+            record.save(args.run, rec.model_copy(update={"stopped_at": launcher._now()}))
     return 0
 
 
 def run_status(args) -> int:
     rec = record.read(args.run)
-    same_boot = rec.boot_id == procs.boot_id()
+    survey = proof.survey(rec)
     all_up = bool(rec.processes)
     print(f"stack {args.run}: scenario {rec.scenario}, {rec.python} (Python {rec.python_version})"
           + (f", stopped at {rec.stopped_at}" if rec.stopped_at else ""))
-    for p in rec.processes:
-        alive = same_boot and procs.running(p.pid, p.start_ticks)
-        healthy = alive and launcher.answers(p.health_url, timeout=3.0)
+    for p, f in zip(rec.processes, survey.recorded):
+        healthy = f.ours and ready.answers(p.health_url, timeout=3.0) and bool(ready.holders(p.port, rec.stack_id))
         all_up = all_up and healthy
-        state = "running" if alive else "not running"
-        health = "healthy" if healthy else ("not healthy" if alive else "-")
-        print(f"  {p.name:<10} pid {p.pid:<8} {state:<12} {health:<12} {p.health_url}  log {p.log}")
+        state = {proof.OURS: "running", proof.GONE: "not running", proof.UNPROVEN: "not ours"}[f.verdict]
+        health = "healthy" if healthy else ("not healthy" if f.ours else "-")
+        print(f"  {p.name:<10} pid {p.pid!s:<8} {state:<12} {health:<12} {p.health_url}  log {p.log}")
+    forked = [f for f in survey.strays if f.ours]
+    if forked:
+        print(f"  and {len(forked)} process(es) the servers forked: "
+              + ", ".join(f"{f.name} (pid {f.pid})" for f in forked))
+    _refuse([f.line() for f in survey.refused], args.run)
     return 0 if all_up else 1

@@ -1,87 +1,83 @@
-"""Processes of this host told apart by PID *and* start time, so a recycled PID is never signalled,
-and stopped by process group (each started child leads its own session and group)."""
+"""Stopping a stack's processes: only those proven ours (proof.py), one by one (never a process
+group: a group may hold a member nobody proved), each signal sent through a pidfd opened and then
+re-proven, so a pid that ended and was handed to another process in between is never signalled."""
 
 from __future__ import annotations
 
 import os
 import signal
 import time
-from pathlib import Path
+from collections.abc import Callable
 
-PROC = Path("/proc")
+from . import ownership, proof
+from .record import StackRecord
+
+# How often a stack is surveyed again for marked processes a server forked while it was being stopped.
+ROUNDS = 3
 
 
-def boot_id() -> str:
+def _send(f: proof.Finding, stack_id: str, sig: int) -> bool:
+    if f.pid is None or f.start_ticks is None:
+        return False
     try:
-        return (PROC / "sys/kernel/random/boot_id").read_text().strip()
+        fd = os.pidfd_open(f.pid)
+    except (OSError, OverflowError):
+        return False
+    try:
+        # The pidfd pins the process: proven after it is opened, the signal reaches this very process.
+        st = ownership.stat(f.pid)
+        if (st is None or not st.alive or st.start_ticks != f.start_ticks or ownership.marker(f.pid) != stack_id
+                or proof.untouchable(f.pid)):
+            return False
+        signal.pidfd_send_signal(fd, sig)
+        return True
     except OSError:
-        return "unknown"
+        return False
+    finally:
+        os.close(fd)
 
 
-def _stat(pid: int) -> list[str] | None:
-    """The /proc/PID/stat fields after the command name (field 3, the state, first)."""
-    try:
-        text = (PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return None
-    return text[text.rfind(")") + 2:].split()
+def _running(f: proof.Finding) -> bool:
+    st = ownership.stat(f.pid) if f.pid is not None else None
+    return st is not None and st.alive and st.start_ticks == f.start_ticks
 
 
-def start_ticks(pid: int) -> int | None:
-    fields = _stat(pid)
-    return None if fields is None else int(fields[19])
-
-
-def running(pid: int, ticks: int) -> bool:
-    """The very process that started at ``ticks`` still runs (a zombie has ended)."""
-    fields = _stat(pid)
-    return fields is not None and fields[0] != "Z" and int(fields[19]) == ticks
-
-
-def group_members(pgid: int, since_ticks: int) -> list[int]:
-    """Live processes of process group ``pgid`` started no earlier than its leader did: the leader
-    and what it forked (SGLang's scheduler and detokenizer processes), even after the leader died.
-
-    Linux gives out no PID still in use as a process group's id, so a process now holding the
-    leader's PID with another start time means the whole group is gone and the PID was recycled:
-    nothing of it is ours."""
-    if since_ticks < 0:
-        return []
-    current = start_ticks(pgid)
-    if current is not None and current != since_ticks:
-        return []
-    found = []
-    for entry in PROC.iterdir():
-        if not entry.name.isdigit():
-            continue
-        fields = _stat(int(entry.name))
-        if fields and fields[0] != "Z" and int(fields[2]) == pgid and int(fields[19]) >= since_ticks:
-            found.append(int(entry.name))
-    return found
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def stop_group(pgid: int, since_ticks: int, grace_s: float, poll_s: float = 0.2) -> str:
-    """SIGTERM to the group, SIGKILL to what is left after ``grace_s``; says what happened."""
-    if not group_members(pgid, since_ticks):
-        return "was not running"
-    _signal_group(pgid, signal.SIGTERM)
+def stop(targets: list[proof.Finding], stack_id: str, grace_s: float, poll_s: float = 0.1) -> dict[int, str]:
+    """SIGTERM to each target, SIGKILL to those left after ``grace_s``; pid -> what happened."""
+    sent = [f for f in targets if _send(f, stack_id, signal.SIGTERM)]
+    outcome = {f.pid: "was not running" for f in targets if f.pid is not None}
     deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        if not group_members(pgid, since_ticks):
-            return "stopped (SIGTERM)"
+    while any(_running(f) for f in sent) and time.monotonic() < deadline:
         time.sleep(poll_s)
-    if not group_members(pgid, since_ticks):
-        return "stopped (SIGTERM)"
-    _signal_group(pgid, signal.SIGKILL)
+    for f in sent:
+        assert f.pid is not None
+        outcome[f.pid] = "stopped (SIGTERM)"
+        if _running(f) and _send(f, stack_id, signal.SIGKILL):
+            outcome[f.pid] = f"killed (SIGKILL after {grace_s:g} s)"
     for _ in range(50):
-        if not group_members(pgid, since_ticks):
+        if not any(_running(f) for f in sent):
             break
         time.sleep(0.1)
-    return f"killed (SIGKILL after {grace_s:.0f} s)"
+    return outcome
+
+
+def take_down(rec: StackRecord, grace_s: float, say: Callable[[str], None]) -> list[proof.Finding]:
+    """Stop every process of ``rec`` proven ours, last started first; say what happened to each.
+    Returns the live processes the record names (or that sit in a server's group) which are not ours."""
+    survey = proof.survey(rec)
+    outcome = stop(survey.targets[::-1], rec.stack_id, grace_s) if survey.targets else {}
+    for f in survey.recorded:
+        say(f"{f.name} (pid {f.pid}) {outcome.get(f.pid, f.why) if f.ours and f.pid else f.why}")
+    refused = {f.pid: f for f in survey.refused}
+    strays = [f for f in survey.strays if f.ours]
+    for _ in range(ROUNDS):
+        if strays:
+            done = stop(strays, rec.stack_id, grace_s)
+            say("processes of this stack it does not name, found by its marker: "
+                + ", ".join(f"{f.name} (pid {f.pid}) {done.get(f.pid or 0, '?')}" for f in strays))
+        again = proof.survey(rec)
+        refused.update({f.pid: f for f in again.refused})
+        strays = again.targets
+        if not strays:
+            break
+    return list(refused.values())

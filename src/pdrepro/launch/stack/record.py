@@ -1,11 +1,19 @@
 """What `pdrepro stack up` started, written into the run (RUN/stack.json) as it goes, so that
-`stack down` stops exactly those processes and `stack status` can say how they are."""
+`stack down` stops exactly those processes and `stack status` can say how they are.
+
+The record is a claim, not a proof: `stack down` and `status` prove each process against /proc
+(launch/stack/proof.py) before they call it ours. Each entry is written before its process is spawned
+and completed after, and the stack id every child carries in its environment names what a signal at
+the wrong moment kept out of the record."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
+from pydantic import Field
+
+from ...core import runfile
 from ...core.errors import UserError
 from ...core.roles import Role
 from ...core.strictmodel import Record, load
@@ -21,11 +29,13 @@ class Started(Record):
 
     name: str                          # prefill-0, decode-0, router
     role: Role
-    pid: int
+    # None: recorded before its spawn, and the spawn did not happen (or was not recorded: the stack id finds it).
+    pid: int | None = None
     # Clock ticks after boot at which the process started (/proc/PID/stat field 22): with the
-    # boot id, this tells the process apart from a later one given the same PID; -1: it had ended
-    # before its start time could be read.
-    start_ticks: int
+    # boot id, this tells the process apart from a later one given the same PID; None: it had ended
+    # before its start time could be read, or it was not spawned.
+    start_ticks: int | None = None
+    port: int                          # the port it serves on, which it must hold to count as up
     argv: tuple[str, ...]
     env: dict[str, str]                # set on top of the launcher's own environment
     env_removed: tuple[str, ...] = ()  # inherited variables the launch sets itself, dropped when it does not
@@ -36,7 +46,9 @@ class Started(Record):
 
 
 class StackRecord(Record):
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
+    # Random, one per `stack up`; every child has PDREPRO_STACK_ID=<it> in its environment.
+    stack_id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")]
     scenario: str
     target: Literal["onebox"] = "onebox"
     launcher: Literal["host"] = "host"
@@ -66,7 +78,9 @@ def read(run: Path) -> StackRecord:
     if not file.is_file():
         raise UserError(f"{run}: no {FILE_NAME} there; give the run folder `pdrepro stack up --out RUN` wrote")
     try:
-        data = json.loads(file.read_text())
-    except (OSError, ValueError) as exc:
+        data = json.loads(runfile.read_text(file, errors="strict"))
+    except (OSError, ValueError, RecursionError) as exc:
         raise UserError(f"{file}: not readable JSON ({exc}); it is written by `pdrepro stack up`") from None
-    return load(StackRecord, data, str(file))
+    return load(StackRecord, data, str(file),
+                fix=f"{FILE_NAME} is written by `pdrepro stack up` (record version 2); nothing a record that is not "
+                    "one names is proven this stack's, so nothing is signalled through it")

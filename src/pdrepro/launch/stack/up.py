@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
+import secrets
 import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,7 +18,7 @@ from ...core.roles import SERVER_ROLES, Role
 from ...rundir import RunDir
 from ...scenario.launch_section import LAUNCH_ENV_TUNABLES
 from ..plan import LaunchPlan
-from . import procs, record
+from . import interrupt, ownership, procs, proof, ready, record
 from .packages import Installed
 
 log = logging.getLogger(__name__)
@@ -42,17 +40,19 @@ class Step:
     env: dict[str, str]
     log_name: str
     health_url: str
-    ports: tuple[int, ...]
+    port: int                       # the port it serves on and must hold
+    ports: tuple[int, ...]          # every port it opens (a prefill's bootstrap port too)
+    info_url: str | None = None     # a server's /get_server_info; the router has none of its own
 
 
 def steps(lp: LaunchPlan) -> list[Step]:
     """The plan's processes in their start order, each with the URL that says it is up."""
-    out = [Step(s.name, Role(s.role), s.argv, dict(s.env), s.log_name, f"{s.url}/health",
-                tuple(p for p in (s.port, s.bootstrap_port) if p is not None))
+    out = [Step(s.name, Role(s.role), s.argv, dict(s.env), s.log_name, f"{s.url}/health", s.port,
+                tuple(p for p in (s.port, s.bootstrap_port) if p is not None), f"{s.url}/get_server_info")
            for role in SERVER_ROLES for s in lp.servers if s.role == role]
     host = lp.servers[0].host
     out.append(Step("router", Role.ROUTER, lp.router_argv, {}, "router.log", f"http://{host}:{lp.router_port}/readiness",
-                    (lp.router_port,)))
+                    lp.router_port, (lp.router_port,)))
     return out
 
 
@@ -69,18 +69,22 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def answers(url: str, timeout: float = 5.0) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
-
-
 def port_in_use(host: str, port: int) -> bool:
+    """Something listens on ``port``: a connection is taken, or /proc shows a listening socket."""
+    if ownership.listening_inodes(port):
+        return True
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(1.0)
         return s.connect_ex((host, port)) == 0
+
+
+def _open_log(path: Path) -> int:
+    """The log, appended to; never through a link planted in the run (it would write where it points)."""
+    try:
+        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot write the log there ({exc.strerror}); move what is there away "
+                        "or choose another --out") from None
 
 
 class StartFailed(Exception):
@@ -97,49 +101,74 @@ class Launcher:
     grace_s: float = 30.0
 
     def __post_init__(self) -> None:
-        self.children: list[tuple[record.Started, subprocess.Popen]] = []
+        self.entries: list[record.Started] = []
+        self.popens: list[subprocess.Popen] = []
 
     # ---- one process --------------------------------------------------------
-    def start(self, step: Step, base_env: dict[str, str]) -> record.Started:
+    def start(self, step: Step, base_env: dict[str, str]) -> subprocess.Popen:
         env, added, removed = child_env(step, base_env)
+        env[ownership.MARKER] = self.rec.stack_id
         log_path = self.run.logs_dir / step.log_name
         self.run.logs_dir.mkdir(parents=True, exist_ok=True)
-        with log_path.open("ab") as log_file:
-            # The argv as rendered; the executable is its first word (this Python's full path).
-            proc = subprocess.Popen(list(step.argv), stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
-                                    env=env, start_new_session=True, cwd=self.run.root)
-        ticks = procs.start_ticks(proc.pid)
-        if ticks is None:  # gone already, and reaped: -1 names no process, so nothing is ever signalled for it
-            ticks = -1
-        started = record.Started(name=step.name, role=step.role, pid=proc.pid, start_ticks=ticks, argv=step.argv,
-                                 env=added, env_removed=removed, log=str(log_path.relative_to(self.run.root)),
-                                 health_url=step.health_url, started_at=_now())
-        self.children.append((started, proc))
-        self._save()
+        entry = record.Started(name=step.name, role=step.role, port=step.port, argv=step.argv, env=added,
+                               env_removed=removed, log=str(log_path.relative_to(self.run.root)),
+                               health_url=step.health_url, started_at=_now())
+        # The entry is on disk before the child exists and completed right after it, with signals held back
+        # in between: at no moment does a child run that the record (its entry, or its stack id) does not name.
+        with interrupt.deferred():
+            self.entries.append(entry)
+            self._save()
+            log_fd = _open_log(log_path)
+            try:
+                # The argv as rendered; the executable is its first word (this Python's full path).
+                proc = subprocess.Popen(list(step.argv), stdin=subprocess.DEVNULL, stdout=log_fd,
+                                        stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=self.run.root,
+                                        preexec_fn=interrupt.unblock_in_child)
+            finally:
+                os.close(log_fd)
+            self.popens.append(proc)
+            # None: it has ended already; the record then names a pid that no signal is ever sent to.
+            ticks = ownership.start_ticks(proc.pid)
+            self.entries[-1] = entry.model_copy(update={"pid": proc.pid, "start_ticks": ticks})
+            self._save()
         log.info(f"stack up: started {step.name} (pid {proc.pid}), log {log_path}")
-        return started
+        return proc
 
-    def wait_healthy(self, started: record.Started, proc: subprocess.Popen) -> float:
+    def _check(self, step: Step, proc: subprocess.Popen) -> ready.Check:
+        code = proc.poll()
+        if code is not None:
+            return ready.Check(False, True, f"exited with code {code}")
+        return ready.check(step.health_url, step.info_url, step.argv, step.port, self.rec.stack_id)
+
+    def wait_up(self, step: Step, proc: subprocess.Popen) -> float:
         t0 = time.monotonic()
         next_note = t0 + self.progress_every_s
         while True:
-            if answers(started.health_url):
-                return time.monotonic() - t0
-            code = proc.poll()
+            state = self._check(step, proc)
             elapsed = time.monotonic() - t0
-            if code is not None:
-                raise StartFailed(f"{started.name} exited with code {code} while starting (after {elapsed:.0f} s)"
-                                  + self._tail(started))
+            if state.up:
+                return elapsed
+            if state.final:
+                raise StartFailed(f"{step.name} {state.why} while starting (after {elapsed:.0f} s)"
+                                  + self._tail(step.name))
             if elapsed > self.start_budget_s:
-                raise StartFailed(f"{started.name} did not answer {started.health_url} within {self.start_budget_s:.0f} s"
-                                  + self._tail(started))
+                raise StartFailed(f"{step.name} did not come up within {self.start_budget_s:g} s: {state.why}"
+                                  + self._tail(step.name))
             if time.monotonic() >= next_note:
-                log.info(f"stack up: waiting for {started.name} ({started.health_url}): {elapsed:.0f} s")
+                log.info(f"stack up: waiting for {step.name} ({step.health_url}): {elapsed:.0f} s")
                 next_note += self.progress_every_s
             time.sleep(self.poll_s)
 
-    def _tail(self, started: record.Started) -> str:
-        path = self.run.root / started.log
+    def recheck(self, done: list[Step], after: str) -> None:
+        """Each server started so far is still up (a later one can take its port or its GPU memory)."""
+        for step, proc in zip(done, self.popens):
+            state = self._check(step, proc)
+            if not state.up:
+                raise StartFailed(f"{step.name} is no longer up {after}: it {state.why}" + self._tail(step.name))
+
+    def _tail(self, name: str) -> str:
+        entry = next(e for e in self.entries if e.name == name)
+        path = self.run.root / entry.log
         try:
             lines = path.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
         except OSError:
@@ -150,26 +179,28 @@ class Launcher:
 
     # ---- the whole stack ----------------------------------------------------
     def up(self, plan_steps: list[Step], base_env: dict[str, str]) -> None:
-        for step in plan_steps:
-            started = self.start(step, base_env)
-            proc = self.children[-1][1]
-            after = self.wait_healthy(started, proc)
-            healthy = started.model_copy(update={"healthy_after_s": round(after, 1)})
-            self.children[-1] = (healthy, proc)
-            self._save()
+        for i, step in enumerate(plan_steps):
+            proc = self.start(step, base_env)
+            after = self.wait_up(step, proc)
+            self.entries[-1] = self.entries[-1].model_copy(update={"healthy_after_s": round(after, 1)})
+            with interrupt.deferred():
+                self._save()
             log.info(f"stack up: {step.name} healthy after {after:.0f} s")
+            self.recheck(plan_steps[:i], f"after {step.name} started")
+        self.recheck(plan_steps, "at the end of the start")
 
-    def stop_all(self) -> None:
-        """Stop what this launcher started, last first."""
-        for started, proc in reversed(self.children):
-            what = procs.stop_group(started.pid, started.start_ticks, self.grace_s)
+    def stop_all(self) -> list[str]:
+        """Stop what this launcher started (proven as `stack down` proves it), last first; returns the
+        lines naming processes the record names that are not ours (none, unless the record was changed)."""
+        refused = procs.take_down(self.rec, self.grace_s, lambda line: log.info(f"stack up: {line}"))
+        for proc in self.popens:
             proc.poll()  # reap it, so it is not left a zombie of this process
-            log.info(f"stack up: {started.name} (pid {started.pid}) {what}")
         self.rec = self.rec.model_copy(update={"stopped_at": _now()})
-        self._save()
+        record.save(self.run.root, self.rec)
+        return [f.line() for f in refused]
 
     def _save(self) -> None:
-        self.rec = self.rec.model_copy(update={"processes": tuple(s for s, _ in self.children)})
+        self.rec = self.rec.model_copy(update={"processes": tuple(self.entries)})
         record.save(self.run.root, self.rec)
 
 
@@ -177,37 +208,35 @@ def check_free(plan_steps: list[Step], host: str) -> None:
     for step in plan_steps:
         for port in step.ports:
             if port_in_use(host, port):
-                raise UserError(f"port {port} ({step.name}) on {host} is in use already; stop what listens there "
-                                "(another stack? `pdrepro stack status RUN`) or change the scenario's launch.ports")
+                raise UserError(f"port {port} ({step.name}) on {host} is in use already; free it or change the "
+                                "scenario's launch.ports (`pdrepro stack status RUN` says whether a stack of yours holds it)")
 
 
 def check_no_live_stack(run: Path) -> None:
+    """A folder whose record names a running stack is not started over; the advice names only what
+    the proof says is ours."""
     if not record.path(run).is_file():
         return
     try:
         old = record.read(run)
     except UserError:
-        return  # unreadable: nothing to stop through it, it will be replaced
-    if old.boot_id != procs.boot_id():
-        return
-    alive = [p for p in old.processes if procs.running(p.pid, p.start_ticks)]
-    if alive:
-        raise UserError(f"{run} holds a running stack ({alive[0].name}, pid {alive[0].pid}); "
-                        f"stop it first: pdrepro stack down {run}")
+        return  # unreadable: nothing is signalled through it, and it will be replaced
+    survey = proof.survey(old)
+    if survey.refused:
+        f = survey.refused[0]
+        raise UserError(f"{record.path(run)} names {f.line()}; this record cannot be trusted: move it away "
+                        "or choose another --out")
+    if survey.targets:
+        f = survey.targets[0]
+        raise UserError(f"{run} holds a running stack ({f.name}, pid {f.pid}); stop it first: pdrepro stack down {run}")
 
 
 def new_record(scenario: str, python: str, installed: Installed) -> record.StackRecord:
-    return record.StackRecord(scenario=scenario, boot_id=procs.boot_id(), python=python,
-                              python_version=installed.python_version, packages=installed.versions,
+    return record.StackRecord(scenario=scenario, stack_id=secrets.token_hex(16), boot_id=ownership.boot_id(),
+                              python=python, python_version=installed.python_version, packages=installed.versions,
                               modules=installed.modules)
 
 
-def interrupt_on_sigterm():
-    """SIGTERM during `stack up` unwinds like Ctrl-C, so what was started is stopped; returns the old handler."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-    return signal.signal(signal.SIGTERM, handler)
-
-
 def base_environment() -> dict[str, str]:
-    return dict(os.environ)
+    # A stack id inherited from a stack this command runs inside of is not this launch's.
+    return {k: v for k, v in os.environ.items() if k != ownership.MARKER}
