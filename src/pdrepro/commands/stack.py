@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import math
 import sys
+import textwrap
 from pathlib import Path
 
 from ..core.errors import UserError
@@ -31,6 +33,17 @@ PROOF = ("A process is this stack's only when /proc shows the start time, the PD
 SECONDS_OPTIONS = ("start_timeout", "poll", "progress_every", "grace")
 
 
+class _WholeWords(argparse.HelpFormatter):
+    """Wraps help at spaces only, so a command quoted in it (a scenario name holds hyphens) stays one piece."""
+
+    def _split_lines(self, text, width):
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def _fill_text(self, text, width, indent):
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False)
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("stack", help=HELP, description=HELP[0].upper() + HELP[1:] + ".")
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -43,7 +56,8 @@ def register(subparsers) -> None:
                                      "forked) holds the port's listening socket, and a server's /get_server_info "
                                      "names the model and port it was given. Logs go to RUN/logs, what was "
                                      "started to RUN/stack.json, written before each spawn. One `stack up` at a "
-                                     f"time per folder. Default scenario: {DEFAULT_SCENARIO}.")
+                                     f"time per folder. Default scenario: {DEFAULT_SCENARIO}.",
+                         formatter_class=_WholeWords)
     u.add_argument("--target", choices=("onebox",), default="onebox", help="only the one-box plan runs on one host")
     u.add_argument("--launcher", choices=("host",), default="host", help="processes of this host (default)")
     u.add_argument("--scenario", default=DEFAULT_SCENARIO,
