@@ -5,11 +5,12 @@ the recorded process is simply gone)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
 
-from stackhelp import STACK_ID, alive, env, foreign, forged, kill, one_line_error, site, stack, up, wait_gone
+from stackhelp import REPO, STACK_ID, alive, env, foreign, forged, kill, one_line_error, site, stack, up, wait_gone
 
 from pdrepro.launch.stack import ownership, record
 
@@ -147,10 +148,26 @@ def test_up_never_advises_stopping_a_process_that_is_not_ours(site):
     assert again.returncode == 2 and f"stop it first: pdrepro stack down {site['run']}" in one_line_error(again)
 
 
-def test_an_old_or_broken_record_is_one_line(tmp_path):
-    (tmp_path / record.FILE_NAME).write_text('{"schema_version": 1, "scenario": "x"}')
+def test_a_version_1_record_proves_nothing_and_a_broken_one_is_one_line(tmp_path):
+    # The recorded runs' records hold no stack id: read, but what they name is never signalled.
+    recorded = REPO / "tests/recorded/h200-onebox-host-sglang-0.5.15.post1/stack.json"
+    old = json.loads(recorded.read_text())
+    assert old["schema_version"] == 1 and "stack_id" not in old
+    sleeper = foreign("sleep", "300")
+    try:
+        old["boot_id"] = ownership.boot_id()
+        old["processes"][0].update(pid=sleeper.pid, start_ticks=ownership.start_ticks(sleeper.pid),
+                                   argv=list(ownership.cmdline(sleeper.pid)))
+        (tmp_path / record.FILE_NAME).write_text(json.dumps(old))
+        down = stack("down", str(tmp_path), "--grace", "1")
+        assert down.returncode == 2
+        assert f"(pid {sleeper.pid}): runs (sleep), but a version 1 record holds no stack id" in one_line_error(down)
+        assert sleeper.poll() is None
+    finally:
+        kill(sleeper)
+    (tmp_path / record.FILE_NAME).write_text('{"schema_version": 2, "scenario": "x"}')
     down = stack("down", str(tmp_path))
-    assert down.returncode == 2 and "record version 2" in one_line_error(down)
+    assert down.returncode == 2 and "is written by `pdrepro stack up`" in one_line_error(down)
     (tmp_path / record.FILE_NAME).write_text("[" * 100000)
     status = stack("status", str(tmp_path))
     assert status.returncode == 2 and "not readable JSON" in one_line_error(status)

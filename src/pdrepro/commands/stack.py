@@ -167,8 +167,9 @@ def _refuse(refused: list[str], run: Path) -> None:
 def run_down(args) -> int:
     if not (math.isfinite(args.grace) and args.grace > 0):
         raise UserError(f"--grace {args.grace:g}: give a number of seconds above 0")
-    rec = record.read(args.run)
+    record.read(args.run)  # a folder without a record is refused before it is locked
     with lock.held(args.run, "down"):
+        rec = record.read(args.run)  # as it is now that no `stack up` can change it
         if rec.boot_id != ownership.boot_id():
             print(f"stack down: {args.run} was started before this host last booted; nothing of it runs")
             return 0
@@ -186,7 +187,8 @@ def run_status(args) -> int:
     print(f"stack {args.run}: scenario {rec.scenario}, {rec.python} (Python {rec.python_version})"
           + (f", stopped at {rec.stopped_at}" if rec.stopped_at else ""))
     for p, f in zip(rec.processes, survey.recorded):
-        healthy = f.ours and ready.answers(p.health_url, timeout=3.0) and bool(ready.holders(p.port, rec.stack_id))
+        healthy = (f.ours and p.port is not None and rec.stack_id is not None
+                   and ready.answers(p.health_url, timeout=3.0) and bool(ready.holders(p.port, rec.stack_id)))
         all_up = all_up and healthy
         state = {proof.OURS: "running", proof.GONE: "not running", proof.UNPROVEN: "not ours"}[f.verdict]
         health = "healthy" if healthy else ("not healthy" if f.ours else "-")

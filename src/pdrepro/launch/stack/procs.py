@@ -65,14 +65,16 @@ def take_down(rec: StackRecord, grace_s: float, say: Callable[[str], None]) -> l
     """Stop every process of ``rec`` proven ours, last started first; say what happened to each.
     Returns the live processes the record names (or that sit in a server's group) which are not ours."""
     survey = proof.survey(rec)
-    outcome = stop(survey.targets[::-1], rec.stack_id, grace_s) if survey.targets else {}
+    # A record without a stack id proves nothing ours (no targets); "" is then no process's marker.
+    stack_id = rec.stack_id or ""
+    outcome = stop(survey.targets[::-1], stack_id, grace_s) if survey.targets else {}
     for f in survey.recorded:
         say(f"{f.name} (pid {f.pid}) {outcome.get(f.pid, f.why) if f.ours and f.pid else f.why}")
     refused = {f.pid: f for f in survey.refused}
     strays = [f for f in survey.strays if f.ours]
     for _ in range(ROUNDS):
         if strays:
-            done = stop(strays, rec.stack_id, grace_s)
+            done = stop(strays, stack_id, grace_s)
             say("processes of this stack it does not name, found by its marker: "
                 + ", ".join(f"{f.name} (pid {f.pid}) {done.get(f.pid or 0, '?')}" for f in strays))
         again = proof.survey(rec)

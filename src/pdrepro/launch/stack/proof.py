@@ -84,6 +84,9 @@ def prove(rec: StackRecord, p: Started) -> Finding:
         # The pid was given to another process after ours ended: that one is not ours to touch.
         return Finding(p.name, p.pid, GONE, f"was not running (pid {p.pid} is now another process, "
                                             f"{ownership.comm(p.pid)}, started at another time: left alone)")
+    if rec.stack_id is None:
+        return Finding(p.name, p.pid, UNPROVEN, f"runs ({ownership.comm(p.pid)}), but a version 1 record holds no stack "
+                                                "id to prove it by: left alone")
     if ownership.marker(p.pid) != rec.stack_id:
         return Finding(p.name, p.pid, UNPROVEN, f"runs ({ownership.comm(p.pid)}) without this stack's "
                                                 f"{ownership.MARKER} in its environment: not started by this stack, left alone")
@@ -123,4 +126,4 @@ def survey(rec: StackRecord) -> Survey:
         why = "was not running (started before this host last booted)"
         return Survey([Finding(p.name, p.pid, GONE, why) for p in rec.processes])
     recorded = [prove(rec, p) for p in rec.processes]
-    return Survey(recorded, _strays(rec, recorded))
+    return Survey(recorded, _strays(rec, recorded) if rec.stack_id else [])

@@ -35,7 +35,7 @@ class Started(Record):
     # boot id, this tells the process apart from a later one given the same PID; None: it had ended
     # before its start time could be read, or it was not spawned.
     start_ticks: int | None = None
-    port: int                          # the port it serves on, which it must hold to count as up
+    port: int | None = None            # the port it serves on, which it must hold to count as up (version 1: none)
     argv: tuple[str, ...]
     env: dict[str, str]                # set on top of the launcher's own environment
     env_removed: tuple[str, ...] = ()  # inherited variables the launch sets itself, dropped when it does not
@@ -46,9 +46,11 @@ class Started(Record):
 
 
 class StackRecord(Record):
-    schema_version: Literal[2] = 2
+    # Version 1 records (the recorded runs) hold no stack id and no ports: they are read, but nothing
+    # they name can be proven this stack's, so nothing is ever signalled through them.
+    schema_version: Literal[1, 2] = 2
     # Random, one per `stack up`; every child has PDREPRO_STACK_ID=<it> in its environment.
-    stack_id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")]
+    stack_id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")] | None = None
     scenario: str
     target: Literal["onebox"] = "onebox"
     launcher: Literal["host"] = "host"
@@ -82,5 +84,5 @@ def read(run: Path) -> StackRecord:
     except (OSError, ValueError, RecursionError) as exc:
         raise UserError(f"{file}: not readable JSON ({exc}); it is written by `pdrepro stack up`") from None
     return load(StackRecord, data, str(file),
-                fix=f"{FILE_NAME} is written by `pdrepro stack up` (record version 2); nothing a record that is not "
-                    "one names is proven this stack's, so nothing is signalled through it")
+                fix=f"{FILE_NAME} is written by `pdrepro stack up`; nothing a record that is not one names is "
+                    "proven this stack's, so nothing is signalled through it")

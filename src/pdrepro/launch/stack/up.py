@@ -101,13 +101,15 @@ class Launcher:
     grace_s: float = 30.0
 
     def __post_init__(self) -> None:
+        assert self.rec.stack_id is not None, "a new record always has its stack id"
+        self.stack_id: str = self.rec.stack_id
         self.entries: list[record.Started] = []
         self.popens: list[subprocess.Popen] = []
 
     # ---- one process --------------------------------------------------------
     def start(self, step: Step, base_env: dict[str, str]) -> subprocess.Popen:
         env, added, removed = child_env(step, base_env)
-        env[ownership.MARKER] = self.rec.stack_id
+        env[ownership.MARKER] = self.stack_id
         log_path = self.run.logs_dir / step.log_name
         self.run.logs_dir.mkdir(parents=True, exist_ok=True)
         entry = record.Started(name=step.name, role=step.role, port=step.port, argv=step.argv, env=added,
@@ -138,7 +140,7 @@ class Launcher:
         code = proc.poll()
         if code is not None:
             return ready.Check(False, True, f"exited with code {code}")
-        return ready.check(step.health_url, step.info_url, step.argv, step.port, self.rec.stack_id)
+        return ready.check(step.health_url, step.info_url, step.argv, step.port, self.stack_id)
 
     def wait_up(self, step: Step, proc: subprocess.Popen) -> float:
         t0 = time.monotonic()
