@@ -50,7 +50,7 @@ def test_up_status_down_stops_exactly_what_it_started(site, tmp_path):
             # Exactly what render prints: the argv the process runs, and its environment on top of ours.
             env, argv = rendered[role]
             assert cmdline(p.pid) == list(p.argv) == argv
-            assert p.env == {**env, "PYTHONUNBUFFERED": "1"}
+            assert p.env == {**env, "PYTHONUNBUFFERED": "1", "SPT_NOENV": "1"}
             assert ownership.marker(p.pid) == rec.stack_id  # and the marker, on top
             assert os.getpgid(p.pid) == p.pid and os.getsid(p.pid) == p.pid  # its own session
             assert (site["run"] / p.log).is_file() and p.healthy_after_s is not None

@@ -27,8 +27,10 @@ log = logging.getLogger(__name__)
 # operator's stray MC_FORCE_TCP or CUDA_VISIBLE_DEVICES cannot change what runs behind the record's back.
 PLAN_OWNED = ("MC_FORCE_TCP", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "SGLANG_HOST_IP", "MOONCAKE_PROTOCOL",
               "WITH_NVIDIA_PEERMEM", *LAUNCH_ENV_TUNABLES)
-# The launcher's own addition: logs that show each line when it is written.
-LAUNCHER_ENV = {"PYTHONUNBUFFERED": "1"}
+# The launcher's own additions: logs that show each line when it is written, and SPT_NOENV, which keeps
+# setproctitle (SGLang's children retitle themselves with it) from overwriting /proc/PID/environ, where
+# the stack id that proves a child ours is read.
+LAUNCHER_ENV = {"PYTHONUNBUFFERED": "1", "SPT_NOENV": "1"}
 LOG_TAIL_LINES = 20
 
 
