@@ -29,7 +29,8 @@ def unwinding() -> Iterator[None]:
         raise Interrupted(signum)
 
     for s in HANDLED:
-        signal.signal(s, handler)
+        if previous[s] is not signal.SIG_IGN:  # under nohup a closed terminal is no reason to stop
+            signal.signal(s, handler)
     try:
         yield
     finally:
