@@ -7,23 +7,28 @@ scripts' arguments, and the files a render writes for sbatch."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import io
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 from guidetext import GUIDE_PAGES, ROOT, Block, blocks
 
+from pdrepro.cli import main
 from pdrepro.commands import build_parser
 from pdrepro.scenario.model import shipped_names
 
 # Tools a checked block may name that the bundle does not own (their options are theirs to check).
-FOREIGN = {"cd", "cp", "ls", "cat", "mkdir", "export", "source", "docker", "ssh", "kubectl", "ip", "ibv_devinfo",
+FOREIGN = {"cd", "cp", "ls", "cat", "mkdir", "export", "source", "docker", "ssh", "ip", "ibv_devinfo",
            "nvidia-smi", "git", "tail", "less", "rm", "curl", "grep", "pytest", ".venv/bin/pytest"}
 SCRIPT_PATHS = ("scripts/", ".ci/")
 RUN_BUDGET_S = 60
@@ -78,6 +83,15 @@ def _script_actions(path: Path) -> set[str]:
             for w in label.split("|")}
 
 
+@functools.cache
+def _k8s_files() -> frozenset[str]:
+    """The file names `pdrepro render --target k8s` writes, from a real render into a scratch folder."""
+    with tempfile.TemporaryDirectory() as out:
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["render", "--target", "k8s", "--scenario", "h20-qwen3-235b-2p2d", "--out", out]) == 0
+        return frozenset(p.name for p in Path(out).iterdir())
+
+
 def _check_pdrepro(words: list[str]) -> str | None:
     if any(w in ("...", "…") or w.startswith("[") for w in words):
         return "a placeholder ('...' or '[...]') is not a command as written"
@@ -122,6 +136,11 @@ def _check(words: list[str], database: str) -> str | None:
     if tool == "sbatch":
         path = next((w for w in words[1:] if w.endswith(".sbatch")), "")
         return None if Path(path).stem in shipped_names() else f"{path}: `render --target slurm` writes no such file"
+    if tool == "kubectl":
+        # `apply -f FILE` names a rendered file; `logs -f` means follow.
+        wanted = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "-f" and "apply" in words]
+        unknown = [w for w in wanted if Path(w).name not in _k8s_files()]
+        return f"{unknown}: `render --target k8s` writes no such file" if unknown else None
     if tool in FOREIGN:
         return None
     return f"{tool}: not a command the docs test knows; tag the block `run` or teach the test to check it"
@@ -149,6 +168,8 @@ def test_the_checker_refuses_what_does_not_exist(database):
     assert _check(["sudo", "scripts/softroce.sh", "sideways"], database)
     assert _check(["bash", ".ci/docker-engine.sh", "--extra"], database)
     assert _check(["frobnicate"], database)
+    assert _check(["kubectl", "apply", "-f", "deploy/k8s/99-nothing.yaml"], database)
+    assert _check(["kubectl", "apply", "-f", "deploy/k8s/20-prefill.yaml"], database) is None
     assert _check(["make", "smoke", "SMOKE_ARGS=--repeats 3"], database) is None
     assert _check(["sudo", "scripts/softroce.sh", "up"], database) is None
 
