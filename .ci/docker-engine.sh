@@ -158,9 +158,20 @@ install_debootstrap() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
 }
 
+# Run through sudo by a user: that user needs the docker group to reach the
+# engine's socket for `make smoke` (a new login makes it take effect).
+grant_docker_group() {
+  local user=${SUDO_USER:-}
+  if [ -z "$user" ] || [ "$user" = root ] || [ "$(id -u)" -ne 0 ]; then return; fi
+  if id -nG "$user" | tr ' ' '\n' | grep -qx docker; then return; fi
+  usermod -aG docker "$user"
+  log "added $user to the docker group: log in again (or run 'newgrp docker') before make smoke"
+}
+
 main() {
   install_engine
   start_daemon
+  grant_docker_group
   install_compose
   install_debootstrap
   report

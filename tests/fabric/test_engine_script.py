@@ -13,12 +13,13 @@ import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / ".ci" / "docker-engine.sh"
 # The real tools the script uses besides the ones a test stands in for; nothing else is on PATH.
-REAL = ("bash", "awk", "cat", "basename", "dirname", "seq", "sleep", "tail", "setsid", "nohup", "printf", "grep", "touch")
+REAL = ("bash", "awk", "cat", "basename", "dirname", "seq", "sleep", "tail", "setsid", "nohup", "printf", "grep", "touch",
+        "tr")
 
 
 def tools(tmp_path: Path, **fakes: str) -> Path:
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
+    bin_dir.mkdir(parents=True, exist_ok=True)
     for name in REAL:
         real = shutil.which(name)
         assert real, f"{name} is needed to run the engine script"
@@ -132,3 +133,24 @@ def test_compose_install_adds_no_source_for_a_listed_suite():
     text = SCRIPT.read_text()
     body = text[text.index("install_compose() {"):text.index("start_daemon() {")]
     assert body.index("has_suite /etc/apt trixie") < body.index('cat > "$own"')
+
+
+# An `id` that answers like the real one for a root shell run through sudo by USER, who is in GROUPS.
+def _id_for(groups: str) -> str:
+    return f'case "$1" in -u) echo 0;; -nG) echo "{groups}";; *) exit 1;; esac\n'
+
+
+def test_a_user_who_ran_it_through_sudo_gets_the_docker_group_once(tmp_path):
+    calls = tmp_path / "usermod.args"
+    common = dict(dockerd="exit 0\n", debootstrap="exit 0\n", usermod=f'printf "%s\\n" "$@" >> {calls}\n',
+                  docker='case "$1" in version) echo 28.2.2;; info|compose) exit 0;; esac\n')
+    added = run(tools(tmp_path / "a", id=_id_for("alice sudo"), **common), f"bash {SCRIPT}", tmp_path,
+                SUDO_USER="alice")
+    assert added.returncode == 0, added.stderr
+    assert calls.read_text().split() == ["-aG", "docker", "alice"]
+    assert "log in again" in added.stderr
+    calls.unlink()
+    already = run(tools(tmp_path / "b", id=_id_for("alice docker"), **common), f"bash {SCRIPT}", tmp_path,
+                  SUDO_USER="alice")
+    assert already.returncode == 0, already.stderr
+    assert not calls.exists() and "docker group" not in already.stderr
