@@ -35,8 +35,9 @@ $(BIN)/pdrepro: pyproject.toml
 
 setup: $(BIN)/pdrepro ## Create .venv with the bundle and its test tools
 
-test: setup ## Run the bundle's own tests (in parallel) and print the package's line coverage
-	$(BIN)/pytest -n auto --cov=pdrepro --cov-report=term
+# Progress as a count of finished tests with the time so far (tests/elapsed.py), the ten slowest at the end.
+test: setup ## Run the bundle's own tests (in parallel), showing progress; print the slowest tests and line coverage
+	$(BIN)/pytest -n auto -o console_output_style=count --durations=10 --cov=pdrepro --cov-report=term
 
 adversarial-deep: setup ## Run the adversarial suite with many more hostile examples and fresh randomness (no seed)
 	PDREPRO_HYPOTHESIS=deep $(BIN)/pytest -n auto tests/adversarial

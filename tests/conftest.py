@@ -29,3 +29,6 @@ else:
     import os as _os
 
     settings.load_profile(_os.environ.get("PDREPRO_HYPOTHESIS", "seeded"))
+
+# `make test` prints its count of finished tests with the time taken so far (tests/elapsed.py).
+pytest_plugins = ["elapsed"]

@@ -28,7 +28,8 @@ def register(sub) -> None:
     p.add_argument("--model", type=Path, help="model directory (holds config.json)")
     p.add_argument("--dataset", type=Path, help="ShareGPT JSON file the bench client reads")
     p.add_argument("--advertise-ip", help="address the servers advertise (default: $SGLANG_HOST_IP, $HOST_IP)")
-    p.add_argument("--scenario", help="scenario name or file: compares line rate, GPU count and model with it")
+    p.add_argument("--scenario", help="scenario name or file: compares line rate, GPU count and model with it "
+                                          "(default: none, no comparison)")
     p.add_argument("--save-sysfs", type=Path, metavar="DIR",
                    help="also save the part of sysfs the checks read into DIR (check it elsewhere with --sysfs-root DIR)")
     p.set_defaults(func=run)

@@ -52,7 +52,8 @@ def register(subparsers) -> None:
                     "one TP rank's KV cache per prompt length into the second's (decode) GPU memory through the "
                     "Mooncake Transfer Engine; every received byte is checked. Checks GPU memory registration and "
                     "the engine's data path; run it in the GPU image.")
-    p.add_argument("--scenario", default="h20-qwen3-235b-1p1d", help="sizes come from its model and prefill TP")
+    p.add_argument("--scenario", default="h20-qwen3-235b-1p1d",
+                   help="sizes come from its model and prefill TP (default %(default)s)")
     p.add_argument("--prompt-lens", help="comma-separated subset or other lengths (default: the scenario's)")
     p.add_argument("--gpus", default="0,1",
                    help="prefill GPU, decode GPU (default 0,1); one id (0, or 0,0) puts both sides on that GPU")

@@ -20,13 +20,30 @@ from ..scenario.model import load_scenario
 
 HELP = "write a scenario's launch for a target (compose env files per node, Kubernetes manifests, or a SLURM sbatch script)"
 
+# The one-box target places the one-box scenario unless told otherwise, the same default as `pdrepro stack up`
+# (which starts what `render --target onebox --launcher host` prints); the cluster targets place the published run.
+ONEBOX_SCENARIO = "onebox-qwen25-0.5b"
+PUBLISHED_SCENARIO = "h20-qwen3-235b-1p1d"
+
+
+def default_scenario(target: str) -> str:
+    """The scenario ``render`` places when no --scenario is given: it depends on the target."""
+    return ONEBOX_SCENARIO if target == "onebox" else PUBLISHED_SCENARIO
+
+
+def _by_target() -> list[tuple[str, str]]:
+    # Grouped for the help text: the one-box target first, then the targets sharing the published run.
+    others = "|".join(t for t in sorted(TARGETS) if t != "onebox")
+    return [("onebox", ONEBOX_SCENARIO), (others, PUBLISHED_SCENARIO)]
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("render", help=HELP, description=HELP[0].upper() + HELP[1:] + ".")
     p.add_argument("--target", choices=sorted(TARGETS), default="compose",
                    help="where the launch runs (default %(default)s)")
-    p.add_argument("--scenario", default="h20-qwen3-235b-1p1d",
-                   help="shipped scenario name or path to a scenario YAML (default %(default)s)")
+    p.add_argument("--scenario", default=None,
+                   help="shipped scenario name or path to a scenario YAML (default: "
+                        + ", ".join(f"{name} for --target {t}" for t, name in _by_target()) + ")")
     p.add_argument("--prefill-ip", default=os.environ.get("PREFILL_IP"),
                    help="compose: RDMA-reachable address of each prefill node, comma-separated (the first also runs the "
                         "first regular instance); env PREFILL_IP")
@@ -169,6 +186,8 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def run(args) -> int:
+    # Resolved once, here: the targets read args.scenario too (k8s ships the scenario file itself).
+    args.scenario = args.scenario or default_scenario(args.target)
     scenario = load_scenario(args.scenario)
     if args.target != "onebox":
         # Clusters have RDMA and their schedulers; the host launcher and TCP are for one box.

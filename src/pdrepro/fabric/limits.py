@@ -1,29 +1,19 @@
-"""How much memory a container of the local Docker engine may lock (pin).
+"""How much memory a container of the local Docker engine may lock (pin), and the one way to raise it.
 
 RDMA registration pins every buffer it moves, so a container's memlock limit
 bounds what it can register. Whether a container can get more than the engine
-process itself has depends on the engine's capabilities, not on its limit.
+process itself has depends on the engine's capabilities, not on its limit; how
+to raise the engine's own limit depends on who started it (systemd or a shell).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-CAP_SYS_RESOURCE = 24
+from . import dockerd
 
-
-def _can_raise_limits(status: str) -> bool:
-    """Root on the host with CAP_SYS_RESOURCE. A rootless engine holds its
-    capabilities only inside its own user namespace and shows a non-zero uid
-    here: it cannot raise a limit past the user's."""
-    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-    uid = fields.get("Uid", "0").split()
-    if uid and uid[0] != "0":
-        return False
-    cap_eff = fields.get("CapEff")
-    if cap_eff is None:
-        return True  # no capability line: assume a normal root engine
-    return bool(int(cap_eff.strip(), 16) >> CAP_SYS_RESOURCE & 1)
+# What the bundle's own engine script does when it starts dockerd: raise the limit, then start it.
+ENGINE_SCRIPT = "bash .ci/docker-engine.sh"
 
 
 def engine_memlock_cap(proc: Path = Path("/proc")) -> str | None:
@@ -35,18 +25,18 @@ def engine_memlock_cap(proc: Path = Path("/proc")) -> str | None:
     that capability (inside another container, rootless Docker) cannot: a
     container asking for more than the engine's own hard limit does not
     start, so that limit becomes the default."""
-    for comm in proc.glob("[0-9]*/comm"):
-        try:
-            if comm.read_text().strip() != "dockerd":
-                continue
-            limits = (comm.parent / "limits").read_text()
-            status = (comm.parent / "status").read_text()
-        except OSError:
-            continue
-        if _can_raise_limits(status):
-            return None
-        for line in limits.splitlines():
-            if line.startswith("Max locked memory"):
-                hard = line.split()[4]
-                return None if hard == "unlimited" else hard
-    return None
+    engine = dockerd.find(proc)
+    if engine is None or engine.can_raise_limits or engine.memlock_hard in (None, "unlimited"):
+        return None
+    return engine.memlock_hard
+
+
+def raise_engine_limit(engine: dockerd.Dockerd | None) -> str:
+    """The one fix that raises the engine's own memlock limit, for the way it was started."""
+    if engine is not None and engine.unit is not None:
+        return (f"dockerd runs as the systemd service {engine.unit}: `sudo systemctl edit {engine.unit}`, add "
+                "`LimitMEMLOCK=infinity` under [Service], then `sudo systemctl restart "
+                f"{engine.unit.removesuffix('.service')}`")
+    pid = f" (pid {engine.pid})" if engine is not None else ""
+    return (f"dockerd{pid} was started by hand, not by systemd: stop it, then start it again from a shell "
+            f"that ran `ulimit -l unlimited` (as root: `{ENGINE_SCRIPT}` does both when no engine answers)")

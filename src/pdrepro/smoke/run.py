@@ -61,7 +61,7 @@ def docker_client():
             raise UserError("the Docker SDK for Python is missing; `pip install docker` (or `make setup`)") from None
         raise UserError(
             f"cannot reach a Docker engine ({docker_engine.first_line(exc.cause, 160)}); install Docker "
-            "(Debian/Ubuntu: `sudo bash .ci/docker-engine.sh` installs engine, compose v2 and debootstrap) and start it "
+            "(Debian/Ubuntu: `bash .ci/docker-engine.sh` installs engine, compose v2 and debootstrap) and start it "
             "(the script does; else `systemctl start docker`, or `dockerd &`)"
         ) from None
 
@@ -74,7 +74,7 @@ def compose_command() -> list[str]:
         except (ToolMissing, ToolTimeout):
             continue
     raise UserError("Docker Compose v2 is missing; install the `docker-compose-plugin` (or `docker-compose`) package "
-                    "(Debian/Ubuntu: `sudo bash .ci/docker-engine.sh`)")
+                    "(Debian/Ubuntu: `bash .ci/docker-engine.sh`)")
 
 
 def check_rdma_request(transport: str, plan: SmokePlan, memlock: str | None, root: Path = Path("/")) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import resource
 
 from ...core.units import MiB
-from .. import limits
+from .. import dockerd, limits
 from .base import PASS, WARN, Check, Context, Facts
 
 
@@ -25,8 +25,7 @@ def check_memlock(ctx: Context, f: Facts) -> Check:
                      detail + f"; the Docker engine cannot raise a container's limit (rootless, or without "
                      f"CAP_SYS_RESOURCE), so no container gets more than its own {_fmt_limit(int(cap))} "
                      "(RDMA registration pins every KV buffer)",
-                     "raise the engine's limit (systemd: `systemctl edit docker`, add `LimitMEMLOCK=infinity` under "
-                     "[Service], restart docker) or run it with CAP_SYS_RESOURCE; until then set MEMLOCK in the "
+                     limits.raise_engine_limit(dockerd.find(ctx.proc_root)) + "; until then set MEMLOCK in the "
                      "deploy env (SMOKE_MEMLOCK for the smoke test) to a value within that limit")
     return Check("memlock", WARN,
                  detail + "; the server containers get MEMLOCK (default -1 = unlimited) from the Docker engine, which "

@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("render", help="write the smoke's sbatch script")
     r.add_argument("--out", required=True, type=Path)
-    r.add_argument("--scenario", default="smoke-tcp")
+    r.add_argument("--scenario", default="smoke-tcp", help="scenario of the smoke run (default %(default)s)")
     r.add_argument("--prompt-lens", default="128,4096,32768")
     r.add_argument("--repeats", type=int, default=2)
     r.add_argument("--block-mib", type=int, default=32)
