@@ -151,3 +151,22 @@ def test_a_stack_up_killed_outright_leaves_nothing_stack_down_cannot_find(site):
     down = stack("down", str(site["run"]), "--grace", "2")
     assert down.returncode == 0, down.stdout + down.stderr
     assert wait_gone(marked) == [] and ownership.marked(stack_id) == []
+
+
+def test_a_router_that_renames_itself_is_still_ours_and_stopped(site):
+    # SGLang's router rewrites its own command line to `sglang::router` once it runs (seen on the H200:
+    # `stack down` then left it running, its command line no longer the recorded argv). The title it shows
+    # once up is recorded while it is the launcher's own child, and down proves it by that.
+    started = up(site, env_=env(STANDIN_RETITLE="router:sglang::router"))
+    assert started.returncode == 0, started.stdout + started.stderr
+    rec = record.read(site["run"])
+    router = next(p for p in rec.processes if p.name == "router")
+    assert router.title is not None and router.title[0] == "sglang::router"
+    assert tuple(ownership.cmdline(router.pid) or ()) == router.title != router.argv
+    assert all(p.title is None for p in rec.processes if p.name != "router")
+    status = stack("status", str(site["run"]))
+    assert status.returncode == 0, status.stdout + status.stderr
+    down = stack("down", str(site["run"]), "--grace", "5")
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert "router (pid" in down.stdout + down.stderr and "stopped" in down.stdout + down.stderr
+    assert not wait_gone([p.pid for p in rec.processes if p.pid])

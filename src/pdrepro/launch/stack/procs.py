@@ -71,15 +71,20 @@ def take_down(rec: StackRecord, grace_s: float, say: Callable[[str], None]) -> l
     for f in survey.recorded:
         say(f"{f.name} (pid {f.pid}) {outcome.get(f.pid, f.why) if f.ours and f.pid else f.why}")
     refused = {f.pid: f for f in survey.refused}
-    strays = [f for f in survey.strays if f.ours]
+    strays, done = [f for f in survey.strays if f.ours], outcome
     for _ in range(ROUNDS):
         if strays:
-            done = stop(strays, stack_id, grace_s)
             say("processes of this stack it does not name, found by its marker: "
                 + ", ".join(f"{f.name} (pid {f.pid}) {done.get(f.pid or 0, '?')}" for f in strays))
         again = proof.survey(rec)
         refused.update({f.pid: f for f in again.refused})
+        # Only processes still running after the stop above: a server may fork while it is being stopped.
         strays = again.targets
         if not strays:
             break
+        done = stop(strays, stack_id, grace_s)
+    else:
+        if strays:
+            say("processes of this stack it does not name, found by its marker: "
+                + ", ".join(f"{f.name} (pid {f.pid}) {done.get(f.pid or 0, '?')}" for f in strays))
     return list(refused.values())

@@ -90,7 +90,7 @@ def prove(rec: StackRecord, p: Started) -> Finding:
     if ownership.marker(p.pid) != rec.stack_id:
         return Finding(p.name, p.pid, UNPROVEN, f"runs ({ownership.comm(p.pid)}) without this stack's "
                                                 f"{ownership.MARKER} in its environment: not started by this stack, left alone")
-    if ownership.cmdline(p.pid) != p.argv:
+    if ownership.cmdline(p.pid) not in (p.argv, p.title):
         return Finding(p.name, p.pid, UNPROVEN, f"runs ({ownership.comm(p.pid)}) with a command line other than "
                                                 "the recorded one: left alone")
     return Finding(p.name, p.pid, OURS, "running", st.start_ticks)

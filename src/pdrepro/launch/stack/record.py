@@ -37,6 +37,10 @@ class Started(Record):
     start_ticks: int | None = None
     port: int | None = None            # the port it serves on, which it must hold to count as up (version 1: none)
     argv: tuple[str, ...]
+    # The command line /proc showed once the process was up, where it differs from argv: SGLang's router
+    # renames itself in place (`sglang::router`). Read while the process was the launcher's own unreaped
+    # child, so it names that very process; down proves the command line against argv or this.
+    title: tuple[str, ...] | None = None
     env: dict[str, str]                # set on top of the launcher's own environment
     env_removed: tuple[str, ...] = ()  # inherited variables the launch sets itself, dropped when it does not
     log: str                           # relative to the run directory

@@ -163,6 +163,15 @@ class Launcher:
                 next_note += self.progress_every_s
             time.sleep(self.poll_s)
 
+    @staticmethod
+    def _title(step: Step, proc: subprocess.Popen) -> tuple[str, ...] | None:
+        """The command line the child shows now, if it renamed itself: read only while ``proc`` is alive
+        and not reaped, so the pid cannot name another process."""
+        seen = ownership.cmdline(proc.pid)
+        if proc.poll() is not None or seen is None or seen == step.argv:
+            return None
+        return seen
+
     def recheck(self, done: list[Step], after: str) -> None:
         """Each server started so far is still up (a later one can take its port or its GPU memory)."""
         for step, proc in zip(done, self.popens):
@@ -186,7 +195,8 @@ class Launcher:
         for i, step in enumerate(plan_steps):
             proc = self.start(step, base_env)
             after = self.wait_up(step, proc)
-            self.entries[-1] = self.entries[-1].model_copy(update={"healthy_after_s": round(after, 1)})
+            self.entries[-1] = self.entries[-1].model_copy(update={"healthy_after_s": round(after, 1),
+                                                                   "title": self._title(step, proc)})
             with interrupt.deferred():
                 self._save()
             log.info(f"stack up: {step.name} healthy after {after:.0f} s")
