@@ -76,6 +76,53 @@ def test_a_signal_stops_the_child_client_and_marks_the_length_unfinished(tmp_pat
     assert not (tmp_path / "run" / "bench" / "result-128.jsonl").exists()
 
 
+def test_a_signal_the_kernel_gives_another_thread_still_stops_the_sweep(tmp_path):
+    # The root of the SIGTERM flake: the sweep's main thread sat in waitpid() with no timeout, and a signal
+    # taken by another thread (or just before that call) never ran its handler; the client never ends, so
+    # neither did the sweep. Here only a side thread can take the signal, every time.
+    proc = _start(tmp_path, "child-masked")
+    _wait_for_client(proc, tmp_path)
+    rc, err = _stop(proc, tmp_path, signal.SIGTERM)
+    assert rc == 143, err
+    assert "Traceback" not in err
+    _nothing_writes(tmp_path)
+    state = json.loads((tmp_path / "run" / "sweep-state.json").read_text())
+    assert state["lengths"]["128"]["status"] == "unfinished", state
+
+
+@pytest.mark.parametrize("first, repeats, status", [
+    (signal.SIGTERM, (signal.SIGTERM, signal.SIGINT, signal.SIGHUP), 143),
+    (signal.SIGINT, (signal.SIGINT, signal.SIGTERM), 130),
+])
+def test_repeated_signals_while_the_sweep_stops_end_it_with_the_first_signals_status(tmp_path, first, repeats, status):
+    # docker stop's grace, a second Ctrl-C: neither cuts the clean-up short nor ends the process by the signal.
+    proc = _start(tmp_path, "child")
+    _wait_for_client(proc, tmp_path)
+    proc.send_signal(first)
+    # The same signal again at once; other signals only once the sweep has acted on the first (the client's
+    # partial result is gone): pending together, signals are taken lowest number first, so "first" would
+    # not be defined.
+    for delay in (0.0, 0.01, 0.05):
+        time.sleep(delay)
+        if proc.poll() is None:
+            proc.send_signal(first)
+    deadline = time.monotonic() + 30
+    while _partial(tmp_path).exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    for delay in (0.0, 0.02, 0.1, 0.3):
+        time.sleep(delay)
+        for signum in repeats:
+            if proc.poll() is None:
+                proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == status, err
+    assert "Traceback" not in err
+    _nothing_writes(tmp_path)
+    state = json.loads((tmp_path / "run" / "sweep-state.json").read_text())
+    assert state["lengths"]["128"]["status"] == "unfinished"
+    assert signal.Signals(first).name in state["lengths"]["128"]["reason"]
+
+
 def _containers(label: str) -> list[str]:
     out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={label}"], capture_output=True, text=True,
                          timeout=60).stdout

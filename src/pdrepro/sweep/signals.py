@@ -119,10 +119,11 @@ def stop_on_signals() -> Iterator[None]:
         yield
         checkpoint()
     finally:
-        if _flag.signum is None:
-            for s, old in previous.items():
-                signal.signal(s, old)
-        # else the handler stays: a repeat arriving while the process exits must not end it by the signal.
+        for s, old in previous.items():
+            # After a stop the signals are ignored by the kernel itself: a repeat arriving while the process
+            # exits must not end it by the signal (Python's own finalization puts a Python-level handler
+            # back to the default action, which would).
+            signal.signal(s, old if _flag.signum is None else signal.SIG_IGN)
 
 
 @contextlib.contextmanager
@@ -143,6 +144,5 @@ def raise_on_signals() -> Iterator[None]:
     try:
         yield
     finally:
-        if not stopped:
-            for s, old in previous.items():
-                signal.signal(s, old)
+        for s, old in previous.items():
+            signal.signal(s, signal.SIG_IGN if stopped else old)  # see stop_on_signals
