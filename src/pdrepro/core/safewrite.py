@@ -167,3 +167,19 @@ def free_bytes(folder: Path) -> int | None:
         return shutil.disk_usage(probe).free
     except OSError:
         return None
+
+
+def open_log(path: Path | str, what: str = "pdrepro", append: bool = False) -> BinaryIO:
+    """A log file a child process writes into as it runs (so not written whole and renamed): opened with
+    O_NOFOLLOW, so a link planted at its name is refused, never followed; anything but a regular file there
+    is refused as ``refusal`` says. The caller closes it."""
+    path = Path(path)
+    problem = refusal(path, what)
+    if problem is not None:
+        raise problem
+    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | (os.O_APPEND if append else os.O_TRUNC)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        raise unwritable(path, exc, path.parent) from None
+    return os.fdopen(fd, "ab" if append else "wb")
