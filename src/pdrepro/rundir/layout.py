@@ -228,7 +228,7 @@ class RunDir:
         """The sweep's per-length outcomes; an empty record when there is none yet, or when the file is not
         one (a rerun then starts it afresh: the bench files, not this record, say what is complete)."""
         path = self.sweep_state_file
-        if not path.is_file():
+        if not _present(path):
             return SweepStateFile()
         try:
             return SweepStateFile.model_validate(runfile.read_json(path))
@@ -244,7 +244,7 @@ class RunDir:
         """The counter record of one length, None when the sweep left none; a file that is no JSON is a
         ValueError (UnicodeDecodeError included), one without a 'nodes' object a ValidationError."""
         path = self.counters_file(prompt_len)
-        if not path.is_file():
+        if not _present(path):
             return None
         return CountersRecord.model_validate(runfile.read_json(path))
 
@@ -255,7 +255,7 @@ class RunDir:
     def read_baseline(self) -> BaselineFile | None:
         """What `pdrepro baseline --out RUN` left here, None when it has not run."""
         path = self.baseline_file
-        if not path.is_file():
+        if not _present(path):
             return None
         try:
             return BaselineFile.model_validate(runfile.read_json(path))
@@ -275,7 +275,7 @@ class RunDir:
     def read_provenance(self) -> Provenance | None:
         """The run's provenance, None when absent or not a JSON object; unparsable JSON is a ValueError."""
         path = self.provenance_file
-        if not path.is_file():
+        if not _present(path):
             return None
         data = runfile.read_json(path)
         return Provenance(data) if isinstance(data, dict) else None
@@ -320,6 +320,16 @@ class RunDir:
         if not self.metrics_dir.is_dir():
             return []
         return sorted(p for p in self.metrics_dir.iterdir() if p.is_file())
+
+
+def _present(path: Path) -> bool:
+    """Whether the run holds something at ``path``: anything there but a dangling link counts, so a FIFO or
+    a folder where a record belongs is refused by the reader by name instead of passing for no record."""
+    if not os.path.lexists(path):
+        return False
+    if path.is_symlink() and not path.exists():
+        raise UserError(f"{path}: {why_absent(path)}; put the file itself there, or remove the link")
+    return True
 
 
 def why_absent(path: Path, want: str = "file") -> str:
