@@ -66,3 +66,24 @@ def test_a_2_gb_stray_file_is_one_line_and_exit_2(run, name, command, needle):
     assert len(errors) == 1 and str(run.root / name) in errors[0] and needle in errors[0], proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "MemoryError" not in proc.stderr
     assert os.path.getsize(run.root / name) == HUGE  # judged, not rewritten
+
+
+@pytest.mark.parametrize("shape", ["fifo", "folder", "dangling link"])
+@pytest.mark.parametrize("name, read", [
+    ("sweep-state.json", lambda r: r.read_sweep_state()),
+    ("counters/128.json", lambda r: r.read_counters(128)),
+    ("baseline.json", lambda r: r.read_baseline()),
+    ("provenance.json", lambda r: r.read_provenance()),
+])
+def test_something_not_a_file_where_a_record_belongs_is_refused_not_taken_for_no_record(run, name, read, shape):
+    path = run.root / name
+    path.unlink(missing_ok=True)
+    if shape == "fifo":
+        os.mkfifo(path)
+    elif shape == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to(run.root / "gone.json")
+    with pytest.raises(UserError) as info:
+        read(run)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
