@@ -72,7 +72,7 @@ def template(tmp_path_factory):
     return root / "run"
 
 
-@settings(max_examples=4)
+@settings(max_examples=3)
 @given(target=st.sampled_from(TARGETS), shape=st.sampled_from(SHAPES), command=st.sampled_from(("analyze", "check")),
        seed=st.integers(0, 1000))
 @example(target="provenance.json", shape="sparse-2g", command="check", seed=0)  # the fault fixed
