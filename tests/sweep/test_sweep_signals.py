@@ -228,3 +228,40 @@ def test_a_second_pdrepro_sweep_on_the_same_out_exits_2_naming_the_first(tmp_pat
         assert first.poll() is None, "the first sweep must go on"
     finally:
         _stop(first, tmp_path, signal.SIGTERM)
+
+
+def test_the_wait_on_a_bench_container_leaves_at_a_safe_point_on_a_signal():
+    # The Docker launcher's wait runs on a thread; the sweep's thread polls and raises at a safe point, so a
+    # signal never lands inside the engine call (its caller's finally then removes the container).
+    import threading
+
+    from pdrepro.sweep import signals
+    from pdrepro.sweep.benchclient import LengthTimeout, _wait_container
+
+    release = threading.Event()
+
+    class Container:
+        def __init__(self, answer):
+            self.answer = answer
+
+        def wait(self, timeout=None):
+            release.wait(30)
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return self.answer
+
+    saved = {s: signal.getsignal(s) for s in signals.HANDLED}
+    try:
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        t0 = time.monotonic()
+        with pytest.raises(signals.Stopped) as info:
+            with signals.stop_on_signals():
+                _wait_container(Container({"StatusCode": 0}), None)
+        assert info.value.signum == signal.SIGTERM and time.monotonic() - t0 < 5
+    finally:
+        release.set()
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+    assert _wait_container(Container({"StatusCode": 3}), 10) == {"StatusCode": 3}
+    with pytest.raises(LengthTimeout):
+        _wait_container(Container(RuntimeError("Read timed out.")), 10)
