@@ -42,10 +42,18 @@ test: setup ## Run the bundle's own tests (in parallel), showing progress; print
 adversarial-deep: setup ## Run the adversarial suite with many more hostile examples and fresh randomness (no seed)
 	PDREPRO_HYPOTHESIS=deep $(BIN)/pytest -n auto tests/adversarial
 
+SOAK_RUNS ?= 30
+signals-soak: setup ## Run the sweep's SIGTERM test (the 15-143 case, which once hung one run in seven) 30 times in a row
+	@for i in $$(seq 1 $(SOAK_RUNS)); do \
+	  out=$$($(BIN)/pytest -q -p no:cacheprovider tests/sweep/test_sweep_signals.py -k 15-143 2>&1) || \
+	    { echo "$$out"; echo "signals-soak: run $$i of $(SOAK_RUNS) failed"; exit 1; }; \
+	  echo "signals-soak: run $$i of $(SOAK_RUNS): $$(echo "$$out" | tail -1)"; \
+	done
+
 schemas: setup ## Regenerate the JSON Schemas of scenario files and summary.json from their models
 	$(BIN)/pdrepro schema --write src/pdrepro/schemas
 
 docs: setup ## Regenerate docs/reference (commands, scenario file, summary.json) from the CLI and the schemas
 	$(BIN)/pdrepro docs --write docs/reference
 
-.PHONY: help setup test adversarial-deep schemas docs
+.PHONY: help setup test adversarial-deep signals-soak schemas docs

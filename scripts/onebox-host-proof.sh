@@ -41,9 +41,14 @@ if [ "$TCP" = 1 ]; then tcp_flag=(--force-tcp); ceiling_transport=tcp; fi
 server_args=()
 while IFS= read -r line; do [ -n "$line" ] && server_args+=("--server-arg=$line"); done <<< "$SERVER_ARGS"
 
-if [ ! -f "$MODEL/config.json" ] || [ ! -f "$DATASET" ]; then
+# offline-model never overwrites a model or a dataset it finds (it would take --force): a MODEL that holds a
+# model but no DATASET is the user's to complete, not ours to remake.
+if [ ! -f "$MODEL/config.json" ]; then
   step "offline model of $SCENARIO's geometry into $MODEL"
   logged offline-model pdrepro offline-model --scenario "$SCENARIO" --out "$MODEL" --dataset "$DATASET" || exit $?
+elif [ ! -f "$DATASET" ]; then
+  echo "onebox-host-proof: $MODEL holds a model but $DATASET is missing; give DATASET=, or move $MODEL away to make both" >&2
+  exit 2
 fi
 
 stopped=

@@ -1,11 +1,19 @@
 """A test fixture, run as its own process by test_sweep_signals.py: `pdrepro sweep` through the real CLI
 against a FakeCluster, with the bench client swapped for a fake client (named so) that appends a line to
 its --output-file every 50 ms until it is stopped, so the test can tell whether anything still writes into
-the run after the sweep ended. argv: TMP LAUNCHER(child|docker) [IMAGE]."""
+the run after the sweep ended. argv: TMP LAUNCHER(child|child-masked|docker) [IMAGE].
+
+child-masked: the main thread blocks SIGTERM, SIGINT and SIGHUP, and one thread started before that (and
+doing nothing) is the only one that may take them, as the kernel may choose any thread for a signal sent to
+the process: the Python handler then runs only when the main thread next runs Python code, never while it
+sits in a blocking system call (the sweep's old wait on the client, which hung).
+"""
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from fakecluster import FakeCluster
@@ -40,7 +48,10 @@ def run(tmp: Path, launcher: str, image: str | None) -> int:
                 "--prefill", cluster.prefill.url, "--decode", cluster.decode.url, "--out", tmp / "run",
                 "--model-path", model, "--dataset-path", dataset(tmp), "--logs-from", cluster.log_dir,
                 "--no-analyze", "--wait-timeout", "20"]
-        args += ["--bench-in-place"] if launcher == "child" else ["--image", image]
+        args += ["--bench-in-place"] if launcher.startswith("child") else ["--image", image]
+        if launcher == "child-masked":
+            threading.Thread(target=threading.Event().wait, daemon=True).start()
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
         return main([str(a) for a in args])
 
 

@@ -138,17 +138,21 @@ def test_nan_reaching_the_summary_is_one_line_naming_the_figure(tmp_path):
 
 
 def test_read_only_run_directory_says_summary_cannot_be_written(tmp_path, monkeypatch):
-    import pathlib
+    import tempfile
+    from pathlib import Path
+
+    from pdrepro.core import safewrite
 
     run = build_run(tmp_path / "run", SCENARIO)
-    real = pathlib.Path.write_text
+    real = tempfile.mkstemp
 
-    def read_only(self, *args, **kwargs):
-        # What the kernel answers for a file in a folder the user may not write (as root, chmod would not do it).
-        if run.root in self.parents:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self, *args, **kwargs)
-    monkeypatch.setattr(pathlib.Path, "write_text", read_only)
+    def read_only(*args, dir=None, **kwargs):
+        # What the kernel answers for a file in a folder the user may not write (as root, chmod would not do it):
+        # the safe writer's first step there, its temporary file, is refused.
+        if dir is not None and (run.root == Path(dir) or run.root in Path(dir).parents):
+            raise PermissionError(13, "Permission denied", str(dir))
+        return real(*args, dir=dir, **kwargs)
+    monkeypatch.setattr(safewrite.tempfile, "mkstemp", read_only)
     line = assert_one_line_error(pdrepro("analyze", run.root), "analyze", "summary.json", "cannot be written",
                                  "Permission denied")
     assert "writable" in line

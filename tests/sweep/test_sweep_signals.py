@@ -76,6 +76,53 @@ def test_a_signal_stops_the_child_client_and_marks_the_length_unfinished(tmp_pat
     assert not (tmp_path / "run" / "bench" / "result-128.jsonl").exists()
 
 
+def test_a_signal_the_kernel_gives_another_thread_still_stops_the_sweep(tmp_path):
+    # The root of the SIGTERM flake: the sweep's main thread sat in waitpid() with no timeout, and a signal
+    # taken by another thread (or just before that call) never ran its handler; the client never ends, so
+    # neither did the sweep. Here only a side thread can take the signal, every time.
+    proc = _start(tmp_path, "child-masked")
+    _wait_for_client(proc, tmp_path)
+    rc, err = _stop(proc, tmp_path, signal.SIGTERM)
+    assert rc == 143, err
+    assert "Traceback" not in err
+    _nothing_writes(tmp_path)
+    state = json.loads((tmp_path / "run" / "sweep-state.json").read_text())
+    assert state["lengths"]["128"]["status"] == "unfinished", state
+
+
+@pytest.mark.parametrize("first, repeats, status", [
+    (signal.SIGTERM, (signal.SIGTERM, signal.SIGINT, signal.SIGHUP), 143),
+    (signal.SIGINT, (signal.SIGINT, signal.SIGTERM), 130),
+])
+def test_repeated_signals_while_the_sweep_stops_end_it_with_the_first_signals_status(tmp_path, first, repeats, status):
+    # docker stop's grace, a second Ctrl-C: neither cuts the clean-up short nor ends the process by the signal.
+    proc = _start(tmp_path, "child")
+    _wait_for_client(proc, tmp_path)
+    proc.send_signal(first)
+    # The same signal again at once; other signals only once the sweep has acted on the first (the client's
+    # partial result is gone): pending together, signals are taken lowest number first, so "first" would
+    # not be defined.
+    for delay in (0.0, 0.01, 0.05):
+        time.sleep(delay)
+        if proc.poll() is None:
+            proc.send_signal(first)
+    deadline = time.monotonic() + 30
+    while _partial(tmp_path).exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    for delay in (0.0, 0.02, 0.1, 0.3):
+        time.sleep(delay)
+        for signum in repeats:
+            if proc.poll() is None:
+                proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == status, err
+    assert "Traceback" not in err
+    _nothing_writes(tmp_path)
+    state = json.loads((tmp_path / "run" / "sweep-state.json").read_text())
+    assert state["lengths"]["128"]["status"] == "unfinished"
+    assert signal.Signals(first).name in state["lengths"]["128"]["reason"]
+
+
 def _containers(label: str) -> list[str]:
     out = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={label}"], capture_output=True, text=True,
                          timeout=60).stdout
@@ -181,3 +228,40 @@ def test_a_second_pdrepro_sweep_on_the_same_out_exits_2_naming_the_first(tmp_pat
         assert first.poll() is None, "the first sweep must go on"
     finally:
         _stop(first, tmp_path, signal.SIGTERM)
+
+
+def test_the_wait_on_a_bench_container_leaves_at_a_safe_point_on_a_signal():
+    # The Docker launcher's wait runs on a thread; the sweep's thread polls and raises at a safe point, so a
+    # signal never lands inside the engine call (its caller's finally then removes the container).
+    import threading
+
+    from pdrepro.sweep import signals
+    from pdrepro.sweep.benchclient import LengthTimeout, _wait_container
+
+    release = threading.Event()
+
+    class Container:
+        def __init__(self, answer):
+            self.answer = answer
+
+        def wait(self, timeout=None):
+            release.wait(30)
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return self.answer
+
+    saved = {s: signal.getsignal(s) for s in signals.HANDLED}
+    try:
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        t0 = time.monotonic()
+        with pytest.raises(signals.Stopped) as info:
+            with signals.stop_on_signals():
+                _wait_container(Container({"StatusCode": 0}), None)
+        assert info.value.signum == signal.SIGTERM and time.monotonic() - t0 < 5
+    finally:
+        release.set()
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+    assert _wait_container(Container({"StatusCode": 3}), 10) == {"StatusCode": 3}
+    with pytest.raises(LengthTimeout):
+        _wait_container(Container(RuntimeError("Read timed out.")), 10)

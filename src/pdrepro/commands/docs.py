@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..core.errors import UserError
+from ..core.safewrite import write_file
 
 PAGES = ("cli", "scenario", "summary")
 
@@ -53,7 +54,7 @@ def run(args) -> int:
             raise UserError(f"--write {args.write}: is a file; give a folder")
         args.write.mkdir(parents=True, exist_ok=True)
         for name, text in pages.items():
-            (args.write / name).write_text(text)
+            write_file(args.write / name, text, "docs --write")
             print(args.write / name)
         return 0
     if args.which is None:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from ..core.errors import UserError
+from ..core.safewrite import write_file
 from ..fabric import affinity
 from ..host import nvidia, sysfs
 from ..host.tools import ToolFailed, ToolMissing
@@ -101,7 +102,7 @@ def run(args) -> int:
     for line in reasons:
         print(line)
     try:
-        args.out.write_text(json.dumps(mapping, indent=2) + "\n")
+        write_file(args.out, json.dumps(mapping, indent=2) + "\n", "ib-devices --out")
     except OSError as exc:
         raise UserError(f"--out {args.out}: cannot write ({exc.strerror}); choose a writable path") from None
     print(f"wrote {args.out}: pass it as --disaggregation-ib-device {args.out.resolve()} "

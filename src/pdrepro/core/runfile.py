@@ -1,5 +1,12 @@
-"""The one way a run directory's files are read: only regular files, lines of a sane length, text in the
-encoding it says it is in, and anything else refused on one line naming the file.
+"""The one way a run directory's files (and a stack record) are read: only regular files, no larger than
+their kind of file ever is, lines of a sane length, text in the encoding it says it is in, and anything else
+refused on one line naming the file.
+
+Each kind has a cap on its size (``Kind``): a JSON record (summary, sweep state, counters, provenance,
+baseline, a stack record) is kilobytes, so 16 MiB is already no record; a server log may be hundreds of MB
+and is streamed line by line (``lines``), never held whole. A stray 2 GB file where a record belongs is
+one line and exit 2, not a MemoryError. tests/core/test_one_reader.py walks the package's syntax tree and
+holds every other way of opening a file to a named allowlist.
 
 A FIFO blocks a reader forever, a device (or a symlink to /dev/zero) never ends, a multi-megabyte line
 is no line SGLang or the bench client writes; all of them mean the file is not what the run left there.
@@ -12,9 +19,11 @@ from __future__ import annotations
 
 import codecs
 import io
+import json
 import os
 import stat
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UserError
@@ -22,6 +31,46 @@ from .errors import UserError
 # Request-stats lines are about a kilobyte, a bench record with --output-details a few hundred: a line past
 # this is no record.
 MAX_LINE = 1 << 20
+
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of file a run holds, and the most bytes one of them is ever read up to (None: no cap, for files
+    only ever streamed line by line)."""
+
+    name: str
+    cap: int | None
+
+
+MiB = 1 << 20
+# The JSON records the bundle writes (summary.json, sweep-state.json, counters/<L>.json, provenance.json,
+# baseline.json, engine-ceiling.json, stack.json, a smoke agent's raw/<role>.json): tens of kilobytes.
+RECORD = Kind("JSON record", 16 * MiB)
+# A scenario file: a few kilobytes of YAML.
+SCENARIO = Kind("scenario file", 4 * MiB)
+# One /metrics scrape of an SGLang server: hundreds of kilobytes.
+METRICS = Kind("/metrics scrape", 64 * MiB)
+# A bench client's JSONL result (one line per length, or per request with --output-details): megabytes.
+BENCH = Kind("bench result", 512 * MiB)
+# A server log: hundreds of MB on a long sweep; streamed, and whole only where a caller needs its text.
+LOG = Kind("server log", 8 * 1024 * MiB)
+# Any other text of a run read whole (the default of ``read_text``): held in memory, so capped.
+TEXT = Kind("text file", 1024 * MiB)
+
+
+def _human(size: int) -> str:
+    return f"{size / (1 << 30):.1f} GiB" if size >= 1 << 30 else f"{size / MiB:.1f} MiB"
+
+
+class TooLarge(UserError):
+    pass
+
+
+class Unreadable(UserError, OSError):
+    """An OS error opening a file: still an OSError to callers that handle one, a UserError (one line, exit 2)
+    to the command line where none does."""
+
 
 _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 _GZIP = b"\x1f\x8b"
@@ -39,16 +88,27 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _open(path: Path) -> io.BufferedReader:
-    """``path`` opened for reading once it is known to be a regular file (symlinks followed: their target
-    counts). O_NONBLOCK keeps the open of a FIFO from waiting for a writer that never comes."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+def _open(path: Path, kind: Kind) -> io.BufferedReader:
+    """``path`` opened for reading once it is known to be a regular file no larger than ``kind`` allows
+    (symlinks followed: their target counts). O_NONBLOCK keeps the open of a FIFO from waiting for a writer
+    that never comes. Any OS error is one line naming the file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise  # absence is the callers' to judge (many files of a run are optional)
+    except OSError as exc:
+        raise Unreadable(f"{path}: cannot be read ({exc.strerror}); make it readable, or move it out of the "
+                         "run directory") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         via = f" (a symlink to {os.readlink(path)})" if os.path.islink(path) else ""
-        raise NotARegularFile(f"{path}{via}: is {_kind(mode)}, not a regular file; nothing reads it to the end: "
+        raise NotARegularFile(f"{path}{via}: is {_kind(st.st_mode)}, not a regular file; nothing reads it to the end: "
                               "put the file itself there (or move this out of the way)")
+    if kind.cap is not None and st.st_size > kind.cap:
+        os.close(fd)
+        raise TooLarge(f"{path}: is {_human(st.st_size)}, larger than any {kind.name} ({_human(kind.cap)} at most); "
+                       "it is not the file the run wrote: replace it, or move it out of the run directory")
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
 
@@ -71,11 +131,12 @@ def _too_long(path: Path, number: int) -> UserError:
                      "damaged or not the one the run wrote: replace it (or move it out of the run directory)")
 
 
-def lines(path: Path | str, errors: str = "replace") -> Iterator[str]:
+def lines(path: Path | str, errors: str = "replace", kind: Kind = LOG) -> Iterator[str]:
     """The file's lines (with their line ends), decoded as its mark says, undecodable bytes replaced
-    (``errors="strict"``: a UnicodeDecodeError instead, for files people write by hand)."""
+    (``errors="strict"``: a UnicodeDecodeError instead, for files people write by hand); streamed, so a
+    log of any size within ``kind``'s cap costs one line of memory."""
     path = Path(path)
-    with _open(path) as raw:
+    with _open(path, kind) as raw:
         encoding = _encoding(path, raw.peek(64)[:64])
         text = io.TextIOWrapper(raw, encoding=encoding, errors=errors, newline="")
         number = 0
@@ -89,6 +150,19 @@ def lines(path: Path | str, errors: str = "replace") -> Iterator[str]:
             yield line
 
 
-def read_text(path: Path | str, errors: str = "replace") -> str:
-    """The whole file as text, under the same rules as ``lines``."""
-    return "".join(lines(path, errors))
+def read_text(path: Path | str, errors: str = "replace", kind: Kind = TEXT) -> str:
+    """The whole file as text, under the same rules as ``lines``, no larger than ``kind``'s cap."""
+    return "".join(lines(path, errors, kind))
+
+
+def read_json(path: Path | str, kind: Kind = RECORD):
+    """The file's JSON (of any shape: the caller validates it), no larger than ``kind``'s cap. Text that is
+    no JSON is a ValueError (UnicodeDecodeError included), as ``json.loads`` raises it."""
+    return json.loads(read_text(path, kind=kind))
+
+
+def read_bytes(path: Path | str, kind: Kind) -> bytes:
+    """The file's bytes, no larger than ``kind``'s cap (a regular file only, as for text)."""
+    path = Path(path)
+    with _open(path, kind) as raw:
+        return raw.read()

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..core.errors import UserError
+from ..core.safewrite import write_file
 from ..host import sysfs
 from ..host.tools import ToolTimeout, capture
 from ..parsers import perftest, tebench
@@ -129,7 +130,7 @@ def _save(out: Path | None, name: str, text: str) -> None:
     if out is not None:
         folder = RunDir(out).baseline_outputs_dir
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text)
+        write_file(folder / name, text, "baseline", out)
 
 
 def run_perftest_client(plan: BaselinePlan) -> dict:

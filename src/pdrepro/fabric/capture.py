@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..core.safewrite import write_file
+
 MODULES = ("nvidia_peermem", "nvidia", "ib_uverbs", "ib_core", "mlx5_core", "mlx5_ib", "rdma_rxe")
 NVIDIA_VENDOR = "0x10de"
 
@@ -42,7 +44,7 @@ class _Copier:
             return
         out = self.dst / real
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
+        write_file(out, text, "capture", self.dst)
         self.files += 1
 
     def entries(self, rel: str) -> list[str]:

@@ -12,7 +12,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal, TypeGuard, get_args
 
+from ..core import runfile
 from ..core.errors import UserError
+from ..core.safewrite import open_log
 from ..core.units import bandwidth_GB_s, human_bytes
 from ..host.mooncake_engine import set_transport_env
 from ..parsers.mooncake_log import detect, fallback_reason
@@ -74,7 +76,7 @@ class Side:
     def __init__(self, role: str, gpu: int, fill: bool, settings: Settings, env: dict) -> None:
         self.role = role
         self.log_path = settings.out / f"{role}.log"
-        self._log = self.log_path.open("w")
+        self._log = open_log(self.log_path, "gpu-check")
         nbytes = max(n for _, n in settings.sizes)
         cmd = [sys.executable, "-m", "pdrepro.gpucheck.side", role, "--gpu", str(gpu), "--bytes", str(nbytes),
                "--memory", settings.memory, "--seed", str(settings.seed)] + (["--fill"] if fill else [])
@@ -169,7 +171,7 @@ def run(settings: Settings, progress=print) -> dict:
         for side in (initiator, target):
             if side is not None:
                 side.close()
-    logs = target.log_path.read_text(errors="replace").splitlines()
+    logs = runfile.read_text(target.log_path, kind=runfile.LOG).splitlines()
     evidence = detect(logs, force_tcp=settings.transport == "tcp")
     result = {
         "memory": settings.memory, "direction": settings.direction,

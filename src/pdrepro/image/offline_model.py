@@ -21,11 +21,25 @@ import random
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from ..core.errors import UserError
 from ..scenario.kvsize import Geometry
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<unk>")
+
+# Bounds checked before a byte is written, each well past any served model's figure (Qwen2.5-0.5B: vocabulary
+# 151936, 24 layers, intermediate 4864, 32768 positions; the largest open models: vocabularies of 256k, about
+# 128 layers, hidden sizes of 16k): a figure past them is a typo, and would fill a disk or the memory the
+# vocabulary and the checkpoint header are built in.
+MAX_VOCAB = 1 << 20
+MAX_LAYERS = 512
+MAX_HIDDEN = 1 << 16
+MAX_INTERMEDIATE = 1 << 18
+MAX_POSITIONS = 1 << 22
+MAX_CONVERSATIONS = 1 << 20
+# The dataset's turns: a human turn of 40..399 words and a model turn of 20..199 (write_dataset).
+HUMAN_WORDS, GPT_WORDS = (40, 400), (20, 200)
 
 
 @dataclass(frozen=True)
@@ -73,12 +87,39 @@ def shape_for(geometry: Geometry, vocab_size: int, intermediate_size: int, max_p
     head_dim = geometry.head_dim or (geometry.hidden_size // heads if geometry.hidden_size and heads else None)
     if not heads or not kv_heads or not head_dim:
         raise UserError(f"{source}: the geometry needs num_attention_heads and head_dim (or hidden_size) to make a model")
-    for name, value in (("vocab size", vocab_size), ("intermediate size", intermediate_size), ("max positions", max_positions)):
-        if value < 1:
-            raise UserError(f"{name} must be >= 1, got {value}")
+    for name, value, top in (("--vocab-size", vocab_size, MAX_VOCAB), ("--intermediate-size", intermediate_size,
+                                                                         MAX_INTERMEDIATE),
+                             ("--max-positions", max_positions, MAX_POSITIONS)):
+        if not 1 <= value <= top:
+            raise UserError(f"{name} {value}: give a number from 1 to {top}")
     if vocab_size < len(SPECIAL_TOKENS) + 256:
         raise UserError(f"vocab size {vocab_size} cannot hold the special tokens and the byte alphabet; give >= 260")
-    return ModelShape(geometry.num_hidden_layers, heads, kv_heads, head_dim, vocab_size, intermediate_size, max_positions)
+    layers = geometry.num_hidden_layers
+    for name, value, top in (("num_hidden_layers", layers, MAX_LAYERS), ("hidden size (heads x head_dim)",
+                                                                          heads * head_dim, MAX_HIDDEN)):
+        if not 1 <= value <= top:
+            raise UserError(f"{source}: {name} is {value}; offline models are made up to {top}: fix the geometry")
+    if kv_heads > heads or heads % kv_heads:
+        raise UserError(f"{source}: {kv_heads} KV heads do not divide {heads} attention heads; fix the geometry")
+    return ModelShape(layers, heads, kv_heads, head_dim, vocab_size, intermediate_size, max_positions)
+
+
+def checkpoint_bytes(shape: ModelShape) -> int:
+    """The size of model.safetensors: its 8-byte length, its JSON header and the bf16 weights."""
+    return 8 + len(_header(shape.tensors())[0]) + 2 * sum(math.prod(s) for _, s in shape.tensors())
+
+
+def tokenizer_bytes(vocab_size: int) -> int:
+    """An upper estimate of the tokenizer files: each word ``w<id>`` is stored with its id in tokenizer.json
+    (about 2 x 7 digits and JSON punctuation), plus the fixed files around it."""
+    return vocab_size * 48 + (1 << 20)
+
+
+def dataset_bytes(vocab_size: int, conversations: int) -> int:
+    """An upper bound of the dataset: every word at its longest (``w`` and the digits of the largest id, a
+    space) at the most words a conversation has, plus its JSON frame."""
+    word = 2 + len(str(vocab_size))
+    return conversations * ((HUMAN_WORDS[1] + GPT_WORDS[1]) * word + 128) + 16
 
 
 def _bf16_pool(count: int, seed: int) -> bytes:
@@ -90,12 +131,8 @@ def _bf16_pool(count: int, seed: int) -> bytes:
     return (values.view(np.uint32) >> 16).astype("<u2").tobytes()
 
 
-def write_safetensors(path: Path, tensors: list[tuple[str, tuple[int, ...]]], seed: int) -> int:
-    """Writes bf16 tensors in the safetensors layout; returns the bytes of weights written.
-
-    Norm weights are ones (a zero or random RMSNorm scale makes every activation collapse or blow
-    up); the rest cycle through one random pool, enough for weights nobody reads for meaning.
-    """
+def _header(tensors: list[tuple[str, tuple[int, ...]]]) -> tuple[bytes, int]:
+    """The safetensors JSON header (padded so the data starts 8-byte aligned) and the bytes of data it names."""
     header: dict[str, object] = {"__metadata__": {"format": "pt"}}
     offset = 0
     for name, shape in tensors:
@@ -103,24 +140,30 @@ def write_safetensors(path: Path, tensors: list[tuple[str, tuple[int, ...]]], se
         header[name] = {"dtype": "BF16", "shape": list(shape), "data_offsets": [offset, offset + n]}
         offset += n
     blob = json.dumps(header, separators=(",", ":")).encode()
-    blob += b" " * (-len(blob) % 8)  # the data starts 8-byte aligned
+    return blob + b" " * (-len(blob) % 8), offset
+
+
+def write_safetensors(out: BinaryIO, tensors: list[tuple[str, tuple[int, ...]]], seed: int) -> int:
+    """Writes bf16 tensors in the safetensors layout to ``out``; returns the bytes of weights written.
+
+    Norm weights are ones (a zero or random RMSNorm scale makes every activation collapse or blow
+    up); the rest cycle through one random pool, enough for weights nobody reads for meaning.
+    """
+    blob, total = _header(tensors)
     pool = _bf16_pool(1 << 24, seed)
     one = struct.pack("<H", 0x3F80)  # 1.0 in bf16
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("wb") as f:
-        f.write(struct.pack("<Q", len(blob)))
-        f.write(blob)
-        for name, shape in tensors:
-            n = 2 * math.prod(shape)
-            if name.endswith("layernorm.weight") or name == "model.norm.weight":
-                f.write(one * (n // 2))
-                continue
-            while n:
-                chunk = min(n, len(pool))
-                f.write(pool[:chunk])
-                n -= chunk
-    tmp.replace(path)
-    return offset
+    out.write(struct.pack("<Q", len(blob)))
+    out.write(blob)
+    for name, shape in tensors:
+        n = 2 * math.prod(shape)
+        if name.endswith("layernorm.weight") or name == "model.norm.weight":
+            out.write(one * (n // 2))
+            continue
+        while n:
+            chunk = min(n, len(pool))
+            out.write(pool[:chunk])
+            n -= chunk
+    return total
 
 
 def vocabulary(vocab_size: int) -> dict[str, int]:
@@ -163,26 +206,41 @@ def write_config(out: Path, shape: ModelShape) -> None:
     cfg.save_pretrained(out)
 
 
-def write_dataset(path: Path, vocab_size: int, conversations: int, seed: int) -> None:
-    """ShareGPT-shaped: a list of {"id", "conversations": [{"from", "value"}, ...]}."""
+def write_dataset(out: BinaryIO, vocab_size: int, conversations: int, seed: int) -> None:
+    """ShareGPT-shaped: a list of {"id", "conversations": [{"from", "value"}, ...]}, streamed entry by entry
+    (a large dataset is never held whole in memory)."""
     rng = random.Random(seed)
     first_word = len(SPECIAL_TOKENS) + 256  # past the specials and the byte alphabet
 
     def words(n: int) -> str:
         return " ".join(f"w{rng.randrange(first_word, vocab_size)}" for _ in range(n))
 
-    data = [{"id": str(k), "conversations": [{"from": "human", "value": words(rng.randrange(40, 400))},
-                                             {"from": "gpt", "value": words(rng.randrange(20, 200))}]}
-            for k in range(conversations)]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data))
+    out.write(b"[")
+    for k in range(conversations):
+        entry = {"id": str(k), "conversations": [{"from": "human", "value": words(rng.randrange(*HUMAN_WORDS))},
+                                                 {"from": "gpt", "value": words(rng.randrange(*GPT_WORDS))}]}
+        out.write((", " if k else "").encode() + json.dumps(entry).encode())
+    out.write(b"]")
 
 
 def missing_libraries() -> list[str]:
-    missing = []
-    for module in ("numpy", "tokenizers", "transformers"):
-        try:
-            __import__(module)
-        except ImportError:
-            missing.append(module)
-    return missing
+    """The libraries the model is made with that this Python lacks; found without importing them (importing
+    transformers prints a notice, which is no line for a refusal to carry)."""
+    from importlib.util import find_spec
+
+    return [module for module in ("numpy", "tokenizers", "transformers") if find_spec(module) is None]
+
+
+# What makes a folder a model's: weights, a config, a tokenizer. Their presence is what --force overrides.
+_MODEL_PATTERNS = ("config.json", "generation_config.json", "*.safetensors", "*.safetensors.index.json", "*.bin",
+                   "*.bin.index.json", "*.gguf", "*.pt", "*.pth", "tokenizer*.json", "tokenizer.model", "vocab.json",
+                   "merges.txt", "special_tokens_map.json", "chat_template.jinja")
+
+
+def model_files(folder: Path) -> list[str]:
+    """Names in ``folder`` that belong to a model (by the patterns above), sorted; empty for no folder."""
+    try:
+        names = [p.name for p in Path(folder).iterdir()]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(n for n in names if any(Path(n).match(pattern) for pattern in _MODEL_PATTERNS))

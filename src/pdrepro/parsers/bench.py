@@ -68,7 +68,7 @@ def percentile(sorted_values: list[float], pct: float) -> float:
 
 def _read(path: Path) -> str:
     try:
-        return runfile.read_text(path)
+        return runfile.read_text(path, kind=runfile.BENCH)
     except FileNotFoundError:
         if path.is_symlink():
             raise UserError(f"{path}: a symlink to {os.readlink(path)}, which does not exist; point it at the bench "

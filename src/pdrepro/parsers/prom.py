@@ -77,7 +77,7 @@ def parse_metrics_text(text: str, source: str = "metrics") -> dict[str, Histogra
 def parse_metrics_file(path: Path) -> dict[str, Histogram]:
     path = Path(path)
     try:
-        text = runfile.read_text(path)
+        text = runfile.read_text(path, kind=runfile.METRICS)
     except FileNotFoundError:
         raise UserError(f"{path}: no such metrics file; scrape the prefill server's /metrics into it") from None
     return parse_metrics_text(text, str(path))

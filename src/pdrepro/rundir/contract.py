@@ -6,22 +6,23 @@ plots and the checks read only that. This module sits at the bottom of the
 package (it imports nothing of it but units and errors), so every step that
 writes a result can use it without reaching up into another step.
 
-Files are written atomically: into a temporary file in the same folder, synced,
-then renamed over the target, so a reader (or a crash) never sees half a file.
+Files are written atomically by the shared safe writer (pdrepro.core.safewrite): into a fresh
+temporary file in the same folder, synced, then renamed over the target, so a reader (or a crash)
+never sees half a file, and no link planted in the run is written through.
 JSON is strict: NaN and infinity, which JSON cannot hold, are refused in one line.
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import math
-import os
 from pathlib import Path
 from typing import Literal, get_args
 
 from .. import __version__
 from ..core.errors import UserError
+from ..core.safewrite import unwritable as unwritable  # re-exported: the run's writers name it here
+from ..core.safewrite import write_file
 from ..core.units import bandwidth_GB_s, human_bytes
 from .issuekind import IssueKind
 
@@ -128,49 +129,11 @@ def dumps_json(data, path: Path, **kwargs) -> str:
                         "an input carries a broken figure: fix the input named in the other messages and run again") from None
 
 
-def unwritable(path: Path, exc: OSError, root: Path) -> UserError:
-    """The one line for a result that cannot be written where the run lives, by its real cause: a full disk
-    is not fixed by chmod."""
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return UserError(f"{path}: cannot be written: the disk is full ({exc.strerror}); free space on the file "
-                         f"system holding {root}, or write to another folder")
-    if exc.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST) and path.is_dir():
-        return UserError(f"{path}: is a directory where this file is written; move the directory away (or rename "
-                         "it) and run the command again")
-    if exc.errno == errno.EROFS:
-        return UserError(f"{path}: cannot be written: {root} is on a read-only file system; copy the run (or give "
-                         "an output folder) on a writable one")
-    return UserError(f"{path}: cannot be written ({exc.strerror}); make {root} writable (e.g. chmod u+w), or copy the "
-                     "run to a writable folder and run the command there")
-
-
-def temp_name(path: Path) -> Path:
-    """Where ``path`` is written before it is renamed into place: hidden, same folder (same file system)."""
-    return path.with_name(f".{path.name}.tmp")
-
-
 def write_atomic(path: Path, data: str | bytes, root: Path | None = None) -> None:
-    """Write ``data`` to ``path`` so that a reader sees the old file or the whole new one, never a part.
-    A failure is one line naming the file and ``root`` (the folder to make writable)."""
-    path = Path(path)
-    tmp = temp_name(path)
-    try:
-        if isinstance(data, str):
-            tmp.write_text(data)
-        else:
-            tmp.write_bytes(data)
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)  # the bytes are on disk before the name points at them
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
-        raise unwritable(path, exc, root or path.parent) from None
+    """Write ``data`` to ``path`` so that a reader sees the old file or the whole new one, never a part, and
+    never through a link planted at the path or at a temporary name (pdrepro.core.safewrite). A failure is
+    one line naming the file and ``root`` (the folder to make writable)."""
+    write_file(path, data, "pdrepro", root)
 
 
 def write_json_atomic(path: Path, data, root: Path | None = None, **kwargs) -> None:

@@ -29,7 +29,6 @@ the smoke, the analysis) and readers (the analysis, the gates) go through it.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -67,6 +66,13 @@ def server_log_index(role: str, file_name: str) -> int | None:
 # (older releases used the first two styles): not inputs.
 _OUTPUTS = ("summary.json", "report.md", "summary.csv", "summary.json.tmp", ".summary.json.tmp", ".report.md.tmp",
             ".summary.csv.tmp", "junit.xml", ".sweep.lock")
+
+
+def _is_temporary(name: str) -> bool:
+    """A write in progress (or one a SIGKILL cut short) of the safe writer (core.safewrite): ``.NAME.XXXX.tmp``."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
 # What the host launcher (`pdrepro stack up`) records of the processes it started: rewritten when they
 # stop, read by no analysis, so not an input either.
 STACK_FILE = "stack.json"
@@ -208,7 +214,8 @@ class RunDir:
         an input added, changed or deleted since the analysis changes it."""
         digest = hashlib.sha256()
         for p in sorted(self.root.rglob("*")):
-            if p.name in _OUTPUTS or p == self.root / STACK_FILE or self.plots_dir in p.parents or not p.is_file():
+            if (p.name in _OUTPUTS or _is_temporary(p.name) or p == self.root / STACK_FILE or self.plots_dir in p.parents
+                    or not p.is_file()):
                 continue
             st = p.stat()
             digest.update(f"{p.relative_to(self.root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
@@ -221,10 +228,10 @@ class RunDir:
         """The sweep's per-length outcomes; an empty record when there is none yet, or when the file is not
         one (a rerun then starts it afresh: the bench files, not this record, say what is complete)."""
         path = self.sweep_state_file
-        if not path.is_file():
+        if not _present(path):
             return SweepStateFile()
         try:
-            return SweepStateFile.model_validate(json.loads(runfile.read_text(path)))
+            return SweepStateFile.model_validate(runfile.read_json(path))
         except (ValueError, ValidationError):
             return SweepStateFile()
 
@@ -237,9 +244,9 @@ class RunDir:
         """The counter record of one length, None when the sweep left none; a file that is no JSON is a
         ValueError (UnicodeDecodeError included), one without a 'nodes' object a ValidationError."""
         path = self.counters_file(prompt_len)
-        if not path.is_file():
+        if not _present(path):
             return None
-        return CountersRecord.model_validate(json.loads(runfile.read_text(path)))
+        return CountersRecord.model_validate(runfile.read_json(path))
 
     def write_counters(self, record: CountersRecord) -> None:
         self.counters_dir.mkdir(parents=True, exist_ok=True)
@@ -248,10 +255,10 @@ class RunDir:
     def read_baseline(self) -> BaselineFile | None:
         """What `pdrepro baseline --out RUN` left here, None when it has not run."""
         path = self.baseline_file
-        if not path.is_file():
+        if not _present(path):
             return None
         try:
-            return BaselineFile.model_validate(json.loads(runfile.read_text(path)))
+            return BaselineFile.model_validate(runfile.read_json(path))
         except (OSError, ValueError, ValidationError) as exc:
             why = f"{exc.error_count()} field(s) of the wrong type" if isinstance(exc, ValidationError) else exc
             raise UserError(f"{path}: unreadable ({why}); re-run `pdrepro baseline --out {self.root}` or delete the "
@@ -268,9 +275,9 @@ class RunDir:
     def read_provenance(self) -> Provenance | None:
         """The run's provenance, None when absent or not a JSON object; unparsable JSON is a ValueError."""
         path = self.provenance_file
-        if not path.is_file():
+        if not _present(path):
             return None
-        data = json.loads(runfile.read_text(path))
+        data = runfile.read_json(path)
         return Provenance(data) if isinstance(data, dict) else None
 
     def write_provenance(self, record: Provenance, *, sort_keys: bool = False) -> None:
@@ -292,7 +299,7 @@ class RunDir:
     def read_stored_summary(self) -> dict | None:
         """summary.json as stored, for comparing with a fresh analysis; None when absent or not a JSON object."""
         try:
-            data = json.loads(runfile.read_text(self.summary_file))
+            data = runfile.read_json(self.summary_file)
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None
@@ -313,6 +320,16 @@ class RunDir:
         if not self.metrics_dir.is_dir():
             return []
         return sorted(p for p in self.metrics_dir.iterdir() if p.is_file())
+
+
+def _present(path: Path) -> bool:
+    """Whether the run holds something at ``path``: anything there but a dangling link counts, so a FIFO or
+    a folder where a record belongs is refused by the reader by name instead of passing for no record."""
+    if not os.path.lexists(path):
+        return False
+    if path.is_symlink() and not path.exists():
+        raise UserError(f"{path}: {why_absent(path)}; put the file itself there, or remove the link")
+    return True
 
 
 def why_absent(path: Path, want: str = "file") -> str:

@@ -222,7 +222,7 @@ def _read_yaml(path: Path, what: str) -> object:
     try:
         # Through runfile: a FIFO or device named as the scenario (or left as RUN/scenario.yaml) is refused, not
         # read forever.
-        text = runfile.read_text(path, errors="strict")
+        text = runfile.read_text(path, errors="strict", kind=runfile.SCENARIO)
     except FileNotFoundError:
         raise UserError(f"{path}: no such {what} file; check the path") from None
     except IsADirectoryError:

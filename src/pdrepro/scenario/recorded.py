@@ -11,8 +11,7 @@ differ are listed (bounds.py).
 
 from __future__ import annotations
 
-import json
-
+from ..core import runfile
 from ..core.errors import UserError
 from ..rundir import RunDir
 from .model import Scenario, load_scenario
@@ -21,7 +20,7 @@ from .model import Scenario, load_scenario
 def recorded_fingerprint(run: RunDir) -> str | None:
     """The scenario fingerprint RUN/provenance.json records, None where it records none."""
     try:
-        data = json.loads(run.provenance_file.read_text())
+        data = runfile.read_json(run.provenance_file)
     except (OSError, ValueError):
         return None  # an unreadable provenance is the analysis's to report
     scenario = data.get("scenario") if isinstance(data, dict) else None

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from ..core.safewrite import write_file
 from ..rundir.summarymodel import Summary
 from .model import ScenarioFile
 
@@ -41,6 +42,6 @@ def write_all(folder: Path) -> list[Path]:
     written = []
     for name in MODELS:
         path = folder / file_name(name)
-        path.write_text(render(name))
+        write_file(path, render(name), "schema --write")
         written.append(path)
     return written

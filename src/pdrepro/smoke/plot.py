@@ -10,6 +10,7 @@ as two clusters. matplotlib with the Agg backend: no display needed.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import matplotlib
@@ -17,6 +18,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ..core.safewrite import write_file  # noqa: E402
 from ..core.units import GB  # noqa: E402
 
 WAYS = (("Mooncake", "transfer_ms", "transfer_ms_all", "mooncake_stall", "#1f77b4"),
@@ -69,9 +71,17 @@ def _bandwidth(summary: dict, rows: list[dict], path: Path) -> Path:
     ax.set_title(f"Smoke: Mooncake vs a socket copy, same bytes, same containers ({summary.get('transport')}"
                  f"{nodelay}){extra}", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    _save(fig, path)
     plt.close(fig)
     return path
+
+
+
+def _save(fig, path: Path) -> None:
+    """The figure as a PNG through the safe writer (savefig itself opens the path and follows a link there)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    write_file(path, buf.getvalue(), "smoke")
 
 
 def _transfers(summary: dict, rows: list[dict], path: Path) -> Path:
@@ -91,7 +101,7 @@ def _transfers(summary: dict, rows: list[dict], path: Path) -> Path:
     ax.legend(loc="upper left", fontsize=8)
     ax.set_title("Smoke: every timed transfer (a size split into two clusters stalled)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    _save(fig, path)
     plt.close(fig)
     return path
 

@@ -5,7 +5,6 @@ the shared summary/report/plots, and always tear the stack down.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import secrets
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..core import runfile
 from ..core.errors import UserError
 from ..core.units import GB
 from ..host import docker as docker_engine
@@ -290,7 +290,7 @@ def provenance(opts: SmokeOptions, img: dict, run_id: str) -> dict:
 def collect(client, project: str, run: RunDir) -> None:
     for name, c in _containers(client, project).items():
         try:
-            run.role_log(name).write_bytes(c.logs())
+            write_atomic(run.role_log(name), c.logs(), run.root)
         except Exception:  # noqa: BLE001 - keep going: logs are a courtesy
             pass
 
@@ -316,7 +316,7 @@ def run_smoke(opts: SmokeOptions) -> int:
     img = image_info(client, opts.image)
     opts.results.mkdir(parents=True, exist_ok=True)
     run_id, run = new_run_dir(opts.results)
-    run.scenario_file.write_text(opts.scenario.to_yaml())
+    write_atomic(run.scenario_file, opts.scenario.to_yaml(), run.root)
     prov = provenance(opts, img, run_id)
     run.write_provenance(Provenance(prov))
     project = f"pdsmoke-{run_id.replace('smoke-', '')}"
@@ -339,7 +339,7 @@ def run_smoke(opts: SmokeOptions) -> int:
     finally:
         say("tearing the stack down")
         stack.down()
-    initiator = json.loads(run.agent_result("initiator").read_text())
+    initiator = runfile.read_json(run.agent_result("initiator"))
     summary = sm.build_summary(opts.scenario, initiator, prov)
     write_outputs(run, summary)
     link_latest(opts.results, run_id)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..host import docker as docker_engine
+from . import signals
 
 log = logging.getLogger(__name__)
 
@@ -85,13 +86,7 @@ class DockerLauncher:
         pump = threading.Thread(target=self._pump, args=(container, stop), daemon=True)
         pump.start()
         try:
-            try:
-                result = container.wait(timeout=timeout_s)
-            except Exception as exc:
-                timeout_type = type(exc).__name__ in ("ReadTimeout", "ConnectionError", "ReadTimeoutError")
-                if "timed out" in str(exc).lower() or timeout_type:
-                    raise LengthTimeout(f"bench client ran past {timeout_s:.0f} s") from None
-                raise
+            result = _wait_container(container, timeout_s)
             pump.join(timeout=5)
             self.last_client_s = _run_seconds(container)
             return int(result.get("StatusCode", 1))
@@ -159,17 +154,20 @@ class InPlaceLauncher:
         # Its own session: a terminal's Ctrl-C or a closed ssh session reaches the sweep, which stops the
         # client's whole group (its worker processes too); and the client dies with the sweep if the sweep
         # is killed outright, so a resume never finds a second client still writing.
+        signals.checkpoint()  # a signal that came before the client: no client
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, **self.env},
                                 start_new_session=True, preexec_fn=_die_with_parent)
-        pump = threading.Thread(target=self._pump, args=(proc.stdout,), daemon=True)
-        pump.start()
-        try:
-            rc = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            raise LengthTimeout(f"bench client ran past {timeout_s:.0f} s") from None
-        finally:
-            _kill_group(proc)
-            pump.join(timeout=5)
+        # From here the first signal kills the client's group from the handler itself (a kill takes no lock);
+        # the wait below then sees the client gone and raises at its own safe point.
+        with signals.stopping(lambda: _signal_group(proc.pid)):
+            pump = threading.Thread(target=self._pump, args=(proc.stdout,), daemon=True)
+            pump.start()
+            try:
+                rc = _wait_child(proc, timeout_s)
+            finally:
+                _kill_group(proc)
+                pump.join(timeout=5)
+        signals.checkpoint()  # a signal during the clean-up above: the length is not done
         self.last_client_s = time.monotonic() - start
         return rc
 
@@ -194,18 +192,68 @@ def _die_with_parent() -> None:
         pass  # not Linux: the sweep's own clean-up is what stops the client
 
 
-def _kill_group(proc) -> None:
-    """Kills the client and every process of its session, then reaps it."""
+def _signal_group(pid: int) -> None:
+    """SIGKILL to the client's session (its group: the client made it with start_new_session). Called from
+    the signal handler too, so it only makes the one system call. The client is not reaped yet, so its id
+    (and its group's) cannot have been given to another process."""
     import os
     import signal
 
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _kill_group(proc) -> None:
+    """Kills the client and every process of its session, then reaps it."""
+    _signal_group(proc.pid)
     if proc.poll() is None:
         proc.kill()
     proc.wait()
+
+
+def _wait_child(proc, timeout_s: float | None) -> int:
+    """The client's exit status, waited for in short slices so a signal is acted on at once (a safe point:
+    no lock is held between two slices); LengthTimeout past ``timeout_s``."""
+    import subprocess
+    import time
+
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        signals.checkpoint()
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise LengthTimeout(f"bench client ran past {timeout_s:.0f} s")
+        try:
+            return proc.wait(timeout=signals.POLL_S if left is None else min(signals.POLL_S, left))
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _wait_container(container, timeout_s: float | None) -> dict:
+    """The engine's answer to waiting for ``container``, asked on a thread so the sweep's thread stays at
+    a safe point it leaves on a signal (the caller's ``finally`` then removes the container)."""
+    outcome: dict = {}
+
+    def wait() -> None:
+        try:
+            outcome["result"] = container.wait(timeout=timeout_s)
+        except BaseException as exc:  # handed to the sweep's thread below
+            outcome["error"] = exc
+
+    waiter = threading.Thread(target=wait, name="bench-wait", daemon=True)
+    waiter.start()
+    while waiter.is_alive():
+        waiter.join(signals.POLL_S)
+        signals.checkpoint()
+    exc = outcome.get("error")
+    if exc is not None:
+        timeout_type = type(exc).__name__ in ("ReadTimeout", "ConnectionError", "ReadTimeoutError")
+        if "timed out" in str(exc).lower() or timeout_type:
+            raise LengthTimeout(f"bench client ran past {timeout_s:.0f} s") from None
+        raise exc
+    return outcome["result"]
 
 
 def _run_seconds(container) -> float | None:

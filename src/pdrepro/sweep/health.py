@@ -54,8 +54,10 @@ def wait_healthy(
     log_tail: Callable[[str], list[str]] | None = None,
     interval_s: float = 2.0,
     clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> float:
-    """Polls every endpoint until all are healthy; returns the seconds waited."""
+    """Polls every endpoint until all are healthy; returns the seconds waited. ``sleep`` waits between
+    rounds (the sweep's ends early on a signal: sweep.signals.sleep)."""
     start = clock()
     pending = {e.role: e for e in endpoints}
     seen: dict[str, str] = {}
@@ -76,7 +78,7 @@ def wait_healthy(
         if waited - announced >= 30:
             announced = waited
             log.info(f"  still waiting for {', '.join(pending)} ({waited:.0f} s of {timeout_s:.0f} s)")
-        time.sleep(min(interval_s, max(0.0, timeout_s - waited)))
+        sleep(min(interval_s, max(0.0, timeout_s - waited)))
 
 
 def _not_up_message(pending, seen, timeout_s, log_tail) -> str:

@@ -25,7 +25,7 @@ def merge_into(dest: Path, text: str) -> None:
     a server restart) and replace the latest start's part with ``text``'s."""
     segment = current_start(text)
     first = segment.split("\n", 1)[0]
-    old = runfile.read_text(dest) if dest.is_file() else ""
+    old = runfile.read_text(dest, kind=runfile.LOG) if dest.is_file() else ""
     if old and first and first in old:
         old = old[: old.index(first)]
     write_atomic(dest, old + segment)
@@ -107,11 +107,11 @@ class DirLogSource(LogSource):
 
     def text(self, role: str) -> str | None:
         p = self.path(role)
-        return runfile.read_text(p) if p.is_file() else None
+        return runfile.read_text(p, kind=runfile.LOG) if p.is_file() else None
 
     def texts(self, role: str) -> dict[int, str]:
         found = {server_log_index(role, p.name): p for p in self.folder.iterdir() if p.is_file()}
-        return {i: runfile.read_text(p) for i, p in found.items() if i is not None}
+        return {i: runfile.read_text(p, kind=runfile.LOG) for i, p in found.items() if i is not None}
 
     def describe(self) -> dict:
         return {"kind": "folder", "folder": str(self.folder)}

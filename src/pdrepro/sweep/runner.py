@@ -15,7 +15,7 @@ from ..parsers.serverstart import current_start
 from ..rundir import RunDir, server_log_name
 from ..rundir.contract import write_atomic
 from ..scenario.model import load_scenario
-from . import health, rdma_proof
+from . import health, rdma_proof, signals
 from .config import SweepConfig, is_disaggregated
 from .counters import CounterReader
 from .logsource import tail
@@ -157,7 +157,8 @@ def _ready(cfg: SweepConfig, run: RunDir, state: SweepState, todo: list[int],
             if previous else None
     log.info(f"waiting for the stack (up to {cfg.wait_timeout_s:.0f} s)")
     wait_s = health.wait_healthy(_endpoints(cfg), cfg.wait_timeout_s,
-                                 log_tail=lambda role: tail(cfg.log_source, role))
+                                 log_tail=lambda role: tail(cfg.log_source, role), sleep=signals.sleep)
+    signals.checkpoint()
     try:
         return wait_s, _prove(cfg, state)
     except TransportNotProven as exc:
@@ -198,6 +199,9 @@ def _locked_sweep(cfg: SweepConfig, top: RunDir, run: RunDir, started: float) ->
     for index, length in enumerate(todo, start=1):
         log.info(f"[{index}/{len(todo)}] prompt length {length}: {sweep.num_prompts} prompts; {progress.eta(index, length)}")
         try:
+            # A safe point (sweep.signals): a signal that came during the last length's bookkeeping ends the
+            # sweep here, with this length marked unfinished.
+            signals.checkpoint()
             outcome = run_length(cfg, run, top.root, length, counters, progress.expected_s(length))
         except KeyboardInterrupt as exc:
             why = f"stopped by {signal_name(exc)} while its bench client ran; rerun to measure it"
@@ -230,6 +234,7 @@ def _locked_sweep(cfg: SweepConfig, top: RunDir, run: RunDir, started: float) ->
     result = SweepOutcome(run, done, skipped, failed, progress.bench_s, time.monotonic() - started, wait_s)
     _report(result)
     if cfg.analyze is not None:
+        signals.checkpoint()
         result.summary = cfg.analyze(cfg.scenario.analysis_root(top, run), cfg.scenario)
         log.info(f"analysis: report in {top.report_file}")
         result.total_s = time.monotonic() - started

@@ -16,7 +16,7 @@ def result_problem(path: Path, num_prompts: int, prompt_len: int | None = None) 
     if not path.is_file():
         return "no result file"
     records = []
-    for number, line in enumerate(runfile.read_text(path).splitlines(), start=1):
+    for number, line in enumerate(runfile.read_text(path, kind=runfile.BENCH).splitlines(), start=1):
         if not line.strip():
             continue
         try:

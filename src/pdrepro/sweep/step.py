@@ -11,8 +11,10 @@ from pathlib import Path
 
 import requests
 
+from ..core import runfile
 from ..core.roles import SERVER_ROLES
 from ..rundir import RunDir
+from ..rundir.contract import write_atomic
 from . import metrics
 from .benchclient import LengthTimeout
 from .benchcmd import BenchTarget, bench_argv
@@ -47,10 +49,11 @@ def scrape(cfg: SweepConfig, run: RunDir, prompt_len: int, when: str) -> None:
         if not resp.ok:
             log.info(f"  metrics: {role} /metrics answered HTTP {resp.status_code}; start it with --enable-metrics")
             continue
-        run.raw_metrics_file(role, when, prompt_len).write_text(resp.text)
+        write_atomic(run.raw_metrics_file(role, when, prompt_len), resp.text, run.root)
         before = run.raw_metrics_file(role, "before", prompt_len)
         if when == "after" and before.is_file():
-            run.metrics_file(role, prompt_len).write_text(metrics.difference(before.read_text(), resp.text))
+            before_text = runfile.read_text(before, kind=runfile.METRICS)
+            write_atomic(run.metrics_file(role, prompt_len), metrics.difference(before_text, resp.text), run.root)
 
 
 def collect_logs(cfg: SweepConfig, run: RunDir) -> None:

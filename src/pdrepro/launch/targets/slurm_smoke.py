@@ -16,14 +16,15 @@ the local test cluster of ``make slurm-smoke``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
+from ...core import runfile
 from ...core.cliargs import prompt_lens
 from ...core.errors import UserError
 from ...core.pins import load_pins
+from ...core.safewrite import write_file
 from ...core.units import MiB
 from .slurm import Job, Step, host_ref, node_ref, render
 
@@ -67,8 +68,8 @@ def check(raw: Path, wait_s: float = 30) -> tuple[int, list[str]]:
     while (raw / "initiator.json").is_file() and not (raw / "target.json").is_file() and time.monotonic() < deadline:
         time.sleep(0.2)
     try:
-        initiator = json.loads((raw / "initiator.json").read_text())
-        target = json.loads((raw / "target.json").read_text())
+        initiator = runfile.read_json(raw / "initiator.json")
+        target = runfile.read_json(raw / "target.json")
     except FileNotFoundError as exc:
         raise UserError(f"{exc.filename}: missing; the smoke's sides did not write their results") from None
     except ValueError as exc:
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             scenario = load_scenario(args.scenario)
             plan = make_plan(scenario, prompt_lens(args.prompt_lens), repeats=args.repeats, block_bytes=args.block_mib * MiB)
             args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(render(smoke_job(scenario, plan, timeout_s=args.timeout, runtime=args.runtime)))
+            write_file(args.out, render(smoke_job(scenario, plan, timeout_s=args.timeout, runtime=args.runtime)), "--out")
             print(f"wrote {args.out}")
             return 0
         code, lines = check(args.raw)
