@@ -26,16 +26,19 @@ READERS = {
     # Writers that open a file they then write (not a read of a run file).
     "commands/offline_model.py::run": "writer: model.safetensors inside the command's own fresh private stage",
     "sweep/runlock.py::RunLock.__enter__": "the sweep's lock file, opened O_NOFOLLOW to flock, never read",
-    "launch/stack/up.py::Launcher.start": "TODO-merge (launch/stack): a server's log opened for appending; "
-                                          "to become core.safewrite.open_log(append=True)",
     # The host: /proc and sysfs, read by their own readers (small kernel files, never a run's).
     "host/sysfs.py::_read": "sysfs attributes (host access)",
     "fabric/counters.py::_read": "sysfs port counters of the NICs",
     "fabric/capture.py::_Copier.copy": "copies a sysfs tree (the capture tool's source is sysfs)",
     "fabric/capture.py::capture": "sysfs PCI vendor and class attributes",
-    "fabric/limits.py::engine_memlock_cap": "/proc/PID/comm, limits and status of the Docker engine",
-    "launch/stack/procs.py::boot_id": "/proc/sys/kernel/random/boot_id",
-    "launch/stack/procs.py::_stat": "/proc/PID/stat",
+    "fabric/dockerd.py::_read": "/proc/PID files of the Docker engine (how it was started, its limits)",
+    "launch/stack/ownership.py::boot_id": "/proc/sys/kernel/random/boot_id",
+    "launch/stack/ownership.py::stat": "/proc/PID/stat",
+    "launch/stack/ownership.py::cmdline": "/proc/PID/cmdline",
+    "launch/stack/ownership.py::comm": "/proc/PID/comm",
+    "launch/stack/ownership.py::marker": "/proc/PID/environ",
+    "launch/stack/ownership.py::listening_inodes": "/proc/net/tcp and tcp6",
+    "launch/stack/lock.py::held": "the run folder itself, opened O_DIRECTORY to flock it, never read",
     "smoke/memory.py::memory_peak": "cgroup memory files and /proc/self/status",
     "image/versions.py::cuda_toolkit": "the CUDA toolkit's version.json on the host",
     "image/versions.py::nvidia_driver": "/proc/driver/nvidia/version",
@@ -61,8 +64,6 @@ READERS = {
     "analysis/transport_evidence.py::_counter_records": "TODO-merge (analysis): counters/<L>.json of the run",
     "rundir/engineceiling.py::_json": "TODO-merge (engine ceiling, item 6): engine-ceiling.json and "
                                       "engine-ceiling/result.json of the run",
-    "launch/stack/record.py::read": "TODO-merge (launch/stack): the stack record stack.json",
-    "launch/stack/up.py::Launcher._tail": "TODO-merge (launch/stack): the tail of a server's log",
 }
 
 WRITERS = {
@@ -115,7 +116,7 @@ def _sites(kinds: set[str]) -> dict[str, list[str]]:
 def test_the_walk_finds_what_it_looks_for():
     # A walk that finds nothing would pass everything: the reader's own open and a known /proc read are seen.
     sites = _sites(READ_CALLS)
-    assert "core/runfile.py::_open" in sites and "launch/stack/procs.py::boot_id" in sites, sorted(sites)
+    assert "core/runfile.py::_open" in sites and "launch/stack/ownership.py::boot_id" in sites, sorted(sites)
 
 
 def test_no_file_is_read_but_through_the_one_reader_or_a_named_exception():

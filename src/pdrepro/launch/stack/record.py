@@ -78,13 +78,11 @@ def save(run: Path, record: StackRecord) -> None:
 
 
 def read(run: Path) -> StackRecord:
-    import json
-
     file = path(run)
     if not file.is_file():
         raise UserError(f"{run}: no {FILE_NAME} there; give the run folder `pdrepro stack up --out RUN` wrote")
     try:
-        data = json.loads(runfile.read_text(file, errors="strict"))
+        data = runfile.read_json(file)
     except (OSError, ValueError, RecursionError) as exc:
         raise UserError(f"{file}: not readable JSON ({exc}); it is written by `pdrepro stack up`") from None
     return load(StackRecord, data, str(file),

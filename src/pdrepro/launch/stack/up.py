@@ -3,6 +3,7 @@ before answers, every child in its own session logging into the run, all recorde
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import secrets
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ...core import runfile, safewrite
 from ...core.errors import UserError
 from ...core.roles import SERVER_ROLES, Role
 from ...rundir import RunDir
@@ -81,12 +83,10 @@ def port_in_use(host: str, port: int) -> bool:
 
 
 def _open_log(path: Path) -> int:
-    """The log, appended to; never through a link planted in the run (it would write where it points)."""
-    try:
-        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    except OSError as exc:
-        raise UserError(f"{path}: cannot write the log there ({exc.strerror}); move what is there away "
-                        "or choose another --out") from None
+    """The log, appended to (the child writes into it as it runs); never through a link planted in the run,
+    which would write where it points. The caller closes the descriptor it gets."""
+    with safewrite.open_log(path, "pdrepro stack up", append=True) as f:
+        return os.dup(f.fileno())
 
 
 class StartFailed(Exception):
@@ -183,8 +183,9 @@ class Launcher:
         entry = next(e for e in self.entries if e.name == name)
         path = self.run.root / entry.log
         try:
-            lines = path.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
-        except OSError:
+            # Streamed: a server log may be hundreds of MB, and only its last lines are shown.
+            lines = [line.rstrip("\r\n") for line in collections.deque(runfile.lines(path), maxlen=LOG_TAIL_LINES)]
+        except (OSError, UserError):
             lines = []
         if not lines:
             return f"; its log {path} is empty"
