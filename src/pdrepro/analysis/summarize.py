@@ -27,7 +27,7 @@ from ..parsers.prom import parse_metrics_file
 from ..parsers.reqstats import LogScan, ReqStat, merge_scans, parse_log
 from ..rundir import RunDir, why_absent
 from ..rundir.contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, analysis_code_stamp, headline, issue, result_row
-from ..rundir.engineceiling import CeilingError, against_rows
+from ..rundir.engineceiling import against_rows, check_against_run
 from ..rundir.issuekind import IssueKind
 from ..rundir.summarymodel import build as build_summary
 from ..scenario.model import Scenario
@@ -315,13 +315,12 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
     metrics = _metrics(run, scenario, issues)
     if metrics is not None:
         summary["metrics"] = metrics
-    try:
-        ceiling = run.read_engine_ceiling()
-    except CeilingError as exc:
-        issues.append(issue(ERROR, IssueKind.ENGINE_CEILING_UNREADABLE, str(exc)))
-        ceiling = None
+    # A ceiling that is no measurement of this run refuses the run (CeilingError is a UserError): a verdict set
+    # against it would judge the requests by a figure nobody measured here.
+    ceiling = run.read_engine_ceiling()
     if ceiling is not None:
         found, engine_transport, source = ceiling
+        check_against_run(found, scenario.kv_bytes, scenario.line_rate_GB_s)
         summary["engine_ceiling"] = against_rows(found, rows)
         summary["engine_ceiling_source"] = {"file": source, "transport": engine_transport}
         if engine_transport and transport in ("rdma", "tcp") and engine_transport != transport:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..analysis.whatran import unjudged
+from ..rundir.engineceiling import CONTRADICTION_RATIO
 from ..rundir.issuekind import IssueKind
 from ..scenario.model import ComparisonScenario, Scenario
 
@@ -261,6 +262,15 @@ def evaluate(summary: dict, scenario: Scenario) -> list[CheckResult]:
         # Nothing recorded is not "nothing differs": a served run that cannot show what ran fails the gate.
         out.append(CheckResult("pins_match", None, float(len(bad)), 0.0, "differences", not bad and not unknown,
                                f"{unknown}; {detail}" if unknown and bad else unknown or detail, "=="))
+
+    for L, c in sorted((summary.get("engine_ceiling") or {}).items(), key=lambda item: int(item[0])):
+        # Per request through SGLang well above the engine alone on the same box: one figure is not of this box.
+        if c.get("contradiction"):
+            out.append(CheckResult("engine_ceiling", int(L), c.get("ratio"), CONTRADICTION_RATIO, "x the engine alone",
+                                   False, f"length {L}: {c.get('bandwidth_GB_s'):.2f} GB/s per request contradicts the "
+                                   f"engine alone on the same box ({c.get('engine_GB_s'):.2f} GB/s, ratio "
+                                   f"{c.get('ratio'):.2f} > {CONTRADICTION_RATIO:g}): the transfer times or the ceiling "
+                                   "are not of this run", "<="))
 
     head = summary.get("headline") or {}
     if t.min_peak_bandwidth_GB_s is not None:
