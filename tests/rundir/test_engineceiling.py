@@ -114,7 +114,8 @@ def test_a_request_well_above_the_engine_alone_is_a_contradiction_that_fails(tmp
     bad = [r for r in failed(evaluate(summary, scenario)) if r.name == "engine_ceiling"]
     assert [r.prompt_len for r in bad] == [4096] and "contradicts the engine alone" in bad[0].detail
     assert main(["check", str(run), "--scenario", "onebox-qwen25-0.5b"]) == 1
-    assert "FAIL length 4096: " in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "FAIL length 4096: " in out and "(layers): a contradiction, ratio" in out
 
 
 def _gpu_check_result(run, transport="tcp", failures=()):
