@@ -152,3 +152,17 @@ def test_unverified_writes_are_no_ceiling_and_another_transport_is_flagged(tmp_p
     assert set(summary["engine_ceiling"]) == {"16384"}
     flagged = [i["message"] for i in summary["issues"] if i["kind"] == "engine_ceiling_transport"]
     assert flagged and "the engine alone used rdma, the servers' engines tcp" in flagged[0]
+
+
+def test_the_gates_refuse_a_tampered_ceiling_as_check_does(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    run = copy_run(tmp_path)
+    _tamper(run, lambda d: d["4096/one"].update(GB_s=d["4096/one"]["GB_s"] * 1.5))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "repro/", "--run-dir", str(run), "--scenario",
+                           "onebox-qwen25-0.5b", "-p", "no:cacheprovider", "-q", "--no-cov", "-p", "no:xdist"],
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "the file was edited" in proc.stdout + proc.stderr
