@@ -21,15 +21,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fakecluster import mooncake_startup
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from runbuilder import build_run, sweep_provenance
 
-hypothesis = pytest.importorskip("hypothesis")  # the test extra; a missing one fails in the suite's own import test
-from fakecluster import mooncake_startup  # noqa: E402
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from runbuilder import build_run, sweep_provenance  # noqa: E402
-
-from pdrepro.cli import main  # noqa: E402
-from pdrepro.scenario.model import load_scenario  # noqa: E402
+from pdrepro.cli import main
+from pdrepro.scenario.model import load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "tests" / "recorded" / "h200-onebox-host-sglang-0.5.15.post1"
