@@ -123,6 +123,12 @@ def test_transport_proven(checks):
 
 
 @pytestmark_sweep
+def test_engine_ceiling_not_contradicted(checks):
+    """Where the run holds the engine alone on its box: no request moved its KV well above it."""
+    _gate(checks, "engine_ceiling", required=False)
+
+
+@pytestmark_sweep
 def test_pins_match(checks, scenario):
     """A reproduction runs the pinned software (scenario pins_match: gate); warn leaves it to the report."""
     if scenario.pins_match == "warn":

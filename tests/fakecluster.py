@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import shutil
 import tempfile
 import threading
@@ -263,6 +264,9 @@ class FakeBench:
             shutil.copyfile(built.bench_file(length), args.output_file)
             for role, path in (("prefill", built.prefill_log), ("decode", built.decode_log)):
                 lines = [line for line in path.read_text().splitlines() if "Time Stats(" in line or "ReqTimeStats(" in line]
+                # Served now, while the sweep measures this length (the builder's clock starts on another day).
+                now = time.strftime("[%Y-%m-%d %H:%M:%S", time.gmtime())
+                lines = [re.sub(r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?", now, line) for line in lines]
                 self.cluster.append_log(role, lines)
                 if role == "prefill":
                     for stat in filter(None, map(parse_line, lines)):

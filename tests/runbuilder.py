@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pdrepro.core.pins import load_pins
 from pdrepro.core.units import MiB
 from pdrepro.rundir import RunDir
 from pdrepro.scenario.model import Scenario
@@ -75,7 +76,8 @@ class BuildOptions:
     no_reqstats: bool = False
     output_details: bool = True
     metrics: bool = False
-    provenance: dict | None = None
+    # provenance.json: by default one as `pdrepro sweep` records it of the pinned software ("sweep"); None: none.
+    provenance: dict | str | None = "sweep"
     write_scenario: bool = True
     tokens_off: int = 0
     # Tokens each successful request generated at length L (default: the requested output length).
@@ -94,6 +96,26 @@ class BuildOptions:
     drop_logs: set[tuple[str, int]] = field(default_factory=set)
 
 
+def sweep_provenance(scenario: Scenario, proven: bool = True) -> dict:
+    """A fixture of provenance.json as the sweep records it on a two-node run of the pinned software: the full
+    pinned commits, each server's /server_info version (the image's build, <release>+g<commit>), the image's
+    build args, and the transport proof (its servers' verdicts); the servers on other nodes than the sweep's."""
+    pins = load_pins()
+    built = f"{pins['SGLANG_NEAREST_RELEASE']}+g{pins['SGLANG_COMMIT']}"
+    verdict = "rdma" if proven else "tcp"
+    servers = {role: {"verdict": verdict, "summary": f"{role}: RDMA on mlx5_0 (GID index 3)" if proven
+                      else f"{role}: tcp (HCAs found [0])"} for role in ("prefill", "decode")}
+    return {"schema_version": 1, "scenario": {"name": scenario.name, "fingerprint": scenario.fingerprint},
+            "pins": {"sglang_commit": pins["SGLANG_COMMIT"], "mooncake_commit": pins["MOONCAKE_COMMIT"]},
+            "host": {"hostname": "node-b", "kernel": "6.8"}, "environment": {"MC_GID_INDEX": "3"},
+            "endpoints": {"prefill": "http://10.0.0.1:30000", "decode": "http://10.0.0.2:30000",
+                          "router": "http://10.0.0.2:8000"},
+            "server_info": {"prefill": {"version": built}, "decode": {"version": built}},
+            "versions": {"image": {"pdrepro_image_mooncake_commit": pins["MOONCAKE_COMMIT"],
+                                   "pdrepro_image_sglang_commit": pins["SGLANG_COMMIT"]}},
+            "transport": {"proven": proven, "servers": servers}}
+
+
 def build_run(root: Path, scenario: Scenario, *, rows: list[Row] | None = None, **overrides) -> RunDir:
     """Write a run of ``scenario`` under ``root`` whose figures are ``rows`` (default: published)."""
     opts = BuildOptions(**overrides)
@@ -104,7 +126,8 @@ def build_run(root: Path, scenario: Scenario, *, rows: list[Row] | None = None, 
     if opts.write_scenario:
         run.scenario_file.write_text(scenario.to_yaml())
     if opts.provenance is not None:
-        run.provenance_file.write_text(json.dumps(opts.provenance, indent=2))
+        prov = sweep_provenance(scenario) if opts.provenance == "sweep" else opts.provenance
+        run.provenance_file.write_text(json.dumps(prov, indent=2))
 
     clock = _Clock()
     t = scenario.topology

@@ -2,8 +2,10 @@
 
 import json
 import re
+import shutil
 
 import pytest
+from clihelp import pdrepro
 from runbuilder import build_run
 
 from pdrepro.analysis.summarize import compute_summary, nearest_length
@@ -186,10 +188,22 @@ def test_smoke_summary_is_taken_as_written(tmp_path):
     """`pdrepro check` on a smoke run judges the smoke's own summary; it has no bench/ or logs/ to redo it from."""
     smoke = load_scenario("smoke-tcp")
     summary = {"schema_version": 1, "scenario": smoke.to_dict(), "scenario_fingerprint": smoke.fingerprint,
-               "source": "smoke", "transport": "tcp", "rows": [], "issues": []}
+               "source": "smoke", "transport": "tcp", "rows": [], "issues": [], "smoke": {"transfers": 0}}
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     (tmp_path / "smoke.log").write_text("newer than the summary\n")
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "initiator.json").write_text("{}")  # the smoke's own record (a fixture of its name)
     assert load_or_analyze(RunDir(tmp_path), smoke)["transport"] == "tcp"
+
+
+def test_a_sweeps_summary_relabelled_smoke_without_its_inputs_is_refused(tmp_path):
+    run = build_run(tmp_path / "r", SCENARIO)
+    stored = analyze_run(run, SCENARIO)
+    for folder in (run.bench_dir, run.logs_dir, run.counters_dir):
+        shutil.rmtree(folder)
+    run.summary_file.write_text(json.dumps(dict(stored, source="smoke")))
+    result = pdrepro("check", run.root)
+    assert result.rc == 2 and "calls itself a smoke result" in result.err and len(result.err.strip().splitlines()) == 1
 
 
 def _edit_prefill(run, edit):

@@ -94,11 +94,30 @@ def test_recorded_pins_of_other_commits_differ():
     assert rows["Mooncake commit (provenance pins)"]["match"] is True
 
 
-def test_recorded_pins_as_short_commits_match():
+def test_recorded_pins_as_commits_of_twelve_hex_digits_match():
     prov = _as_the_image_built_it(_prov())
     pins = load_pins()
-    prov["pins"] = {"sglang_commit": pins["SGLANG_COMMIT"][:8], "mooncake_commit": pins["MOONCAKE_COMMIT"][:8]}
+    prov["pins"] = {"sglang_commit": pins["SGLANG_COMMIT"][:12], "mooncake_commit": pins["MOONCAKE_COMMIT"][:12]}
     assert differences(what_ran(prov)) == []
+
+
+def test_a_commit_shorter_than_twelve_hex_digits_never_matches_a_pin():
+    pins = load_pins()
+    for short in (8, 11):
+        prov = _as_the_image_built_it(_prov())
+        prov["pins"] = {"sglang_commit": pins["SGLANG_COMMIT"][:short], "mooncake_commit": pins["MOONCAKE_COMMIT"]}
+        for info in prov["server_info"].values():
+            info["version"] = f"{pins['SGLANG_NEAREST_RELEASE']}+g{pins['SGLANG_COMMIT'][:short]}"
+        bad = {r["item"] for r in differences(what_ran(prov))}
+        assert {"SGLang commit (provenance pins)", "SGLang (prefill server)", "SGLang (decode server)"} <= bad, short
+
+
+def test_a_told_pin_is_not_shown_as_matching_next_to_a_version_that_does_not():
+    # The recorded run: the sweep was told the pinned commits, the servers ran release wheels.
+    rows = {r["item"]: r for r in what_ran(_prov())}
+    assert rows["SGLang (prefill server)"]["match"] is False
+    told = rows["SGLang commit (provenance pins)"]
+    assert told["match"] is None and "not what ran" not in told["source"] and "what ran differs" in told["source"]
 
 
 def test_a_published_reproduction_with_other_pinned_commits_fails_the_pins_gate(tmp_path):

@@ -9,7 +9,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from runbuilder import build_run
+from runbuilder import build_run, sweep_provenance
 
 from pdrepro.scenario.model import load_scenario
 
@@ -17,10 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _provenance(scenario, proven=True):
-    servers = {"prefill": {"summary": "prefill: RDMA on mlx5_0 (GID index 3)" if proven else "prefill: tcp (HCAs found [0])"}}
-    return {"pins": {"sglang_commit": "43124cdd", "mooncake_commit": "6e3a11b9"}, "host": {"kernel": "6.8"},
-            "environment": {"MC_GID_INDEX": "3"}, "scenario": {"name": scenario.name, "fingerprint": scenario.fingerprint},
-            "endpoints": {"router": "http://10.0.0.2:8000"}, "transport": {"proven": proven, "servers": servers}}
+    # As the sweep records it (the full pins, what each server ran, the proof): a gated run must show what ran.
+    return sweep_provenance(scenario, proven)
 
 
 def _gates(*args):

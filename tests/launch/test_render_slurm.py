@@ -272,3 +272,17 @@ def test_rendered_scripts_pass_shellcheck(tmp_path):
     # Warnings and errors; the runtime's functions run through traps and srun, which shellcheck cannot follow.
     proc = subprocess.run([shellcheck(), "--severity=warning", *map(str, scripts)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("name", ["qwen,3", "qwen:3"])
+def test_a_path_the_job_cannot_mount_is_refused_on_one_line(tmp_path, capsys, name):
+    out = tmp_path / "deploy"
+    folder = tmp_path / name  # a model folder as render checks it (config.json), named as no mount list carries
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    model = str(folder)
+    assert main(["render", "--target", "slurm", "--scenario", "h20-qwen3-235b-1p1d", "--out", str(out),
+                 "--model", model]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and model in err and "cannot bind-mount" in err, err
+    assert not out.exists() or not any(out.rglob("*.sbatch"))

@@ -5,7 +5,7 @@ import shutil
 
 import yaml
 from clihelp import assert_one_line_error, pdrepro
-from runbuilder import build_run
+from runbuilder import build_run, sweep_provenance
 
 from pdrepro.scenario.model import load_scenario
 
@@ -13,12 +13,8 @@ SCENARIO = load_scenario("h20-qwen3-235b-1p1d")
 
 
 def _provenance(scenario=SCENARIO):
-    return {"pins": {"sglang_commit": "43124cdd90e543ea79b63800390e917063809510",
-                     "mooncake_commit": "6e3a11b97a3ece7f7734cca4374406be2a6a930b"},
-            "scenario": {"name": scenario.name, "fingerprint": scenario.fingerprint},
-            "host": {"kernel": "6.8"}, "environment": {"MC_GID_INDEX": "3"},
-            "endpoints": {"router": "http://10.0.0.2:8000"},
-            "transport": {"proven": True, "servers": {"prefill": {"summary": "prefill: RDMA on mlx5_0 (GID index 3)"}}}}
+    # As the sweep records it (the full pins, what each server ran, the proof): a gated run must show what ran.
+    return sweep_provenance(scenario)
 
 
 def _passing_run(tmp_path, **kw):

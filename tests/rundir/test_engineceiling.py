@@ -13,8 +13,9 @@ from pdrepro.analysis.summarize import compute_summary
 from pdrepro.cli import main
 from pdrepro.gpucheck.run import Row
 from pdrepro.rundir import RunDir
-from pdrepro.rundir.engineceiling import CeilingError, load_ceiling
+from pdrepro.rundir.engineceiling import CeilingError, check_against_run, load_ceiling
 from pdrepro.scenario.model import load_scenario
+from pdrepro.verdicts.gates import evaluate, failed
 
 
 def test_the_recorded_ceiling_sets_sglangs_requests_at_about_two_thirds_of_the_engine():
@@ -49,13 +50,72 @@ def test_a_damaged_ceiling_is_bad_input_naming_the_file(tmp_path, capsys, conten
     assert words in capsys.readouterr().err
 
 
-def test_a_ceiling_of_other_sizes_is_not_compared(tmp_path):
-    run = copy_run(tmp_path)
+def _tamper(run, edit) -> None:
     data = json.loads((run / "engine-ceiling.json").read_text())
-    data["4096/one"]["bytes"] = data["4096/layers"]["bytes"] = 1
+    edit(data)
     (run / "engine-ceiling.json").write_text(json.dumps(data))
-    summary = compute_summary(RunDir(run), load_scenario("onebox-qwen25-0.5b"))
-    assert "4096" not in summary["engine_ceiling"] and "16384" in summary["engine_ceiling"]
+
+
+def _scale_bytes(data):
+    # Another model's ceiling, self-consistent (its rate follows its bytes): only the run's KV sizes tell.
+    for key in ("4096/one", "4096/layers"):
+        data[key]["bytes"] *= 2
+        data[key]["GB_s"] *= 2
+
+
+@pytest.mark.parametrize("edit, words", [
+    (_scale_bytes, "is not this run's ceiling"),
+    (lambda d: d["4096/one"].update(GB_s=d["4096/one"]["GB_s"] * 1.5), "the file was edited"),
+    (lambda d: d["4096/one"].update(GB_s=0), "is no measurement"),
+    (lambda d: d["4096/one"].update(median_ms=d["4096/one"]["max_ms"] * 2), "is not between its fastest"),
+    (lambda d: d["4096/one"].update(median_ms=-1.0), "median_ms"),
+])
+def test_a_ceiling_that_is_no_measurement_of_this_run_is_refused_on_one_line(tmp_path, capsys, edit, words):
+    run = copy_run(tmp_path)
+    _tamper(run, edit)
+    assert main(["check", str(run), "--scenario", "onebox-qwen25-0.5b"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "engine-ceiling.json" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_gpu_checks_rate_is_recomputed_from_its_own_seconds(tmp_path):
+    run = copy_run(tmp_path)
+    _gpu_check_result(run)
+    path = run / "engine-ceiling" / "result.json"
+    data = json.loads(path.read_text())
+    data["rows"][0]["median_GB_s"] *= 3  # a faster engine than its own timings show
+    path.write_text(json.dumps(data))
+    with pytest.raises(CeilingError, match=r"rows\[0\] \(length 4096, blocks\).*are .* GB/s; the file was edited"):
+        compute_summary(RunDir(run), load_scenario("onebox-qwen25-0.5b"))
+
+
+def test_a_ceiling_faster_than_the_runs_line_rate_is_refused(tmp_path):
+    run = copy_run(tmp_path)
+    scenario = load_scenario("onebox-qwen25-0.5b")
+    found = load_ceiling(run)
+    assert found is not None
+    best = max(c.GB_s for shapes in found[0].values() for c in shapes.values())
+    with pytest.raises(CeilingError, match="above the run's line rate"):
+        check_against_run(found[0], scenario.kv_bytes, best / 2)
+    check_against_run(found[0], scenario.kv_bytes, best * 2)  # under the line: taken
+
+
+def test_a_request_well_above_the_engine_alone_is_a_contradiction_that_fails(tmp_path, capsys):
+    run = copy_run(tmp_path)
+    # The engine alone at a third of what it measured (its bytes and times kept consistent): the requests at
+    # 4096 tokens then moved their KV about twice as fast as the engine can on this box.
+    _tamper(run, lambda d: [d[k].update(GB_s=d[k]["GB_s"] / 3, median_ms=d[k]["median_ms"] * 3,
+                                        min_ms=d[k]["min_ms"] * 3, max_ms=d[k]["max_ms"] * 3)
+                            for k in ("4096/one", "4096/layers")])
+    scenario = load_scenario("onebox-qwen25-0.5b")
+    summary = compute_summary(RunDir(run), scenario)
+    assert summary["engine_ceiling"]["4096"]["contradiction"] is True
+    assert summary["engine_ceiling"]["1024"]["contradiction"] is False
+    bad = [r for r in failed(evaluate(summary, scenario)) if r.name == "engine_ceiling"]
+    assert [r.prompt_len for r in bad] == [4096] and "contradicts the engine alone" in bad[0].detail
+    assert main(["check", str(run), "--scenario", "onebox-qwen25-0.5b"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL length 4096: " in out and "(layers): a contradiction, ratio" in out
 
 
 def _gpu_check_result(run, transport="tcp", failures=()):
@@ -92,3 +152,17 @@ def test_unverified_writes_are_no_ceiling_and_another_transport_is_flagged(tmp_p
     assert set(summary["engine_ceiling"]) == {"16384"}
     flagged = [i["message"] for i in summary["issues"] if i["kind"] == "engine_ceiling_transport"]
     assert flagged and "the engine alone used rdma, the servers' engines tcp" in flagged[0]
+
+
+def test_the_gates_refuse_a_tampered_ceiling_as_check_does(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    run = copy_run(tmp_path)
+    _tamper(run, lambda d: d["4096/one"].update(GB_s=d["4096/one"]["GB_s"] * 1.5))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "repro/", "--run-dir", str(run), "--scenario",
+                           "onebox-qwen25-0.5b", "-p", "no:cacheprovider", "-q", "--no-cov", "-p", "no:xdist"],
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "the file was edited" in proc.stdout + proc.stderr

@@ -7,12 +7,23 @@ its requests would count another run's transfers as this one's. It is set
 aside, left out of the figures, with an error naming it; fewer logs than
 servers is a warning (the others' requests are missing, which the per-length
 count of logged requests then fails).
+
+The requests the figures are drawn from must be this sweep's: each logged while the sweep measured its
+length (sweep-state.json: when the length ended and how long it ran), and no server may have started
+again after the last of them (its later start-up lines would speak for the run). Either fault refuses the
+run on one line (exit 2) rather than leave a warning under a green verdict.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 from pathlib import Path
 
+from ..core import runfile
+from ..core.errors import UserError
+from ..parsers.reqstats import LogScan, ReqStat
+from ..parsers.serverstart import START_MARKER
 from ..rundir import RunDir, server_log_index
 from ..rundir.contract import ERROR, WARNING, issue
 from ..rundir.issuekind import IssueKind
@@ -44,3 +55,87 @@ def logs_label(run: RunDir, paths: list[Path]) -> str:
     if len(paths) <= 1:
         return str(paths[0]) if paths else str(run.prefill_log)
     return f"{run.logs_dir}/{{{','.join(p.name for p in paths)}}}"
+
+
+# ---- one run's evidence: the requests the figures are drawn from were served while the sweep measured ----------
+
+# Log times are whole seconds, and a request's line is written a moment after the client saw it end.
+_SLACK_S = 2.0
+_STAMP = "%Y-%m-%dT%H:%M:%S%z"
+
+
+def _window_error(where: str, what: str) -> UserError:
+    return UserError(f"{where}: {what}, which no sweep-state.json `pdrepro sweep` writes holds; restore the run's "
+                     "own file (or rerun `pdrepro sweep`)")
+
+
+def sweep_windows(run: RunDir) -> dict[int, tuple[float, float, dt.timedelta]]:
+    """Per length the sweep completed: (start, end) in seconds since the epoch, and the sweep host's UTC offset.
+    The sweep records when a length ended (``at``, local time with its offset) and how long it ran (``seconds``);
+    a length without both abstains."""
+    path = run.sweep_state_file
+    out: dict[int, tuple[float, float, dt.timedelta]] = {}
+    for key, record in run.read_sweep_state().lengths.items():
+        seconds = (record.model_extra or {}).get("seconds")
+        if not key.isdigit() or record.status != "done" or record.at is None or seconds is None:
+            continue
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
+                or seconds < 0:
+            raise _window_error(f"{path} lengths.{key}.seconds", f"is {seconds!r}, not a duration in seconds")
+        try:
+            end = dt.datetime.strptime(record.at, _STAMP)
+        except ValueError:
+            raise _window_error(f"{path} lengths.{key}.at", f"is {record.at!r}, not a local time with its offset") from None
+        offset = end.utcoffset() or dt.timedelta(0)
+        out[int(key)] = (end.timestamp() - seconds, end.timestamp(), offset)
+    return out
+
+
+def _inside(stamp: str, start: float, end: float, offset: dt.timedelta) -> bool | None:
+    """Whether a log line's time (no zone: SGLang writes its process's local time, UTC in the images) falls in
+    [start, end] read as UTC or as the sweep host's zone; None when the stamp is no time."""
+    try:
+        naive = dt.datetime.fromisoformat(stamp.replace("T", " "))
+    except ValueError:
+        return None
+    for zone in {dt.timezone.utc, dt.timezone(offset)}:
+        t = naive.replace(tzinfo=zone).timestamp()
+        if start - _SLACK_S <= t <= end + _SLACK_S:
+            return True
+    return False
+
+
+def refuse_outside_window(L: int, samples: list[ReqStat], windows: dict[int, tuple[float, float, dt.timedelta]],
+                          label: str, state_file: Path) -> None:
+    """Refuses a run whose figures for ``L`` come from requests logged while the sweep was not measuring ``L``:
+    they were served by an earlier start of the server, another run or another length, not by this sweep."""
+    if L not in windows:
+        return
+    start, end, offset = windows[L]
+    stamped = [s for s in samples if s.timestamp]
+    outside = [s for s in stamped if _inside(s.timestamp or "", start, end, offset) is False]
+    if outside:
+        first = outside[0]
+        when = dt.datetime.fromtimestamp(start, dt.timezone(offset)).strftime("%H:%M:%S")
+        until = dt.datetime.fromtimestamp(end, dt.timezone(offset)).strftime("%H:%M:%S%z")
+        raise UserError(f"{label}: {len(outside)} of the {len(stamped)} requests of length {L} the figures are drawn "
+                        f"from were logged outside the {when}-{until} the sweep measured that length in ({state_file}; "
+                        f"first: line {first.line_no} at {first.timestamp}); they are not this sweep's requests (an "
+                        "earlier start of the server, or another run's log): keep only the sweep's own logs, or "
+                        "rerun the length")
+
+
+def refuse_stale_start(scan: LogScan, benchmark: list[ReqStat]) -> None:
+    """Refuses a log whose server started again after the last request it served for the sweep: its latest
+    start's lines (the engine's transport among them) are of a server that measured nothing of this run."""
+    if not benchmark:
+        return
+    last = max(s.line_no for s in benchmark)
+    start = 0
+    for number, line in enumerate(runfile.lines(scan.path), 1):
+        if START_MARKER in line:
+            start = number
+    if start > last:
+        raise UserError(f"{scan.path}: the server started again at line {start}, after the last request it served "
+                        f"for the sweep (line {last}); that later start's lines (its transport among them) are not this "
+                        "run's: keep the log as the sweep left it (cut it at that line), or rerun the sweep")

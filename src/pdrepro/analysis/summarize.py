@@ -15,6 +15,7 @@ be computed is still written, so a half-broken run still shows its good rows.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import statistics
 from pathlib import Path
@@ -27,11 +28,11 @@ from ..parsers.prom import parse_metrics_file
 from ..parsers.reqstats import LogScan, ReqStat, merge_scans, parse_log
 from ..rundir import RunDir, why_absent
 from ..rundir.contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, analysis_code_stamp, headline, issue, result_row
-from ..rundir.engineceiling import CeilingError, against_rows
+from ..rundir.engineceiling import against_rows, check_against_run
 from ..rundir.issuekind import IssueKind
 from ..rundir.summarymodel import build as build_summary
 from ..scenario.model import Scenario
-from .serverlogs import logs_label, topology_logs
+from .serverlogs import logs_label, refuse_outside_window, refuse_stale_start, sweep_windows, topology_logs
 from .transport_evidence import transport_facts
 from .whatran import describe as describe_ran
 from .whatran import differences, what_ran
@@ -117,6 +118,7 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
     scans = [parse_log(p) for p in paths]
     for scan in scans:
         _scan_issues(scan, issues)
+        refuse_stale_start(scan, [s for s in scan.stats if not (s.is_health_check or s.is_server_warmup)])
     merged = merge_scans(scans)
     for rid, first_path, first, later_path, later in merged.duplicates[:1]:
         issues.append(issue(WARNING, IssueKind.DUPLICATE_REQSTATS,
@@ -259,12 +261,15 @@ def _provenance(run: RunDir, issues: list[dict]) -> dict | None:
 def compute_summary(run: RunDir, scenario: Scenario) -> dict:
     """Parse and compute; no files written."""
     issues: list[dict] = []
+    windows = sweep_windows(run)
     bench = _read_bench(run, scenario, issues)
     groups = _read_prefill(run, scenario, issues)
     if run.prefill_log.is_file() and not run.decode_log.is_file():
         issues.append(issue(WARNING, IssueKind.DECODE_LOG_MISSING,
                             f"{run.decode_log}: {why_absent(run.decode_log)}; keep the decode server's log there too"))
-    topology_logs(run, scenario, "decode", issues)
+    for path in topology_logs(run, scenario, "decode", issues):
+        decode = parse_log(path)
+        refuse_stale_start(decode, [s for s in decode.stats if not (s.is_health_check or s.is_server_warmup)])
     prefill_logs = logs_label(run, topology_logs(run, scenario, "prefill", []))
     rows = []
     for L in scenario.sweep.prompt_lens:
@@ -283,7 +288,9 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
             row["logged_requests"] = len(stats[scenario.sweep.warmup_requests:])
         for is_error, kind, message in witness_row(run, scenario, row):
             issues.append(issue(ERROR if is_error else WARNING, kind, message, L))
-        late = outside_window(L, row, [s.timestamp for s in samples if s.timestamp])
+        refuse_outside_window(L, samples, windows, prefill_logs, run.sweep_state_file)
+        offset = windows[L][2] if L in windows else dt.timedelta(0)
+        late = outside_window(L, row, [s.timestamp for s in samples if s.timestamp], offset)
         if late:
             issues.append(issue(WARNING, IssueKind.LOGS_OUTSIDE_COUNTER_WINDOW, late, L))
         rows.append(row)
@@ -315,13 +322,12 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
     metrics = _metrics(run, scenario, issues)
     if metrics is not None:
         summary["metrics"] = metrics
-    try:
-        ceiling = run.read_engine_ceiling()
-    except CeilingError as exc:
-        issues.append(issue(ERROR, IssueKind.ENGINE_CEILING_UNREADABLE, str(exc)))
-        ceiling = None
+    # A ceiling that is no measurement of this run refuses the run (CeilingError is a UserError): a verdict set
+    # against it would judge the requests by a figure nobody measured here.
+    ceiling = run.read_engine_ceiling()
     if ceiling is not None:
         found, engine_transport, source = ceiling
+        check_against_run(found, scenario.kv_bytes, scenario.line_rate_GB_s)
         summary["engine_ceiling"] = against_rows(found, rows)
         summary["engine_ceiling_source"] = {"file": source, "transport": engine_transport}
         if engine_transport and transport in ("rdma", "tcp") and engine_transport != transport:

@@ -1,53 +1,84 @@
 """What a run's own files say about the KV transport, whatever the sweep was told to check.
 
-Three records, all written during the run:
+Every record of the run that bears on it is read, and each is a source that speaks only for the node it
+was taken on:
 
-* the engine's start-up lines in every server's log (mooncake_log): the
-  transport each Mooncake engine installed, read here for every run, also one
-  whose sweep skipped its proof (--no-transport-proof);
+* the engine's start-up lines in every server's log (mooncake_log): the transport each Mooncake engine
+  installed and the RDMA devices it found, read for every run (also one whose sweep skipped its proof);
 * the sweep's proof (provenance.json "transport"), when it ran one;
-* whether the nodes had RDMA devices at all: each counter reading lists the
-  devices of its node's /sys/class/infiniband (counters/<L>.json
-  "rdma_devices"), and provenance.json's host.nics lists those of the host the
-  sweep ran on (the decode node, where the sweep runs; a server reached on a
-  loopback address, by that host's name or at an address the sweep recorded as
-  its own, host.addresses, runs there too).
+* the nodes' device lists: each counter reading lists the devices of its node's /sys/class/infiniband
+  (counters/<L>.json "rdma_devices") and the ports it read; provenance.json host.nics lists those of the
+  host the sweep ran on.
 
-"No RDMA device on the node" is only ever this evidence, never a guess: a node
-nobody looked at leaves the answer open (None), and the checks then hold the
-run to the NIC witness.
+The sweep's host speaks for a server's node only where the run proves they are one machine: the sweep
+reached the server on a loopback address or at an address it recorded as its own (host.addresses), or
+the stack record beside the run (stack.json, written by `pdrepro stack up` on the servers' host) has the
+boot id the sweep recorded for its host and started that server. A name that merely matches proves
+nothing (a hosts file can point it anywhere), and neither does "the sweep runs on the decode node".
+
+A source that was not read abstains. "No RDMA device on the node" is only ever what every list of that
+node says, never a guess: a node nobody looked at leaves the answer open (None) and the checks then hold
+the run to the NIC witness. Two sources that disagree (two lists of one node, an engine that found an
+HCA on a node whose list is empty, ports outside their own record's device list, a proof that says RDMA
+where the logs say TCP) are written down as conflicts, which the transport check fails naming both; while
+any stands, "not applicable" is never the answer. Evidence of the wrong JSON type is no evidence
+at all, and it is refused (UserError, exit 2), never skipped.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+from typing import Any
 from urllib.parse import urlsplit
 
-from ..core.roles import SERVER_ROLES, Role
-from ..parsers.mooncake_log import scan
+from ..core import runfile
+from ..core.errors import UserError
+from ..core.roles import SERVER_ROLES
+from ..parsers.mooncake_log import ServerTransport, scan
 from ..parsers.serverstart import current_start
 from ..rundir import RunDir
 
 ROLES = SERVER_ROLES
+STACK_FILE = "stack.json"
+# How sweep.counters names a reading taken from the sweep host's own sysfs: it is that host's list,
+# which is the decode node's only where the run proves the decode server ran there.
+SWEEP_HOST_MARK = "(the host running the sweep)"
+_NO_DEVICES = "No RDMA devices found"
 
 
-def engine_transport(run: RunDir) -> tuple[str | None, dict[str, str]]:
+def _malformed(where: str, what: str, fix: str = "restore the file the sweep wrote, or rerun `pdrepro sweep`") -> UserError:
+    return UserError(f"{where}: {what}, which no `pdrepro` writer records; the transport cannot be judged from "
+                     f"evidence of the wrong type: {fix}")
+
+
+def _str_list(value: Any, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _malformed(where, f"is {type(value).__name__}, not a list of device names")
+    return value
+
+
+def _server_logs(run: RunDir) -> dict[str, ServerTransport]:
+    """Each server log's engine lines (its latest start only), by the log's name (prefill, prefill-1, ...)."""
+    seen: dict[str, ServerTransport] = {}
+    for role in ROLES:
+        for path in run.role_logs(role):
+            try:
+                text = runfile.read_text(path)
+            except OSError:
+                continue
+            seen[path.stem] = scan(path.stem, current_start(text))
+    return seen
+
+
+def engine_transport(run: RunDir, seen: dict[str, ServerTransport] | None = None) -> tuple[str | None, dict[str, str]]:
     """(what every server's engine used, per server the line that says so).
 
     "rdma" or "tcp" when all servers agree, "mixed" when they do not, "unknown" when a
     log shows neither (or a broken RDMA start); None when the run holds no server log."""
-    servers: dict[str, str] = {}
-    verdicts = set()
-    for role in ROLES:
-        for path in run.role_logs(role):
-            try:
-                text = path.read_text(errors="replace")
-            except OSError:
-                continue
-            seen = scan(path.stem, current_start(text))
-            servers[path.stem] = seen.describe()
-            verdicts.add(seen.verdict)
+    seen = _server_logs(run) if seen is None else seen
+    servers = {name: st.describe() for name, st in seen.items()}
+    verdicts = {st.verdict for st in seen.values()}
     if not servers:
         return None, servers
     if verdicts <= {"rdma"} or verdicts <= {"tcp"}:
@@ -57,82 +88,241 @@ def engine_transport(run: RunDir) -> tuple[str | None, dict[str, str]]:
     return "unknown", servers
 
 
-def _on_sweep_host(url: str | None, hostname: str | None, own: list[str]) -> bool:
-    """A server reached on a loopback address, by the sweep host's own name or at one of the addresses
-    the sweep recorded as its host's own (provenance.json host.addresses) runs on that host."""
-    host = urlsplit(url or "").hostname
-    if host == "localhost" or (host and hostname and host.lower() == hostname.lower()) or (host and host in own):
+def _engine_devices(st: ServerTransport) -> set[str] | None:
+    """The RDMA devices one engine found: a set (empty when it found none), or None when its log says neither."""
+    if st.devices or (st.hca_counts and max(st.hca_counts) > 0):
+        return set(st.devices) or {f"{max(st.hca_counts)} HCA(s)"}
+    if (st.hca_counts and max(st.hca_counts) == 0) or any(_NO_DEVICES in line for line in st.evidence):
+        return set()
+    return None
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host or "").is_loopback
+        return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
 
 
-def _counter_records(run: RunDir) -> list[dict]:
-    if not run.counters_dir.is_dir():
-        return []
-    out = []
-    for path in sorted(run.counters_dir.glob("*.json")):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, ValueError):
-            continue  # the witness files the unreadable record as an error of its own
-        if isinstance(data, dict) and isinstance(data.get("nodes"), dict):
-            out.append(data)
+class _Host:
+    """What provenance.json says of the sweep's host, each part checked for its type."""
+
+    def __init__(self, provenance: dict | None, where: str):
+        prov = provenance or {}
+        host = prov.get("host", {})
+        if host is None:
+            host = {}
+        if not isinstance(host, dict):
+            raise _malformed(f"{where} host", f"is {type(host).__name__}, not an object")
+        name = host.get("hostname")
+        self.name: str = name if isinstance(name, str) else "the sweep's host"
+        nics = host.get("nics")
+        if nics is not None and not isinstance(nics, dict):
+            raise _malformed(f"{where} host.nics", f"is {type(nics).__name__}, not an object of devices")
+        self.nics: set[str] | None = None if nics is None else {str(n) for n in nics}
+        addresses = host.get("addresses")
+        self.addresses = set(_str_list(addresses, f"{where} host.addresses")) if addresses is not None else set()
+        boot = host.get("boot_id")
+        if boot is not None and not isinstance(boot, str):
+            raise _malformed(f"{where} host.boot_id", f"is {type(boot).__name__}, not text")
+        self.boot_id = boot
+        endpoints = prov.get("endpoints")
+        if endpoints is None:
+            endpoints = {}
+        if not isinstance(endpoints, dict) or not all(isinstance(v, str) or v is None for v in endpoints.values()):
+            raise _malformed(f"{where} endpoints", "is not an object of role -> URL")
+        self.endpoints: dict[str, str | None] = endpoints
+
+
+def _stack_roles(run: RunDir, boot_id: str | None) -> tuple[set[str], str | None]:
+    """Roles the stack record beside the run started on the host with ``boot_id`` (none without a match)."""
+    path = run.root / STACK_FILE
+    if boot_id is None or not path.is_file():
+        return set(), None
+    try:
+        data = json.loads(runfile.read_text(path))
+    except (OSError, ValueError):
+        raise _malformed(str(path), "is not JSON", "restore the record `pdrepro stack up` wrote, or move it aside") from None
+    if not isinstance(data, dict) or not isinstance(data.get("boot_id"), str) \
+            or not isinstance(data.get("processes", []), list) \
+            or not all(isinstance(p, dict) for p in data.get("processes", [])):
+        raise _malformed(str(path), "holds no boot_id text and list of processes",
+                         "restore the record `pdrepro stack up` wrote, or move it aside")
+    if data["boot_id"] != boot_id:
+        return set(), None
+    return {str(p.get("role")) for p in data["processes"]}, f"{STACK_FILE} boot id {boot_id[:8]}"
+
+
+def _same_machine(run: RunDir, host: _Host) -> dict[str, str]:
+    """Roles whose server the run proves ran on the sweep's host, with the proof."""
+    stacked, stack_proof = _stack_roles(run, host.boot_id)
+    out: dict[str, str] = {}
+    for role in ROLES:
+        name = urlsplit(host.endpoints.get(role) or "").hostname
+        if name and _is_loopback(name):
+            out[role] = f"reached at {name}"
+        elif name and name in host.addresses:
+            out[role] = f"reached at {name}, an address of the sweep's host"
+        elif role in stacked and stack_proof:
+            out[role] = f"started there ({stack_proof})"
     return out
 
 
-def _node_devices(node: dict) -> list[str] | None:
-    """Devices a counter record saw on its node; None where it did not look."""
-    if isinstance(node.get("rdma_devices"), list):
-        return [str(d) for d in node["rdma_devices"]]
-    ports = [p for side in ("before", "after") for p in ((node.get(side) or {}).get("ports") or {})]
-    return sorted({p.split("/", 1)[0] for p in ports}) if ports else None
+class _Lists:
+    """Per role, the device lists its node's sources give: (label, devices)."""
+
+    def __init__(self) -> None:
+        self.node: dict[str, list[tuple[str, frozenset[str]]]] = {role: [] for role in ROLES}
+        self.conflicts: list[str] = []
+
+    def add(self, role: str, label: str, devices: set[str]) -> None:
+        self.node[role].append((label, frozenset(devices)))
 
 
-def rdma_devices(run: RunDir, provenance: dict | None) -> dict:
-    """{"found": True (devices seen) | False (every node seen, none has one) | None (not known),
-    "devices": {role: [names]}, "evidence": [where each role's answer comes from]}."""
-    seen: dict[str, list[str]] = {}
-    evidence: dict[str, str] = {}
-    for record in _counter_records(run):
+def _show(devices: frozenset[str] | set[str]) -> str:
+    return f"[{', '.join(sorted(devices))}]" if devices else "no RDMA device"
+
+
+def _sources(found: list[tuple[str, frozenset[str]]]) -> str:
+    """The sources of one node's lists, each once: the counter records of every length read at one place are one."""
+    names: dict[str, list[str]] = {}
+    for label, _ in found:
+        head, _, rest = label.partition(" ")
+        if head.startswith("counters/"):
+            names.setdefault(f"counters {rest}", []).append(head.removeprefix("counters/"))
+        else:
+            names.setdefault(label, [])
+    return "; ".join(f"{key} [{', '.join(sorted(files))}]" if files else key for key, files in names.items())
+
+
+def _counter_lists(run: RunDir, lists: _Lists, sweep_host: dict[str, str], host_name: str) -> None:
+    if not run.counters_dir.is_dir():
+        return
+    for path in sorted(run.counters_dir.glob("*.json")):
+        try:
+            data = json.loads(runfile.read_text(path))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue  # the witness files the unreadable record as an error of its own
+        if not isinstance(data, dict) or not isinstance(data.get("nodes"), dict):
+            continue  # likewise
         for role in ROLES:
-            node = record["nodes"].get(role)
-            devices = _node_devices(node) if isinstance(node, dict) else None
-            if devices is not None:
-                seen[role] = sorted(set(seen.get(role, [])) | set(devices))
-                evidence.setdefault(role, f"counters/{record.get('prompt_len')}.json ({node.get('source')})")
-    prov = provenance or {}
-    nics = (prov.get("host") or {}).get("nics")
-    if isinstance(nics, dict):
-        host = (prov.get("host") or {}).get("hostname") or "the sweep's host"
-        endpoints = prov.get("endpoints") or {}
-        # The sweep runs on the decode node; a server it reaches on a loopback address or by
-        # that host's name runs there too.
-        on_host = [role for role in ROLES
-                   if role == Role.DECODE or _on_sweep_host(endpoints.get(role), (prov.get("host") or {}).get("hostname"),
-                                                         list((prov.get("host") or {}).get("addresses") or []))]
-        for role in on_host:
-            seen[role] = sorted(set(seen.get(role, [])) | set(nics))
-            evidence.setdefault(role, f"provenance.json host.nics of {host} (its /sys/class/infiniband)")
+            node = data["nodes"].get(role)
+            if node is None:
+                continue
+            where = f"{path} nodes.{role}"
+            if not isinstance(node, dict):
+                raise _malformed(where, f"is {type(node).__name__}, not a node's readings")
+            source = node.get("source")
+            if source is not None and not isinstance(source, str):
+                raise _malformed(f"{where}.source", f"is {type(source).__name__}, not text")
+            ports: set[str] = set()
+            for side in ("before", "after"):
+                reading = node.get(side)
+                if reading is None:
+                    continue
+                if not isinstance(reading, dict) or not isinstance(reading.get("ports", {}), dict):
+                    raise _malformed(f"{where}.{side}", "is not a reading with an object of ports")
+                ports |= {str(p).split("/", 1)[0] for p in reading.get("ports", {})}
+            listed = set(_str_list(node["rdma_devices"], f"{where}.rdma_devices")) if "rdma_devices" in node else None
+            if listed is not None and not ports <= listed:
+                lists.conflicts.append(f"{path.name}: the {role} node's counters read ports of {_show(ports - listed)}, "
+                                       f"but the same record lists {_show(listed)} on the node")
+            devices = listed if listed is not None else (ports or None)
+            if devices is None:
+                continue
+            if source and SWEEP_HOST_MARK in source:
+                if role not in sweep_host:
+                    continue  # the sweep host's list, and nothing proves the server ran there: it abstains
+                label = f"counters/{path.name} (the sweep's host {host_name}, {sweep_host[role]})"
+            else:
+                label = f"counters/{path.name} ({source or 'its node'})"
+            lists.add(role, label, devices)
+
+
+def _proof_conflicts(proof: Any, used: str | None, seen: dict[str, ServerTransport], where: str) -> list[str]:
+    """Where the sweep's proof says another transport than the servers' logs (it read the same lines)."""
+    if proof is None:
+        return []
+    if not isinstance(proof, dict):
+        raise _malformed(f"{where} transport", f"is {type(proof).__name__}, not the sweep's proof")
+    if proof.get("skipped"):
+        return []
+    proven, servers = proof.get("proven"), proof.get("servers", {})
+    if proven is not None and not isinstance(proven, bool):
+        raise _malformed(f"{where} transport.proven", f"is {type(proven).__name__}, not true or false")
+    if not isinstance(servers, dict) or not all(isinstance(s, dict) and isinstance(s.get("verdict", ""), str)
+                                                for s in servers.values()):
+        raise _malformed(f"{where} transport.servers", "is not an object of role -> {verdict: text}")
+    out = []
+    # A server entry naming no verdict abstains (the proof of an older sweep kept only its summary line).
+    said = {role: s["verdict"] for role, s in servers.items() if isinstance(s.get("verdict"), str)}
+    if proven and any(v != "rdma" for v in said.values()):
+        out.append(f"{where}: the proof calls RDMA proven while its own servers say "
+                   + ", ".join(f"{r} {v}" for r, v in sorted(said.items())))
+    if proven and used in ("tcp", "mixed"):  # "unknown": the logs hold no start-up line, they abstain
+        out.append(f"{where}: the sweep's proof says RDMA, the servers' logs say {used}")
+    for role, verdict in sorted(said.items()):
+        logged = seen.get(role)
+        if logged is not None and verdict in ("rdma", "tcp") and logged.verdict in ("rdma", "tcp") \
+                and verdict != logged.verdict:
+            out.append(f"{where}: the proof says the {role} engine used {verdict}, its log says {logged.verdict}")
+    return out
+
+
+def rdma_devices(run: RunDir, provenance: dict | None, seen: dict[str, ServerTransport] | None = None) -> dict:
+    """{"found": True (devices seen) | False (every node's every list is empty, no source disagreeing) | None,
+    "devices": {role: [names]}, "evidence": [where each role's answer comes from], "conflicts": [...]}."""
+    seen = _server_logs(run) if seen is None else seen
+    host = _Host(provenance, str(run.provenance_file))
+    sweep_host = _same_machine(run, host)
+    lists = _Lists()
+    _counter_lists(run, lists, sweep_host, host.name)
+    if host.nics is not None:
+        for role, proof in sweep_host.items():
+            lists.add(role, f"provenance.json host.nics of {host.name} ({proof})", host.nics)
+    for role in ROLES:
+        known = lists.node[role]
+        for label, other in known[1:]:
+            if other != known[0][1]:
+                lists.conflicts.append(f"the {role} node: {known[0][0]} lists {_show(known[0][1])}, {label} "
+                                       f"lists {_show(other)}")
+                break
+    engines: dict[str, set[str]] = {}
+    for name, st in sorted(seen.items()):
+        engine = _engine_devices(st)
+        if engine is None:
+            continue
+        role = name.split("-", 1)[0]
+        engines.setdefault(role, set()).update(engine)
+        empty = [label for label, listed in lists.node.get(role, []) if not listed]
+        if engine and empty:
+            lists.conflicts.append(f"the {name} engine's log found {_show(engine)}, but {empty[0]} lists no RDMA "
+                                   "device on its node")
+    devices: dict[str, list[str]] = {role: sorted(set().union(*(d for _, d in lists.node[role])))
+                                     for role in ROLES if lists.node[role]}
     found: bool | None
-    if any(seen.values()):
+    if any(devices.values()) or any(engines.values()):
         found = True
-    elif all(role in seen for role in ROLES):
-        found = False
-    else:
+    elif lists.conflicts or not all(lists.node[role] for role in ROLES):
         found = None
-    unseen = [role for role in ROLES if role not in seen]
-    return {"found": found, "devices": {role: seen[role] for role in sorted(seen)},
-            "evidence": [f"{role}: {evidence[role]}" for role in sorted(evidence)]
-            + [f"{role}: no record of its RDMA devices" for role in unseen]}
+    else:
+        found = False
+    evidence = [f"{role}: {_sources(lists.node[role])}" if lists.node[role]
+                else f"{role}: no record of its RDMA devices" for role in ROLES]
+    return {"found": found, "devices": devices, "evidence": sorted(evidence), "conflicts": lists.conflicts}
 
 
 def transport_facts(run: RunDir, provenance: dict | None) -> tuple[str | None, dict]:
     """(the engine's transport, the evidence the checks judge it by) for summary.json."""
-    used, servers = engine_transport(run)
+    seen = _server_logs(run)
+    used, servers = engine_transport(run, seen)
     proof = (provenance or {}).get("transport")
+    devices = rdma_devices(run, provenance, seen)
+    conflicts = _proof_conflicts(proof, used, seen, str(run.provenance_file)) + devices["conflicts"]
+    devices["conflicts"] = conflicts
+    if conflicts and devices["found"] is False:
+        devices["found"] = None  # sources that disagree prove no absence
     return used, {"servers": servers, "proof": proof if isinstance(proof, dict) else None,
-                  "rdma_devices": rdma_devices(run, provenance)}
-
+                  "rdma_devices": devices, "conflicts": conflicts}

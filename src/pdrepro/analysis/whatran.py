@@ -24,6 +24,7 @@ exists here): unknown is never counted as a difference, and the row says so.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ..core.pins import load_pins, versions_file
@@ -42,6 +43,20 @@ def _locked_torch() -> str | None:
     except (OSError, ValueError):
         return None
     return found.version if found else None
+
+
+# A commit is named by at least 12 hex digits of it: fewer (git's 7 included) are shared by other commits of a
+# repository this size often enough that "matches" would be a guess.
+MIN_COMMIT_DIGITS = 12
+_HEX = re.compile(r"[0-9a-f]+")
+
+
+def names_commit(ran: object, pinned: str | None) -> bool:
+    """Whether ``ran`` (a recorded commit, or the tail of a ``+g<commit>`` version) names the pinned commit."""
+    if not isinstance(ran, str) or not pinned:
+        return False
+    ran = ran.lower()
+    return len(ran) >= MIN_COMMIT_DIGITS and _HEX.fullmatch(ran) is not None and pinned.lower().startswith(ran)
 
 
 def _row(item: str, ran: str | None, pinned: str | None, match: bool | None, where: str) -> dict:
@@ -67,8 +82,9 @@ def what_ran(provenance: dict | None, pins: dict[str, str] | None = None) -> lis
     pinned_sglang = f"{release}+g{commit[:12]}" if commit else None
     for role, info in sorted((provenance.get("server_info") or {}).items()):
         ran = info.get("version") if isinstance(info, dict) else None
+        ran = ran if isinstance(ran, str) else None
         suffix = ran.split("+g", 1)[1] if ran and "+g" in ran else ""
-        built = bool(suffix) and commit.startswith(suffix)
+        built = names_commit(suffix, commit)
         rows.append(_row(f"SGLang ({role} server)", ran, pinned_sglang, built, f"{role} /server_info"))
 
     router = packages.get("sglang-router") or {}
@@ -78,8 +94,8 @@ def what_ran(provenance: dict | None, pins: dict[str, str] | None = None) -> lis
     mooncake_commit = pins.get("MOONCAKE_COMMIT", "")
     wheel = packages.get("mooncake-transfer-engine") or {}
     built_from = image.get("pdrepro_image_mooncake_commit")
-    if built_from:
-        ran, match = f"build of {built_from[:12]}", built_from == mooncake_commit
+    if isinstance(built_from, str) and built_from:
+        ran, match = f"build of {built_from[:12]}", names_commit(built_from, mooncake_commit)
     elif wheel.get("found"):
         ran, match = f"{wheel.get('distribution')} {wheel.get('version')} (a wheel)", False
     elif (versions.get("mooncake_engine") or {}).get("importable"):
@@ -96,9 +112,14 @@ def what_ran(provenance: dict | None, pins: dict[str, str] | None = None) -> lis
     for item, key, pin in (("SGLang", "sglang_commit", "SGLANG_COMMIT"), ("Mooncake", "mooncake_commit", "MOONCAKE_COMMIT")):
         ran, pinned = recorded.get(key), pins.get(pin)
         ran = ran if isinstance(ran, str) and ran else None
-        # A short commit names the pin when it is its prefix (7 hex digits at least, as git abbreviates).
-        same = bool(ran and pinned and len(ran) >= 7 and pinned.lower().startswith(ran.lower()))
-        rows.append(_row(f"{item} commit (provenance pins)", ran, pinned, same, "provenance.json pins"))
+        # A short commit names the pin when it is its prefix, of MIN_COMMIT_DIGITS hex digits at least.
+        same = names_commit(ran, pinned)
+        # The pins are what the sweep was told, not what ran: where the component itself ran otherwise, the told
+        # pin "matching" would be read as the run matching, so it is left open and says why.
+        ran_otherwise = any(r["match"] is False for r in rows if r["item"].startswith(item))
+        rows.append(_row(f"{item} commit (provenance pins)", ran, pinned, None if same and ran_otherwise else same,
+                         "provenance.json pins (what the sweep was told; what ran differs, see above)"
+                         if same and ran_otherwise else "provenance.json pins"))
 
     torch = versions.get("torch") or {}
     locked = _locked_torch()
@@ -110,6 +131,19 @@ def what_ran(provenance: dict | None, pins: dict[str, str] | None = None) -> lis
                      bool(build and cuda_pin and cuda_pin.split(".")[:2] == str(build).split(".")[:2]),
                      "the sweep host's torch"))
     return rows
+
+
+def unjudged(provenance: object, rows: list[dict]) -> str | None:
+    """Why the run's pins cannot be judged at all, or None: no provenance.json (or one that is not a JSON object,
+    or empty), or one that records no version of any component. A gate that compares what ran with the pins
+    fails such a run; "nothing recorded" is never "nothing differs"."""
+    if not isinstance(provenance, dict) or not provenance:
+        return ("the run holds no readable provenance.json (missing, empty or not a JSON object), so what ran is "
+                "unknown; rerun the sweep (`pdrepro sweep` records it)")
+    if not any(r.get("ran") for r in rows if "(provenance pins)" not in str(r.get("item"))):
+        return ("provenance.json records no version of any component (no server_info, packages, torch or image "
+                "build args), so what ran is unknown; rerun the sweep on the servers' host")
+    return None
 
 
 def differences(rows: list[dict]) -> list[dict]:

@@ -26,6 +26,7 @@ are warnings.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 
 from pydantic import ValidationError
@@ -142,17 +143,17 @@ def _load(run: RunDir, L: int, issues: list) -> dict | None:
     return data
 
 
-def _epoch(stamp: str) -> float | None:
-    """A log line's time (SGLang writes UTC in its containers; whole seconds) as seconds since the epoch."""
-    import datetime as dt
-
+def _epochs(stamp: str, offset: dt.timedelta) -> set[float]:
+    """A log line's time (SGLang writes its process's local time, UTC in the images; whole seconds) as seconds
+    since the epoch, read as UTC and as the sweep host's zone; empty when the stamp is no time."""
     try:
-        return dt.datetime.fromisoformat(stamp.replace("T", " ")).replace(tzinfo=dt.timezone.utc).timestamp()
+        naive = dt.datetime.fromisoformat(stamp.replace("T", " "))
     except ValueError:
-        return None
+        return set()
+    return {naive.replace(tzinfo=zone).timestamp() for zone in {dt.timezone.utc, dt.timezone(offset)}}
 
 
-def outside_window(L: int, row: dict, stamps: list[str]) -> str | None:
+def outside_window(L: int, row: dict, stamps: list[str], offset: dt.timedelta = dt.timedelta(0)) -> str | None:
     """Why the length's request lines were not logged while the counters counted, or None: then the
     counters' bytes need not be this length's KV (read around another stretch of the run)."""
     spans = row.pop("nic_span", None) or {}
@@ -160,8 +161,8 @@ def outside_window(L: int, row: dict, stamps: list[str]) -> str | None:
         return None
     start = min(s[0] for s in spans.values()) - 1.0  # log times are whole seconds
     end = max(s[1] for s in spans.values()) + 1.0
-    times = [t for t in map(_epoch, stamps) if t is not None]
-    out = [t for t in times if not start <= t <= end]
+    times = [found for found in (_epochs(s, offset) for s in stamps) if found]
+    out = [t for t in times if not any(start <= one <= end for one in t)]
     if not out:
         return None
     return (f"length {L}: {len(out)} of its {len(times)} request lines were logged outside the window the NIC counters "

@@ -63,6 +63,12 @@ def _refuse_other_kind(run: RunDir, scenario: Scenario, stored: dict | None) -> 
     if stored.get("source") == "smoke" and marks:
         raise UserError(f"{run.summary_file}: calls itself a smoke result, but {run.root} is a sweep's run (it holds "
                         f"{', '.join(marks)}); {fix}")
+    record = run.agent_result("initiator")
+    if stored.get("source") == "smoke" and not (isinstance(stored.get("smoke"), dict) and record.is_file()):
+        # A smoke's summary is its result only beside the smoke's own record, with the smoke's findings in it: a
+        # sweep's summary relabelled "smoke" (its raw inputs gone) would otherwise be judged without its gates.
+        raise UserError(f"{run.summary_file}: calls itself a smoke result, but {run.root} holds no smoke's own record "
+                        f"({record.relative_to(run.root)}) or the summary no smoke findings; {fix}")
     is_comparison = stored.get("kind") == "comparison"
     if is_comparison != isinstance(scenario, ComparisonScenario):
         said = "a comparison's summary" if is_comparison else f"a {stored.get('source') or 'single'} run's summary"

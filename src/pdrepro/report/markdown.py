@@ -132,7 +132,8 @@ def metrics_section(summary: dict) -> list[str]:
 def ceiling_lines(summary: dict) -> list[str]:
     """One line per length: the per-request KV bandwidth against the engine alone on the same box."""
     return [f"length {L}: {c['bandwidth_GB_s']:.2f} GB/s per request, the engine alone {c['engine_GB_s']:.2f} GB/s "
-            f"({c['engine_shape']}): ratio {c['ratio']:.2f}" for L, c in (summary.get("engine_ceiling") or {}).items()
+            f"({c['engine_shape']}): " + ("a contradiction, " if c.get("contradiction") else "") + f"ratio {c['ratio']:.2f}"
+            for L, c in (summary.get("engine_ceiling") or {}).items()
             if c.get("ratio") is not None]
 
 

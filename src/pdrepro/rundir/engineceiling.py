@@ -17,29 +17,46 @@ files carry it, both read here:
 Rates are decimal GB/s over the median time. The report sets each length's
 per-request KV bandwidth against the best shape of the same bytes: the
 one-box analogue of "% of line rate".
+
+A ceiling is a measurement or nothing: every figure is recomputed here from the bytes and seconds it
+claims to come from, and a row that disagrees with them, a zero, negative or non-finite figure, a rate
+above the run's line rate, or bytes that are not the run's KV of that length (``check_against_run``) are
+refused on one line (CeilingError, a UserError: exit 2), in the analysis and so in check and the gates
+alike. SGLang's per-request transfer runs through the same engine on the same box plus queueing and
+polling, so a per-request figure well above the engine alone (``CONTRADICTION_RATIO``) contradicts the
+ceiling: one of the two is not a measurement of this box, and the gates fail it rather than print a ratio.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
+import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import ConfigDict, Field, ValidationError
 
+from ..core.errors import UserError
 from ..core.strictmodel import IntBounds, NumberBounds, Record
 
 FILE_NAME = "engine-ceiling.json"
 GPU_CHECK_RESULT = ("engine-ceiling", "result.json")
 _KEY = re.compile(r"(?P<tokens>\d+)/(?P<shape>[a-z]+)")
+# Per request above this many times the engine alone: the two figures cannot both be of this box.
+CONTRADICTION_RATIO = 1.2
+# A recorded rate and the one its bytes and seconds give may differ by rounding, not more.
+_AGREE = 1e-3
 
 
 @dataclass(frozen=True)
 class Ceiling:
     bytes: int
     GB_s: float
+    where: str = ""  # the file and entry it was read from, for the one line that refuses it
 
 
 class CeilingEntry(Record):
@@ -62,6 +79,8 @@ class GpuCheckRow(Record):
     failures: list[str] = Field(default_factory=list, description="what went wrong, per write")
     layout: str = Field(default="blocks", description="how the request was cut: one, layers, or blocks of block_bytes")
     median_GB_s: Annotated[float, NumberBounds(ge=0)] | None = Field(description="bytes over the median time, decimal GB/s")
+    seconds: list[Annotated[float, NumberBounds(ge=0)]] = Field(default_factory=list,
+                                                                description="each timed write, seconds")
 
 
 class GpuCheckResult(Record):
@@ -74,8 +93,8 @@ class GpuCheckResult(Record):
     rows: list[GpuCheckRow]
 
 
-class CeilingError(ValueError):
-    """The file is not an engine ceiling as gpu-check writes it; the message names the fix."""
+class CeilingError(UserError, ValueError):
+    """The file is not an engine ceiling as gpu-check writes it, or not one of this run; the message names the fix."""
 
 
 def _json(path: Path):
@@ -99,12 +118,27 @@ def _from_gpu_check(path: Path) -> tuple[dict[int, dict[str, Ceiling]], str | No
         raise CeilingError(_fix(f"{path}: {where or 'value'}: {first.get('msg')}")) from None
     blocks = f"blocks of {result.block_bytes / 2**20:g} MiB"
     out: dict[int, dict[str, Ceiling]] = {}
-    for row in result.rows:
+    for index, row in enumerate(result.rows):
         # Only writes whose every byte arrived intact count as what the engine moves.
         if row.median_GB_s is not None and row.verified and not row.failures:
+            where = f"{path}: rows[{index}] (length {row.prompt_len}, {row.layout})"
+            if not row.seconds:
+                raise CeilingError(_fix(f"{where}: gives {row.median_GB_s} GB/s without the seconds it was timed in"))
+            _agrees(where, row.nbytes, statistics.median(row.seconds), row.median_GB_s)
             shape = blocks if row.layout == "blocks" else row.layout  # one, layers: as the recorded file names them
-            out.setdefault(row.prompt_len, {})[shape] = Ceiling(row.nbytes, row.median_GB_s)
+            out.setdefault(row.prompt_len, {})[shape] = Ceiling(row.nbytes, row.median_GB_s, where)
     return out, result.transport
+
+
+def _agrees(where: str, nbytes: int, median_s: float, GB_s: float) -> None:
+    """Refuses a rate that is no measurement, or not the one its own bytes and median time give."""
+    if not (math.isfinite(GB_s) and GB_s > 0 and math.isfinite(median_s) and median_s > 0):
+        raise CeilingError(_fix(f"{where}: {GB_s} GB/s over a median of {median_s} s is no measurement (a rate and a "
+                                "time must be finite and above zero)"))
+    recomputed = nbytes / median_s / 1e9
+    if abs(recomputed - GB_s) > _AGREE * recomputed:
+        raise CeilingError(_fix(f"{where}: records {GB_s:.4g} GB/s, but its {nbytes} bytes over its median "
+                                f"{median_s * 1e3:.4g} ms are {recomputed:.4g} GB/s; the file was edited"))
 
 
 def load_ceiling(run_root: Path) -> tuple[dict[int, dict[str, Ceiling]], str | None, str] | None:
@@ -137,8 +171,28 @@ def _load_entries(path: Path) -> dict[int, dict[str, Ceiling]]:
             where = ".".join(str(p) for p in first.get("loc", ()))
             raise CeilingError(f"{path}: entry {key!r}: {where or 'value'}: {first.get('msg')}; "
                                "measure it again with `pdrepro gpu-check`") from None
-        out.setdefault(int(m["tokens"]), {})[m["shape"]] = Ceiling(entry.bytes, entry.GB_s)
+        where = f"{path}: entry {key!r}"
+        if not entry.min_ms <= entry.median_ms <= entry.max_ms:
+            raise CeilingError(_fix(f"{where}: its median {entry.median_ms} ms is not between its fastest "
+                                    f"{entry.min_ms} ms and slowest {entry.max_ms} ms"))
+        _agrees(where, entry.bytes, entry.median_ms / 1e3, entry.GB_s)
+        out.setdefault(int(m["tokens"]), {})[m["shape"]] = Ceiling(entry.bytes, entry.GB_s, where)
     return out
+
+
+def check_against_run(ceiling: dict[int, dict[str, Ceiling]], kv_bytes: Callable[[int], int],
+                      line_rate_GB_s: float | None) -> None:
+    """Refuses a ceiling that is not of this run: an entry whose bytes are not the run's KV of its length (another
+    model or TP), or one faster than the run's fabric line where the run has one (no engine outruns its link)."""
+    for L, shapes in sorted(ceiling.items()):
+        for ceiling_entry in shapes.values():
+            if ceiling_entry.bytes != kv_bytes(L):
+                raise CeilingError(_fix(f"{ceiling_entry.where}: moved {ceiling_entry.bytes} bytes, but one request's "
+                                        f"KV at {L} tokens is {kv_bytes(L)} bytes in this run's scenario: it is not "
+                                        "this run's ceiling"))
+            if line_rate_GB_s and ceiling_entry.GB_s > line_rate_GB_s:
+                raise CeilingError(_fix(f"{ceiling_entry.where}: {ceiling_entry.GB_s:.4g} GB/s is above the run's "
+                                        f"line rate of {line_rate_GB_s:g} GB/s, which no engine outruns"))
 
 
 def against_rows(ceiling: dict[int, dict[str, Ceiling]], rows: list[dict]) -> dict[str, dict]:
@@ -152,7 +206,8 @@ def against_rows(ceiling: dict[int, dict[str, Ceiling]], rows: list[dict]) -> di
         if not shapes or bw is None:
             continue
         shape, best = max(shapes.items(), key=lambda item: item[1].GB_s)
+        ratio = bw / best.GB_s
         out[str(L)] = {"bandwidth_GB_s": bw, "engine_GB_s": best.GB_s, "engine_shape": shape,
                        "shapes_GB_s": {name: e.GB_s for name, e in sorted(shapes.items())},
-                       "ratio": bw / best.GB_s if best.GB_s else None}
+                       "ratio": ratio, "contradiction": ratio > CONTRADICTION_RATIO}
     return out

@@ -74,8 +74,26 @@ def _is_temporary(name: str) -> bool:
 
 
 # What the host launcher (`pdrepro stack up`) records of the processes it started: rewritten when they
-# stop, read by no analysis, so not an input either.
+# stop, so the file as a whole is not an input; the analysis reads only which boot of the host started
+# which roles (the proof that a server ran on the sweep's host), and that part is (``_stack_identity``).
 STACK_FILE = "stack.json"
+
+
+def _stack_identity(path: Path) -> bytes:
+    """The part of stack.json the analysis reads: its boot id and the roles it started (the raw text where the
+    file is no such record, which the analysis refuses)."""
+    try:
+        text = runfile.read_text(path)
+    except (OSError, UserError):
+        return b"unreadable"
+    try:
+        data = json.loads(text)
+        procs = data.get("processes") if isinstance(data, dict) else None
+        roles = sorted(str(p.get("role")) for p in procs) if isinstance(procs, list) and all(
+            isinstance(p, dict) for p in procs) else None
+        return json.dumps([data.get("boot_id"), roles]).encode() if isinstance(data, dict) else text.encode()
+    except ValueError:
+        return text.encode()
 
 
 @dataclass(frozen=True)
@@ -219,6 +237,9 @@ class RunDir:
                 continue
             st = p.stat()
             digest.update(f"{p.relative_to(self.root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        stack = self.root / STACK_FILE
+        if stack.is_file():
+            digest.update(b"stack.json\0" + _stack_identity(stack) + b"\n")
         return digest.hexdigest()
 
 

@@ -54,6 +54,15 @@ def addresses() -> list[str]:
     return sorted(found)
 
 
+def boot_id(proc: Path = Path("/proc")) -> str | None:
+    """This boot of this host: where `pdrepro stack up` ran the servers on the same boot (its stack.json holds
+    the same id), the analysis may take this host's RDMA devices as theirs."""
+    try:
+        return (proc / "sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
+
+
 def servers_info(endpoints: dict[str, str]) -> dict:
     return {role: server_info(url) for role, url in endpoints.items() if role != "router"}
 
@@ -84,6 +93,7 @@ def collect(*, scenario, endpoints: dict[str, str], bench_image: dict | None, co
             "gpu": nvidia.driver_summary(),
             "nics": host_sysfs.nic_inventory(sysfs),
             "addresses": addresses(),
+            "boot_id": boot_id(),
         },
         "endpoints": endpoints,
         "server_info": servers_info(endpoints) if servers else None,

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..analysis.whatran import unjudged
+from ..rundir.engineceiling import CONTRADICTION_RATIO
 from ..rundir.issuekind import IssueKind
 from ..scenario.model import ComparisonScenario, Scenario
 
@@ -48,8 +50,9 @@ def _not_applicable(name: str, L: int | None, bound=None, unit: str = "", op: st
 def tcp_without_rdma(summary: dict, policy: str) -> bool:
     """The scenario's transport policy allows TCP, every engine used it, and the sweep found no RDMA
     device on the nodes (the report asks this too, with the policy its summary's scenario states)."""
-    devices = ((summary.get("transport_evidence") or {}).get("rdma_devices") or {}).get("found")
-    return policy == "any" and summary.get("transport") == "tcp" and devices is False
+    evidence = summary.get("transport_evidence") or {}
+    devices = (evidence.get("rdma_devices") or {}).get("found")
+    return policy == "any" and summary.get("transport") == "tcp" and devices is False and not evidence.get("conflicts")
 
 
 def _servers(summary: dict) -> str:
@@ -63,6 +66,10 @@ def _transport(summary: dict, scenario: Scenario) -> CheckResult:
     """rdma: the sweep's proof must hold. any: the servers' own log lines decide, for every run."""
     evidence = summary.get("transport_evidence") or {}
     used = summary.get("transport")
+    if evidence.get("conflicts"):
+        # Two of the run's own records disagree (transport_evidence.py): no state of the transport is proven.
+        return CheckResult("transport", None, None, None, "", False,
+                           "the run's transport evidence disagrees: " + "; ".join(evidence["conflicts"]))
     logged = f" (the servers' logs: {'; '.join((evidence.get('servers') or {}).values())})" if evidence.get("servers") else ""
     if scenario.transport == "rdma":
         proof = evidence.get("proof")
@@ -245,13 +252,25 @@ def evaluate(summary: dict, scenario: Scenario) -> list[CheckResult]:
     if measures_ttft and (scenario.transport == "any" or summary.get("provenance") is not None):
         out.append(_transport(summary, scenario))
 
-    if scenario.pins_match == "gate" and summary.get("provenance") is not None:
+    unknown = unjudged(summary.get("provenance"), summary.get("what_ran") or []) if measures_ttft else None
+    if scenario.pins_match == "gate" and (unknown or summary.get("provenance") is not None):
         ran = summary.get("what_ran") or []
         bad = [r for r in ran if r.get("match") is False]
         detail = ("what ran differs from docker/versions.env: " + "; ".join(
             f"{r['item']} ran {r['ran']}, pinned {r['pinned']}" for r in bad) if bad else
             "what ran matches docker/versions.env where the run recorded it")
-        out.append(CheckResult("pins_match", None, float(len(bad)), 0.0, "differences", not bad, detail, "=="))
+        # Nothing recorded is not "nothing differs": a served run that cannot show what ran fails the gate.
+        out.append(CheckResult("pins_match", None, float(len(bad)), 0.0, "differences", not bad and not unknown,
+                               f"{unknown}; {detail}" if unknown and bad else unknown or detail, "=="))
+
+    for L, c in sorted((summary.get("engine_ceiling") or {}).items(), key=lambda item: int(item[0])):
+        # Per request through SGLang well above the engine alone on the same box: one figure is not of this box.
+        if c.get("contradiction"):
+            out.append(CheckResult("engine_ceiling", int(L), c.get("ratio"), CONTRADICTION_RATIO, "x the engine alone",
+                                   False, f"length {L}: {c.get('bandwidth_GB_s'):.2f} GB/s per request contradicts the "
+                                   f"engine alone on the same box ({c.get('engine_GB_s'):.2f} GB/s, ratio "
+                                   f"{c.get('ratio'):.2f} > {CONTRADICTION_RATIO:g}): the transfer times or the ceiling "
+                                   "are not of this run", "<="))
 
     head = summary.get("headline") or {}
     if t.min_peak_bandwidth_GB_s is not None:

@@ -22,6 +22,7 @@ from importlib.resources import files
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
+from ...core.errors import UserError
 from ...core.roles import SERVER_ROLES, Role
 from ..plan import SERVER_START_SECONDS
 from .base import Hosts, Rendered
@@ -211,11 +212,25 @@ def gpu_job(plan: Plan, lp: LaunchPlan | None = None) -> Job:
         prefill_nodes=t.prefill.nodes, decode_nodes=t.decode.nodes,
         servers=tuple(servers), ready_url=url("${ROUTER_IP}", ports.router) + "/readiness",
         client=client, settings=settings, gres=f"gpu:{per_node}",
-        mounts=tuple(m for m in (site.model_path, site.dataset_path, site.ib_devices_file) if m),
+        mounts=_carried(site.model_path, site.dataset_path, site.ib_devices_file),
         # Steps log to <step>.log; the sweep reads every server's log under the plan's name for it
         # (prefill.log, prefill-1.log, ...), which a step of one server per node may already carry.
         log_aliases=tuple((f"{s.name}.log", s.log_name) for s in lp.servers if s.log_name != f"{s.name}.log"),
     )
+
+
+def _carried(*paths: str | None) -> tuple[str, ...]:
+    """The paths the job bind-mounts, each one both runtimes can carry. pyxis takes one comma-separated
+    --container-mounts list of SRC:DST[:FLAGS] and Docker's -v is SRC:DST[:FLAGS]: a comma would split the path
+    into two mounts, a colon cut it short, and neither can be escaped. The runtime is chosen at sbatch time, so
+    the script is refused here rather than a job failing (or mounting the wrong folder) on the nodes."""
+    for path in paths:
+        if path and ("," in path or ":" in path):
+            bad = "a comma" if "," in path else "a colon"
+            raise UserError(f"{path}: holds {bad}, which a SLURM job cannot bind-mount (pyxis's --container-mounts "
+                            "list and Docker's -v split on it); move or link it to a path without ',' or ':' and "
+                            "render again")
+    return tuple(p for p in paths if p)
 
 
 class SlurmTarget:
