@@ -104,7 +104,7 @@ def test_quiet_announces_nothing(capsys):
 
 def test_command_passes_its_flags_to_the_stages(monkeypatch):
     seen = {}
-    monkeypatch.setattr(pipeline, "run", lambda p: seen.setdefault("p", p) and 0)
+    monkeypatch.setattr(pipeline, "run", lambda p, cli: seen.setdefault("p", p) and 0)
     assert main(["repro", "--router", "http://r:8000", "--out", "runs/Y", "--bench-in-place", "--configuration", "1P1D",
                  "--sweep-args=--metrics --wait-timeout 9", "--pytest", "python -m pytest -p no:xdist",
                  "--preflight", "decode"]) == 0
