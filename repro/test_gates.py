@@ -45,7 +45,8 @@ def _gate(checks, name, prompt_len=None, required=True):
     if not found:
         # `pdrepro check` draws no such check for this run either: not judged, and said so (never a pass).
         where = f"length {prompt_len}: " if prompt_len is not None else ""
-        why = "no bound for it in the scenario" if not required else "the run gets no such check (not measured)"
+        why = ("not judged: the scenario sets no bound for it, or the run has nothing it applies to" if not required
+               else "not judged: the run gets no such check (not measured)")
         pytest.skip(f"{where}{name}: {why}")
     bad = [c.detail for c in found if c.applicable and not c.passed]
     _require(not bad, "; ".join(bad))

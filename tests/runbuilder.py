@@ -359,3 +359,12 @@ def _metrics_text(metric: dict[str, list[float]]) -> str:
         lines.append(f'{full}_count{{engine_type="prefill",model_name="m",tp_rank="0"}} {float(len(values))}')
     lines.append('sglang:num_running_reqs{engine_type="prefill",model_name="m",tp_rank="0"} 0.0')
     return "\n".join(lines) + "\n"
+
+
+def sweep_provenance(scenario: Scenario, proven: bool = True) -> dict:
+    """provenance.json as `pdrepro sweep` records its parts a verdict reads (pins, host, environment, scenario,
+    endpoints, the transport proof): a run without one is not a sweep's, and fails `check` and the gates alike."""
+    servers = {"prefill": {"summary": "prefill: RDMA on mlx5_0 (GID index 3)" if proven else "prefill: tcp (HCAs found [0])"}}
+    return {"pins": {"sglang_commit": "43124cdd90e5", "mooncake_commit": "6e3a11b97a3e"}, "host": {"kernel": "6.8"},
+            "environment": {"MC_GID_INDEX": "3"}, "scenario": {"name": scenario.name, "fingerprint": scenario.fingerprint},
+            "endpoints": {"router": "http://10.0.0.2:8000"}, "transport": {"proven": proven, "servers": servers}}

@@ -9,6 +9,7 @@ from ..core.errors import UserError
 from ..publish.results import analyze_run
 from ..report.markdown import measured_table
 from ..rundir import RunDir
+from ..rundir.summarymodel import as_summary
 from ..scenario.model import resolve_scenario
 
 
@@ -25,7 +26,7 @@ def run(args) -> int:
     run_dir = RunDir(args.run)
     scenario = resolve_scenario(args.scenario, args.run)
     print(f"analysing {run_dir.root} with scenario {scenario.name} ...", file=sys.stderr)
-    summary = analyze_run(run_dir, scenario)
+    summary = as_summary(analyze_run(run_dir, scenario))
     if summary.rows:
         print(measured_table(summary))
         print()

@@ -18,7 +18,7 @@ from ..report.markdown import render_csv, render_report
 from ..report.plots import render_plots
 from ..rundir import RunDir, why_absent
 from ..rundir.contract import stamp, unwritable, write_atomic
-from ..rundir.summarymodel import Summary, as_summary
+from ..rundir.summarymodel import as_summary
 from ..scenario.model import ComparisonScenario, Scenario
 from .runkind import is_smoke_run, smoke_summary
 
@@ -75,8 +75,9 @@ def _write_smoke(run: RunDir, summary: dict[str, Any]) -> None:
     write_smoke_outputs(run, portable(summary, run.root))
 
 
-def analyze_run(run: RunDir, scenario: Scenario) -> Summary:
-    """Parse and compute a run, write summary.json, report.md and plots; return the summary."""
+def analyze_run(run: RunDir, scenario: Scenario) -> dict[str, Any]:
+    """Parse and compute a run, write summary.json, report.md and plots; return the summary as written
+    (a dict, as summary.json holds it: ``as_summary`` makes it the model a reader reads)."""
     if isinstance(scenario, ComparisonScenario):
         signature = run.inputs_signature() if run.root.is_dir() else None
         summary = compute_comparison(run, scenario)
@@ -85,14 +86,14 @@ def analyze_run(run: RunDir, scenario: Scenario) -> Summary:
         summary = portable(summary, run.root)
         run.write_summary(summary, sort_keys=True)
         write_atomic(run.report_file, render_comparison(summary))
-        return as_summary(summary)
+        return summary
     if not run.root.is_dir():
         why = why_absent(run.root, "directory").replace("missing", "no such run directory")
         raise UserError(f"{run.root}: {why}; give the folder holding bench/ and logs/")
     if is_smoke_run(run):
-        summary = smoke_summary(run, scenario)
+        summary = portable(smoke_summary(run, scenario), run.root)
         _write_smoke(run, summary)
-        return as_summary(summary)
+        return summary
     for folder in (run.bench_dir, run.logs_dir):
         if folder.exists() and not folder.is_dir():
             raise UserError(f"{folder}: {why_absent(folder, 'directory')}; the run keeps its bench results and logs in "
@@ -103,4 +104,5 @@ def analyze_run(run: RunDir, scenario: Scenario) -> Summary:
     signature = run.inputs_signature()
     summary = stamp(compute_summary(run, scenario), signature)
     write_outputs(run, summary)
-    return as_summary(portable(summary, run.root))
+    written: dict[str, Any] = portable(summary, run.root)
+    return written

@@ -18,16 +18,12 @@ from ..analysis.comparison import compute_comparison
 from ..analysis.summarize import compute_summary
 from ..core.errors import UserError
 from ..rundir import RunDir, why_absent
-from ..rundir.contract import SUMMARY_SCHEMA_VERSION, dumps_json, is_current, stamp
+from ..rundir.contract import analysis_code_stamp, dumps_json, stamp
 from ..rundir.summarymodel import Summary
 from ..scenario.model import ComparisonScenario, Scenario
 from ..scenario.recorded import own_scenario
 from .results import portable
 from .runkind import is_smoke_run, smoke_result, smoke_summary, sweep_marks
-
-# What a verdict is derived from; a stored summary must match a fresh analysis in all of these.
-_VERDICT_KEYS = ("rows", "headline", "transport", "transport_evidence", "what_ran", "line_rate_GB_s", "witness",
-                 "configurations", "comparison")
 
 
 @dataclass(frozen=True)
@@ -38,55 +34,72 @@ class Judged:
     notes: list[str] = field(default_factory=list)
 
 
-def _disagreement(stored: dict[str, Any], fresh: dict[str, Any]) -> str | None:
+def _disagreement(stored: Summary, fresh: Summary) -> str | None:
     """The first part of a stored summary that its run's inputs do not reproduce, or None."""
-    for key in _VERDICT_KEYS:
-        if stored.get(key) != fresh.get(key):
-            if key == "rows":
-                rows = stored.get("rows")
-                old = {r.get("prompt_len"): r for r in (rows if isinstance(rows, list) else []) if isinstance(r, dict)}
-                for row in fresh["rows"]:
-                    if old.get(row["prompt_len"]) != row:
-                        return f"its row for prompt length {row['prompt_len']}"
-            return f"its {key!r}"
+    if stored.rows != fresh.rows:
+        old = stored.rows_by_length()
+        for row in fresh.rows:
+            if old.get(row.prompt_len) != row:
+                return f"its row for prompt length {row.prompt_len}"
+        return "its 'rows'"
+    # What a verdict is derived from besides the rows; a stored summary must match a fresh analysis in all of them.
+    parts = (("headline", stored.headline, fresh.headline), ("transport", stored.transport, fresh.transport),
+             ("transport_evidence", stored.transport_evidence, fresh.transport_evidence),
+             ("what_ran", stored.what_ran, fresh.what_ran), ("line_rate_GB_s", stored.line_rate_GB_s, fresh.line_rate_GB_s),
+             ("witness", stored.witness, fresh.witness), ("configurations", stored.configurations, fresh.configurations),
+             ("comparison", stored.comparison, fresh.comparison))
+    for name, old_part, new_part in parts:
+        if old_part != new_part:
+            return f"its {name!r}"
 
-    def kinds(summary: dict[str, Any]) -> list[str]:
-        found = summary.get("issues")
-        return sorted(json.dumps([i.get("severity"), i.get("kind"), i.get("prompt_len")])
-                      for i in (found if isinstance(found, list) else []) if isinstance(i, dict))
+    def kinds(summary: Summary) -> list[tuple[str, str, int]]:
+        return sorted((i.severity, i.kind.value, -1 if i.prompt_len is None else i.prompt_len) for i in summary.issues)
     if kinds(stored) != kinds(fresh):
         return "its list of issues"
     return None
 
 
-def _read_stored(run: RunDir) -> tuple[dict[str, Any] | None, list[str]]:
-    """summary.json as stored (None when absent or unreadable, which a note then says)."""
+def _is_current(stored: Summary, signature: str | None, fingerprint: str) -> bool:
+    """Made from these very inputs, scenario and analysing code (contract.is_current, on the model)."""
+    return (signature is not None and stored.inputs_signature == signature
+            and stored.scenario_fingerprint == fingerprint and stored.analysis_code == analysis_code_stamp())
+
+
+def _read_stored(run: RunDir) -> tuple[Summary | None, list[str]]:
+    """summary.json as stored, as the model: None when absent; a file this release cannot read as a summary
+    is None and a note (the verdict is drawn from the inputs; a run without them refuses on its own)."""
     path = run.summary_file
     if not path.exists() and not path.is_symlink():
         return None, []
-    stored = run.read_stored_summary() if path.is_file() else None
-    if stored is None:
-        return None, [f"{path}: not a summary ({why_absent(path)} or not a JSON object); the verdict is drawn from "
-                      f"the run's inputs; `pdrepro analyze {run.root}` rewrites it"]
-    return stored, []
+    data = run.read_stored_summary() if path.is_file() else None
+    if data is not None:
+        try:
+            return run.read_summary(data), []
+        except UserError as exc:
+            why = str(exc).removeprefix(f"{path}: ")
+            return None, [f"{path}: not a summary this release reads ({why}); it judges nothing: the verdict is drawn "
+                          f"from the run's inputs, and `pdrepro analyze {run.root}` rewrites it"]
+    why = "not a JSON object" if path.is_file() else why_absent(path)
+    return None, [f"{path}: not a summary ({why}); the verdict is drawn from the run's inputs; "
+                  f"`pdrepro analyze {run.root}` rewrites it"]
 
 
-def _refuse_other_kind(run: RunDir, scenario: Scenario, stored: dict[str, Any] | None) -> None:
+def _refuse_other_kind(run: RunDir, scenario: Scenario, stored: Summary | None) -> None:
     """A summary of another kind of run than this one (a smoke's in a sweep's run, a comparison's in a
     single configuration's, or the reverse) was put there: it judges nothing of this run."""
     if stored is None:
         return
     fix = f"it is not this run's: delete it and run `pdrepro analyze {run.root}` to make the run's own"
     marks = sweep_marks(run)
-    if stored.get("source") == "smoke" and marks:
+    if stored.source == "smoke" and marks:
         raise UserError(f"{run.summary_file}: calls itself a smoke result, but {run.root} is a sweep's run (it holds "
                         f"{', '.join(marks)}); {fix}")
-    if stored.get("source") == "sglang" and smoke_result(run) and not marks:
+    if stored.source == "sglang" and smoke_result(run) and not marks:
         raise UserError(f"{run.summary_file}: calls itself a sweep's result, but {run.root} is a smoke's run (it holds "
                         f"raw/{run.agent_result('initiator').name} and no bench/); {fix}")
-    is_comparison = stored.get("kind") == "comparison"
+    is_comparison = stored.kind == "comparison"
     if is_comparison != isinstance(scenario, ComparisonScenario):
-        said = "a comparison's summary" if is_comparison else f"a {stored.get('source') or 'single'} run's summary"
+        said = "a comparison's summary" if is_comparison else f"a {stored.source} run's summary"
         raise UserError(f"{run.summary_file}: is {said}, but the run's scenario {scenario.name} is a {scenario.kind} "
                         f"run; {fix}")
 
@@ -121,25 +134,25 @@ def _as_written(run: RunDir, summary: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _judge_fresh(run: RunDir, scenario: Scenario, stored: dict[str, Any] | None, fresh: dict[str, Any],
+def _judge_fresh(run: RunDir, scenario: Scenario, stored: Summary | None, made: dict[str, Any],
                  signature: str | None) -> Judged:
     """The fresh analysis, after holding the stored summary to it: edited is refused, stale is noted."""
-    fresh = _as_written(run, fresh)
+    fresh = run.read_summary(_as_written(run, made), fix="the analysis made a summary of the wrong shape")
     notes: list[str] = []
-    if stored is not None:
-        if signature is not None and is_current(stored, signature, scenario.fingerprint):
-            where = _disagreement(stored, fresh)
-            if where is not None:
-                raise UserError(f"{run.summary_file}: {where} disagrees with what the run's own inputs give; the file "
-                                f"was changed after the analysis: rerun `pdrepro analyze {run.root}` to rewrite it from "
-                                "the inputs (or restore the original)")
-        elif _disagreement(stored, fresh) is not None or stored.get("scenario_fingerprint") != scenario.fingerprint:
-            notes.append(f"{run.summary_file}: stale (made from other inputs, another scenario or another release); "
-                         f"the verdict is drawn from the run's inputs; `pdrepro analyze {run.root}` rewrites it")
-    else:
-        notes.append(f"{run.summary_file}: not written yet; the verdict is drawn from the run's inputs; "
-                     f"`pdrepro analyze {run.root}` writes it")
-    return Judged(run.read_summary(fresh, fix="the analysis made a summary of the wrong shape"), notes)
+    if stored is None:
+        if not run.summary_file.exists():  # one that cannot be read was named already (_read_stored)
+            notes.append(f"{run.summary_file}: not written yet; the verdict is drawn from the run's inputs; "
+                         f"`pdrepro analyze {run.root}` writes it")
+    elif _is_current(stored, signature, scenario.fingerprint):
+        where = _disagreement(stored, fresh)
+        if where is not None:
+            raise UserError(f"{run.summary_file}: {where} disagrees with what the run's own inputs give; the file "
+                            f"was changed after the analysis: rerun `pdrepro analyze {run.root}` to rewrite it from "
+                            "the inputs (or restore the original)")
+    elif _disagreement(stored, fresh) is not None or stored.scenario_fingerprint != scenario.fingerprint:
+        notes.append(f"{run.summary_file}: stale (made from other inputs, another scenario or another release); "
+                     f"the verdict is drawn from the run's inputs; `pdrepro analyze {run.root}` rewrites it")
+    return Judged(fresh, notes)
 
 
 def judged_summary(run: RunDir, scenario: Scenario) -> Judged:
@@ -164,18 +177,24 @@ def judged_summary(run: RunDir, scenario: Scenario) -> Judged:
         _refuse_partial_inputs(run)
         signature = run.inputs_signature()  # taken before reading: an input changing meanwhile is stale
         judged = _judge_fresh(run, scenario, stored, stamp(compute_summary(run, scenario), signature), signature)
-    elif stored is not None and stored.get("source") != "smoke":
+    elif stored is not None and stored.source != "smoke":
         # However it is stamped: a stamp is made of names, sizes and times anyone can reproduce.
         raise _no_raw_inputs(run)
-    elif stored is not None and stored.get("scenario_fingerprint") == scenario.fingerprint \
-            and stored.get("schema_version") == SUMMARY_SCHEMA_VERSION:
-        # A smoke's summary without its raw result: its summary is its result, taken as it stands, so it
-        # must have the shape the report and the checks read.
-        return Judged(run.read_summary(stored, fix="the file was changed after it was written: restore it or measure "
-                                                   "again"))
+    elif stored is not None and stored.scenario_fingerprint == scenario.fingerprint:
+        # A smoke's summary without its raw result: its summary is its result, taken as it stands (read as
+        # the model, so it has the shape the report and the checks read).
+        return Judged(stored)
     elif stored is not None:
-        raise UserError(f"{run.summary_file}: a smoke's summary of another scenario or summary version, and the run "
-                        f"holds no raw result to make it again from; judge it with its own scenario, or measure again")
+        raise UserError(f"{run.summary_file}: a smoke's summary of another scenario, and the run holds no raw result "
+                        "to make it again from; judge it with its own scenario, or measure again")
+    elif notes:
+        raise UserError(notes[0].split("; it judges nothing")[0] + "; and the run holds no raw inputs to judge "
+                        "instead: restore the file or run the sweep again")
     else:
         raise UserError(f"{run.root}: has neither bench/ nor logs/ nor a smoke's raw/ result; is this a run directory?")
     return Judged(judged.summary, notes + judged.notes)
+
+
+def load_or_analyze(run: RunDir, scenario: Scenario) -> dict[str, Any]:
+    """``judged_summary``'s summary as summary.json would hold it (for readers of the dict form)."""
+    return judged_summary(run, scenario).summary.to_json()
