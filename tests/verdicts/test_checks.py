@@ -118,7 +118,8 @@ def test_ttft_shorter_than_the_kv_transfer_fails_in_every_scenario(tmp_path):
     from pdrepro.scenario.sections import Thresholds
 
     loose = SCENARIO.with_thresholds(Thresholds(min_nic_kv_share_pct=0.0))
-    summary = compute_summary(build_run(tmp_path / "r", loose, ttft_factor={4096: 0.02}, provenance=sweep_provenance(loose)), loose)
+    run = build_run(tmp_path / "r", loose, ttft_factor={4096: 0.02}, provenance=sweep_provenance(loose))
+    summary = compute_summary(run, loose)
     bad = failed(evaluate(summary, loose))
     assert [(r.name, r.prompt_len) for r in bad] == [("ttft_covers_transfer", 4096)], bad
     assert "4096" in bad[0].detail and "ms" in bad[0].detail

@@ -76,22 +76,23 @@ def _write_smoke(run: RunDir, summary: dict[str, Any]) -> None:
 
 
 def analyze_run(run: RunDir, scenario: Scenario) -> dict[str, Any]:
-    """Parse and compute a run, write summary.json, report.md and plots; return the summary as written
-    (a dict, as summary.json holds it: ``as_summary`` makes it the model a reader reads)."""
+    """Parse and compute a run, write summary.json, report.md and plots (naming no path of this machine);
+    return the summary as computed (a dict, its messages naming the run's files by the paths given here:
+    ``as_summary`` makes it the model a reader reads)."""
     if isinstance(scenario, ComparisonScenario):
         signature = run.inputs_signature() if run.root.is_dir() else None
         summary = compute_comparison(run, scenario)
         if signature is not None:
             stamp(summary, signature)
-        summary = portable(summary, run.root)
-        run.write_summary(summary, sort_keys=True)
-        write_atomic(run.report_file, render_comparison(summary))
+        written = portable(summary, run.root)
+        run.write_summary(written, sort_keys=True)
+        write_atomic(run.report_file, render_comparison(written))
         return summary
     if not run.root.is_dir():
         why = why_absent(run.root, "directory").replace("missing", "no such run directory")
         raise UserError(f"{run.root}: {why}; give the folder holding bench/ and logs/")
     if is_smoke_run(run):
-        summary = portable(smoke_summary(run, scenario), run.root)
+        summary = smoke_summary(run, scenario)
         _write_smoke(run, summary)
         return summary
     for folder in (run.bench_dir, run.logs_dir):
@@ -104,5 +105,4 @@ def analyze_run(run: RunDir, scenario: Scenario) -> dict[str, Any]:
     signature = run.inputs_signature()
     summary = stamp(compute_summary(run, scenario), signature)
     write_outputs(run, summary)
-    written: dict[str, Any] = portable(summary, run.root)
-    return written
+    return summary

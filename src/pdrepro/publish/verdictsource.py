@@ -128,16 +128,21 @@ def _refuse_partial_inputs(run: RunDir) -> None:
                         "drawn from part of a run: restore them from the sweep (or rerun `pdrepro sweep`)")
 
 
-def _as_written(run: RunDir, summary: dict[str, Any]) -> dict[str, Any]:
-    """``summary`` exactly as `pdrepro analyze` would write it (portable, strict JSON: a NaN is refused by name)."""
-    data: dict[str, Any] = json.loads(dumps_json(portable(summary, run.root), run.summary_file))
+def _strict(run: RunDir, summary: dict[str, Any]) -> dict[str, Any]:
+    """``summary`` as it reads back from JSON (strict: a NaN is refused by name, as analyze refuses it)."""
+    data: dict[str, Any] = json.loads(dumps_json(summary, run.summary_file))
     return data
 
 
 def _judge_fresh(run: RunDir, scenario: Scenario, stored: Summary | None, made: dict[str, Any],
                  signature: str | None) -> Judged:
     """The fresh analysis, after holding the stored summary to it: edited is refused, stale is noted."""
-    fresh = run.read_summary(_as_written(run, made), fix="the analysis made a summary of the wrong shape")
+    fix = "the analysis made a summary of the wrong shape"
+    made = _strict(run, made)
+    # The verdict reads the summary naming this machine's paths (its messages are for whoever runs it here);
+    # a stored summary is held to it in the form analyze writes, the run's own path made relative.
+    judged = run.read_summary(made, fix=fix)
+    fresh = run.read_summary(portable(made, run.root), fix=fix)
     notes: list[str] = []
     if stored is None:
         if not run.summary_file.exists():  # one that cannot be read was named already (_read_stored)
@@ -152,7 +157,7 @@ def _judge_fresh(run: RunDir, scenario: Scenario, stored: Summary | None, made: 
     elif _disagreement(stored, fresh) is not None or stored.scenario_fingerprint != scenario.fingerprint:
         notes.append(f"{run.summary_file}: stale (made from other inputs, another scenario or another release); "
                      f"the verdict is drawn from the run's inputs; `pdrepro analyze {run.root}` rewrites it")
-    return Judged(fresh, notes)
+    return Judged(judged, notes)
 
 
 def judged_summary(run: RunDir, scenario: Scenario) -> Judged:
