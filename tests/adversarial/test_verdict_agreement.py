@@ -2,12 +2,12 @@
 
 Valid run folders of a smoke and of a one-box sweep, made hostile: a file dropped, duplicated under another
 length's or server's name, cut short or overwritten with noise, another run's summary.json swapped in, a
-JSON record given a value of the wrong type. For each, `pdrepro check` and `pytest repro/` exit 0, 1 or 2,
-print one line on 2 and no traceback, change no byte of the run, and reach the same status; `pdrepro
-analyze` then works or refuses in one line. These are the faults the strategy was written to find: check
-rewriting the run it judged (and with another --scenario), the gates failing a run check passed (or the
-reverse), analyze of the smoke's own output ending in AttributeError, a summary of the wrong shape ending
-in a traceback inside the report or the verdicts.
+JSON record given a value of the wrong type; judged by the run's own scenario or another. For each,
+`pdrepro check` and `pytest repro/` exit 0, 1 or 2, print one line on 2 and no traceback, change no byte of
+the run, and reach the same status; `pdrepro analyze` then works or refuses in one line. These are the
+faults the strategy was written to find: check rewriting the run it judged (and with another --scenario),
+the gates failing a run check passed (or the reverse), analyze of the smoke's own output ending in
+AttributeError, a summary of the wrong shape ending in a traceback inside the report or the verdicts.
 """
 
 from __future__ import annotations
@@ -107,8 +107,9 @@ def _promise(rc: int, out: str, err: str, what: str) -> None:
 
 
 @settings(max_examples=EXAMPLES)
-@given(kind=st.sampled_from(["smoke", "sweep"]), data=st.data(), count=st.integers(1, 2))
-def test_check_and_the_gates_agree_and_write_nothing_on_hostile_runs(kind, data, count):
+@given(kind=st.sampled_from(["smoke", "sweep"]), data=st.data(), count=st.integers(1, 2),
+       judge_by=st.sampled_from([None, None, "smoke-tcp", "onebox-qwen25-0.5b", "h20-qwen3-235b-1p1d"]))
+def test_check_and_the_gates_agree_and_write_nothing_on_hostile_runs(kind, data, count, judge_by):
     bases = _bases()
     with tempfile.TemporaryDirectory(prefix="pdrepro-adv-") as top:
         root = Path(top) / "run"
@@ -116,12 +117,14 @@ def test_check_and_the_gates_agree_and_write_nothing_on_hostile_runs(kind, data,
         other = bases["sweep" if kind == "smoke" else "smoke"]
         done = [_mutate(data.draw, root, other) for _ in range(count)]
         before = tree_hash(root)
+        # Judged by its own scenario, or by another one as asked (`check RUN --scenario OTHER` once rewrote RUN).
+        by = () if judge_by is None else ("--scenario", judge_by)
 
-        checked = pdrepro("check", root)
+        checked = pdrepro("check", root, *by)
         _promise(checked.rc, checked.out, checked.err, f"check after {done}")
         assert tree_hash(root) == before, f"check wrote into the run it judged after {done}"
 
-        judged = gates(root, Path(top) / "junit.xml")
+        judged = gates(root, Path(top) / "junit.xml", *by)
         _promise(judged.returncode, judged.stdout, judged.stderr, f"gates after {done}")
         assert tree_hash(root) == before, f"the gates wrote into the run they judged after {done}"
         assert judged.returncode == checked.rc, (done, checked.out[-2000:], checked.err, judged.stdout[-3000:])

@@ -14,6 +14,7 @@ from typing import Any
 from ..core import runfile
 from ..core.errors import UserError
 from ..rundir import RunDir
+from ..rundir.summarymodel import RunProvenance
 from ..scenario.model import Scenario
 from ..smoke.summary import build_summary
 
@@ -31,15 +32,25 @@ def smoke_result(run: RunDir) -> bool:
     return path.exists() or path.is_symlink()
 
 
+def _smoke_provenance(run: RunDir) -> bool:
+    """provenance.json says the smoke recorded it (an unreadable one says nothing here: its reader names it)."""
+    try:
+        data = json.loads(runfile.read_text(run.provenance_file)) if run.provenance_file.is_file() else None
+        return data is not None and RunProvenance.model_validate(data).kind == "smoke"
+    except (OSError, ValueError):
+        return False
+
+
 def is_smoke_run(run: RunDir) -> bool:
-    """A smoke's run: its raw result, and none of the sweep's files (both at once is refused by name)."""
-    if not smoke_result(run):
+    """A smoke's run: its raw result or its provenance, and none of the sweep's files (both at once is refused
+    by name). A smoke's run whose raw result is gone is refused where its summary would be made again."""
+    if not smoke_result(run) and not _smoke_provenance(run):
         return False
     marks = sweep_marks(run)
     if marks:
-        raise UserError(f"{run.root}: holds a smoke's raw result ({run.agent_result('initiator').name} in raw/) and a "
-                        f"sweep's files ({', '.join(marks)}): two runs in one folder judge nothing; keep each run in "
-                        "its own folder")
+        raise UserError(f"{run.root}: holds a smoke's files (raw/{run.agent_result('initiator').name} or a smoke's "
+                        f"provenance.json) and a sweep's ({', '.join(marks)}): two runs in one folder judge nothing; "
+                        "keep each run in its own folder")
     return True
 
 
@@ -56,6 +67,9 @@ def _json_object(path: Any, what: str, fix: str) -> dict[str, Any]:
 def smoke_summary(run: RunDir, scenario: Scenario) -> dict[str, Any]:
     """The smoke's summary made again from raw/initiator.json and provenance.json, in memory."""
     fix = "measure again with `pdrepro smoke`"
+    if not smoke_result(run):
+        raise UserError(f"{run.agent_result('initiator')}: missing, and a smoke's summary is made from it (the run's "
+                        f"provenance.json says the smoke recorded it); {fix}")
     initiator = _json_object(run.agent_result("initiator"), "a smoke agent's result", fix)
     provenance = _json_object(run.provenance_file, "the smoke's provenance", fix) if run.provenance_file.exists() else {}
     try:

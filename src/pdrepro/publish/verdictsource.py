@@ -178,20 +178,20 @@ def judged_summary(run: RunDir, scenario: Scenario) -> Judged:
         judged = _judge_fresh(run, scenario, stored, stamp(compute_comparison(run, scenario), signature), signature)
     elif is_smoke_run(run):
         judged = _judge_fresh(run, scenario, stored, smoke_summary(run, scenario), None)
+    elif stored is not None and stored.source == "smoke":
+        # A smoke's summary without its raw result (a sweep's files beside it were refused above): its summary
+        # is its result, taken as it stands (read as the model, so it has the shape the report and checks read).
+        if stored.scenario_fingerprint != scenario.fingerprint:
+            raise UserError(f"{run.summary_file}: a smoke's summary of another scenario, and the run holds no raw "
+                            "result to make it again from; judge it with its own scenario, or measure again")
+        return Judged(stored)
     elif run.bench_dir.is_dir() or run.logs_dir.is_dir():
         _refuse_partial_inputs(run)
         signature = run.inputs_signature()  # taken before reading: an input changing meanwhile is stale
         judged = _judge_fresh(run, scenario, stored, stamp(compute_summary(run, scenario), signature), signature)
-    elif stored is not None and stored.source != "smoke":
+    elif stored is not None:
         # However it is stamped: a stamp is made of names, sizes and times anyone can reproduce.
         raise _no_raw_inputs(run)
-    elif stored is not None and stored.scenario_fingerprint == scenario.fingerprint:
-        # A smoke's summary without its raw result: its summary is its result, taken as it stands (read as
-        # the model, so it has the shape the report and the checks read).
-        return Judged(stored)
-    elif stored is not None:
-        raise UserError(f"{run.summary_file}: a smoke's summary of another scenario, and the run holds no raw result "
-                        "to make it again from; judge it with its own scenario, or measure again")
     elif notes:
         raise UserError(notes[0].split("; it judges nothing")[0] + "; and the run holds no raw inputs to judge "
                         "instead: restore the file or run the sweep again")

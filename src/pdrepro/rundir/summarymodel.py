@@ -290,6 +290,7 @@ class RunProvenance(_Open):
     """provenance.json as the summary carries it. The sweep records the fields named here; the smoke
     records flat facts of its own (its `host` a name), shown as they stand."""
 
+    kind: str | None = Field(default=None, description="what recorded it: \"smoke\" for the smoke (the sweep sets none)")
     recorded_at: str | None = None
     host: HostFacts | str | None = None
     endpoints: dict[str, str] | None = None
