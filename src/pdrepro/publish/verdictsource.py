@@ -76,7 +76,7 @@ def _read_stored(run: RunDir) -> tuple[Summary | None, list[str]]:
         try:
             return run.read_summary(data), []
         except UserError as exc:
-            why = str(exc).removeprefix(f"{path}: ")
+            why = str(exc).removeprefix(f"{path}: ").replace("; ", ", ")
             return None, [f"{path}: not a summary this release reads ({why}); it judges nothing: the verdict is drawn "
                           f"from the run's inputs, and `pdrepro analyze {run.root}` rewrites it"]
     why = "not a JSON object" if path.is_file() else why_absent(path)
@@ -193,8 +193,9 @@ def judged_summary(run: RunDir, scenario: Scenario) -> Judged:
         # However it is stamped: a stamp is made of names, sizes and times anyone can reproduce.
         raise _no_raw_inputs(run)
     elif notes:
-        raise UserError(notes[0].split("; it judges nothing")[0] + "; and the run holds no raw inputs to judge "
-                        "instead: restore the file or run the sweep again")
+        # summary.json is all the run holds, and it is not a summary: nothing to judge.
+        raise UserError(notes[0].split("; ")[0] + "; and the run holds no raw inputs to judge instead: restore it or "
+                        "measure again")
     else:
         raise UserError(f"{run.root}: has neither bench/ nor logs/ nor a smoke's raw/ result; is this a run directory?")
     return Judged(judged.summary, notes + judged.notes)
