@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.fields import ComputedFieldInfo, FieldInfo
 
+from ..core.strictmodel import load
 from .contract import SummarySchemaVersion
 from .issuekind import IssueKind
 
@@ -399,5 +400,9 @@ def as_summary(summary: Summary | Mapping[str, Any]) -> Summary:
 def build(fields: dict[str, Any]) -> dict[str, Any]:
     """A summary built as the model from its builder's fields (rows, headline and issues become their
     models, so a field of the wrong shape fails where it is made, not in a reader), in the form
-    summary.json holds."""
-    return Summary.model_validate(fields).to_json()
+    summary.json holds. A field of the wrong shape comes from a run file of the wrong shape (the summary
+    carries provenance.json whole, for one): one line naming the key, exit 2, never a traceback."""
+    summary = load(Summary, fields, "the summary made from the run's files",
+                   fix="the run file that holds it (provenance.json for provenance.*) has a value of the wrong type: "
+                       "restore it from the run's source or fix it, then run again")
+    return summary.to_json()
