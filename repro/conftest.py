@@ -1,8 +1,12 @@
 """Reproduction gates: ``pytest repro/ --run-dir RUN`` judges a finished run;
 ``pytest repro/ --router URL ...`` runs ``pdrepro sweep`` first.
 
-Every figure comes from ``pdrepro.verdicts.gates.evaluate``, the same code behind
-``pdrepro check``, so a gate and the command cannot disagree.
+Every figure comes from ``pdrepro.verdicts.gates.evaluate`` on the summary
+``pdrepro.publish.verdictsource.judged_summary`` makes in memory, the same code
+behind ``pdrepro check``, so a gate and the command cannot disagree: a failed
+check is a failed gate (a gate of its own, or ``test_no_other_check_failed``),
+inputs the analysis calls unreadable end the suite with exit 2 as `check` does,
+and nothing in the run is written but the JUnit file.
 """
 
 from __future__ import annotations
@@ -51,22 +55,39 @@ def pytest_configure(config):
         # Judging a run by a scenario it may not have run with is allowed only when asked.
         _bad_input(f"--run-dir {run_dir}: has no scenario.yaml, so the scenario it ran with is unknown; pass "
                    f"--scenario NAME_OR_PATH (e.g. {DEFAULT_SCENARIO}) to judge it by one")
-    if router is None and not hasattr(config, "workerinput"):
-        # Analyse once, here: xdist workers then only read the current summary
-        # instead of rewriting the same files at the same time.
-        from pdrepro.core.errors import UserError
-        from pdrepro.publish.verdictsource import load_or_analyze
-        from pdrepro.rundir import RunDir
-
-        try:
-            load_or_analyze(RunDir(Path(run_dir)), _scenario(config))
-        except UserError as exc:
-            _bad_input(str(exc))
+    if router is None:
+        # Judge here, before any gate runs: bad input is exit 2 with one line, as `pdrepro check` says it.
+        _judged(config)
 
 
 def _bad_input(message: str) -> None:
     # pytest's own usage errors exit 4; the gates keep the CLI's promise: bad input or environment is 2.
     pytest.exit(f"pdrepro gates: error: {message}", returncode=2)
+
+
+def _judged(config):
+    """The run's summary, made once per process, in memory (judged_summary writes nothing into the run)."""
+    from pdrepro.core.errors import UserError
+    from pdrepro.publish.verdictsource import judged_summary
+    from pdrepro.rundir import RunDir
+
+    if not hasattr(config, "_pdrepro_judged"):
+        try:
+            config._pdrepro_judged = judged_summary(RunDir(Path(config.getoption("--run-dir"))), _scenario(config))
+        except UserError as exc:
+            _bad_input(str(exc))
+    return config._pdrepro_judged
+
+
+def pytest_sessionfinish(session, exitstatus):
+    # Inputs the analysis calls incomplete or unreadable: exit 2 and their first line, as `pdrepro check` ends.
+    judged = getattr(session.config, "_pdrepro_judged", None)
+    if judged is None or hasattr(session.config, "workerinput"):
+        return
+    errors = judged.summary.input_errors()
+    if errors:
+        session.config._pdrepro_input_error = errors[0].message
+        session.exitstatus = 2
 
 
 def _scenario(config):
@@ -115,6 +136,7 @@ def run(pytestconfig, scenario):
 
 def _sweep(config, root: Path) -> None:
     # The pipeline's own sweep stage (`pdrepro repro` runs the same), with the sweep's analysis: this suite is the gates.
+    from pdrepro.cli import main
     from pdrepro.pipeline import Sweep, run_sweep, split_words
 
     o = config.option
@@ -125,7 +147,7 @@ def _sweep(config, root: Path) -> None:
     argv = sweep.argv(analyze=True)
     capture = config.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled():  # the sweep's progress belongs on the terminal
-        rc = run_sweep(sweep, analyze=True)
+        rc = run_sweep(sweep, cli=main, analyze=True)
     if rc == 2:
         pytest.fail(f"pdrepro sweep stopped (exit 2); its message is above. Command: pdrepro {' '.join(argv)}", pytrace=False)
     if rc == 130:
@@ -135,10 +157,8 @@ def _sweep(config, root: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def summary(run, scenario):
-    from pdrepro.publish.verdictsource import load_or_analyze
-
-    return load_or_analyze(run, scenario)
+def summary(run, pytestconfig):
+    return _judged(pytestconfig).summary
 
 
 @pytest.fixture(scope="session")
@@ -154,11 +174,20 @@ def pytest_terminal_summary(terminalreporter, config):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         terminalreporter.write_line(f"N/A (skipped, not passed) {report.nodeid.split('::')[-1]}: "
                                     f"{reason.removeprefix('Skipped: ')}")
+    judged = getattr(config, "_pdrepro_judged", None)
+    for note in judged.notes if judged is not None else []:
+        terminalreporter.write_line(f"NOTE {note}")
+    message = getattr(config, "_pdrepro_input_error", None)
+    if message is not None:
+        terminalreporter.write_line(f"pdrepro gates: error: {message}")
     run_dir = config.getoption("--run-dir")
     if run_dir and (config.getoption("--scenario") or config.getoption("--thresholds")):
         _bound_changes(terminalreporter, config, Path(run_dir))
     if run_dir:
-        terminalreporter.write_line(f"report: {Path(run_dir) / 'report.md'}   JUnit XML: {config.option.xmlpath}")
+        report = Path(run_dir) / "report.md"
+        # The gates write nothing into the run but their JUnit file: the report is analyze's.
+        shown = report if report.is_file() else f"not written (`pdrepro analyze {run_dir}` writes {report})"
+        terminalreporter.write_line(f"report: {shown}   JUnit XML: {config.option.xmlpath}")
 
 
 def _bound_changes(terminalreporter, config, run_dir: Path) -> None:

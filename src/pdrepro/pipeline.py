@@ -2,12 +2,15 @@
 
 `pdrepro repro` runs it; `make repro`, `make onebox-repro`, the SLURM script and the Kubernetes Job call
 that command, and the gate suite's ``--router`` fixture runs the same sweep stage (``run_sweep``). Each
-stage is the CLI command of its name, run in this process through ``cli.main`` (so its flags, messages and
-exit codes are that command's); the gates are ``pytest GATES --run-dir RUN`` in a child process, because
-pytest owns its process (plugins, capture, exit).
+stage is the CLI command of its name, run in this process through the command runner the caller hands in
+(``commands.run_command``: so its flags, messages and exit codes are that command's, and this module
+imports nothing above it); the gates are ``pytest GATES --run-dir RUN`` in a child process, because pytest
+owns its process (plugins, capture, exit).
 
 A sweep stopped by bad input or environment (exit 2) ends the pipeline: there is nothing to judge. A
-sweep that lost a length (exit 1) is analysed and gated like the rest: the gates name the length.
+sweep that lost a length (exit 1) is analysed and gated like the rest: the gates name the length, and the
+pipeline's status is the verdict's (the gates', which `pdrepro check` reaches on the same run). A stage
+stopped by a signal (130, 143, 129) ends it with that status.
 """
 
 from __future__ import annotations
@@ -20,10 +23,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .core.errors import UserError
+from .sweep.signals import HANDLED
 
 DEFAULT_SCENARIO = "h20-qwen3-235b-1p1d"
 DEFAULT_GATES = "repro"
 EXIT_BAD_INPUT = 2
+# A stage's status when a signal stopped it (128 + the signal's number): the pipeline ends there.
+STOPPED = frozenset(128 + int(s) for s in HANDLED)
+# Flags the pipeline sets on `pdrepro sweep` itself: --sweep-args may not set them again (the sweep would
+# take the last one, and the stages after it would read another run than the one swept).
+OWN_SWEEP_FLAGS = ("--scenario", "--router", "--prefill", "--decode", "--model-path", "--dataset-path", "--image",
+                   "--logs-from", "--prefill-logs-from", "--configuration", "--thresholds", "--bench-in-place",
+                   "--out", "--no-analyze")
 
 
 @dataclass(frozen=True)
@@ -70,13 +81,7 @@ class Pipeline:
     quiet: bool = False                  # no step announcements
 
 
-def _cli(argv: list[str]) -> int:
-    from .cli import main  # late: cli discovers the commands, one of which runs this pipeline
-
-    return main(argv)
-
-
-def run_sweep(sweep: Sweep, *, analyze: bool = False, cli: Callable[[list[str]], int] = _cli) -> int:
+def run_sweep(sweep: Sweep, *, cli: Callable[[list[str]], int], analyze: bool = False) -> int:
     """The sweep stage alone: its exit status (0, 1 for a failed length, 2 bad input, 130 interrupted)."""
     return cli(sweep.argv(analyze=analyze))
 
@@ -92,9 +97,10 @@ def gates_argv(p: Pipeline) -> list[str] | None:
     return [*head, p.gates, "--run-dir", p.sweep.out, "-p", "no:cacheprovider", "-q"]
 
 
-def run(p: Pipeline, *, cli: Callable[[list[str]], int] = _cli,
+def run(p: Pipeline, *, cli: Callable[[list[str]], int],
         spawn: Callable[[list[str]], int] = lambda argv: subprocess.run(argv).returncode) -> int:
-    """The whole pipeline; returns the first non-zero status of sweep, analyze and gates (or the preflight's)."""
+    """The whole pipeline; returns the verdict's status (the gates'), else the first non-zero status of the
+    stages before it (a preflight, a sweep stopped by bad input, a signal)."""
     s = p.sweep
 
     def say(line: str) -> None:
@@ -111,11 +117,13 @@ def run(p: Pipeline, *, cli: Callable[[list[str]], int] = _cli,
             return rc
     say(f"== 2/4 sweep: {s.scenario} against {s.router} into {s.out}")
     swept = run_sweep(s, cli=cli)
-    if swept in (EXIT_BAD_INPUT, 130):
+    if swept == EXIT_BAD_INPUT or swept in STOPPED:
         return swept
     say(f"== 3/4 analyze {s.out}")
     # Thresholds given to the sweep are kept in RUN/scenario.yaml, which analyze and the gates read.
     analyzed = cli(["analyze", s.out])
+    if analyzed in STOPPED:
+        return analyzed
     gates = gates_argv(p)
     if gates is None:
         # `pdrepro check` is the code the gates call, so the verdict is the same.
@@ -125,7 +133,9 @@ def run(p: Pipeline, *, cli: Callable[[list[str]], int] = _cli,
         say(f"== 4/4 gates: pytest {p.gates} --run-dir {s.out}")
         judged = spawn(gates)
     say(f"report: {s.out}/report.md   gates: {s.out}/junit.xml")
-    return next((status for status in (swept, analyzed, judged) if status), 0)
+    # The verdict is the gates' (what `pdrepro check` says of the same run): a length the sweep lost is a
+    # length the gates fail, and a summary analyze could not write is judged from the inputs all the same.
+    return judged
 
 
 def split_words(text: str | None, option: str) -> tuple[str, ...]:
@@ -133,3 +143,16 @@ def split_words(text: str | None, option: str) -> tuple[str, ...]:
         return tuple(shlex.split(text or ""))
     except ValueError as exc:
         raise UserError(f"{option} {text!r}: {exc}; quote it as a shell would") from None
+
+
+def sweep_extra(text: str | None) -> tuple[str, ...]:
+    """--sweep-args as words, refusing a flag the pipeline sets on the sweep itself."""
+    words = split_words(text, "--sweep-args")
+    for word in words:
+        flag = word.split("=", 1)[0]
+        if flag in OWN_SWEEP_FLAGS:
+            raise UserError(f"--sweep-args sets {flag}, which `pdrepro repro` sets on the sweep itself; pass it as "
+                            f"`pdrepro repro {flag} ...` instead" if flag != "--no-analyze" else
+                            "--sweep-args sets --no-analyze, which `pdrepro repro` sets on the sweep itself (it "
+                            "analyses as its own stage); leave it out")
+    return words

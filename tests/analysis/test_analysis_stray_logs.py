@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from clihelp import assert_one_line_error, pdrepro
-from runbuilder import build_run
+from runbuilder import build_run, sweep_provenance
 
 from pdrepro.analysis.summarize import compute_summary
 from pdrepro.rundir import RunDir
@@ -23,10 +23,10 @@ def _errors(summary, kind):
 
 
 def test_a_log_of_a_server_the_topology_lacks_is_set_aside(tmp_path):
-    clean = compute_summary(build_run(tmp_path / "clean", SCENARIO), SCENARIO)
-    run = build_run(tmp_path / "run", SCENARIO)
+    clean = compute_summary(build_run(tmp_path / "clean", SCENARIO, provenance=sweep_provenance(SCENARIO)), SCENARIO)
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO))
     # An earlier 2P2D run left its second prefill server's log in the shared folder.
-    other = build_run(tmp_path / "old", TWO)
+    other = build_run(tmp_path / "old", TWO, provenance=sweep_provenance(TWO))
     (run.logs_dir / "prefill-1.log").write_text(other.server_log("prefill", 1).read_text())
     summary = compute_summary(run, SCENARIO)
     (error,) = _errors(summary, "stray_server_log")
@@ -62,8 +62,8 @@ def _interleave(a: str, b: str) -> str:
 
 
 def test_two_servers_interleaved_in_one_file_are_detected(tmp_path):
-    two = build_run(tmp_path / "two", TWO)
-    run = build_run(tmp_path / "run", SCENARIO)
+    two = build_run(tmp_path / "two", TWO, provenance=sweep_provenance(TWO))
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO))
     run.prefill_log.write_text(_interleave(two.prefill_log.read_text(), two.server_log("prefill", 1).read_text()))
     summary = compute_summary(run, SCENARIO)
     (error,) = _errors(summary, "interleaved_servers")
@@ -71,7 +71,7 @@ def test_two_servers_interleaved_in_one_file_are_detected(tmp_path):
 
 
 def test_a_restarted_server_is_not_called_two(tmp_path):
-    run = build_run(tmp_path / "run", SCENARIO)
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO))
     text = run.prefill_log.read_text()
     start = next(l for l in text.splitlines() if "server_args=" in l)
     run.prefill_log.write_text(start + "\n" + text)  # a start that died before it was ready, then the real one
@@ -79,7 +79,7 @@ def test_a_restarted_server_is_not_called_two(tmp_path):
 
 
 def test_a_log_short_of_the_clients_requests_fails_the_length(tmp_path):
-    run = build_run(tmp_path / "run", SCENARIO)
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO))
     lines = run.prefill_log.read_text().splitlines()
     ours = [i for i, l in enumerate(lines) if "ReqTimeStats(" in l and "input_len=4096," in l]
     drop = set(ours[-5:])
@@ -94,7 +94,7 @@ def test_a_log_short_of_the_clients_requests_fails_the_length(tmp_path):
 
 
 def test_logs_outside_the_counters_window_are_a_printed_warning(tmp_path):
-    run = build_run(tmp_path / "run", SCENARIO, nic_window_s={2048: 0.5})
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO), nic_window_s={2048: 0.5})
     summary = compute_summary(run, SCENARIO)
     warned = [i for i in summary["issues"] if i["kind"] == "logs_outside_counter_window"]
     assert [i["prompt_len"] for i in warned] == [2048] and warned[0]["severity"] == "warning"

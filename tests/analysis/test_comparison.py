@@ -123,6 +123,7 @@ def test_hand_edited_comparison_summary_is_an_error_naming_it(tmp_path):
     from clihelp import pdrepro
 
     assert pdrepro("check", tmp_path).rc == 1  # 12 of 50 completed
+    assert pdrepro("analyze", tmp_path).rc == 0  # only analyze writes the summary
     summary = json.loads(run.summary_file.read_text())
     summary["configurations"]["2-regular"]["measured"]["completed"] = sc.sweep.num_prompts
     run.summary_file.write_text(json.dumps(summary))

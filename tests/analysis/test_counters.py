@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 from clihelp import assert_one_line_error, pdrepro
-from runbuilder import build_run
+from runbuilder import build_run, sweep_provenance
 from sysfs_builder import h20_node, rxe_node
 
 from pdrepro.analysis.summarize import compute_summary
@@ -79,6 +79,7 @@ def test_legacy_counters_have_no_unicast_packet_counters(tmp_path):
 
 
 def _checks(tmp_path, **kw):
+    kw.setdefault("provenance", sweep_provenance(SCENARIO))
     summary = compute_summary(build_run(tmp_path / "r", SCENARIO, **kw), SCENARIO)
     return summary, evaluate(summary, SCENARIO)
 
@@ -142,7 +143,7 @@ def test_extra_traffic_and_retries_are_noted(tmp_path):
 
 
 def test_unreadable_counter_record_is_bad_input(tmp_path):
-    run = build_run(tmp_path / "r", SCENARIO)
+    run = build_run(tmp_path / "r", SCENARIO, provenance=sweep_provenance(SCENARIO))
     run.counters_file(512).write_text('{"prompt_len": 512, "nodes": ')
     result = pdrepro("check", run.root)
     assert_one_line_error(result, "check", "counters/512.json")
@@ -160,7 +161,7 @@ def test_a_port_without_a_performance_agent_has_no_data_counters(tmp_path):
 
 @pytest.mark.parametrize("damage", ["words", "time", "ports"])
 def test_a_mangled_counter_record_is_bad_input(tmp_path, damage):
-    run = build_run(tmp_path / "r", SCENARIO)
+    run = build_run(tmp_path / "r", SCENARIO, provenance=sweep_provenance(SCENARIO))
     record = json.loads(run.counters_file(256).read_text())
     after = record["nodes"]["decode"]["after"]
     if damage == "words":
@@ -176,7 +177,8 @@ def test_a_mangled_counter_record_is_bad_input(tmp_path, damage):
 
 def test_with_two_decode_nodes_each_node_carries_half(tmp_path):
     sc2 = load_scenario("h20-qwen3-235b-2p2d")
-    summary = compute_summary(build_run(tmp_path / "two", sc2, nic_share={L: 0.5 for L in sc2.sweep.prompt_lens}), sc2)
+    run = build_run(tmp_path / "two", sc2, provenance=sweep_provenance(sc2), nic_share={L: 0.5 for L in sc2.sweep.prompt_lens})
+    summary = compute_summary(run, sc2)
     witness = [r for r in evaluate(summary, sc2) if r.name == "nic_witness"]
     assert witness and all(r.passed and 100 <= r.figure < 106 for r in witness)
     # The same half on a 1P1D run is half the KV missing.
@@ -186,14 +188,14 @@ def test_with_two_decode_nodes_each_node_carries_half(tmp_path):
 
 def test_the_summary_states_the_floor_the_scenario_set(tmp_path):
     scenario = SCENARIO.with_thresholds(SCENARIO.thresholds.model_copy(update={"min_nic_kv_share_pct": 80.0}))
-    summary = compute_summary(build_run(tmp_path / "r", scenario), scenario)
+    summary = compute_summary(build_run(tmp_path / "r", scenario, provenance=sweep_provenance(scenario)), scenario)
     assert summary["witness"]["min_kv_share_pct"] == 80.0
 
 
 # Issue 15, 6: a record is checked for what it is, naming the file and the port.
 
 def test_a_record_of_another_length_is_bad_input(tmp_path):
-    run = build_run(tmp_path / "r", SCENARIO)
+    run = build_run(tmp_path / "r", SCENARIO, provenance=sweep_provenance(SCENARIO))
     record = json.loads(run.counters_file(1024).read_text())
     record["prompt_len"] = 2048
     run.counters_file(1024).write_text(json.dumps(record))
@@ -202,7 +204,7 @@ def test_a_record_of_another_length_is_bad_input(tmp_path):
 
 
 def test_negative_counter_values_are_bad_input(tmp_path):
-    run = build_run(tmp_path / "r", SCENARIO)
+    run = build_run(tmp_path / "r", SCENARIO, provenance=sweep_provenance(SCENARIO))
     record = json.loads(run.counters_file(4096).read_text())
     record["nodes"]["prefill"]["before"]["ports"]["mlx5_2/1"]["port_xmit_data"] = -5
     run.counters_file(4096).write_text(json.dumps(record))
@@ -210,7 +212,7 @@ def test_negative_counter_values_are_bad_input(tmp_path):
 
 
 def test_a_64bit_counter_that_ran_backwards_is_bad_input(tmp_path):
-    run = build_run(tmp_path / "r", SCENARIO)
+    run = build_run(tmp_path / "r", SCENARIO, provenance=sweep_provenance(SCENARIO))
     record = json.loads(run.counters_file(8192).read_text())
     port = record["nodes"]["decode"]["after"]["ports"]["mlx5_1/1"]
     port["port_rcv_data"] = record["nodes"]["decode"]["before"]["ports"]["mlx5_1/1"]["port_rcv_data"] - 10

@@ -126,6 +126,7 @@ def test_a_published_reproduction_with_other_pinned_commits_fails_the_pins_gate(
     sc = load_scenario("h20-qwen3-235b-1p1d")
     prov = {"pins": {"sglang_commit": "0123456789abcdef0123456789abcdef01234567", "mooncake_commit": "6e3a11b9"},
             "scenario": {"name": sc.name, "fingerprint": sc.fingerprint},
+            "host": {"kernel": "6.8"}, "environment": {}, "endpoints": {"router": "http://10.0.0.2:8000"},
             "transport": {"proven": True, "servers": {"prefill": {"summary": "prefill: RDMA on mlx5_0 (GID index 3)"}}}}
     run = build_run(tmp_path / "run", sc, provenance=prov)
     bad = failed(evaluate(load_or_analyze(run, sc), sc))

@@ -1,7 +1,7 @@
 import json
 
 from clihelp import assert_one_line_error, pdrepro, pdrepro_process
-from runbuilder import build_run
+from runbuilder import build_run, sweep_provenance
 
 from pdrepro.scenario.model import load_scenario
 
@@ -9,17 +9,18 @@ SCENARIO = load_scenario("h20-qwen3-235b-1p1d")
 
 
 def test_published_run_passes(tmp_path):
-    run = build_run(tmp_path / "run", SCENARIO)
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO))
     result = pdrepro("check", run.root)
     assert result.rc == 0, result.out + result.err
     assert "FAIL" not in result.out
     assert result.out.count("PASS") > 60
     assert "0 failed" in result.err
-    assert run.summary_file.is_file()   # analysed on the way
+    assert not run.summary_file.exists()   # judged in memory: check writes nothing into the run
+    assert "NOTE " in result.out and "pdrepro analyze" in result.out
 
 
 def test_doubled_transfer_time_fails_naming_the_length(tmp_path):
-    run = build_run(tmp_path / "run", SCENARIO, transfer_factor={32768: 2.0})
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO), transfer_factor={32768: 2.0})
     result = pdrepro_process("check", run.root, "--scenario", SCENARIO.name)
     assert result.rc == 1, result.out + result.err
     fails = [l for l in result.out.splitlines() if l.startswith("FAIL ")]
@@ -29,15 +30,19 @@ def test_doubled_transfer_time_fails_naming_the_length(tmp_path):
 
 
 def test_stale_summary_is_recomputed(tmp_path):
-    run = build_run(tmp_path / "run", SCENARIO)
-    assert pdrepro("check", run.root).rc == 0
-    # Same run, now with the 32K length degraded: check must not trust the old summary.
-    build_run(tmp_path / "run", SCENARIO, transfer_factor={32768: 2.0})
-    assert pdrepro("check", run.root).rc == 1
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO))
+    assert pdrepro("analyze", run.root).rc == 0
+    written = run.summary_file.read_bytes()
+    # Same run, now with the 32K length degraded: check must not trust the old summary, nor rewrite it.
+    build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO), transfer_factor={32768: 2.0})
+    result = pdrepro("check", run.root)
+    assert result.rc == 1
+    assert any(l.startswith("NOTE ") and "stale" in l for l in result.out.splitlines())
+    assert run.summary_file.read_bytes() == written
 
 
 def test_thresholds_file_replaces_the_scenarios(tmp_path):
-    run = build_run(tmp_path / "run", SCENARIO)
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO))
     strict = tmp_path / "strict.yaml"
     strict.write_text("thresholds:\n  min_peak_bandwidth_GB_s: 190\n")
     result = pdrepro("check", run.root, "--thresholds", strict)
@@ -49,19 +54,19 @@ def test_thresholds_file_replaces_the_scenarios(tmp_path):
 
 
 def test_bad_input_exits_2_after_printing_the_checks(tmp_path):
-    run = build_run(tmp_path / "run", SCENARIO, drop_lengths={16384})
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO), drop_lengths={16384})
     result = pdrepro("check", run.root)
     assert_one_line_error(result, "check", "result-16384.jsonl")
     assert any(l.startswith("length_present") and "16384" in l and l.endswith("FAIL") for l in result.out.splitlines())
-    assert len(json.loads(run.summary_file.read_text())["rows"]) == 8
+    assert not run.summary_file.exists()
 
 
 def _edited_to_pass(tmp_path, keep_signature=True):
     """A failing run whose summary.json got a passing run's rows and headline pasted in."""
-    good = build_run(tmp_path / "good", SCENARIO)
-    assert pdrepro("check", good.root).rc == 0
-    run = build_run(tmp_path / "run", SCENARIO, transfer_factor={32768: 2.0})
-    assert pdrepro("check", run.root).rc == 1
+    good = build_run(tmp_path / "good", SCENARIO, provenance=sweep_provenance(SCENARIO))
+    assert pdrepro("analyze", good.root).rc == 0
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO), transfer_factor={32768: 2.0})
+    assert pdrepro("analyze", run.root).rc == 0
     passing = json.loads(good.summary_file.read_text())
     edited = json.loads(run.summary_file.read_text())
     edited.update(rows=passing["rows"], headline=passing["headline"])
@@ -85,10 +90,11 @@ def test_summary_without_a_stamp_is_judged_from_the_inputs(tmp_path):
     assert any(l.startswith("FAIL ") and "32768" in l for l in result.out.splitlines())
 
 
-def test_summary_written_by_other_code_is_rewritten_not_called_edited(tmp_path):
-    """A run analysed by an older pdrepro: its summary differs from today's analysis, legitimately."""
-    run = build_run(tmp_path / "run", SCENARIO)
-    assert pdrepro("check", run.root).rc == 0
+def test_summary_written_by_other_code_is_named_stale_not_called_edited(tmp_path):
+    """A run analysed by an older pdrepro: its summary differs from today's analysis, legitimately; check says
+    so and judges the inputs, and only `pdrepro analyze` rewrites it."""
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO))
+    assert pdrepro("analyze", run.root).rc == 0
     old = json.loads(run.summary_file.read_text())
     old["analysis_code"] = "pdrepro 0.0.1, summary schema 1"
     for row in old["rows"]:
@@ -96,13 +102,19 @@ def test_summary_written_by_other_code_is_rewritten_not_called_edited(tmp_path):
     run.summary_file.write_text(json.dumps(old))
     result = pdrepro("check", run.root)
     assert result.rc == 0, result.out + result.err
+    assert any(l.startswith("NOTE ") and "stale" in l for l in result.out.splitlines())
+    assert json.loads(run.summary_file.read_text())["analysis_code"] == "pdrepro 0.0.1, summary schema 1"
+    assert pdrepro("analyze", run.root).rc == 0
     assert json.loads(run.summary_file.read_text())["analysis_code"] != "pdrepro 0.0.1, summary schema 1"
 
 
-def test_summary_mangled_in_shape_is_still_one_line(tmp_path):
-    run = build_run(tmp_path / "run", SCENARIO)
-    assert pdrepro("check", run.root).rc == 0
+def test_summary_mangled_in_shape_is_named_and_the_inputs_judged(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO))
+    assert pdrepro("analyze", run.root).rc == 0
     mangled = json.loads(run.summary_file.read_text())
     mangled.update(rows=7, issues=[{"severity": None, "kind": 3}, "x", {"severity": "error"}])
     run.summary_file.write_text(json.dumps(mangled))
-    assert_one_line_error(pdrepro("check", run.root), "check", "summary.json")
+    result = pdrepro("check", run.root)
+    assert result.rc == 0 and "Traceback" not in result.err
+    notes = [l for l in result.out.splitlines() if l.startswith("NOTE ")]
+    assert len(notes) == 1 and "summary.json: not a summary this release reads" in notes[0]

@@ -46,17 +46,34 @@ def test_stages_run_in_order_and_success_is_zero(capsys):
 
 
 @pytest.mark.parametrize("statuses,expected", [
-    ({"sweep": 1, "gates": 1}, 1),       # a failed length: still analysed and gated, the first failure wins
-    ({"analyze": 2, "gates": 1}, 2),
+    ({"sweep": 1, "gates": 1}, 1),       # a failed length: still analysed and gated, the gates fail it
+    ({"analyze": 2, "gates": 2}, 2),     # unreadable inputs: analyze and the gates both say 2
+    ({"analyze": 2, "gates": 1}, 1),     # analyze could not write its files, the gates judged: theirs is the verdict
     ({"gates": 1}, 1),
 ])
-def test_first_failing_status_is_the_pipelines(statuses, expected):
+def test_the_verdict_is_the_gates_status(statuses, expected):
+    # `pdrepro check` and the gates reach one status on one run: repro ends with it, whatever a stage before said.
     rc, calls = _run(statuses, pytest=("pytest",))
     assert rc == expected
     assert [c[0] for c in calls] == ["sweep", "analyze", "pytest"]
 
 
-@pytest.mark.parametrize("status", [2, 130])
+@pytest.mark.parametrize("stage", ["analyze"])
+@pytest.mark.parametrize("status", [130, 143])
+def test_a_stage_stopped_by_a_signal_ends_the_pipeline(stage, status):
+    rc, calls = _run({stage: status}, pytest=("pytest",))
+    assert rc == status and [c[0] for c in calls] == ["sweep", "analyze"]
+
+
+@pytest.mark.parametrize("words", ["--out elsewhere", "--wait-timeout 5 --router=http://x:1", "--no-analyze",
+                                   "--scenario other"])
+def test_sweep_args_may_not_set_a_flag_repro_sets(words, capsys):
+    rc = main(["repro", "--router", "http://r:8000", f"--sweep-args={words}"])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "which `pdrepro repro` sets" in err, err
+
+
+@pytest.mark.parametrize("status", [2, 130, 143])
 def test_stopped_sweep_ends_the_pipeline(status, capsys):
     rc, calls = _run({"sweep": status})
     assert rc == status and [c[0] for c in calls] == ["sweep"]
@@ -87,7 +104,7 @@ def test_quiet_announces_nothing(capsys):
 
 def test_command_passes_its_flags_to_the_stages(monkeypatch):
     seen = {}
-    monkeypatch.setattr(pipeline, "run", lambda p: seen.setdefault("p", p) and 0)
+    monkeypatch.setattr(pipeline, "run", lambda p, cli: seen.setdefault("p", p) and 0)
     assert main(["repro", "--router", "http://r:8000", "--out", "runs/Y", "--bench-in-place", "--configuration", "1P1D",
                  "--sweep-args=--metrics --wait-timeout 9", "--pytest", "python -m pytest -p no:xdist",
                  "--preflight", "decode"]) == 0

@@ -9,6 +9,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from clihelp import pdrepro
 from runbuilder import build_run, sweep_provenance
 
 from pdrepro.scenario.model import load_scenario
@@ -42,8 +43,9 @@ def test_published_run_passes_every_gate(tmp_path):
     assert len(results) >= 6 * 9 + 5
     assert set(results.values()) == {"passed"}
     assert "test_bandwidth[L32768]" in results and "test_ttft[L128]" in results
-    assert (run / "report.md").is_file()
-    assert f"report: {run / 'report.md'}" in proc.stdout
+    # The gates judge in memory: nothing in the run is written but their JUnit file.
+    assert not (run / "report.md").exists() and not (run / "summary.json").exists()
+    assert f"report: not written (`pdrepro analyze {run}` writes {run / 'report.md'})" in proc.stdout
 
 
 def test_one_degraded_length_fails_naming_length_figure_and_bound(tmp_path):
@@ -80,7 +82,9 @@ def test_missing_length_fails_its_gates(tmp_path):
     sc = load_scenario("h20-qwen3-235b-1p1d")
     run = build_run(tmp_path / "run", sc, provenance=_provenance(sc), drop_lengths={16384}).root
     proc = _gates("--run-dir", run)
-    assert proc.returncode == 1
+    # A length's bench result missing is unreadable input: exit 2 with its one line, as `pdrepro check` ends.
+    assert proc.returncode == 2 and proc.returncode == pdrepro("check", run).rc
+    assert [l for l in proc.stdout.splitlines() if "pdrepro gates: error:" in l and "result-16384.jsonl" in l]
     failed = {n for n, v in _junit(run).items() if v != "passed"}
     assert "test_bandwidth[L16384]" in failed and "test_all_prompts_completed[L16384]" in failed
     assert not any("L8192" in n for n in failed)
@@ -118,7 +122,8 @@ def test_comparison_run_gates(tmp_path):
     proc = _gates("--run-dir", run)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert set(_junit(run)) == {"test_provenance_present", "test_comparison_configurations_measured",
-                                "test_comparison_completed", "test_comparison_no_request_errors"}
+                                "test_comparison_completed", "test_comparison_no_request_errors",
+                                "test_no_other_check_failed"}
     (run / "2-regular" / "provenance.json").unlink()
     (run / "2-regular" / "bench" / "result-8192.jsonl").unlink()
     proc = _gates("--run-dir", run)
@@ -175,15 +180,17 @@ def test_published_run_passes_under_xdist(tmp_path):
     assert set(_junit(run).values()) == {"passed"} and len(_junit(run)) >= 6 * 9 + 5
 
 
-def test_gates_twice_analyse_once(tmp_path):
-    """The gates' own junit.xml is an output, not an input: a second judgement reuses the summary."""
+def test_gates_twice_leave_the_summary_alone(tmp_path):
+    """The gates' own junit.xml is an output, not an input: a second judgement finds the summary as analyze left it."""
     sc = load_scenario("h20-qwen3-235b-1p1d")
     run = build_run(tmp_path / "run", sc, provenance=_provenance(sc)).root
-    assert _gates("--run-dir", run).returncode == 0
+    assert pdrepro("analyze", run).rc == 0
     first = (run / "summary.json").stat().st_mtime_ns
+    assert _gates("--run-dir", run).returncode == 0
     assert (run / "junit.xml").stat().st_mtime_ns > first
     assert _gates("--run-dir", run).returncode == 0
     assert (run / "summary.json").stat().st_mtime_ns == first
+    assert "NOTE" not in _gates("--run-dir", run).stdout  # a current summary is not called stale
 
 
 def test_unknown_scenario_is_a_usage_error(tmp_path):
@@ -197,9 +204,9 @@ def test_unknown_scenario_is_a_usage_error(tmp_path):
 def test_hand_edited_summary_stops_the_gates(tmp_path):
     sc = load_scenario("h20-qwen3-235b-1p1d")
     good = build_run(tmp_path / "good", sc, provenance=_provenance(sc)).root
-    assert _gates("--run-dir", good).returncode == 0
+    assert pdrepro("analyze", good).rc == 0 and _gates("--run-dir", good).returncode == 0
     run = build_run(tmp_path / "run", sc, provenance=_provenance(sc), transfer_factor={8192: 1.4}).root
-    assert _gates("--run-dir", run).returncode == 1
+    assert pdrepro("analyze", run).rc == 0 and _gates("--run-dir", run).returncode == 1
     passing = json.loads((good / "summary.json").read_text())
     edited = json.loads((run / "summary.json").read_text())
     edited.update(rows=passing["rows"], headline=passing["headline"])

@@ -20,6 +20,8 @@ def _provenance(scenario=SCENARIO):
 def _passing_run(tmp_path, **kw):
     run = build_run(tmp_path / "run", SCENARIO, provenance=_provenance(), **kw)
     assert pdrepro("check", run.root).rc == 0
+    assert not run.summary_file.exists()  # check judges in memory; only analyze writes the summary
+    assert pdrepro("analyze", run.root).rc == 0
     return run
 
 

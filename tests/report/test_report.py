@@ -35,7 +35,8 @@ def test_report_shows_published_columns_reference_and_units(tmp_path):
 
 def _smoke_summary():
     return {
-        "schema_version": 1, "source": "smoke", "transport": "tcp", "line_rate_GB_s": 1.25,
+        "schema_version": 1, "scenario_fingerprint": "0" * 64, "source": "smoke", "transport": "tcp",
+        "line_rate_GB_s": 1.25,
         "scenario": {"name": "smoke-tcp", "title": "Smoke"},
         "rows": [{"prompt_len": 128, "requests": 10, "ttft_ms_mean": None, "kv_bytes": 3_670_016,
                   "transfer_ms_median": 2.0, "bandwidth_GB_s": 1.84, "utilization_pct": None,
@@ -62,7 +63,9 @@ def test_smoke_summary_renders_missing_ttft_as_dash(tmp_path):
 
 
 def test_report_without_any_measurement_says_so():
-    report = render_report({"rows": [], "issues": [{"severity": "error", "kind": "no_reqstats", "prompt_len": None,
-                                                    "message": "logs/prefill.log: no ReqTimeStats line"}]})
+    report = render_report({"schema_version": 1, "scenario": {"name": "x"}, "scenario_fingerprint": "0" * 64,
+                            "source": "sglang", "rows": [],
+                            "issues": [{"severity": "error", "kind": "no_reqstats", "prompt_len": None,
+                                        "message": "logs/prefill.log: no ReqTimeStats line"}]})
     assert "No prompt length has a measured KV transfer" in report
     assert "**error**: logs/prefill.log: no ReqTimeStats line" in report

@@ -31,6 +31,7 @@ def test_check_prints_the_ratio_and_the_report_explains_the_gap(tmp_path, capsys
     assert main(["check", str(run), "--scenario", "onebox-qwen25-0.5b"]) == 0
     out = capsys.readouterr().out
     assert "engine ceiling: length 4096: 1.43 GB/s per request, the engine alone 2.14 GB/s (layers): ratio 0.67" in out
+    main(["analyze", str(run), "--scenario", "onebox-qwen25-0.5b"])  # the report is analyze's (check writes nothing)
     report = (run / "report.md").read_text()
     assert "## Against the engine alone on the same box" in report and "polling" in report
 

@@ -1,4 +1,4 @@
-from runbuilder import build_run
+from runbuilder import build_run, sweep_provenance
 
 from pdrepro.analysis.summarize import compute_summary
 from pdrepro.scenario.model import load_scenario
@@ -8,6 +8,7 @@ SCENARIO = load_scenario("h20-qwen3-235b-1p1d")
 
 
 def _failures(tmp_path, **kw):
+    kw.setdefault("provenance", sweep_provenance(SCENARIO))
     summary = compute_summary(build_run(tmp_path / "r", SCENARIO, **kw), SCENARIO)
     return evaluate(summary, SCENARIO)
 
@@ -62,7 +63,8 @@ def test_wrong_tp_fails_kv_size_match(tmp_path):
 
 
 def test_smoke_summary_without_ttft_skips_ttft_checks():
-    summary = {"source": "smoke", "line_rate_GB_s": 200.0, "issues": [], "headline": {},
+    summary = {"schema_version": 1, "scenario": {"name": SCENARIO.name}, "scenario_fingerprint": SCENARIO.fingerprint,
+               "source": "smoke", "line_rate_GB_s": 200.0, "issues": [], "headline": {},
                "rows": [{"prompt_len": L, "bandwidth_GB_s": 150.0, "ttft_ms_mean": None} for L in SCENARIO.sweep.prompt_lens]}
     results = evaluate(summary, SCENARIO)
     assert not any(r.name in ("max_ttft", "ttft_positive", "max_transfer_share") for r in results)
@@ -75,15 +77,22 @@ def test_comparison_summary_is_judged_on_completeness():
     comparison = load_scenario("a10-qwen25-7b-rate1")
     names = list(comparison.reference.configurations)
     n = comparison.sweep.num_prompts
-    summary = {"kind": "comparison", "rows": [], "issues": [], "configurations": {
-        names[0]: {"measured": {"prompt_len": 8192, "completed": n, "errors": 0}},
-        names[1]: {"measured": {"prompt_len": 8192, "completed": n - 2, "errors": 2}},
-    }}
+    prov = {"pins": {"sglang_commit": "a" * 40, "mooncake_commit": "b" * 40}, "host": {"hostname": "h"},
+            "environment": {}, "scenario": {"name": comparison.name}, "endpoints": {"router": "http://r:8000"}}
+    summary = {"schema_version": 1, "scenario": {"name": comparison.name}, "scenario_fingerprint": comparison.fingerprint,
+               "source": "sglang", "kind": "comparison", "rows": [], "issues": [], "configurations": {
+                   names[0]: {"measured": {"prompt_len": 8192, "completed": n, "errors": 0}},
+                   names[1]: {"measured": {"prompt_len": 8192, "completed": n - 2, "errors": 2}},
+               }, "provenance": {names[0]: prov, names[1]: prov}}
     bad = failed(evaluate(summary, comparison))
     assert {(r.name, r.prompt_len) for r in bad} == {("completed", 8192), ("request_errors", 8192)}
     assert all(names[1] in r.detail for r in bad)
     summary["configurations"][names[1]]["measured"] = None
     assert [r.name for r in failed(evaluate(summary, comparison))] == ["configuration_present"]
+    # A configuration without its provenance.json fails in `check` and the gates alike.
+    summary["provenance"] = {names[0]: prov}
+    missing = [r.detail for r in failed(evaluate(summary, comparison)) if r.name == "provenance_present"]
+    assert missing == [f"{names[1]}/provenance.json missing from the run; `pdrepro sweep` writes it"]
 
 
 def test_responses_without_tokens_fail_by_name(tmp_path):
@@ -109,7 +118,8 @@ def test_ttft_shorter_than_the_kv_transfer_fails_in_every_scenario(tmp_path):
     from pdrepro.scenario.sections import Thresholds
 
     loose = SCENARIO.with_thresholds(Thresholds(min_nic_kv_share_pct=0.0))
-    summary = compute_summary(build_run(tmp_path / "r", loose, ttft_factor={4096: 0.02}), loose)
+    run = build_run(tmp_path / "r", loose, ttft_factor={4096: 0.02}, provenance=sweep_provenance(loose))
+    summary = compute_summary(run, loose)
     bad = failed(evaluate(summary, loose))
     assert [(r.name, r.prompt_len) for r in bad] == [("ttft_covers_transfer", 4096)], bad
     assert "4096" in bad[0].detail and "ms" in bad[0].detail

@@ -1,7 +1,8 @@
 """CLI subcommands: each module defines ``register(subparsers)``.
 
 ``build_parser`` discovers every module here, so adding a command does not touch any other
-file; ``pdrepro.cli`` runs the parsed command and turns its errors into exit codes.
+file; ``run_command`` runs the parsed command and turns its errors into exit codes (``pdrepro.cli``
+is that, and `pdrepro repro` runs each stage through it, so nothing here imports the CLI above).
 """
 
 from __future__ import annotations
@@ -9,8 +10,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import sys
 
 from .. import __version__
+from ..core import console
+from ..core.errors import UserError
+from ..sweep.signals import exit_status, signal_name
+
+EXIT_USER_ERROR = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,3 +31,23 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"{__name__}.{info.name}")
         module.register(sub)
     return parser
+
+
+def run_command(argv: list[str] | None = None) -> int:
+    """Parse ``argv``, run its command and turn its errors into messages and exit codes."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_USER_ERROR
+    console.setup()
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"pdrepro {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt as exc:
+        # A signal a command turned into an interrupt (sweep.signals) exits as the signal would: 143 for SIGTERM.
+        print(f"pdrepro {args.command}: interrupted ({signal_name(exc)}); results written so far are kept.",
+              file=sys.stderr)
+        return exit_status(exc)

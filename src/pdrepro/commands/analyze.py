@@ -9,7 +9,7 @@ from ..core.errors import UserError
 from ..publish.results import analyze_run
 from ..report.markdown import measured_table
 from ..rundir import RunDir
-from ..rundir.contract import input_errors
+from ..rundir.summarymodel import as_summary
 from ..scenario.model import resolve_scenario
 
 
@@ -26,19 +26,19 @@ def run(args) -> int:
     run_dir = RunDir(args.run)
     scenario = resolve_scenario(args.scenario, args.run)
     print(f"analysing {run_dir.root} with scenario {scenario.name} ...", file=sys.stderr)
-    summary = analyze_run(run_dir, scenario)
-    if summary.get("rows"):
+    summary = as_summary(analyze_run(run_dir, scenario))
+    if summary.rows:
         print(measured_table(summary))
         print()
-    for i in summary.get("issues", []):
-        if i.get("severity") != "error":
-            print(f"note: {i['message']}", file=sys.stderr)
+    for i in summary.issues:
+        if i.severity != "error":
+            print(f"note: {i.message}", file=sys.stderr)
     print(f"summary: {run_dir.summary_file}")
     print(f"report:  {run_dir.report_file}")
     if run_dir.plots_dir.is_dir():
         print(f"plots:   {run_dir.plots_dir}/")
-    errors = input_errors(summary)
+    errors = summary.input_errors()
     if errors:
         more = f" (and {len(errors) - 1} more problem(s): see {run_dir.report_file})" if len(errors) > 1 else ""
-        raise UserError(errors[0]["message"] + more)
+        raise UserError(errors[0].message + more)
     return 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 
 from .. import pipeline
+from ..sweep.signals import stop_on_signals
+from . import run_command
 
 HELP = "preflight, sweep, analyze and gates against a running stack; exit status: the first that failed"
 
@@ -45,6 +47,10 @@ def run(args) -> int:
         prefill=args.prefill, decode=args.decode, model_path=args.model_path, dataset_path=args.dataset_path,
         image=args.image, logs_from=args.logs_from, prefill_logs_from=args.prefill_logs_from,
         configuration=args.configuration, thresholds=args.thresholds, bench_in_place=args.bench_in_place,
-        extra=pipeline.split_words(args.sweep_args, "--sweep-args"))
-    return pipeline.run(pipeline.Pipeline(sweep=sweep, preflight_role=args.preflight, gates=args.gates,
-                                          pytest=pipeline.split_words(args.pytest, "--pytest"), quiet=args.quiet))
+        extra=pipeline.sweep_extra(args.sweep_args))
+    p = pipeline.Pipeline(sweep=sweep, preflight_role=args.preflight, gates=args.gates,
+                          pytest=pipeline.split_words(args.pytest, "--pytest"), quiet=args.quiet)
+    # SIGTERM, SIGHUP and Ctrl-C at any stage stop the whole pipeline as an interrupt (the gates' child is
+    # killed on the way out); the CLI ends it with 128 + the signal's number (130, 143).
+    with stop_on_signals():
+        return pipeline.run(p, cli=run_command)

@@ -1,10 +1,15 @@
 """Writes a run's results where people and the gates find them: summary.json, report.md,
-summary.csv and the plots. The analysis only computes; this is the step after it, and the
-command layer (analyze, check, sweep) is what calls it."""
+summary.csv and the plots. The analysis only computes; this is the step after it, and only
+`pdrepro analyze` (and the sweep's own analysis) calls it: the verdicts never write.
+
+What is written names no path of the machine that wrote it: the run folder's own path becomes
+a path relative to the run (``portable``), so a summary reads the same wherever the run is copied.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..analysis.comparison import compute_comparison, render_comparison
 from ..analysis.summarize import compute_summary
@@ -13,33 +18,83 @@ from ..report.markdown import render_csv, render_report
 from ..report.plots import render_plots
 from ..rundir import RunDir, why_absent
 from ..rundir.contract import stamp, unwritable, write_atomic
+from ..rundir.summarymodel import as_summary
 from ..scenario.model import ComparisonScenario, Scenario
+from .runkind import is_smoke_run, smoke_summary
 
 
-def write_outputs(run: RunDir, summary: dict) -> list[Path]:
-    """summary.json, report.md and the plots; returns the plot paths."""
-    run.write_summary(summary)
-    write_atomic(run.report_file, render_report(summary), run.root)
-    write_atomic(run.summary_csv, render_csv(summary), run.root)
+def _roots(root: Path) -> list[str]:
+    found = {str(root), str(root.absolute())}
     try:
-        return render_plots(summary, run.plots_dir)
+        found.add(str(root.resolve()))
+    except OSError:
+        pass
+    return sorted((r for r in found if r not in (".", "/")), key=len, reverse=True)
+
+
+def _relative(text: str, roots: list[str]) -> str:
+    for r in roots:
+        text = text.replace(r + "/", "")
+    return text
+
+
+def portable(data: Any, root: Path) -> Any:
+    """``data`` (a summary as summary.json holds it) with every mention of the run folder's own path made
+    relative to the run: "/tmp/r2/provenance.json: ..." becomes "provenance.json: ..."."""
+    roots = _roots(root)
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return _relative(value, roots)
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    return walk(data)
+
+
+def write_outputs(run: RunDir, summary: dict[str, Any]) -> list[Path]:
+    """summary.json, report.md and the plots; returns the plot paths."""
+    summary = portable(summary, run.root)
+    run.write_summary(summary)
+    model = as_summary(summary)
+    write_atomic(run.report_file, render_report(model), run.root)
+    write_atomic(run.summary_csv, render_csv(model), run.root)
+    try:
+        return render_plots(model, run.plots_dir)
     except OSError as exc:
         raise unwritable(Path(exc.filename or run.plots_dir), exc, run.root) from None
 
 
-def analyze_run(run: RunDir, scenario: Scenario) -> dict:
-    """Parse and compute a run, write summary.json, report.md and plots; return the summary."""
+def _write_smoke(run: RunDir, summary: dict[str, Any]) -> None:
+    # The smoke's report and plots carry its socket comparison: its own writer (same layer) draws them.
+    from ..smoke.run import write_outputs as write_smoke_outputs
+
+    write_smoke_outputs(run, portable(summary, run.root))
+
+
+def analyze_run(run: RunDir, scenario: Scenario) -> dict[str, Any]:
+    """Parse and compute a run, write summary.json, report.md and plots (naming no path of this machine);
+    return the summary as computed (a dict, its messages naming the run's files by the paths given here:
+    ``as_summary`` makes it the model a reader reads)."""
     if isinstance(scenario, ComparisonScenario):
         signature = run.inputs_signature() if run.root.is_dir() else None
         summary = compute_comparison(run, scenario)
         if signature is not None:
             stamp(summary, signature)
-        run.write_summary(summary, sort_keys=True)
-        write_atomic(run.report_file, render_comparison(summary))
+        written = portable(summary, run.root)
+        run.write_summary(written, sort_keys=True)
+        write_atomic(run.report_file, render_comparison(written))
         return summary
     if not run.root.is_dir():
         why = why_absent(run.root, "directory").replace("missing", "no such run directory")
         raise UserError(f"{run.root}: {why}; give the folder holding bench/ and logs/")
+    if is_smoke_run(run):
+        summary = smoke_summary(run, scenario)
+        _write_smoke(run, summary)
+        return summary
     for folder in (run.bench_dir, run.logs_dir):
         if folder.exists() and not folder.is_dir():
             raise UserError(f"{folder}: {why_absent(folder, 'directory')}; the run keeps its bench results and logs in "

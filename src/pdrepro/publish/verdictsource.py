@@ -1,77 +1,111 @@
-"""The summary a verdict is drawn from: never a summary.json taken on trust.
+"""The summary a verdict is drawn from: never a summary.json taken on trust, and never written.
 
-Where a run holds its raw inputs they are analysed again (cheap: a 500 MB log
-takes seconds) and that analysis is what `pdrepro check` and the gates judge;
-summary.json is only its cache. A stored summary stamped with the same inputs,
-scenario and analysing code that says something else was edited after the
-analysis: bad input naming it. One stamped otherwise is stale and rewritten.
+Where a run holds its raw inputs they are analysed again, in memory (cheap: a 500 MB log takes seconds),
+and that analysis is what `pdrepro check` and the gates judge; summary.json is only its cache, which only
+`pdrepro analyze` writes. A stored summary stamped with the same inputs, scenario and analysing code that
+says something else was edited after the analysis: bad input naming it. One stamped otherwise (or not at
+all, or made under another scenario) is stale: the verdict is drawn from the fresh analysis and a note says
+so. A summary of another kind of run than the folder holds (a smoke's in a sweep's run) is refused.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..analysis.comparison import compute_comparison
 from ..analysis.summarize import compute_summary
 from ..core.errors import UserError
-from ..rundir import RunDir
-from ..rundir.contract import SUMMARY_SCHEMA_VERSION, is_current, stamp
+from ..rundir import RunDir, why_absent
+from ..rundir.contract import analysis_code_stamp, dumps_json, stamp
+from ..rundir.summarymodel import Summary
 from ..scenario.model import ComparisonScenario, Scenario
 from ..scenario.recorded import own_scenario
-from .results import analyze_run, write_outputs
-
-# What a verdict is derived from; a stored summary must match a fresh analysis in all of these.
-_VERDICT_KEYS = ("rows", "headline", "transport", "transport_evidence", "what_ran", "line_rate_GB_s", "witness",
-                 "configurations", "comparison")
+from .results import portable
+from .runkind import is_smoke_run, smoke_result, smoke_summary, sweep_marks
 
 
-def _disagreement(stored: dict, fresh: dict) -> str | None:
+@dataclass(frozen=True)
+class Judged:
+    """The summary a verdict is drawn from, and what was found of the run's stored summary.json."""
+
+    summary: Summary
+    notes: list[str] = field(default_factory=list)
+
+
+def _disagreement(stored: Summary, fresh: Summary) -> str | None:
     """The first part of a stored summary that its run's inputs do not reproduce, or None."""
-    for key in _VERDICT_KEYS:
-        if stored.get(key) != fresh.get(key):
-            if key == "rows":
-                rows = stored.get("rows")
-                old = {r.get("prompt_len"): r for r in (rows if isinstance(rows, list) else []) if isinstance(r, dict)}
-                for row in fresh["rows"]:
-                    if old.get(row["prompt_len"]) != row:
-                        return f"its row for prompt length {row['prompt_len']}"
-            return f"its {key!r}"
-    def kinds(summary):
-        found = summary.get("issues")
-        return sorted(json.dumps([i.get("severity"), i.get("kind"), i.get("prompt_len")])
-                      for i in (found if isinstance(found, list) else []) if isinstance(i, dict))
+    if stored.rows != fresh.rows:
+        old = stored.rows_by_length()
+        for row in fresh.rows:
+            if old.get(row.prompt_len) != row:
+                return f"its row for prompt length {row.prompt_len}"
+        return "its 'rows'"
+    # What a verdict is derived from besides the rows; a stored summary must match a fresh analysis in all of them.
+    parts = (("headline", stored.headline, fresh.headline), ("transport", stored.transport, fresh.transport),
+             ("transport_evidence", stored.transport_evidence, fresh.transport_evidence),
+             ("what_ran", stored.what_ran, fresh.what_ran), ("line_rate_GB_s", stored.line_rate_GB_s, fresh.line_rate_GB_s),
+             ("witness", stored.witness, fresh.witness), ("configurations", stored.configurations, fresh.configurations),
+             ("comparison", stored.comparison, fresh.comparison))
+    for name, old_part, new_part in parts:
+        if old_part != new_part:
+            return f"its {name!r}"
+
+    def kinds(summary: Summary) -> list[tuple[str, str, int]]:
+        return sorted((i.severity, i.kind.value, -1 if i.prompt_len is None else i.prompt_len) for i in summary.issues)
     if kinds(stored) != kinds(fresh):
         return "its list of issues"
     return None
 
 
-# Files only `pdrepro sweep` (or a copy of its run) leaves in a run directory: a smoke writes none of them.
-_SWEEP_MARKS = ("bench", "logs", "counters", "sweep-state.json")
+def _is_current(stored: Summary, signature: str | None, fingerprint: str) -> bool:
+    """Made from these very inputs, scenario and analysing code (contract.is_current, on the model)."""
+    return (signature is not None and stored.inputs_signature == signature
+            and stored.scenario_fingerprint == fingerprint and stored.analysis_code == analysis_code_stamp())
 
 
-def _sweep_marks(run: RunDir) -> list[str]:
-    return [name for name in _SWEEP_MARKS if (run.root / name).exists()]
+def _read_stored(run: RunDir) -> tuple[Summary | None, list[str]]:
+    """summary.json as stored, as the model: None when absent; a file this release cannot read as a summary
+    is None and a note (the verdict is drawn from the inputs; a run without them refuses on its own)."""
+    path = run.summary_file
+    if not path.exists() and not path.is_symlink():
+        return None, []
+    data = run.read_stored_summary() if path.is_file() else None
+    if data is not None:
+        try:
+            return run.read_summary(data), []
+        except UserError as exc:
+            why = str(exc).removeprefix(f"{path}: ").replace("; ", ", ")
+            return None, [f"{path}: not a summary this release reads ({why}); it judges nothing: the verdict is drawn "
+                          f"from the run's inputs, and `pdrepro analyze {run.root}` rewrites it"]
+    why = "not a JSON object" if path.is_file() else why_absent(path)
+    return None, [f"{path}: not a summary ({why}); the verdict is drawn from the run's inputs; "
+                  f"`pdrepro analyze {run.root}` rewrites it"]
 
 
-def _refuse_other_kind(run: RunDir, scenario: Scenario, stored: dict | None) -> None:
+def _refuse_other_kind(run: RunDir, scenario: Scenario, stored: Summary | None) -> None:
     """A summary of another kind of run than this one (a smoke's in a sweep's run, a comparison's in a
     single configuration's, or the reverse) was put there: it judges nothing of this run."""
     if stored is None:
         return
     fix = f"it is not this run's: delete it and run `pdrepro analyze {run.root}` to make the run's own"
-    marks = _sweep_marks(run)
-    if stored.get("source") == "smoke" and marks:
+    marks = sweep_marks(run)
+    if stored.source == "smoke" and marks:
         raise UserError(f"{run.summary_file}: calls itself a smoke result, but {run.root} is a sweep's run (it holds "
                         f"{', '.join(marks)}); {fix}")
     record = run.agent_result("initiator")
-    if stored.get("source") == "smoke" and not (isinstance(stored.get("smoke"), dict) and record.is_file()):
+    if stored.source == "smoke" and not (stored.smoke is not None and record.is_file()):
         # A smoke's summary is its result only beside the smoke's own record, with the smoke's findings in it: a
         # sweep's summary relabelled "smoke" (its raw inputs gone) would otherwise be judged without its gates.
         raise UserError(f"{run.summary_file}: calls itself a smoke result, but {run.root} holds no smoke's own record "
                         f"({record.relative_to(run.root)}) or the summary no smoke findings; {fix}")
-    is_comparison = stored.get("kind") == "comparison"
+    if stored.source == "sglang" and smoke_result(run) and not marks:
+        raise UserError(f"{run.summary_file}: calls itself a sweep's result, but {run.root} is a smoke's run (it holds "
+                        f"raw/{run.agent_result('initiator').name} and no bench/); {fix}")
+    is_comparison = stored.kind == "comparison"
     if is_comparison != isinstance(scenario, ComparisonScenario):
-        said = "a comparison's summary" if is_comparison else f"a {stored.get('source') or 'single'} run's summary"
+        said = "a comparison's summary" if is_comparison else f"a {stored.source} run's summary"
         raise UserError(f"{run.summary_file}: is {said}, but the run's scenario {scenario.name} is a {scenario.kind} "
                         f"run; {fix}")
 
@@ -100,59 +134,79 @@ def _refuse_partial_inputs(run: RunDir) -> None:
                         "drawn from part of a run: restore them from the sweep (or rerun `pdrepro sweep`)")
 
 
-def load_or_analyze(run: RunDir, scenario: Scenario) -> dict:
-    """The summary a verdict may be drawn from.
+def _strict(run: RunDir, summary: dict[str, Any]) -> dict[str, Any]:
+    """``summary`` as it reads back from JSON (strict: a NaN is refused by name, as analyze refuses it)."""
+    data: dict[str, Any] = json.loads(dumps_json(summary, run.summary_file))
+    return data
 
-    Where the run holds its raw inputs (bench/, logs/), they are analysed again (cheap) and
-    the fresh summary is what counts: a stored summary.json is only a cache of it. A stored
-    summary stamped with these very inputs that says something else was edited after the
-    analysis: that is an error, not a verdict. Without raw inputs (a smoke test summarises
-    as it measures) the stored summary is all there is.
+
+def _judge_fresh(run: RunDir, scenario: Scenario, stored: Summary | None, made: dict[str, Any],
+                 signature: str | None) -> Judged:
+    """The fresh analysis, after holding the stored summary to it: edited is refused, stale is noted."""
+    fix = "the analysis made a summary of the wrong shape"
+    made = _strict(run, made)
+    # The verdict reads the summary naming this machine's paths (its messages are for whoever runs it here);
+    # a stored summary is held to it in the form analyze writes, the run's own path made relative.
+    judged = run.read_summary(made, fix=fix)
+    fresh = run.read_summary(portable(made, run.root), fix=fix)
+    notes: list[str] = []
+    if stored is None:
+        if not run.summary_file.exists():  # one that cannot be read was named already (_read_stored)
+            notes.append(f"{run.summary_file}: not written yet; the verdict is drawn from the run's inputs; "
+                         f"`pdrepro analyze {run.root}` writes it")
+    elif _is_current(stored, signature, scenario.fingerprint):
+        where = _disagreement(stored, fresh)
+        if where is not None:
+            raise UserError(f"{run.summary_file}: {where} disagrees with what the run's own inputs give; the file "
+                            f"was changed after the analysis: rerun `pdrepro analyze {run.root}` to rewrite it from "
+                            "the inputs (or restore the original)")
+    elif _disagreement(stored, fresh) is not None or stored.scenario_fingerprint != scenario.fingerprint:
+        notes.append(f"{run.summary_file}: stale (made from other inputs, another scenario or another release); "
+                     f"the verdict is drawn from the run's inputs; `pdrepro analyze {run.root}` rewrites it")
+    return Judged(judged, notes)
+
+
+def judged_summary(run: RunDir, scenario: Scenario) -> Judged:
+    """The summary a verdict may be drawn from, made in memory; nothing in the run is written.
+
+    Where the run holds its raw inputs (bench/, logs/; a smoke's raw/initiator.json), they are analysed
+    again and the fresh summary is what counts. Without raw inputs only a smoke's own summary stands
+    (a smoke summarises as it measures); a sweep's summary.json alone is no verdict.
     """
-    path = run.summary_file
-    if run.root.is_dir():
-        own_scenario(run)  # a scenario.yaml changed after the sweep judges nothing
-    stored = run.read_stored_summary() if path.is_file() and run.root.is_dir() else None
+    if not run.root.is_dir():
+        why = why_absent(run.root, "directory").replace("missing", "no such run directory")
+        raise UserError(f"{run.root}: {why}; give the folder `pdrepro sweep --out` (or the smoke) made")
+    own_scenario(run)  # a scenario.yaml changed after the sweep judges nothing
+    stored, notes = _read_stored(run)
     _refuse_other_kind(run, scenario, stored)
     if isinstance(scenario, ComparisonScenario):
-        return _load_comparison(run, scenario, stored)
-    if run.root.is_dir() and (run.bench_dir.is_dir() or run.logs_dir.is_dir()):
-        _refuse_partial_inputs(run)
         signature = run.inputs_signature()
-        fresh = stamp(compute_summary(run, scenario), signature)
-        fresh = json.loads(json.dumps(fresh))  # as it reads back from summary.json
-        if stored is not None and is_current(stored, signature, scenario.fingerprint):
-            _refuse_edited(run, stored, fresh)
-            return fresh
-        write_outputs(run, fresh)
-        return fresh
-    if isinstance(stored, dict) and stored.get("source") != "smoke" and run.root.is_dir():
+        judged = _judge_fresh(run, scenario, stored, stamp(compute_comparison(run, scenario), signature), signature)
+    elif is_smoke_run(run):
+        judged = _judge_fresh(run, scenario, stored, smoke_summary(run, scenario), None)
+    elif stored is not None and stored.source == "smoke":
+        # A smoke's summary without its raw result (a sweep's files beside it were refused above): its summary
+        # is its result, taken as it stands (read as the model, so it has the shape the report and checks read).
+        if stored.scenario_fingerprint != scenario.fingerprint:
+            raise UserError(f"{run.summary_file}: a smoke's summary of another scenario, and the run holds no raw "
+                            "result to make it again from; judge it with its own scenario, or measure again")
+        return Judged(stored)
+    elif run.bench_dir.is_dir() or run.logs_dir.is_dir():
+        _refuse_partial_inputs(run)
+        signature = run.inputs_signature()  # taken before reading: an input changing meanwhile is stale
+        judged = _judge_fresh(run, scenario, stored, stamp(compute_summary(run, scenario), signature), signature)
+    elif stored is not None:
         # However it is stamped: a stamp is made of names, sizes and times anyone can reproduce.
         raise _no_raw_inputs(run)
-    if isinstance(stored, dict) and stored.get("scenario_fingerprint") == scenario.fingerprint \
-            and stored.get("schema_version") == SUMMARY_SCHEMA_VERSION:
-        # A smoke summarises as it measures: its summary is its result. Taken as it stands, so it
-        # must have the shape the report and the checks read.
-        run.read_summary(stored, fix="the file was changed after it was written: restore it or measure again")
-        return stored
-    return analyze_run(run, scenario)
+    elif notes:
+        # summary.json is all the run holds, and it is not a summary: nothing to judge.
+        raise UserError(notes[0].split("; ")[0] + "; and the run holds no raw inputs to judge instead: restore it or "
+                        "measure again")
+    else:
+        raise UserError(f"{run.root}: has neither bench/ nor logs/ nor a smoke's raw/ result; is this a run directory?")
+    return Judged(judged.summary, notes + judged.notes)
 
 
-def _refuse_edited(run: RunDir, stored: dict, fresh: dict) -> None:
-    where = _disagreement(stored, fresh)
-    if where is not None:
-        raise UserError(f"{run.summary_file}: {where} disagrees with what the run's own inputs give; the file was "
-                        f"changed after the analysis: rerun `pdrepro analyze {run.root}` to rewrite it from the "
-                        "inputs (or restore the original)")
-
-
-def _load_comparison(run: RunDir, scenario: Scenario, stored: dict | None) -> dict:
-    """A comparison's inputs live in one folder per configuration: its stamped summary is
-    checked against them the same way, and analysed afresh when stale."""
-    if stored is not None:
-        signature = run.inputs_signature()
-        if is_current(stored, signature, scenario.fingerprint):
-            fresh = json.loads(json.dumps(stamp(compute_comparison(run, scenario), signature)))
-            _refuse_edited(run, stored, fresh)
-            return fresh
-    return analyze_run(run, scenario)
+def load_or_analyze(run: RunDir, scenario: Scenario) -> dict[str, Any]:
+    """``judged_summary``'s summary as summary.json would hold it (for readers of the dict form)."""
+    return judged_summary(run, scenario).summary.to_json()

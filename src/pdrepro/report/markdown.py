@@ -1,4 +1,4 @@
-"""The human-readable report of a summary dict (markdown).
+"""The human-readable report of a summary (markdown), read as its model (summarymodel.Summary).
 
 It reads only the summary, so the smoke test and a real benchmark share it.
 Figures follow the published table: decimal GB/MB, ms, GB/s; a figure a
@@ -9,21 +9,24 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping
+from typing import Any
 
 from tabulate import tabulate
 
 from ..core.units import GB, MiB, human_bytes
+from ..rundir.summarymodel import Reference, ReferenceRow, Row, Summary, Witness, as_summary
 from ..verdicts.gates import NOT_APPLICABLE, tcp_without_rdma
 from .provenance import provenance_section
 
 DASH = "—"
 
 
-def _f(value, digits: int) -> str:
+def _f(value: float | None, digits: int) -> str:
     return DASH if value is None else f"{value:.{digits}f}"
 
 
-def _delta(measured, published) -> str:
+def _delta(measured: float | None, published: float | None) -> str:
     if measured is None or not published:
         return DASH
     return f"{(measured - published) / published * 100:+.1f}"
@@ -34,117 +37,118 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
                     colalign=("right",) * len(headers))
 
 
-def _kv_size(row: dict) -> str:
-    if row.get("kv_size"):
-        return row["kv_size"]
-    return DASH if row.get("kv_bytes") is None else human_bytes(row["kv_bytes"])
+def _kv_size(row: Row) -> str:
+    if row.kv_size:
+        return row.kv_size
+    return DASH if row.kv_bytes is None else human_bytes(row.kv_bytes)
 
 
-def measured_table(summary: dict) -> str:
+def measured_table(summary: Summary | Mapping[str, Any]) -> str:
     headers = ["Prompt Length", "TTFT (ms)", "KV Size", "Transfer Time (ms)", "Bandwidth (GB/s)",
                "Utilization (%)", "Transfer share of TTFT (%)", "Requests"]
     rows = []
-    for r in summary.get("rows", []):
-        expected = r.get("expected_requests")
-        done = r.get("requests")
+    for r in as_summary(summary).rows:
+        expected = r.expected_requests
+        done = r.requests
         requests = DASH if done is None else (f"{done}/{expected}" if expected else str(done))
-        rows.append([str(r["prompt_len"]), _f(r.get("ttft_ms_mean"), 2), _kv_size(r), _f(r.get("transfer_ms_median"), 2),
-                     _f(r.get("bandwidth_GB_s"), 2), _f(r.get("utilization_pct"), 1),
-                     _f(r.get("transfer_share_of_ttft_pct"), 1), requests])
+        rows.append([str(r.prompt_len), _f(r.ttft_ms_mean, 2), _kv_size(r), _f(r.transfer_ms_median, 2),
+                     _f(r.bandwidth_GB_s, 2), _f(r.utilization_pct, 1),
+                     _f(r.transfer_share_of_ttft_pct, 1), requests])
     return _table(headers, rows)
 
 
-def reference_table(summary: dict) -> str | None:
-    reference = (summary.get("scenario") or {}).get("reference") or {}
-    published = {r["prompt_len"]: r for r in reference.get("rows") or []}
+def _reference(summary: Summary) -> Reference:
+    return summary.scenario.reference or Reference()
+
+
+def reference_table(summary: Summary) -> str | None:
+    reference = _reference(summary)
+    published = {r.prompt_len: r for r in reference.rows}
     if not published:
         return None
     headers = ["Prompt Length", "TTFT (ms)", "published", "Δ (%)", "Transfer (ms)", "published", "Δ (%)",
                "Bandwidth (GB/s)", "published", "Δ (%)", "Utilization (%)", "published"]
     rows = []
-    measured = {r["prompt_len"]: r for r in summary.get("rows", [])}
+    measured = summary.rows_by_length()
     for L in sorted(set(published) | set(measured)):
-        m, p = measured.get(L, {}), published.get(L, {})
+        m, p = measured.get(L, Row(prompt_len=L)), published.get(L, ReferenceRow(prompt_len=L))
         rows.append([
             str(L),
-            _f(m.get("ttft_ms_mean"), 2), _f(p.get("ttft_ms"), 2), _delta(m.get("ttft_ms_mean"), p.get("ttft_ms")),
-            _f(m.get("transfer_ms_median"), 2), _f(p.get("transfer_ms"), 2),
-            _delta(m.get("transfer_ms_median"), p.get("transfer_ms")),
-            _f(m.get("bandwidth_GB_s"), 2), _f(p.get("bandwidth_GB_s"), 2),
-            _delta(m.get("bandwidth_GB_s"), p.get("bandwidth_GB_s")),
-            _f(m.get("utilization_pct"), 1), _f(p.get("utilization_pct"), 1),
+            _f(m.ttft_ms_mean, 2), _f(p.ttft_ms, 2), _delta(m.ttft_ms_mean, p.ttft_ms),
+            _f(m.transfer_ms_median, 2), _f(p.transfer_ms, 2), _delta(m.transfer_ms_median, p.transfer_ms),
+            _f(m.bandwidth_GB_s, 2), _f(p.bandwidth_GB_s, 2), _delta(m.bandwidth_GB_s, p.bandwidth_GB_s),
+            _f(m.utilization_pct, 1), _f(p.utilization_pct, 1),
         ])
-    source = reference.get("source")
+    source = reference.source
     note = f"\n\nPublished figures: {source}." if source else ""
     return _table(headers, rows) + note
 
 
-def headline_lines(summary: dict) -> list[str]:
-    h = summary.get("headline") or {}
-    if not h:
+def headline_lines(summary: Summary) -> list[str]:
+    h = summary.headline
+    if h.peak_bandwidth_GB_s is None:
         return ["No prompt length has a measured KV transfer: see the issues below."]
-    line_rate = summary.get("line_rate_GB_s")
-    ref = ((summary.get("scenario") or {}).get("reference") or {}).get("headline") or {}
-    util = h.get("peak_utilization_pct")
+    line_rate = summary.line_rate_GB_s
+    ref = _reference(summary).headline
+    util = h.peak_utilization_pct
     of_rate = f" = {util:.1f} % of the {line_rate:g} GB/s line rate" if util is not None and line_rate else ""
     pub = ""
-    if ref.get("peak_bandwidth_GB_s") is not None:
-        pub = f" (published: {ref['peak_bandwidth_GB_s']:g} GB/s"
-        pub += f", {ref['peak_utilization_pct']:g} %)" if ref.get("peak_utilization_pct") is not None else ")"
-    lines = [f"- Peak KV transfer bandwidth: **{h['peak_bandwidth_GB_s']:.2f} GB/s** at {h['peak_bandwidth_prompt_len']} "
+    if ref.peak_bandwidth_GB_s is not None:
+        pub = f" (published: {ref.peak_bandwidth_GB_s:g} GB/s"
+        pub += f", {ref.peak_utilization_pct:g} %)" if ref.peak_utilization_pct is not None else ")"
+    lines = [f"- Peak KV transfer bandwidth: **{h.peak_bandwidth_GB_s:.2f} GB/s** at {h.peak_bandwidth_prompt_len} "
              f"tokens{of_rate}{pub}."]
-    share = h.get("transfer_share_at_longest_pct")
-    if share is not None:
-        L = h["longest_prompt_len"]
-        pub_share = ref.get(f"transfer_share_of_ttft_at_{L}_pct")
+    share = h.transfer_share_at_longest_pct
+    if share is not None and h.longest_prompt_len is not None:
+        L = h.longest_prompt_len
+        pub_share = ref.transfer_share_at(L)
         pub = f" (published: {pub_share:g} %)" if pub_share is not None else ""
         lines.append(f"- KV transfer time is **{share:.1f} %** of the mean TTFT at {L} tokens{pub}.")
-    if summary.get("baseline_GB_s") is not None:
-        lines.append(f"- Measured fabric ceiling (baseline): {summary['baseline_GB_s']:.2f} GB/s.")
+    if summary.baseline_GB_s is not None:
+        lines.append(f"- Measured fabric ceiling (baseline): {summary.baseline_GB_s:.2f} GB/s.")
     return lines
 
 
-def issues_section(summary: dict) -> list[str]:
-    issues = summary.get("issues") or []
-    if not issues:
+def issues_section(summary: Summary) -> list[str]:
+    if not summary.issues:
         return ["None."]
     out = []
-    for i in issues:
-        where = f" (length {i['prompt_len']})" if i.get("prompt_len") is not None else ""
-        out.append(f"- **{i.get('severity', 'note')}**{where}: {i.get('message', '')}")
+    for i in summary.issues:
+        where = f" (length {i.prompt_len})" if i.prompt_len is not None else ""
+        out.append(f"- **{i.severity}**{where}: {i.message}")
     return out
 
 
-def metrics_section(summary: dict) -> list[str]:
-    metrics = summary.get("metrics")
+def metrics_section(summary: Summary) -> list[str]:
+    metrics = summary.metrics
     if not metrics:
         return []
     headers = ["Scrape", "Transfers", "Mean latency (ms)", "Mean rank-0 size (MiB)", "Mean speed (GiB/s)",
                "Bandwidth, all ranks (GB/s)"]
-    rows = [[m["file"], str(m["transfers"]), _f(m.get("latency_ms_mean"), 2), _f(m.get("total_MiB_mean"), 2),
-             _f(m.get("speed_GiB_s_mean"), 2), _f(m.get("bandwidth_GB_s"), 2)] for m in metrics]
+    rows = [[m.file, str(m.transfers), _f(m.latency_ms_mean, 2), _f(m.total_MiB_mean, 2),
+             _f(m.speed_GiB_s_mean, 2), _f(m.bandwidth_GB_s, 2)] for m in metrics]
     return ["## Second source: the prefill server's /metrics", "",
             "Averages over every transfer the server made since it started (warm-up and all lengths "
             "included), so they are a plausibility check, not a per-length figure.", "",
             _table(headers, rows), ""]
 
 
-def ceiling_lines(summary: dict) -> list[str]:
+def ceiling_lines(summary: Summary | Mapping[str, Any]) -> list[str]:
     """One line per length: the per-request KV bandwidth against the engine alone on the same box."""
-    return [f"length {L}: {c['bandwidth_GB_s']:.2f} GB/s per request, the engine alone {c['engine_GB_s']:.2f} GB/s "
-            f"({c['engine_shape']}): " + ("a contradiction, " if c.get("contradiction") else "") + f"ratio {c['ratio']:.2f}"
-            for L, c in (summary.get("engine_ceiling") or {}).items()
-            if c.get("ratio") is not None]
+    return [f"length {L}: {_f(c.bandwidth_GB_s, 2)} GB/s per request, the engine alone {_f(c.engine_GB_s, 2)} GB/s "
+            f"({c.engine_shape}): " + ("a contradiction, " if c.contradiction else "") + f"ratio {c.ratio:.2f}"
+            for L, c in (as_summary(summary).engine_ceiling or {}).items() if c.ratio is not None]
 
 
-def ceiling_section(summary: dict) -> list[str]:
-    ceiling = summary.get("engine_ceiling")
+def ceiling_section(summary: Summary) -> list[str]:
+    ceiling = summary.engine_ceiling
     if not ceiling:
         return []
-    rows = [[L, _f(c["bandwidth_GB_s"], 2), _f(c["engine_GB_s"], 2), c["engine_shape"], _f(c["ratio"], 2)]
+    rows = [[L, _f(c.bandwidth_GB_s, 2), _f(c.engine_GB_s, 2), c.engine_shape, _f(c.ratio, 2)]
             for L, c in ceiling.items()]
+    source = summary.engine_ceiling_source.file if summary.engine_ceiling_source else "engine-ceiling"
     return ["## Against the engine alone on the same box", "",
-            f"{(summary.get('engine_ceiling_source') or {}).get('file', 'engine-ceiling')}: the Mooncake engine "
+            f"{source}: the Mooncake engine "
             "outside SGLang, two processes on the run's GPUs with the same transport, writing one request's KV of "
             "each length (the best of the shapes measured). "
             "The ratio is the one-box analogue of the share of line rate.", "",
@@ -157,18 +161,19 @@ def ceiling_section(summary: dict) -> list[str]:
             "millisecond of transfer.", ""]
 
 
-def transport_section(summary: dict) -> list[str]:
+def transport_section(summary: Summary) -> list[str]:
     """What the engines used (their own log lines), the sweep's proof, and the nodes' RDMA devices."""
-    evidence = summary.get("transport_evidence")
-    policy = (summary.get("scenario") or {}).get("transport", "rdma")
+    evidence = summary.transport_evidence
+    policy = summary.scenario.transport
     # Logs and bench files put together by hand (no provenance) under rdma: nothing to judge, as in the checks.
-    if not evidence or (policy == "rdma" and not summary.get("provenance") and summary.get("transport") == "unknown"):
+    if evidence is None or (policy == "rdma" and not (summary.provenance and summary.provenance.recorded())
+                                 and summary.transport == "unknown"):
         return []
-    proof = evidence.get("proof") or {}
-    proof_text = ("not run (--no-transport-proof)" if proof.get("skipped") else
-                  "RDMA proven" if proof.get("proven") else "not proven" if proof else "not recorded")
-    devices = evidence.get("rdma_devices") or {}
-    found = {True: "found", False: "none", None: "not known"}[devices.get("found")]
+    proof = evidence.proof
+    proof_text = ("not recorded" if proof is None else "not run (--no-transport-proof)" if proof.skipped else
+                  "RDMA proven" if proof.proven else "not proven")
+    devices = evidence.rdma_devices
+    found = {True: "found", False: "none", None: "not known"}[devices.found]
     if tcp_without_rdma(summary, policy):
         verdict = f"transport and NIC witness: {NOT_APPLICABLE}."
     elif policy == "any":
@@ -177,58 +182,59 @@ def transport_section(summary: dict) -> list[str]:
     else:
         verdict = "transport: the scenario expects RDMA: the sweep's proof and the NIC witness are gates."
     out = ["## KV transport", "",
-           f"Scenario policy `{policy}`; the engines used **{summary.get('transport') or 'unknown'}** (their start-up "
+           f"Scenario policy `{policy}`; the engines used **{summary.transport or 'unknown'}** (their start-up "
            f"lines in the servers' logs); the sweep's proof: {proof_text}; RDMA devices on the nodes: {found}. "
            + verdict, ""]
-    out += [f"- {line}" for line in (evidence.get("servers") or {}).values()]
-    out += [f"- RDMA devices, {line}" for line in devices.get("evidence") or []]
+    out += [f"- {line}" for line in evidence.servers.values()]
+    out += [f"- RDMA devices, {line}" for line in devices.evidence]
     return out + [""]
 
 
-def witness_section(summary: dict) -> list[str]:
-    rows = [r for r in summary.get("rows", []) if "nic_nodes" in r]
+def witness_section(summary: Summary) -> list[str]:
+    rows = [r for r in summary.rows if r.nic_nodes is not None]
     if not rows:
         return []
-    if tcp_without_rdma(summary, (summary.get("scenario") or {}).get("transport", "rdma")):
+    if tcp_without_rdma(summary, summary.scenario.transport):
         return ["## NIC witness", "", f"{NOT_APPLICABLE}: the engines used TCP, which RDMA port counters do not "
                 "count, on nodes the sweep found without RDMA devices.", ""]
     headers = ["Prompt Length", "Node", "Counter", "Moved (GB)", "Share of KV (%)", "Average rate (GB/s)", "Problem"]
     table = []
     for r in rows:
-        nodes = r.get("nic_nodes") or {}
+        nodes = r.nic_nodes or {}
         if not nodes:
-            table.append([str(r["prompt_len"]), "—", "—", "—", "—", "—", r.get("nic_problem") or ""])
+            table.append([str(r.prompt_len), "—", "—", "—", "—", "—", r.nic_problem or ""])
         for role, n in nodes.items():
-            moved = None if n.get("bytes") is None else n["bytes"] / GB
-            table.append([str(r["prompt_len"]), role, n.get("counter") or "", _f(moved, 2), _f(n.get("kv_share_pct"), 1),
-                          _f(n.get("rate_GB_s"), 2), n.get("problem") or ""])
-    w = summary.get("witness") or {}
+            moved = None if n.bytes is None else n.bytes / GB
+            table.append([str(r.prompt_len), role, n.counter or "", _f(moved, 2), _f(n.kv_share_pct, 1),
+                          _f(n.rate_GB_s, 2), n.problem or ""])
+    w = summary.witness or Witness()
     return ["## NIC witness: what the RDMA ports counted", "",
             "Bytes the active ports moved in the KV's direction between the readings before and after each "
             "length, against KV = prompt length x KV bytes per token x completed requests; below "
-            f"{_f(w.get('min_kv_share_pct'), 0)} % fails. Allowance above KV: "
-            f"{_f((w.get('header_fraction') or 0) * 100, 0)} % headers, "
-            f"{_f((w.get('control_bytes_per_request') or 0) / MiB, 0)} MiB of control per request, plus the "
+            f"{_f(w.min_kv_share_pct, 0)} % fails. Allowance above KV: "
+            f"{_f((w.header_fraction or 0) * 100, 0)} % headers, "
+            f"{_f((w.control_bytes_per_request or 0) / MiB, 0)} MiB of control per request, plus the "
             "warm-up and failed requests' KV.", "", _table(headers, table), ""]
 
 
-def _method(summary: dict) -> str:
+def _method(summary: Summary) -> str:
     formulas = "bandwidth = KV size / transfer time; utilization = bandwidth / line rate"
-    if summary.get("source") == "sglang":
+    if summary.source == "sglang":
         return ("TTFT is the bench client's mean; transfer time is the median per request from the prefill "
                 f"server's log (warm-up left out); {formulas}; transfer share = transfer time / mean TTFT.")
     return f"Transfer time is the median of the timed transfers; {formulas}."
 
 
-def render_report(summary: dict) -> str:
-    scenario = summary.get("scenario") or {}
-    title = scenario.get("title") or scenario.get("name") or "run"
+def render_report(data: Summary | Mapping[str, Any]) -> str:
+    summary = as_summary(data)
+    scenario = summary.scenario
+    title = scenario.title or scenario.name or "run"
     parts = [f"# KV transfer report: {title}", ""]
-    meta = [f"Scenario `{scenario.get('name', '?')}`", f"source: {summary.get('source', '?')}"]
-    if summary.get("transport") and summary["transport"] != "unknown":
-        meta.append(f"transport: {summary['transport']}")
-    if summary.get("line_rate_GB_s"):
-        meta.append(f"line rate: {summary['line_rate_GB_s']:g} GB/s")
+    meta = [f"Scenario `{scenario.name or '?'}`", f"source: {summary.source}"]
+    if summary.transport and summary.transport != "unknown":
+        meta.append(f"transport: {summary.transport}")
+    if summary.line_rate_GB_s:
+        meta.append(f"line rate: {summary.line_rate_GB_s:g} GB/s")
     parts += [", ".join(meta) + ".", "", "## Headline", "", *headline_lines(summary), "",
               "## Measured", "", measured_table(summary), "", _method(summary), ""]
     ref = reference_table(summary)
@@ -252,11 +258,19 @@ CSV_COLUMNS = ("prompt_len", "requests", "request_errors", "ttft_ms_mean", "ttft
                "transfer_share_of_ttft_pct", "kv_size_mismatch_pct")
 
 
-def render_csv(summary: dict) -> str:
+def _csv_cells(row: Row) -> list[Any]:
+    """The row's CSV_COLUMNS, in their order."""
+    figures = (row.prompt_len, row.requests, row.request_errors, row.ttft_ms_mean, row.ttft_ms_median,
+               row.ttft_ms_p99, row.kv_bytes, row.transfer_ms_median, row.transfer_ms_mean, row.bandwidth_GB_s,
+               row.utilization_pct, row.transfer_share_of_ttft_pct, row.kv_size_mismatch_pct)
+    return ["" if v is None else v for v in figures]
+
+
+def render_csv(summary: Summary | Mapping[str, Any]) -> str:
     """The rows for spreadsheets: full precision, units in the column names, empty where not measured."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    for row in summary.get("rows", []):
-        writer.writerow(["" if row.get(c) is None else row[c] for c in CSV_COLUMNS])
+    for row in as_summary(summary).rows:
+        writer.writerow(_csv_cells(row))
     return buf.getvalue()

@@ -1,8 +1,11 @@
-"""Plots of a summary dict, like the published ones (matplotlib, Agg backend: no display needed)."""
+"""Plots of a summary (read as its model, summarymodel.Summary), like the published ones (matplotlib, Agg backend:
+no display needed)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -10,18 +13,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..core.units import GB  # noqa: E402
+from ..rundir.summarymodel import Row, Summary, as_summary  # noqa: E402
 
 # Drawn as a guide, not judged: field acceptance tests pass a fabric at about
 # this share of its line rate (the scenario's thresholds do the judging).
 FIELD_ACCEPTANCE_SHARE = 0.9
 
 
-def _rows(summary: dict, *keys: str) -> list[dict]:
-    return [r for r in summary.get("rows", []) if all(r.get(k) is not None for k in keys)]
-
-
-def _title(summary: dict) -> str:
-    name = (summary.get("scenario") or {}).get("name")
+def _title(summary: Summary) -> str:
+    name = summary.scenario.name
     return f"({name})" if name else ""
 
 
@@ -33,26 +33,27 @@ def _finish(fig, ax, title: str, path: Path) -> None:
     plt.close(fig)
 
 
-def _bandwidth(summary: dict, path: Path) -> Path | None:
-    rows = _rows(summary, "bandwidth_GB_s")
-    if not rows:
+def _bandwidth(summary: Summary, path: Path) -> Path | None:
+    measured = [(r.prompt_len, r.bandwidth_GB_s) for r in summary.rows if r.bandwidth_GB_s is not None]
+    if not measured:
         return None
-    lengths = [r["prompt_len"] for r in rows]
-    bw = [r["bandwidth_GB_s"] for r in rows]
+    lengths = [L for L, _ in measured]
+    bw = [b for _, b in measured]
     fig, ax = plt.subplots(figsize=(8, 4.8))
     ax.plot(lengths, bw, marker="o", label="measured", zorder=3)
-    ref = ((summary.get("scenario") or {}).get("reference") or {}).get("rows") or []
+    ref = summary.scenario.reference.rows if summary.scenario.reference else []
     if ref:
-        ax.plot([r["prompt_len"] for r in ref], [r["bandwidth_GB_s"] for r in ref], marker="s", linestyle="--",
+        published = [(r.prompt_len, r.bandwidth_GB_s) for r in ref if r.bandwidth_GB_s is not None]
+        ax.plot([L for L, _ in published], [b for _, b in published], marker="s", linestyle="--",
                 color="gray", label="published")
-    line_rate = summary.get("line_rate_GB_s")
+    line_rate = summary.line_rate_GB_s
     if line_rate:
         ax.axhline(line_rate, color="red", linestyle=":", label=f"line rate {line_rate:g} GB/s")
         ax.axhline(FIELD_ACCEPTANCE_SHARE * line_rate, color="orange", linestyle=":",
                    label=f"{FIELD_ACCEPTANCE_SHARE * 100:.0f} % of line rate")
-    if summary.get("baseline_GB_s"):
-        ax.axhline(summary["baseline_GB_s"], color="green", linestyle="-.",
-                   label=f"measured ceiling {summary['baseline_GB_s']:.1f} GB/s")
+    if summary.baseline_GB_s:
+        ax.axhline(summary.baseline_GB_s, color="green", linestyle="-.",
+                   label=f"measured ceiling {summary.baseline_GB_s:.1f} GB/s")
     for x, y in zip(lengths, bw):
         ax.annotate(f"{y:.1f}", (x, y), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
     ax.set_xscale("log", base=2)
@@ -60,7 +61,8 @@ def _bandwidth(summary: dict, path: Path) -> Path | None:
     ax.set_xlabel("prompt length (tokens)")
     ax.set_ylabel("KV transfer bandwidth (GB/s, decimal)")
     if line_rate:
-        right = ax.secondary_yaxis("right", functions=(lambda v: v / line_rate * 100, lambda p: p * line_rate / 100))
+        rate: Any = line_rate  # the axis hands arrays to these conversions
+        right = ax.secondary_yaxis("right", functions=(lambda v: v / rate * 100, lambda p: p * rate / 100))
         right.set_ylabel("utilization of line rate (%)")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
@@ -69,20 +71,21 @@ def _bandwidth(summary: dict, path: Path) -> Path | None:
     return path
 
 
-def _ttft_split(summary: dict, path: Path) -> Path | None:
-    rows = _rows(summary, "ttft_ms_mean", "transfer_ms_median")
+def _ttft_split(summary: Summary, path: Path) -> Path | None:
+    rows: list[tuple[Row, float, float]] = [(r, r.ttft_ms_mean, r.transfer_ms_median) for r in summary.rows
+                                            if r.ttft_ms_mean is not None and r.transfer_ms_median is not None]
     if not rows:
         return None
-    labels = [str(r["prompt_len"]) for r in rows]
-    transfer = [r["transfer_ms_median"] for r in rows]
-    rest = [max(r["ttft_ms_mean"] - r["transfer_ms_median"], 0.0) for r in rows]
+    labels = [str(r.prompt_len) for r, _, _ in rows]
+    transfer = [t for _, _, t in rows]
+    rest = [max(ttft - t, 0.0) for _, ttft, t in rows]
     fig, ax = plt.subplots(figsize=(8, 4.8))
     ax.bar(labels, rest, label="rest of TTFT (prefill compute, queueing, first decode step)", color="#9ecae1")
     ax.bar(labels, transfer, bottom=rest, label="KV transfer (median)", color="#e6550d")
-    for i, r in enumerate(rows):
-        share = r.get("transfer_share_of_ttft_pct")
+    for i, (r, ttft, _) in enumerate(rows):
+        share = r.transfer_share_of_ttft_pct
         if share is not None:
-            ax.annotate(f"{share:.1f} %", (i, r["ttft_ms_mean"]), textcoords="offset points", xytext=(0, 4),
+            ax.annotate(f"{share:.1f} %", (i, ttft), textcoords="offset points", xytext=(0, 4),
                         ha="center", fontsize=8)
     ax.set_xlabel("prompt length (tokens)")
     ax.set_ylabel("mean TTFT (ms)")
@@ -92,20 +95,21 @@ def _ttft_split(summary: dict, path: Path) -> Path | None:
     return path
 
 
-def _transfer_vs_size(summary: dict, path: Path) -> Path | None:
-    rows = _rows(summary, "transfer_ms_median", "kv_bytes")
+def _transfer_vs_size(summary: Summary, path: Path) -> Path | None:
+    rows = [(r.prompt_len, r.kv_bytes / GB, r.transfer_ms_median) for r in summary.rows
+            if r.transfer_ms_median is not None and r.kv_bytes is not None]
     if not rows:
         return None
-    size = [r["kv_bytes"] / GB for r in rows]
-    ms = [r["transfer_ms_median"] for r in rows]
+    size = [s for _, s, _ in rows]
+    ms = [t for _, _, t in rows]
     fig, ax = plt.subplots(figsize=(8, 4.8))
     ax.plot(size, ms, marker="o", label="measured (median)")
-    line_rate = summary.get("line_rate_GB_s")
+    line_rate = summary.line_rate_GB_s
     if line_rate:
         ax.plot(size, [s / line_rate * 1000 for s in size], linestyle=":", color="red",
                 label=f"at line rate {line_rate:g} GB/s")
-    for x, y, r in zip(size, ms, rows):
-        ax.annotate(str(r["prompt_len"]), (x, y), textcoords="offset points", xytext=(4, -10), fontsize=7)
+    for x, y, (L, _, _) in zip(size, ms, rows):
+        ax.annotate(str(L), (x, y), textcoords="offset points", xytext=(4, -10), fontsize=7)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("KV size per request (GB, decimal)")
@@ -116,8 +120,9 @@ def _transfer_vs_size(summary: dict, path: Path) -> Path | None:
     return path
 
 
-def render_plots(summary: dict, out_dir: Path) -> list[Path]:
+def render_plots(data: Summary | Mapping[str, Any], out_dir: Path) -> list[Path]:
     """Write the plots the summary has data for; returns their paths."""
+    summary = as_summary(data)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     made = [

@@ -12,88 +12,82 @@ import json
 
 from tabulate import tabulate
 
-# The server arguments that say how a server was set up for PD, in the order a reader wants them.
-SERVER_ARGS = ("model_path", "tp_size", "disaggregation_mode", "disaggregation_transfer_backend",
-               "mem_fraction_static", "attention_backend", "chunked_prefill_size", "page_size", "base_gpu_id")
+from ..rundir.summarymodel import GpuFacts, HostFacts, RunProvenance, ServerInfo, Summary, TransportProof, WhatRan
 
 
-def _get(data, *keys):
-    for key in keys:
-        data = data.get(key) if isinstance(data, dict) else None
-    return data
-
-
-def _host(prov: dict) -> str:
-    host = prov.get("host") or {}
-    gpu = host.get("gpu") or {}
-    gpus = ", ".join(gpu.get("gpus") or []) or "none seen"
-    driver = f"driver {gpu['driver']}, CUDA {gpu.get('cuda')}" if gpu.get("driver") else gpu.get("error") or "no driver seen"
-    nics = host.get("nics")
+def _host(prov: RunProvenance) -> str:
+    host = prov.host if isinstance(prov.host, HostFacts) else HostFacts()
+    gpu = host.gpu or GpuFacts()
+    gpus = ", ".join(gpu.gpus or []) or "none seen"
+    driver = f"driver {gpu.driver}, CUDA {gpu.cuda}" if gpu.driver else gpu.error or "no driver seen"
+    nics = host.nics
     rdma = ", ".join(sorted(nics)) if nics else "none" if isinstance(nics, dict) else "not recorded"
-    return (f"{host.get('hostname', '?')} (kernel {host.get('kernel', '?')}); GPUs: {gpus} ({driver}); "
+    return (f"{host.hostname} (kernel {host.kernel}); GPUs: {gpus} ({driver}); "
             f"RDMA devices: {rdma}")
 
 
-def _server(role: str, info) -> str:
-    if not isinstance(info, dict):
+def _server(role: str, info: ServerInfo | str | None) -> str:
+    if not isinstance(info, ServerInfo):
         return f"{role}: /server_info not recorded"
-    if "error" in info and "version" not in info:
-        return f"{role}: /server_info not read ({info['error']})"
-    args = ", ".join(f"{k} {info[k]}" for k in SERVER_ARGS if info.get(k) is not None)
-    return f"{role}: SGLang {info.get('version', '?')}; {args}"
+    if info.error is not None and info.version is None:
+        return f"{role}: /server_info not read ({info.error})"
+    args = ", ".join(f"{k} {v}" for k, v in info.setup())
+    return f"{role}: SGLang {info.version or '?'}; {args}"
 
 
-def _proof(transport) -> str:
-    if not isinstance(transport, dict):
+def _proof(transport: TransportProof | None) -> str:
+    if transport is None:
         return "not recorded"
-    if transport.get("skipped"):
+    if transport.skipped:
         return "not run (--no-transport-proof)"
-    servers = "; ".join(s.get("summary", "") for s in (transport.get("servers") or {}).values())
-    return f"{'RDMA proven' if transport.get('proven') else 'not RDMA'}: {servers or 'no server logs'}"
+    servers = "; ".join(s.summary for s in transport.servers.values())
+    return f"{'RDMA proven' if transport.proven else 'not RDMA'}: {servers or 'no server logs'}"
 
 
-def what_ran_table(rows: list[dict]) -> list[str]:
+def what_ran_table(rows: list[WhatRan]) -> list[str]:
     if not rows:
         return []
-    differ = [r for r in rows if r.get("match") is False]
+    differ = [r for r in rows if r.match is False]
     head = (f"{len(differ)} of {len(rows)} components differ from docker/versions.env: this run is not the pinned "
             "software." if differ else "What ran matches docker/versions.env where the run recorded it.")
-    table = [[r["item"], r.get("ran") or "not recorded", r.get("pinned") or "no pin",
-              {True: "yes", False: "**no**", None: "unknown"}[r.get("match")], r.get("source", "")] for r in rows]
+    table = [[r.item, r.ran or "not recorded", r.pinned or "no pin",
+              {True: "yes", False: "**no**", None: "unknown"}[r.match], r.source] for r in rows]
     return [head, "", tabulate(table, headers=["Component", "Ran", "Pinned", "Matches", "Read from"],
                                 tablefmt="github", disable_numparse=True), ""]
 
 
-def _smoke_lines(prov: dict) -> list[str]:
+def _smoke_lines(prov: RunProvenance) -> list[str]:
     """The smoke records a few flat facts of its own: each as one line."""
     return [f"- {key}: {value if isinstance(value, str) else json.dumps(value, sort_keys=True)}"
-            for key, value in sorted(prov.items())]
+            for key, value in sorted(prov.facts().items())]
 
 
-def provenance_section(summary: dict) -> list[str]:
-    prov = summary.get("provenance")
-    if not prov:
+def provenance_section(summary: Summary) -> list[str]:
+    prov = summary.provenance
+    if prov is None or not prov.recorded():
         return []
-    if summary.get("source") != "sglang":
+    if summary.source != "sglang":
         return ["## Provenance", "", *_smoke_lines(prov), ""]
-    env = prov.get("environment") or {}
-    bench = prov.get("bench_image") or {}
-    logs = prov.get("logs") or {}
-    scenario = prov.get("scenario") or {}
+    env = prov.environment or {}
+    bench = prov.bench_image
+    logs = prov.logs
+    scenario = prov.scenario
+    pins = prov.pins
+    bench_text = ("not recorded" if bench is None else "in place, " + str(bench.python) if bench.in_place
+                  else str(bench.image or "not recorded"))
     lines = [
-        f"- recorded: {prov.get('recorded_at', '?')}, scenario {scenario.get('name', '?')} "
-        f"(fingerprint {str(scenario.get('fingerprint', '?'))[:12]})",
+        f"- recorded: {prov.recorded_at or '?'}, scenario {(scenario.name if scenario else None) or '?'} "
+        f"(fingerprint {str((scenario.fingerprint if scenario else None) or '?')[:12]})",
         f"- host running the sweep: {_host(prov)}",
-        "- endpoints: " + ", ".join(f"{k} {v}" for k, v in sorted((prov.get("endpoints") or {}).items())),
-        *[f"- {_server(role, info)}" for role, info in sorted((prov.get("server_info") or {}).items())],
-        "- bench client: " + ("in place, " + str(bench.get("python")) if bench.get("in_place")
-                              else str(bench.get("image") or "not recorded")),
-        f"- server logs: {logs.get('kind', 'not recorded')} {logs.get('folder') or ''}".rstrip(),
+        "- endpoints: " + ", ".join(f"{k} {v}" for k, v in sorted((prov.endpoints or {}).items())),
+        *[f"- {_server(role, info)}" for role, info in sorted((prov.server_info or {}).items())],
+        "- bench client: " + bench_text,
+        f"- server logs: {logs.kind if logs else 'not recorded'} {(logs.folder if logs else None) or ''}".rstrip(),
         "- environment: " + (", ".join(f"`{k}={v}`" for k, v in env.items()) or "no MC_/SGLANG_/NCCL_ variables"),
-        f"- transport proof: {_proof(prov.get('transport'))}",
-        f"- pins: SGLang {str(_get(prov, 'pins', 'sglang_commit'))[:12]}, "
-        f"Mooncake {str(_get(prov, 'pins', 'mooncake_commit'))[:12]}",
+        f"- transport proof: {_proof(prov.transport)}",
+        f"- pins: SGLang {str(pins.sglang_commit if pins else None)[:12]}, "
+        f"Mooncake {str(pins.mooncake_commit if pins else None)[:12]}",
     ]
-    return ["## Provenance", "", *lines, "", *what_ran_table(summary.get("what_ran") or []),
+    return ["## Provenance", "", *lines, "", *what_ran_table(summary.what_ran or []),
             "The full records (both servers' /server_info, every package, library and kernel module looked for) "
             "are in provenance.json.", ""]

@@ -29,6 +29,7 @@ the smoke, the analysis) and readers (the analysis, the gates) go through it.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from dataclasses import dataclass

@@ -1,24 +1,30 @@
-"""summary.json as a typed model: what the analysis, a comparison and the smoke write.
+"""summary.json as a typed model: what the analysis, a comparison and the smoke write, and what every reader reads.
 
-The report, the plots, the checks and anyone's own tooling read this file; the
-model names each figure with its unit, and its JSON Schema
-(``schemas/summary.schema.json``) is what other tools can check a summary
-against. Rows carry more than the fields named here (the smoke adds its
-socket comparison, the analysis its log cross-checks), so rows and the summary
-itself accept further keys; an issue and the headline are closed.
+The report, the plots, the verdicts, publish and the gates read a summary only as this model: each figure
+they use is a declared field with its unit, so a summary of the wrong shape is refused once, where it is
+loaded (one line naming the file and the key), never deep inside a reader. Its JSON Schema
+(``schemas/summary.schema.json``) is what other tools can check a summary against. Rows and the records
+inside a summary carry more than the fields named here (the smoke adds its socket comparison, the analysis
+its log cross-checks), so they accept further keys; an issue and the headline are closed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.fields import ComputedFieldInfo, FieldInfo
 
+from ..core.strictmodel import load
 from .contract import SummarySchemaVersion
 from .issuekind import IssueKind
 
+# A figure as JSON holds it: what a display-only record (a server argument, an environment value) may be.
+Scalar = str | int | float | bool | None
 
-def _key(name: str, _info) -> str:
+
+def _key(name: str, _info: FieldInfo | ComputedFieldInfo) -> str:
     return name  # schema titles are the keys as they appear in summary.json
 
 
@@ -37,6 +43,29 @@ class Issue(_Closed):
     kind: IssueKind = Field(description="machine-readable kind (issuekind.IssueKind)")
     prompt_len: int | None = Field(default=None, description="the prompt length it concerns, if one")
     message: str = Field(description="one line naming the input and the fix")
+
+
+class NicNode(_Open):
+    """What one node's RDMA port counters moved over one length (the NIC witness)."""
+
+    counter: str | None = Field(default=None, description="the port counter read (port_xmit_data, port_rcv_data)")
+    bytes: int | None = Field(default=None, description="bytes the counter moved in the KV's direction")
+    window_s: float | None = Field(default=None, description="seconds between the two readings")
+    source: str | None = Field(default=None, description="where the counters were read")
+    problem: str | None = Field(default=None, description="why the node's figure is missing, if it is")
+    kv_share_pct: float | None = Field(default=None, description="bytes as a share of the model's KV bytes, percent")
+    rate_GB_s: float | None = Field(default=None, description="average rate over the window, decimal GB/s")
+
+
+class Stall(_Open):
+    """A size whose transfers split into a fast and a much slower group (the smoke)."""
+
+    stalled: int = Field(description="transfers in the slow group")
+    of: int = Field(description="transfers timed")
+    slow_ms_median: float = Field(description="median of the slow group, milliseconds")
+    fast_ms_median: float = Field(description="median of the rest, milliseconds")
+    extra_ms: float = Field(description="what the slow group took more, milliseconds")
+    likely_cause: str = Field(description="what such a split usually means")
 
 
 class Row(_Open):
@@ -59,6 +88,30 @@ class Row(_Open):
     utilization_pct: float | None = Field(default=None, description="bandwidth as a share of line_rate_GB_s, percent")
     transfer_share_of_ttft_pct: float | None = Field(default=None,
                                                      description="median transfer time as a share of mean TTFT, percent")
+    # The analysis' cross-checks of the servers' logs and the bench client's outputs.
+    logged_requests: int | None = Field(default=None, description="requests the prefill logs hold after the warm-up")
+    kv_size_mismatch_pct: float | None = Field(default=None,
+                                               description="logged KV size against the model's, percent (signed)")
+    requested_output_len_min: int | None = Field(default=None, description="fewest output tokens a request asked for")
+    output_tokens_min: int | None = Field(default=None, description="fewest output tokens a request generated")
+    output_tokens_basis: str | None = Field(default=None, description="how output_tokens_min was counted")
+    # The NIC witness (analysis/witness.py).
+    nic_kv_share_pct: float | None = Field(default=None, description="bytes the NICs moved as a share of the KV, percent")
+    nic_rate_GB_s: float | None = Field(default=None, description="the NIC counters' average rate, decimal GB/s")
+    nic_problem: str | None = Field(default=None, description="why the NIC figure is missing, if it is")
+    nic_nodes: dict[str, NicNode] | None = Field(default=None, description="each node's counter figures, by role")
+    # The smoke's socket comparison (smoke/summary.py).
+    socket_ms_median: float | None = Field(default=None, description="socket copy time, median, milliseconds")
+    socket_bandwidth_GB_s: float | None = Field(default=None, description="socket copy bandwidth, decimal GB/s")
+    mooncake_vs_socket: float | None = Field(default=None, description="Mooncake's bandwidth over the socket's")
+    transfer_ms_min: float | None = Field(default=None, description="KV transfer time, fastest, milliseconds")
+    transfer_ms_max: float | None = Field(default=None, description="KV transfer time, slowest, milliseconds")
+    socket_ms_min: float | None = Field(default=None, description="socket copy time, fastest, milliseconds")
+    socket_ms_max: float | None = Field(default=None, description="socket copy time, slowest, milliseconds")
+    verified: bool | None = Field(default=None, description="every Mooncake transfer delivered the right bytes")
+    socket_verified: bool | None = Field(default=None, description="every socket copy delivered the right bytes")
+    mooncake_stall: Stall | None = Field(default=None, description="Mooncake's transfers split in two groups")
+    socket_stall: Stall | None = Field(default=None, description="the socket copies split in two groups")
 
 
 class Headline(_Closed):
@@ -72,51 +125,287 @@ class Headline(_Closed):
                                                         description="transfer share of TTFT at that length, percent")
 
 
+class ReferenceRow(_Open):
+    """One row of the published table the scenario names."""
+
+    prompt_len: int
+    ttft_ms: float | None = None
+    transfer_ms: float | None = None
+    bandwidth_GB_s: float | None = None
+    utilization_pct: float | None = None
+
+
+class ReferenceHeadline(_Open):
+    """The published headline; its transfer share is named per length (transfer_share_of_ttft_at_<L>_pct)."""
+
+    peak_bandwidth_GB_s: float | None = None
+    peak_utilization_pct: float | None = None
+
+    def transfer_share_at(self, prompt_len: int) -> float | None:
+        """The published transfer share of TTFT at ``prompt_len``, percent (None when not published)."""
+        value = (self.model_extra or {}).get(f"transfer_share_of_ttft_at_{prompt_len}_pct")
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+class Reference(_Open):
+    source: str | None = None
+    rows: list[ReferenceRow] = Field(default_factory=list)
+    headline: ReferenceHeadline = Field(default_factory=ReferenceHeadline)
+
+
+class SummaryScenario(_Open):
+    """The parts of the scenario as run (scenario.schema.json) that the report and the verdicts read."""
+
+    name: str | None = None
+    title: str | None = None
+    transport: str = "rdma"
+    reference: Reference | None = None
+
+
+class ProofServer(_Open):
+    summary: str = ""
+
+
+class TransportProof(_Open):
+    """What the sweep proved of the KV transport (provenance.json's `transport`)."""
+
+    proven: bool | None = None
+    skipped: bool | None = None
+    servers: dict[str, ProofServer] = Field(default_factory=dict)
+
+
+class RdmaDevices(_Open):
+    """RDMA devices on the nodes: found (True), none on every node (False), not known (None)."""
+
+    found: bool | None = None
+    devices: dict[str, list[str] | None] = Field(default_factory=dict)
+    evidence: list[str] = Field(default_factory=list)
+
+
+class TransportEvidence(_Open):
+    servers: dict[str, str] = Field(default_factory=dict, description="each server's transport line, by role")
+    proof: TransportProof | None = Field(default=None, description="the sweep's proof, None when it recorded none")
+    rdma_devices: RdmaDevices = Field(default_factory=RdmaDevices)
+    conflicts: list[str] = Field(default_factory=list,
+                                 description="pairs of the run's own transport sources that disagree, each named")
+
+
+class WhatRan(_Open):
+    """One component: what ran, its pin and whether they match (None: not known)."""
+
+    item: str
+    ran: str | None = None
+    pinned: str | None = None
+    match: bool | None = None
+    source: str = ""
+
+
+class Witness(_Open):
+    """How the NIC counters were held against the KV: the floor and the allowance above the KV."""
+
+    min_kv_share_pct: float | None = None
+    header_fraction: float | None = None
+    control_bytes_per_request: int | None = None
+
+
+class Metric(_Open):
+    """One /metrics scrape's transfer figures (averages since the server started)."""
+
+    file: str
+    transfers: int
+    latency_ms_mean: float | None = None
+    total_MiB_mean: float | None = None
+    speed_GiB_s_mean: float | None = None
+    bandwidth_GB_s: float | None = None
+
+
+class CeilingRow(_Open):
+    """One length against the Mooncake engine alone on the same box (decimal GB/s)."""
+
+    bandwidth_GB_s: float | None = None
+    engine_GB_s: float | None = None
+    engine_shape: str = ""
+    ratio: float | None = None
+    contradiction: bool = Field(default=False, description="per request above 1.2x the engine alone: not of one box")
+
+
+class CeilingSource(_Open):
+    file: str = "engine-ceiling"
+    transport: str | None = None
+
+
+class GpuFacts(_Open):
+    gpus: list[str] | None = None
+    driver: str | None = None
+    cuda: str | None = None
+    error: str | None = None
+
+
+class HostFacts(_Open):
+    hostname: str | None = "?"
+    kernel: str | None = "?"
+    gpu: GpuFacts = Field(default_factory=GpuFacts)
+    nics: dict[str, Any] | None = None
+
+
+class ServerInfo(_Open):
+    """The parts of a server's /server_info that say how it was set up for PD, in the order a reader wants them."""
+
+    version: str | None = None
+    error: str | None = None
+    model_path: Scalar = None
+    tp_size: Scalar = None
+    disaggregation_mode: Scalar = None
+    disaggregation_transfer_backend: Scalar = None
+    mem_fraction_static: Scalar = None
+    attention_backend: Scalar = None
+    chunked_prefill_size: Scalar = None
+    page_size: Scalar = None
+    base_gpu_id: Scalar = None
+
+    def setup(self) -> list[tuple[str, Scalar]]:
+        """The PD set-up arguments the server reported, in their declared order."""
+        names = [n for n in ServerInfo.model_fields if n not in ("version", "error")]
+        return [(n, v) for n, v in self.model_dump(include=set(names)).items() if v is not None]
+
+
+class BenchImage(_Open):
+    in_place: bool | None = None
+    python: str | None = None
+    image: str | None = None
+
+
+class LogsFacts(_Open):
+    kind: str | None = "not recorded"
+    folder: str | None = None
+
+
+class Pins(_Open):
+    sglang_commit: str | None = None
+    mooncake_commit: str | None = None
+
+
+class ProvenanceScenario(_Open):
+    name: str | None = None
+    fingerprint: str | None = None
+
+
+class RunProvenance(_Open):
+    """provenance.json as the summary carries it. The sweep records the fields named here; the smoke
+    records flat facts of its own (its `host` a name), shown as they stand."""
+
+    kind: str | None = Field(default=None, description="what recorded it: \"smoke\" for the smoke (the sweep sets none)")
+    recorded_at: str | None = None
+    host: HostFacts | str | None = None
+    endpoints: dict[str, str] | None = None
+    server_info: dict[str, ServerInfo | str | None] | None = None
+    bench_image: BenchImage | None = None
+    logs: LogsFacts | None = None
+    environment: dict[str, Scalar] | None = None
+    transport: TransportProof | None = None
+    pins: Pins | None = None
+    scenario: ProvenanceScenario | None = None
+
+    def facts(self) -> dict[str, Any]:
+        """Every fact as recorded, for a record shown whole (the smoke's)."""
+        return self.model_dump(exclude_unset=True)
+
+    def recorded(self) -> bool:
+        """Whether the record holds any fact at all (an empty provenance.json records nothing)."""
+        return bool(self.model_fields_set or self.model_extra)
+
+
+class Measured(_Open):
+    """A comparison configuration's measured figures."""
+
+    prompt_len: int | None = None
+    completed: int
+    errors: int
+
+
+class Configuration(_Open):
+    measured: Measured | None = None
+    published: dict[str, float] = Field(default_factory=dict)
+
+
 class Summary(_Open):
     """summary.json of a run, a comparison or a smoke test."""
 
     schema_version: SummarySchemaVersion
     kind: Literal["comparison"] | None = Field(default=None, description="set only on a comparison's summary")
-    scenario: dict[str, Any] = Field(description="the scenario as run (see scenario.schema.json)")
+    scenario: SummaryScenario = Field(description="the scenario as run (see scenario.schema.json)")
     scenario_fingerprint: str = Field(description="sha256 of the canonical scenario")
     source: Literal["sglang", "smoke"] = Field(description="what measured the rows")
     transport: str | None = Field(default=None, description="the transport Mooncake's log shows it used "
                                                             "(rdma, tcp, mixed, unknown)")
-    transport_evidence: dict[str, Any] | None = Field(
+    transport_evidence: TransportEvidence | None = Field(
         default=None, description="each server's transport line, the sweep's proof and the RDMA devices the sweep "
                                   "found on the nodes, which the transport and NIC witness checks judge")
-    what_ran: list[dict[str, Any]] | None = Field(
+    what_ran: list[WhatRan] | None = Field(
         default=None, description="per component (SGLang per server, router, Mooncake, torch, CUDA): what ran, its "
                                   "pin in docker/versions.env and whether they match (null: not recorded)")
     line_rate_GB_s: float | None = Field(default=None, description="the scenario link's line rate, decimal GB/s")
     rows: list[Row]
     headline: Headline = Field(default_factory=Headline)
     issues: list[Issue]
-    provenance: dict[str, Any] | None = Field(default=None, description="versions, hosts and settings of the run")
-    witness: dict[str, Any] | None = Field(default=None, description="how the NIC counters were held against the KV")
+    provenance: RunProvenance | None = Field(
+        default=None, description="versions, hosts and settings of the run (a comparison: one record per "
+                                  "configuration, by its name)")
+    witness: Witness | None = Field(default=None, description="how the NIC counters were held against the KV")
     analysis_code: str | None = Field(default=None, description="the pdrepro release and summary version that wrote it")
     inputs_signature: str | None = Field(default=None, description="hash of the raw inputs the summary was made from")
     baseline_GB_s: float | None = Field(default=None, description="measured fabric ceiling, decimal GB/s")
-    metrics: list[dict[str, Any]] | None = Field(
+    metrics: list[Metric] | None = Field(
         default=None, description="the servers' /metrics transfer figures, one entry per scraped file")
-    engine_ceiling: dict[str, Any] | None = Field(
+    engine_ceiling: dict[str, CeilingRow] | None = Field(
         default=None, description="per prompt length: the per-request KV bandwidth, what the Mooncake engine alone "
                                   "moved on the same box (decimal GB/s) and their ratio")
-    engine_ceiling_source: dict[str, Any] | None = Field(
+    engine_ceiling_source: CeilingSource | None = Field(
         default=None, description="the ceiling's file in the run (engine-ceiling/result.json of gpu-check, or "
                                   "engine-ceiling.json) and the transport the engine used there")
     smoke: dict[str, Any] | None = Field(default=None, description="the smoke test's own findings")
-    configurations: dict[str, Any] | None = Field(default=None,
-                                                  description="a comparison's measured and published figures")
+    configurations: dict[str, Configuration] | None = Field(default=None,
+                                                            description="a comparison's measured and published figures")
     comparison: dict[str, Any] | None = Field(default=None, description="a comparison's relative changes, percent")
+
+    @model_validator(mode="after")
+    def _configurations_recorded(self) -> Summary:
+        # A comparison's provenance holds one record per configuration: each must have a record's shape.
+        if self.kind == "comparison" and self.provenance is not None:
+            for name, record in (self.provenance.model_extra or {}).items():
+                if record is not None and not isinstance(record, dict):
+                    raise ValueError(f"provenance.{name} is not a record of a configuration")
+        return self
+
+    def configuration_provenance(self) -> dict[str, RunProvenance | None]:
+        """A comparison's provenance, one record (or None) per configuration it names."""
+        found = self.provenance.model_extra or {} if self.provenance is not None else {}
+        return {name: None if not found.get(name) else RunProvenance.model_validate(found.get(name))
+                for name in (self.configurations or {})}
+
+    def rows_by_length(self) -> dict[int, Row]:
+        return {r.prompt_len: r for r in self.rows}
+
+    def input_errors(self) -> list[Issue]:
+        """Issues that mean the run's inputs are incomplete or unreadable (exit status 2)."""
+        return [i for i in self.issues if i.severity == "error"]
 
     def to_json(self) -> dict[str, Any]:
         """The summary as summary.json holds it: the keys its builder set, in the model's order."""
         return self.model_dump(exclude_unset=True)
 
 
+def as_summary(summary: Summary | Mapping[str, Any]) -> Summary:
+    """``summary`` as the model: a summary dict (as a builder or summary.json holds it) is validated once here."""
+    return summary if isinstance(summary, Summary) else Summary.model_validate(dict(summary))
+
+
 def build(fields: dict[str, Any]) -> dict[str, Any]:
     """A summary built as the model from its builder's fields (rows, headline and issues become their
     models, so a field of the wrong shape fails where it is made, not in a reader), in the form
-    summary.json holds."""
-    return Summary.model_validate(fields).to_json()
+    summary.json holds. A field of the wrong shape comes from a run file of the wrong shape (the summary
+    carries provenance.json whole, for one): one line naming the key, exit 2, never a traceback."""
+    summary = load(Summary, fields, "the summary made from the run's files",
+                   fix="the run file that holds it (provenance.json for provenance.*) has a value of the wrong type: "
+                       "restore it from the run's source or fix it, then run again")
+    return summary.to_json()

@@ -47,7 +47,7 @@ class SweepConfig:
     scrape_metrics: bool = False
     # What the command layer runs over the finished run (the analysis), or None to skip it.
     # Passed in, so that the sweep, which produces raw results, never imports what reads them.
-    analyze: Callable[[RunDir, Scenario], dict] | None = None
+    analyze: Callable[[RunDir, Scenario], object] | None = None
     bench_image: dict | None = None
     heartbeat_s: float = 60.0
     sysfs: Path = IB_CLASS

@@ -45,7 +45,7 @@ class SweepOutcome:
     bench_s: float
     total_s: float
     wait_s: float
-    summary: dict | None = None
+    summary: object | None = None
 
     @property
     def overhead_s(self) -> float:

@@ -1,0 +1,93 @@
+"""Ctrl-C or SIGTERM at any stage of `pdrepro repro` stops the whole pipeline with 130 or 143 (issue 22, item 9).
+
+The real `pdrepro repro` in a child process, with the stage under test standing in as a command that says it
+started and then waits: the test sends the child a real signal there and expects the signal's status, one
+line saying so, no traceback, and no stage after it started (the gates' own child process gone too).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Each stage's command replaced by one that announces itself and waits; the stages before it succeed.
+SCRIPT = r"""
+import sys, time
+from pdrepro import pipeline
+from pdrepro.commands import analyze, doctor, run_command
+
+stage = sys.argv[1]
+
+def waits(name):
+    def run(args):
+        print(f"STAGE {name}", flush=True)
+        time.sleep(60)
+        return 0
+    return run
+
+def ok(args):
+    return 0
+
+doctor.run = waits("preflight") if stage == "preflight" else ok
+if stage == "sweep":
+    pipeline.run_sweep = lambda sweep, **kw: waits("sweep")(None)
+else:
+    pipeline.run_sweep = lambda sweep, **kw: 0
+analyze.run = waits("analyze") if stage == "analyze" else ok
+sys.exit(run_command(sys.argv[2:]))
+"""
+
+GATES = "import os, time; print('STAGE gates', os.getpid(), flush=True); time.sleep(60)"
+
+
+def _repro(tmp_path, stage):
+    argv = [sys.executable, "-c", SCRIPT, stage, "repro", "--router", "http://127.0.0.1:9", "--out", str(tmp_path / "run"),
+            "--preflight", "decode", "--pytest", f"{sys.executable} -c \"{GATES}\""]
+    return subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def _wait_for_stage(proc, stage: str) -> str:
+    deadline = time.monotonic() + 60
+    seen = []
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if line.startswith(f"STAGE {stage}"):
+            return line
+    proc.kill()
+    raise AssertionError(f"stage {stage} never started: {''.join(seen)}{proc.stderr.read()}")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+@pytest.mark.parametrize("stage", ["preflight", "sweep", "analyze", "gates"])
+def test_a_signal_at_any_stage_stops_repro_with_its_status(tmp_path, stage, sig):
+    proc = _repro(tmp_path, stage)
+    try:
+        line = _wait_for_stage(proc, stage)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + sig, (proc.returncode, out, err)
+    assert "Traceback" not in out + err
+    # One line naming the signal, from the stage it stopped (or the pipeline between stages).
+    assert len([l for l in err.splitlines() if f": interrupted ({sig.name})" in l]) == 1, err
+    later = {"preflight": "== 2/4", "sweep": "== 3/4", "analyze": "== 4/4", "gates": "report:"}[stage]
+    assert later not in out, out
+    if stage == "gates":
+        child = int(line.split()[2])
+        time.sleep(0.2)
+        with pytest.raises(ProcessLookupError):
+            os.kill(child, 0)  # the gates' child was stopped with the pipeline, not left running
