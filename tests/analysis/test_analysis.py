@@ -185,18 +185,6 @@ def test_summary_is_stale_once_an_input_is_deleted(tmp_path):
     assert 512 not in [r["prompt_len"] for r in load_or_analyze(run, SCENARIO)["rows"] if r["requests"] is not None]
 
 
-def test_smoke_summary_is_taken_as_written(tmp_path):
-    """`pdrepro check` on a smoke run judges the smoke's own summary; it has no bench/ or logs/ to redo it from."""
-    smoke = load_scenario("smoke-tcp")
-    summary = {"schema_version": 1, "scenario": smoke.to_dict(), "scenario_fingerprint": smoke.fingerprint,
-               "source": "smoke", "transport": "tcp", "rows": [], "issues": [], "smoke": {"transfers": 0}}
-    (tmp_path / "summary.json").write_text(json.dumps(summary))
-    (tmp_path / "smoke.log").write_text("newer than the summary\n")
-    (tmp_path / "raw").mkdir()
-    (tmp_path / "raw" / "initiator.json").write_text("{}")  # the smoke's own record (a fixture of its name)
-    assert load_or_analyze(RunDir(tmp_path), smoke)["transport"] == "tcp"
-
-
 def test_a_sweeps_summary_relabelled_smoke_without_its_inputs_is_refused(tmp_path):
     run = build_run(tmp_path / "r", SCENARIO)
     stored = analyze_run(run, SCENARIO)

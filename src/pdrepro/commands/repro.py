@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from .. import pipeline
-from ..sweep.signals import stop_on_signals
+from ..sweep.signals import raise_on_signals
 from . import run_command
 
 HELP = "preflight, sweep, analyze and gates against a running stack; exit status: the first that failed"
@@ -51,6 +51,8 @@ def run(args) -> int:
     p = pipeline.Pipeline(sweep=sweep, preflight_role=args.preflight, gates=args.gates,
                           pytest=pipeline.split_words(args.pytest, "--pytest"), quiet=args.quiet)
     # SIGTERM, SIGHUP and Ctrl-C at any stage stop the whole pipeline as an interrupt (the gates' child is
-    # killed on the way out); the CLI ends it with 128 + the signal's number (130, 143).
-    with stop_on_signals():
+    # killed on the way out); the CLI ends it with 128 + the signal's number (130, 143). Raised at once: the
+    # pipeline's own stages wait in the main thread (the gates' child, a preflight); the sweep stage puts its
+    # own flag-based handlers in place for its threads while it runs.
+    with raise_on_signals():
         return pipeline.run(p, cli=run_command)
