@@ -12,7 +12,6 @@ from pdrepro.analysis.summarize import compute_summary, nearest_length
 from pdrepro.core.units import human_bytes
 from pdrepro.publish.results import analyze_run
 from pdrepro.publish.verdictsource import load_or_analyze
-from pdrepro.rundir import RunDir
 from pdrepro.rundir.contract import input_errors
 from pdrepro.scenario.model import load_scenario, scenario_from_dict
 
