@@ -33,6 +33,7 @@ READERS = {
     "fabric/capture.py::capture": "sysfs PCI vendor and class attributes",
     "fabric/dockerd.py::_read": "/proc/PID files of the Docker engine (how it was started, its limits)",
     "launch/stack/ownership.py::boot_id": "/proc/sys/kernel/random/boot_id",
+    "sweep/provenance.py::boot_id": "/proc/sys/kernel/random/boot_id of the sweep host, for provenance",
     "launch/stack/ownership.py::stat": "/proc/PID/stat",
     "launch/stack/ownership.py::cmdline": "/proc/PID/cmdline",
     "launch/stack/ownership.py::comm": "/proc/PID/comm",
@@ -60,10 +61,6 @@ READERS = {
     "launch/targets/compose.py::ComposeTarget.render": "the ib_devices.json given to render, copied into --out",
     "launch/targets/k8s.py::K8sTarget.render": "the scenario file given to render (load_scenario read it first)",
     # Run files read in code other branches of issue 22 were changing: to go through core.runfile.
-    "analysis/transport_evidence.py::engine_transport": "TODO-merge (analysis): server logs of the run",
-    "analysis/transport_evidence.py::_counter_records": "TODO-merge (analysis): counters/<L>.json of the run",
-    "rundir/engineceiling.py::_json": "TODO-merge (engine ceiling, item 6): engine-ceiling.json and "
-                                      "engine-ceiling/result.json of the run",
 }
 
 WRITERS = {

@@ -28,15 +28,13 @@ at all, and it is refused (UserError, exit 2), never skipped.
 from __future__ import annotations
 
 import ipaddress
-import json
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..core import runfile
 from ..core.errors import UserError
 from ..core.roles import SERVER_ROLES
-from ..parsers.mooncake_log import ServerTransport, scan
-from ..parsers.serverstart import current_start
+from ..parsers.mooncake_log import ServerTransport, scan_latest_start
 from ..rundir import RunDir
 
 ROLES = SERVER_ROLES
@@ -64,10 +62,9 @@ def _server_logs(run: RunDir) -> dict[str, ServerTransport]:
     for role in ROLES:
         for path in run.role_logs(role):
             try:
-                text = runfile.read_text(path)
+                seen[path.stem] = scan_latest_start(path.stem, runfile.lines(path))
             except OSError:
                 continue
-            seen[path.stem] = scan(path.stem, current_start(text))
     return seen
 
 
@@ -142,7 +139,7 @@ def _stack_roles(run: RunDir, boot_id: str | None) -> tuple[set[str], str | None
     if boot_id is None or not path.is_file():
         return set(), None
     try:
-        data = json.loads(runfile.read_text(path))
+        data = runfile.read_json(path)
     except (OSError, ValueError):
         raise _malformed(str(path), "is not JSON", "restore the record `pdrepro stack up` wrote, or move it aside") from None
     if not isinstance(data, dict) or not isinstance(data.get("boot_id"), str) \
@@ -202,7 +199,7 @@ def _counter_lists(run: RunDir, lists: _Lists, sweep_host: dict[str, str], host_
         return
     for path in sorted(run.counters_dir.glob("*.json")):
         try:
-            data = json.loads(runfile.read_text(path))
+            data = runfile.read_json(path)
         except (OSError, UnicodeDecodeError, ValueError):
             continue  # the witness files the unreadable record as an error of its own
         if not isinstance(data, dict) or not isinstance(data.get("nodes"), dict):

@@ -20,7 +20,10 @@ the sweep's proof, the smoke and the GPU check alike.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from .serverstart import START_MARKER
 
 _RDMA_INSTALLED = re.compile(r"installTransport, type=rdma\b")
 _RDMA_DEVICE = re.compile(r"RDMA device: (?P<dev>[^,\s]+), LID: \S+, GID: \(GID_Index (?P<gid>-?\d+)\)")
@@ -139,6 +142,22 @@ def scan(role: str, text: str, force_tcp_set: bool = False) -> ServerTransport:
         end = text.find("\n", m.end())
         end = len(text) if end < 0 else end
         _scan_line(st, text[start:end])
+    return st
+
+
+def scan_latest_start(role: str, lines: Iterable[str], force_tcp_set: bool = False) -> ServerTransport:
+    """``scan`` over a server log read line by line (one may be hundreds of MB): only the lines of the server's
+    latest start that carry evidence are kept, and the count of that start's lines."""
+    kept: list[str] = []
+    count = 0
+    for line in lines:
+        if START_MARKER in line:
+            kept, count = [], 0  # an appended log: what an earlier start logged is not this server's
+        count += 1
+        if _ANY_EVIDENCE.search(line):
+            kept.append(line if line.endswith("\n") else line + "\n")
+    st = scan(role, "".join(kept), force_tcp_set)
+    st.lines_read = count
     return st
 
 

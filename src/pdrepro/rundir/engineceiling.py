@@ -29,7 +29,6 @@ ceiling: one of the two is not a measurement of this box, and the gates fail it 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import statistics
@@ -40,6 +39,7 @@ from typing import Annotated
 
 from pydantic import ConfigDict, Field, ValidationError
 
+from ..core import runfile
 from ..core.errors import UserError
 from ..core.strictmodel import IntBounds, NumberBounds, Record
 
@@ -99,7 +99,7 @@ class CeilingError(UserError, ValueError):
 
 def _json(path: Path):
     try:
-        return json.loads(path.read_text())
+        return runfile.read_json(path)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise CeilingError(f"{path}: not readable JSON ({type(exc).__name__}); measure it again with "
                            "`pdrepro gpu-check` on the run's box, or move it aside") from None
