@@ -153,11 +153,18 @@ class Reference(_Open):
     headline: ReferenceHeadline = Field(default_factory=ReferenceHeadline)
 
 
+class ScenarioModelName(_Open):
+    """The scenario's model, as far as a report names it."""
+
+    name: str | None = Field(default=None, description="the model the scenario serves, as its title names it")
+
+
 class SummaryScenario(_Open):
     """The parts of the scenario as run (scenario.schema.json) that the report and the verdicts read."""
 
     name: str | None = None
     title: str | None = None
+    model: ScenarioModelName | None = None
     transport: str = "rdma"
     reference: Reference | None = None
 
