@@ -282,6 +282,7 @@ def render_report(data: Summary | Mapping[str, Any]) -> str:
     scenario = summary.scenario
     # The placement that ran, where the run's records say it; else the scenario's own title.
     title = placement_title(summary) or scenario.title or scenario.name or "run"
+    title = " ".join(title.split())  # one line, whatever a record's name holds
     parts = [f"# KV transfer report: {title}", ""]
     meta = [f"Scenario `{scenario.name or '?'}`", f"source: {summary.source}"]
     if summary.transport and summary.transport != "unknown":
