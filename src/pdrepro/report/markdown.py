@@ -15,7 +15,7 @@ from typing import Any
 from tabulate import tabulate
 
 from ..core.units import GB, MB, MiB, human_bytes
-from ..rundir.summarymodel import Reference, ReferenceRow, Row, Summary, Witness, as_summary
+from ..rundir.summarymodel import Metric, Reference, ReferenceRow, Row, Summary, Witness, as_summary
 from ..verdicts.gates import NOT_APPLICABLE, tcp_without_rdma
 from .placement import no_fabric, placement_title
 from .provenance import provenance_section
@@ -167,6 +167,12 @@ def issues_section(summary: Summary) -> list[str]:
     return out
 
 
+def _by_number(metric: Metric) -> tuple[int, str]:
+    """prefill-128.prom before prefill-1024.prom: scrapes in the order of their prompt lengths."""
+    digits = "".join(c if c.isdigit() else " " for c in metric.file).split()
+    return (int(digits[-1]) if digits else -1, metric.file)
+
+
 def metrics_section(summary: Summary) -> list[str]:
     metrics = summary.metrics
     if not metrics:
@@ -174,7 +180,7 @@ def metrics_section(summary: Summary) -> list[str]:
     headers = ["Scrape", "Transfers", "Mean latency (ms)", "Mean rank-0 size (MiB)", "Mean speed (GiB/s)",
                "Bandwidth, all ranks (GB/s)"]
     rows = [[m.file, str(m.transfers), _f(m.latency_ms_mean, 2), _f(m.total_MiB_mean, 2),
-             _f(m.speed_GiB_s_mean, 2), _f(m.bandwidth_GB_s, 2)] for m in metrics]
+             _f(m.speed_GiB_s_mean, 2), _f(m.bandwidth_GB_s, 2)] for m in sorted(metrics, key=_by_number)]
     return ["## Second source: the prefill server's /metrics", "",
             "Averages over every transfer the server made since it started (warm-up and all lengths "
             "included), so they are a plausibility check, not a per-length figure.", "",
