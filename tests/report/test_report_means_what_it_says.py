@@ -153,3 +153,27 @@ def test_the_bandwidth_plot_draws_no_line_rate_for_a_tcp_box(onebox, tmp_path, m
     labels.clear()
     render_plots(_over_rdma(summary), tmp_path / "rdma")
     assert any(re.search(r"line rate 12\.5 GB/s", label) for label in labels)
+
+
+def _recorded_data(onebox: Path) -> dict:
+    return json.loads((onebox / "summary.json").read_text())
+
+
+def test_records_of_fewer_servers_than_planned_leave_the_scenarios_title(onebox):
+    # The sweep reads /server_info only of the servers it was pointed at: one prefill and one decode of a
+    # 2P2D run is no count of what ran, so the title is the plan's, not "1P1D".
+    data = _recorded_data(onebox)
+    data["scenario"]["topology"]["prefill"]["nodes"] = 2
+    data["scenario"]["title"] = "2P2D planned"
+    assert render_report(data).splitlines()[0] == "# KV transfer report: 2P2D planned"
+
+
+def test_servers_on_two_nodes_are_counted_from_their_own_records(onebox):
+    data = _recorded_data(onebox)
+    prov = data["provenance"]
+    prov["endpoints"] = {"router": "http://10.0.0.1:8000", "prefill": "http://10.0.0.1:30000",
+                         "decode": "http://10.0.0.2:30001"}
+    for role in ("prefill", "decode"):
+        prov["server_info"][role]["tp_size"] = 8
+    assert render_report(data).splitlines()[0] == ("# KV transfer report: 1P1D Qwen2.5-0.5B-Instruct at TP 8, "
+                                                   "prefill and decode on two nodes, 16 GPUs in all")

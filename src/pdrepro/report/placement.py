@@ -84,6 +84,14 @@ def placement_title(summary: Summary) -> str | None:
     modes = [info.disaggregation_mode for info in servers.values()]
     if not all(m in modes for m in MODES):
         return None
+    # The sweep reads /server_info only of the servers it was pointed at (one prefill, one decode and any
+    # --worker): fewer than the scenario planned is no count of what ran, so the plan's title stands.
+    plan = summary.scenario.topology
+    planned = {"prefill": plan.prefill, "decode": plan.decode} if plan else {}
+    for mode, role in planned.items():
+        count = role.servers() if role else None
+        if count is not None and modes.count(mode) != count:
+            return None
     where = _where(prov, servers)
     if where is None:
         return None
