@@ -74,8 +74,8 @@ def _bandwidth(summary: Summary, path: Path) -> Path | None:
         name = "socket copy, largest size" if summary.source == "smoke" else "measured ceiling"
         ax.axhline(summary.baseline_GB_s, color="green", linestyle="-.",
                    label=f"{name} {summary.baseline_GB_s:.2f} GB/s")
-    for x, y in zip(lengths, bw):
-        ax.annotate(f"{y:.1f}", (x, y), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
+    for x, y in zip(lengths, bw):  # two decimals, as the report's tables
+        ax.annotate(f"{y:.2f}", (x, y), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
     ax.set_xscale("log", base=2)
     ax.set_xticks(lengths, [str(x) for x in lengths], rotation=45)
     ax.set_xlabel("prompt length (tokens)")
