@@ -65,8 +65,7 @@ READERS = {
 
 WRITERS = {
     "smoke/plot.py::_save": "savefig into memory (a BytesIO); the PNG is written by core.safewrite.write_file",
-    "report/plots.py::_finish": "TODO-merge (report): matplotlib's savefig opens the path itself (a link there is "
-                                "followed); to render into memory as smoke/plot.py::_save does",
+    "report/plots.py::_finish": "savefig into memory (a BytesIO); the PNG is written by core.safewrite.write_file",
 }
 
 

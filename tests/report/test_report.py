@@ -53,7 +53,12 @@ def test_smoke_summary_renders_missing_ttft_as_dash(tmp_path):
     report = render_report(_smoke_summary())
     assert "source: smoke" in report and "transport: tcp" in report
     line = next(l for l in report.splitlines() if l.strip().startswith("|") and "| 1024 |" in re.sub(" +", " ", l))
-    assert "—" in line and "29 MB" in line
+    assert "29.36 MB" in line
+    # No row has a TTFT, a utilisation or a transfer share: those columns are left out, not filled with dashes.
+    header = next(l for l in report.splitlines() if l.startswith("|") and "Prompt Length" in l)
+    for gone in ("TTFT", "Utilization", "Transfer share"):
+        assert gone not in header
+    assert "Transfer Time (ms)" in header and "Bandwidth (GB/s)" in header
     assert "image: pdrepro-smoke@sha256:abc" in report
     assert "Against the published run" not in report
     # The SGLang method note (bench client, prefill log) does not describe a smoke run.

@@ -14,9 +14,10 @@ from typing import Any
 
 from tabulate import tabulate
 
-from ..core.units import GB, MiB, human_bytes
-from ..rundir.summarymodel import Reference, ReferenceRow, Row, Summary, Witness, as_summary
+from ..core.units import GB, MB, MiB, human_bytes
+from ..rundir.summarymodel import Metric, Reference, ReferenceRow, Row, Summary, Witness, as_summary
 from ..verdicts.gates import NOT_APPLICABLE, tcp_without_rdma
+from .placement import no_fabric, placement_title
 from .provenance import provenance_section
 
 DASH = "—"
@@ -32,12 +33,27 @@ def _delta(measured: float | None, published: float | None) -> str:
     return f"{(measured - published) / published * 100:+.1f}"
 
 
+def _empty(cell: str) -> bool:
+    return cell in ("", DASH)
+
+
 def _table(headers: list[str], rows: list[list[str]]) -> str:
-    return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True,
-                    colalign=("right",) * len(headers))
+    """A table without the columns no row fills (a column of dashes says nothing a reader needs)."""
+    keep = [i for i in range(len(headers))
+            if i == 0 or not rows or not all(_empty(row[i]) for row in rows)]
+    return tabulate([[row[i] for i in keep] for row in rows], headers=[headers[i] for i in keep],
+                    tablefmt="github", disable_numparse=True, colalign=("right",) * len(keep))
 
 
-def _kv_size(row: Row) -> str:
+def _utilization(summary: Summary, value: float | None) -> str:
+    """A share of line rate only where a fabric carried the KV (one box over TCP has no line rate)."""
+    return DASH if no_fabric(summary) else _f(value, 1)
+
+
+def _kv_size(row: Row, source: str) -> str:
+    if row.kv_bytes is not None and source == "smoke":
+        # As the smoke's own table prints the same bytes: two decimals of MB, whatever the size.
+        return f"{row.kv_bytes / MB:.2f} MB"
     if row.kv_size:
         return row.kv_size
     return DASH if row.kv_bytes is None else human_bytes(row.kv_bytes)
@@ -47,12 +63,13 @@ def measured_table(summary: Summary | Mapping[str, Any]) -> str:
     headers = ["Prompt Length", "TTFT (ms)", "KV Size", "Transfer Time (ms)", "Bandwidth (GB/s)",
                "Utilization (%)", "Transfer share of TTFT (%)", "Requests"]
     rows = []
-    for r in as_summary(summary).rows:
+    model = as_summary(summary)
+    for r in model.rows:
         expected = r.expected_requests
         done = r.requests
         requests = DASH if done is None else (f"{done}/{expected}" if expected else str(done))
-        rows.append([str(r.prompt_len), _f(r.ttft_ms_mean, 2), _kv_size(r), _f(r.transfer_ms_median, 2),
-                     _f(r.bandwidth_GB_s, 2), _f(r.utilization_pct, 1),
+        rows.append([str(r.prompt_len), _f(r.ttft_ms_mean, 2), _kv_size(r, model.source), _f(r.transfer_ms_median, 2),
+                     _f(r.bandwidth_GB_s, 2), _utilization(model, r.utilization_pct),
                      _f(r.transfer_share_of_ttft_pct, 1), requests])
     return _table(headers, rows)
 
@@ -77,25 +94,53 @@ def reference_table(summary: Summary) -> str | None:
             _f(m.ttft_ms_mean, 2), _f(p.ttft_ms, 2), _delta(m.ttft_ms_mean, p.ttft_ms),
             _f(m.transfer_ms_median, 2), _f(p.transfer_ms, 2), _delta(m.transfer_ms_median, p.transfer_ms),
             _f(m.bandwidth_GB_s, 2), _f(p.bandwidth_GB_s, 2), _delta(m.bandwidth_GB_s, p.bandwidth_GB_s),
-            _f(m.utilization_pct, 1), _f(p.utilization_pct, 1),
+            _utilization(summary, m.utilization_pct), _utilization(summary, p.utilization_pct),
         ])
     source = reference.source
     note = f"\n\nPublished figures: {source}." if source else ""
     return _table(headers, rows) + note
 
 
+def _of_denominator(summary: Summary) -> str:
+    """What the peak is held against: the NICs' line rate over a fabric; on one box over TCP the engine alone
+    on the same box at that length where the run measured it; else nothing."""
+    h = summary.headline
+    if no_fabric(summary):
+        c = (summary.engine_ceiling or {}).get(str(h.peak_bandwidth_prompt_len))
+        if c is None or c.ratio is None or c.engine_GB_s is None:
+            return " (one box over TCP: no line rate, and no engine-alone figure at this length)"
+        return (f" = {c.ratio:.2f} of the Mooncake engine alone on the same box ({c.engine_GB_s:.2f} GB/s; "
+                "one box over TCP has no line rate)")
+    line_rate, util = summary.line_rate_GB_s, h.peak_utilization_pct
+    return f" = {util:.1f} % of the {line_rate:g} GB/s line rate" if util is not None and line_rate else ""
+
+
+def _smoke_headline(summary: Summary) -> list[str]:
+    """The smoke's two peaks, each named for what it is and at or above every row of its column."""
+    h = summary.headline
+    lines = [f"- Peak Mooncake bandwidth: **{h.peak_bandwidth_GB_s:.2f} GB/s** at {h.peak_bandwidth_prompt_len} "
+             "tokens (median of the timed transfers at that size)."]
+    socket = [(r.socket_bandwidth_GB_s, r.prompt_len) for r in summary.rows if r.socket_bandwidth_GB_s is not None]
+    if socket:
+        best, at = max(socket)
+        lines.append(f"- Peak plain socket copy of the same bytes between the same containers: **{best:.2f} GB/s** "
+                     f"at {at} tokens.")
+    return lines
+
+
 def headline_lines(summary: Summary) -> list[str]:
     h = summary.headline
     if h.peak_bandwidth_GB_s is None:
         return ["No prompt length has a measured KV transfer: see the issues below."]
-    line_rate = summary.line_rate_GB_s
+    if summary.source == "smoke":
+        return _smoke_headline(summary)
     ref = _reference(summary).headline
-    util = h.peak_utilization_pct
-    of_rate = f" = {util:.1f} % of the {line_rate:g} GB/s line rate" if util is not None and line_rate else ""
+    of_rate = _of_denominator(summary)
     pub = ""
     if ref.peak_bandwidth_GB_s is not None:
         pub = f" (published: {ref.peak_bandwidth_GB_s:g} GB/s"
-        pub += f", {ref.peak_utilization_pct:g} %)" if ref.peak_utilization_pct is not None else ")"
+        util = ref.peak_utilization_pct is not None and not no_fabric(summary)
+        pub += f", {ref.peak_utilization_pct:g} %)" if util else ")"
     lines = [f"- Peak KV transfer bandwidth: **{h.peak_bandwidth_GB_s:.2f} GB/s** at {h.peak_bandwidth_prompt_len} "
              f"tokens{of_rate}{pub}."]
     share = h.transfer_share_at_longest_pct
@@ -105,7 +150,10 @@ def headline_lines(summary: Summary) -> list[str]:
         pub = f" (published: {pub_share:g} %)" if pub_share is not None else ""
         lines.append(f"- KV transfer time is **{share:.1f} %** of the mean TTFT at {L} tokens{pub}.")
     if summary.baseline_GB_s is not None:
-        lines.append(f"- Measured fabric ceiling (baseline): {summary.baseline_GB_s:.2f} GB/s.")
+        below = summary.baseline_GB_s < h.peak_bandwidth_GB_s
+        lines.append(f"- Measured fabric ceiling (`pdrepro baseline`): {summary.baseline_GB_s:.2f} GB/s"
+                     + (": below the peak above, so that measurement did not reach what the run moved; re-measure "
+                        "it before reading a share of it." if below else "."))
     return lines
 
 
@@ -119,6 +167,12 @@ def issues_section(summary: Summary) -> list[str]:
     return out
 
 
+def _by_number(metric: Metric) -> tuple[int, str]:
+    """prefill-128.prom before prefill-1024.prom: scrapes in the order of their prompt lengths."""
+    digits = "".join(c if c.isdigit() else " " for c in metric.file).split()
+    return (int(digits[-1]) if digits else -1, metric.file)
+
+
 def metrics_section(summary: Summary) -> list[str]:
     metrics = summary.metrics
     if not metrics:
@@ -126,7 +180,7 @@ def metrics_section(summary: Summary) -> list[str]:
     headers = ["Scrape", "Transfers", "Mean latency (ms)", "Mean rank-0 size (MiB)", "Mean speed (GiB/s)",
                "Bandwidth, all ranks (GB/s)"]
     rows = [[m.file, str(m.transfers), _f(m.latency_ms_mean, 2), _f(m.total_MiB_mean, 2),
-             _f(m.speed_GiB_s_mean, 2), _f(m.bandwidth_GB_s, 2)] for m in metrics]
+             _f(m.speed_GiB_s_mean, 2), _f(m.bandwidth_GB_s, 2)] for m in sorted(metrics, key=_by_number)]
     return ["## Second source: the prefill server's /metrics", "",
             "Averages over every transfer the server made since it started (warm-up and all lengths "
             "included), so they are a plausibility check, not a per-length figure.", "",
@@ -218,7 +272,11 @@ def witness_section(summary: Summary) -> list[str]:
 
 
 def _method(summary: Summary) -> str:
-    formulas = "bandwidth = KV size / transfer time; utilization = bandwidth / line rate"
+    formulas = "bandwidth = KV size / transfer time"
+    if no_fabric(summary):
+        formulas += " (no utilization: the KV stayed inside one box, over TCP, where no line rate applies)"
+    elif summary.line_rate_GB_s:
+        formulas += "; utilization = bandwidth / line rate"
     if summary.source == "sglang":
         return ("TTFT is the bench client's mean; transfer time is the median per request from the prefill "
                 f"server's log (warm-up left out); {formulas}; transfer share = transfer time / mean TTFT.")
@@ -228,12 +286,16 @@ def _method(summary: Summary) -> str:
 def render_report(data: Summary | Mapping[str, Any]) -> str:
     summary = as_summary(data)
     scenario = summary.scenario
-    title = scenario.title or scenario.name or "run"
+    # The placement that ran, where the run's records say it; else the scenario's own title.
+    title = placement_title(summary) or scenario.title or scenario.name or "run"
+    title = " ".join(title.split())  # one line, whatever a record's name holds
     parts = [f"# KV transfer report: {title}", ""]
     meta = [f"Scenario `{scenario.name or '?'}`", f"source: {summary.source}"]
     if summary.transport and summary.transport != "unknown":
         meta.append(f"transport: {summary.transport}")
-    if summary.line_rate_GB_s:
+    if no_fabric(summary):
+        meta.append("no fabric (TCP inside one box, no RDMA device), so no line rate")
+    elif summary.line_rate_GB_s:
         meta.append(f"line rate: {summary.line_rate_GB_s:g} GB/s")
     parts += [", ".join(meta) + ".", "", "## Headline", "", *headline_lines(summary), "",
               "## Measured", "", measured_table(summary), "", _method(summary), ""]
@@ -246,10 +308,11 @@ def render_report(data: Summary | Mapping[str, Any]) -> str:
     parts += witness_section(summary)
     parts += ["## Issues", "", *issues_section(summary), ""]
     parts += provenance_section(summary)
+    sglang = (" SGLang's logs print `GB/s` and `MB` but mean GiB/s and MiB, and their `transfer_total` is rank 0's "
+              "share only; the analysis converts them." if summary.source == "sglang" else "")
     parts += ["## Units", "",
-              "KV size and bandwidth are decimal (1 GB = 10^9 bytes), as in the published table. SGLang's logs "
-              "print `GB/s` and `MB` but mean GiB/s and MiB, and their `transfer_total` is rank 0's share only; "
-              "the analysis converts them. Times are milliseconds.", ""]
+              "KV size and bandwidth are decimal (1 GB = 10^9 bytes), as in the published table." + sglang
+              + " Times are milliseconds.", ""]
     return "\n".join(parts)
 
 

@@ -3,6 +3,7 @@ no display needed)."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ..core.safewrite import write_file  # noqa: E402
 from ..core.units import GB  # noqa: E402
 from ..rundir.summarymodel import Row, Summary, as_summary  # noqa: E402
+from .placement import no_fabric  # noqa: E402
 
 # Drawn as a guide, not judged: field acceptance tests pass a fabric at about
 # this share of its line rate (the scenario's thresholds do the judging).
@@ -25,12 +28,22 @@ def _title(summary: Summary) -> str:
     return f"({name})" if name else ""
 
 
+def _line_rate(summary: Summary) -> float | None:
+    """The line rate to draw against: none where the KV stayed inside one box over TCP."""
+    return None if no_fabric(summary) else summary.line_rate_GB_s
+
+
 def _finish(fig, ax, title: str, path: Path) -> None:
-    """Every plot ends the same way: titled, laid out, written, closed."""
+    """Every plot ends the same way: titled, laid out, written, closed. The PNG is made in memory and written
+    by the safe writer: savefig given the path would open it itself and follow a link planted there."""
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=110)
+    finally:
+        plt.close(fig)
+    write_file(path, buf.getvalue(), "the report")
 
 
 def _bandwidth(summary: Summary, path: Path) -> Path | None:
@@ -46,16 +59,23 @@ def _bandwidth(summary: Summary, path: Path) -> Path | None:
         published = [(r.prompt_len, r.bandwidth_GB_s) for r in ref if r.bandwidth_GB_s is not None]
         ax.plot([L for L, _ in published], [b for _, b in published], marker="s", linestyle="--",
                 color="gray", label="published")
-    line_rate = summary.line_rate_GB_s
+    line_rate = _line_rate(summary)
+    engine = [(int(L), c.engine_GB_s) for L, c in (summary.engine_ceiling or {}).items()
+              if c.engine_GB_s is not None and L.isdigit()]
+    if engine:
+        ax.plot([L for L, _ in sorted(engine)], [g for _, g in sorted(engine)], marker="^", linestyle="--",
+                color="purple", label="Mooncake engine alone, same box")
     if line_rate:
         ax.axhline(line_rate, color="red", linestyle=":", label=f"line rate {line_rate:g} GB/s")
         ax.axhline(FIELD_ACCEPTANCE_SHARE * line_rate, color="orange", linestyle=":",
                    label=f"{FIELD_ACCEPTANCE_SHARE * 100:.0f} % of line rate")
     if summary.baseline_GB_s:
+        # The smoke's baseline is its socket copy at the largest size, no ceiling of anything.
+        name = "socket copy, largest size" if summary.source == "smoke" else "measured ceiling"
         ax.axhline(summary.baseline_GB_s, color="green", linestyle="-.",
-                   label=f"measured ceiling {summary.baseline_GB_s:.1f} GB/s")
-    for x, y in zip(lengths, bw):
-        ax.annotate(f"{y:.1f}", (x, y), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
+                   label=f"{name} {summary.baseline_GB_s:.2f} GB/s")
+    for x, y in zip(lengths, bw):  # two decimals, as the report's tables
+        ax.annotate(f"{y:.2f}", (x, y), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8)
     ax.set_xscale("log", base=2)
     ax.set_xticks(lengths, [str(x) for x in lengths], rotation=45)
     ax.set_xlabel("prompt length (tokens)")
@@ -104,7 +124,7 @@ def _transfer_vs_size(summary: Summary, path: Path) -> Path | None:
     ms = [t for _, _, t in rows]
     fig, ax = plt.subplots(figsize=(8, 4.8))
     ax.plot(size, ms, marker="o", label="measured (median)")
-    line_rate = summary.line_rate_GB_s
+    line_rate = _line_rate(summary)
     if line_rate:
         ax.plot(size, [s / line_rate * 1000 for s in size], linestyle=":", color="red",
                 label=f"at line rate {line_rate:g} GB/s")

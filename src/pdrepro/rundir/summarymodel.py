@@ -153,11 +153,36 @@ class Reference(_Open):
     headline: ReferenceHeadline = Field(default_factory=ReferenceHeadline)
 
 
+class ScenarioModelName(_Open):
+    """The scenario's model, as far as a report names it."""
+
+    name: str | None = Field(default=None, description="the model the scenario serves, as its title names it")
+
+
+class RolePlan(_Open):
+    """How many servers of one role the scenario planned."""
+
+    nodes: int | None = None
+    servers_per_node: int | None = None
+
+    def servers(self) -> int | None:
+        return self.nodes * self.servers_per_node if self.nodes and self.servers_per_node else None
+
+
+class TopologyPlan(_Open):
+    """The scenario's planned servers per role (the run's records may hold only those the sweep reached)."""
+
+    prefill: RolePlan | None = None
+    decode: RolePlan | None = None
+
+
 class SummaryScenario(_Open):
     """The parts of the scenario as run (scenario.schema.json) that the report and the verdicts read."""
 
     name: str | None = None
     title: str | None = None
+    model: ScenarioModelName | None = None
+    topology: TopologyPlan | None = None
     transport: str = "rdma"
     reference: Reference | None = None
 

@@ -169,10 +169,9 @@ def build_summary(scenario, initiator: dict, provenance: dict) -> dict:
 
 SMOKE_NOTE = (
     "This is a smoke run, not a benchmark of SGLang: each \"request\" below is one KV-sized transfer "
-    "through the Mooncake Transfer Engine, timed in the decode container (median of the timed transfers); "
-    "there is no TTFT, and a container bridge has no line rate; the \"measured fabric ceiling\" is a plain "
-    "socket copy of the same bytes between the same containers. See the last section for both side by side, "
-    "with the spread of every size."
+    "through the Mooncake Transfer Engine, timed in the decode container (median of the timed transfers). "
+    "There is no TTFT, and a container bridge has no line rate. The socket copy moves the same bytes "
+    "between the same containers; the last section shows both side by side, with the spread of every size."
 )
 
 
@@ -191,15 +190,20 @@ def smoke_section(summary: dict) -> str:
              "every transfer is checked (BLAKE2b of the received bytes against the prefill side's pattern). "
              "Times in ms as min / median / max of the timed transfers (warm-up left out); bandwidth of the "
              "median in decimal GB/s.", ""]
+    headers = ["Prompt Length", "KV (MB)", "Mooncake ms (min/med/max)", "Mooncake GB/s",
+               "Socket ms (min/med/max)", "Socket GB/s", "Mooncake / socket", "Verified"]
     table = [[str(r["prompt_len"]), f"{r['kv_bytes'] / 1e6:.2f}", _ms(r, "transfer_ms"), f"{r['bandwidth_GB_s']:.2f}",
               _ms(r, "socket_ms"), f"{r['socket_bandwidth_GB_s']:.2f}", f"{r['mooncake_vs_socket']:.2f}",
-              (f"{r['mooncake_stall']['stalled']}/{r['mooncake_stall']['of']}" if r.get("mooncake_stall") else "-"),
               "yes" if r["verified"] and r["socket_verified"] else "NO"]
              for r in rows]
-    lines.append(tabulate(table, headers=["Prompt Length", "KV (MB)", "Mooncake ms (min/med/max)", "Mooncake GB/s",
-                                          "Socket ms (min/med/max)", "Socket GB/s", "Mooncake / socket",
-                                          "Stalled", "Verified"],
-                          tablefmt="github", disable_numparse=True))
+    if any(r.get("mooncake_stall") for r in rows):
+        # Only when a size stalled: a column of dashes says nothing (the Stalls line below says "none").
+        headers.insert(-1, "Mooncake stalled")
+        for cells, r in zip(table, rows):
+            st = r.get("mooncake_stall")
+            cells.insert(-1, f"{st['stalled']}/{st['of']}" if st else "—")
+    lines.append(tabulate(table, headers=headers, tablefmt="github", disable_numparse=True,
+                          colalign=("right",) * len(headers)))
     lines.append("")
     if "transfers_verified" in s:
         lines.append(f"- Transfers verified: **{s['transfers_verified']} of {s['transfers_checked']}** "
