@@ -166,15 +166,24 @@ def test_status_of_a_folder_without_a_stack(tmp_path, capsys):
     assert "no stack.json there" in capsys.readouterr().err
 
 
-def test_the_record_is_no_input_of_the_analysis(tmp_path):
-    # `stack down` rewrites it after the analysis; that must not make the summary stale.
+def test_only_the_records_boot_and_roles_are_inputs_of_the_analysis(tmp_path):
+    # `stack down` rewrites the record after the analysis (stopped_at): that must not make the summary stale.
+    # Its boot id and roles are read by the transport evidence (is the sweep host the servers' host?), so a
+    # change there must.
+    import json
+
     from pdrepro.rundir import RunDir
 
     run = RunDir(tmp_path)
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "prefill.log").write_text("x\n")
+    rec = {"boot_id": "b1", "processes": [{"role": "prefill", "pid": 10}, {"role": "decode", "pid": 11}]}
+    (tmp_path / record.FILE_NAME).write_text(json.dumps(rec))
     before = run.inputs_signature()
-    (tmp_path / record.FILE_NAME).write_text("{}")
+    (tmp_path / record.FILE_NAME).write_text(json.dumps({**rec, "stopped_at": "2026-12-01T00:00:00+00:00"}))
     assert run.inputs_signature() == before
+    (tmp_path / record.FILE_NAME).write_text(json.dumps({**rec, "boot_id": "b2"}))
+    assert run.inputs_signature() != before
+    (tmp_path / record.FILE_NAME).write_text(json.dumps(rec))
     (tmp_path / "logs" / "decode.log").write_text("y\n")
     assert run.inputs_signature() != before

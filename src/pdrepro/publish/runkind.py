@@ -8,7 +8,6 @@ its raw result (raw/initiator.json) and provenance.json are the inputs its summa
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..core import runfile
@@ -35,7 +34,7 @@ def smoke_result(run: RunDir) -> bool:
 def _smoke_provenance(run: RunDir) -> bool:
     """provenance.json says the smoke recorded it (an unreadable one says nothing here: its reader names it)."""
     try:
-        data = json.loads(runfile.read_text(run.provenance_file)) if run.provenance_file.is_file() else None
+        data = runfile.read_json(run.provenance_file) if run.provenance_file.is_file() else None
         return data is not None and RunProvenance.model_validate(data).kind == "smoke"
     except (OSError, ValueError):
         return False
@@ -56,7 +55,7 @@ def is_smoke_run(run: RunDir) -> bool:
 
 def _json_object(path: Any, what: str, fix: str) -> dict[str, Any]:
     try:
-        data = json.loads(runfile.read_text(path))
+        data = runfile.read_json(path)
     except (OSError, ValueError) as exc:
         raise UserError(f"{path}: unreadable as {what} ({exc}); {fix}") from None
     if not isinstance(data, dict):

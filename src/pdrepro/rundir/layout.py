@@ -84,7 +84,7 @@ def _stack_identity(path: Path) -> bytes:
     """The part of stack.json the analysis reads: its boot id and the roles it started (the raw text where the
     file is no such record, which the analysis refuses)."""
     try:
-        text = runfile.read_text(path)
+        text = runfile.read_text(path, kind=runfile.RECORD)
     except (OSError, UserError):
         return b"unreadable"
     try:

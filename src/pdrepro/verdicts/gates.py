@@ -300,7 +300,7 @@ def evaluate(summary: Summary | Mapping[str, Any], scenario: Scenario) -> list[C
         out.append(_provenance(s, scenario))
         out.append(_transport(s, scenario))
 
-    unknown = (unjudged(s.provenance.model_dump() if s.provenance is not None else None,
+    unknown = (unjudged(s.provenance.model_dump(exclude_unset=True) if s.provenance is not None else None,
                         [r.model_dump() for r in s.what_ran or []]) if measures_ttft else None)
     if scenario.pins_match == "gate" and (unknown or s.provenance is not None):
         bad = [r for r in s.what_ran or [] if r.match is False]
