@@ -9,10 +9,11 @@ from pathlib import Path
 RECORDED = Path(__file__).resolve().parent / "recorded" / "h200-onebox-sglang-0.5.15.post1"
 
 
-def copy_run(tmp_path: Path) -> Path:
-    """A writable copy: judging a run rewrites its summary and report."""
+def copy_run(tmp_path: Path, source: Path = RECORDED) -> Path:
+    """A writable copy of a recorded run (``source``, by default the hand-started one): the recorded files are
+    read-only in the tree, and a test may change or analyse its copy."""
     dest = tmp_path / "run"
-    shutil.copytree(RECORDED, dest)
+    shutil.copytree(source, dest)
     for p in dest.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
     return dest

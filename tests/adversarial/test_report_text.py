@@ -19,6 +19,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reporttext import tables
 
 from pdrepro.report.markdown import render_report
 from pdrepro.report.placement import no_fabric
@@ -61,17 +62,6 @@ def hostile(draw) -> dict[str, Any]:
     return s
 
 
-def _tables(report: str) -> list[tuple[list[str], list[list[str]]]]:
-    found, block = [], []
-    for line in report.splitlines() + [""]:
-        if line.startswith("|"):
-            block.append([c.strip() for c in line.strip().strip("|").split("|")])
-        elif block:
-            found.append((block[0], block[2:]))
-            block = []
-    return found
-
-
 @settings(max_examples=150)
 @given(hostile())
 def test_the_report_claims_only_what_the_records_hold(data):
@@ -80,7 +70,7 @@ def test_the_report_claims_only_what_the_records_hold(data):
     lines = report.splitlines()
     assert lines[0].startswith("# KV transfer report: ") and lines[1] == ""
     meta = lines[2]
-    measured = next(h for h, _ in _tables(report) if "Transfer Time (ms)" in h)
+    measured = next(h for h, _ in tables(report) if "Transfer Time (ms)" in h)
     if no_fabric(summary):
         assert "line rate:" not in meta and "Utilization (%)" not in measured
         assert "% of the" not in report.split("## Headline", 1)[1].split("##", 1)[0]
@@ -92,7 +82,7 @@ def test_the_report_claims_only_what_the_records_hold(data):
         assert gpus == 1 and "two GPUs" not in lines[0]
     if "with two GPUs" in lines[0]:
         assert gpus == 2
-    for headers, rows in _tables(report):
+    for headers, rows in tables(report):
         if rows:
             for i, h in enumerate(headers):
                 assert not all(r[i] in ("", DASH) for r in rows), f"empty column {h}"

@@ -6,12 +6,12 @@ what ran fails the gate in check and in the gates alike."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from recordedrun import copy_run
 from runbuilder import build_run, sweep_provenance
 
 from pdrepro.cli import main
@@ -26,11 +26,7 @@ PUBLISHED = load_scenario("h20-qwen3-235b-1p1d")
 
 
 def _copy(tmp_path: Path) -> Path:
-    dest = tmp_path / "run"
-    shutil.copytree(RECORDED, dest)
-    for p in dest.rglob("*"):
-        p.chmod(0o755 if p.is_dir() else 0o644)
-    return dest
+    return copy_run(tmp_path, RECORDED)
 
 
 def _check(run: Path, capsys, scenario: str = SCENARIO) -> tuple[int, str, str]:

@@ -6,13 +6,13 @@ read abstains, two that disagree fail the transport check naming both, evidence 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from fakecluster import mooncake_startup
+from recordedrun import copy_run
 
 from pdrepro.cli import main
 from pdrepro.core.errors import UserError
@@ -27,11 +27,7 @@ SCENARIO = "onebox-qwen25-0.5b"
 
 
 def _copy(tmp_path: Path) -> Path:
-    dest = tmp_path / "run"
-    shutil.copytree(RECORDED, dest)
-    for p in dest.rglob("*"):
-        p.chmod(0o755 if p.is_dir() else 0o644)
-    return dest
+    return copy_run(tmp_path, RECORDED)
 
 
 def _edit_json(path: Path, edit) -> None:

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from reporttext import tables
 
 from pdrepro.report.markdown import render_report
 from pdrepro.report.plots import render_plots
@@ -23,18 +24,6 @@ from pdrepro.rundir.summarymodel import RdmaDevices, Summary, TransportEvidence
 RECORDED = Path(__file__).resolve().parents[1] / "recorded" / "h200-onebox-host-sglang-0.5.15.post1"
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "report-h20-published.md"
 DASH = "—"
-
-
-def tables(report: str) -> list[tuple[list[str], list[list[str]]]]:
-    """Each markdown table of ``report`` as (headers, rows of cells)."""
-    found, block = [], []
-    for line in report.splitlines() + [""]:
-        if line.startswith("|"):
-            block.append([c.strip() for c in line.strip().strip("|").split("|")])
-        elif block:
-            found.append((block[0], [r for r in block[2:]]))
-            block = []
-    return found
 
 
 def empty_columns(report: str) -> list[str]:

@@ -9,6 +9,7 @@ import re
 import statistics
 
 import pytest
+from reporttext import tables
 
 from pdrepro.commands.smoke import as_run
 from pdrepro.rundir import RunDir
@@ -39,19 +40,8 @@ def _report(tmp_path, mooncake: list[list[float]], socket: list[list[float]]) ->
     return run.report_file.read_text()
 
 
-def _tables(report: str) -> list[tuple[list[str], list[list[str]]]]:
-    found, block = [], []
-    for line in report.splitlines() + [""]:
-        if line.startswith("|"):
-            block.append([c.strip() for c in line.strip().strip("|").split("|")])
-        elif block:
-            found.append((block[0], block[2:]))
-            block = []
-    return found
-
-
 def _column(report: str, header: str) -> list[float]:
-    values = [float(row[headers.index(header)]) for headers, rows in _tables(report) if header in headers
+    values = [float(row[headers.index(header)]) for headers, rows in tables(report) if header in headers
               for row in rows]
     assert values, f"no column {header!r}"
     return values
@@ -92,21 +82,21 @@ def test_each_headline_figure_names_what_it_is_and_heads_every_row(tmp_path, nam
 
 def test_no_smoke_table_has_a_column_no_row_fills(tmp_path):
     report = _report(tmp_path, *CASES["peaks in the middle"])
-    measured = next(h for h, _ in _tables(report) if "Transfer Time (ms)" in h)
+    measured = next(h for h, _ in tables(report) if "Transfer Time (ms)" in h)
     assert not {"TTFT (ms)", "Utilization (%)", "Transfer share of TTFT (%)"} & set(measured)
-    for headers, rows in _tables(report):
+    for headers, rows in tables(report):
         for i, h in enumerate(headers):
             assert not all(r[i] in ("", "—", "-") for r in rows), h
     # No stall: the smoke table has no stall column, and the line below says none.
     assert "Mooncake stalled" not in report and "Stalls: none" in report
     # The KV size reads the same in both tables: MB with two decimals.
     assert _column(report, "KV (MB)") == [float(s.split()[0]) for s in
-                                          (r[1] for h, rows in _tables(report) if "KV Size" in h for r in rows)]
+                                          (r[1] for h, rows in tables(report) if "KV Size" in h for r in rows)]
 
 
 def test_a_stalled_size_gets_the_stall_column(tmp_path):
     mooncake, socket = CASES["peaks in the middle"]
     stalled = [mooncake[0], mooncake[1], [60.0, 61.0, 260.0]]
     report = _report(tmp_path, stalled, socket)
-    headers, rows = next(t for t in _tables(report) if "Mooncake stalled" in t[0])
+    headers, rows = next(t for t in tables(report) if "Mooncake stalled" in t[0])
     assert [r[headers.index("Mooncake stalled")] for r in rows] == ["—", "—", "1/3"]

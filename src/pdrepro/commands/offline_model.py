@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from ..core.errors import UserError
-from ..core.safewrite import atomic, free_bytes, make_folder, refusal, stage
+from ..core.safewrite import atomic, free_bytes, make_folder, nearest_existing, refusal, stage
 from ..image.offline_model import (
     MAX_CONVERSATIONS,
     ModelShape,
@@ -98,11 +98,8 @@ def _check_dataset(dataset: Path, out: Path, force: bool) -> None:
 
 
 def _device(path: Path) -> int | None:
-    probe = path.absolute()
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
     try:
-        return os.stat(probe).st_dev
+        return os.stat(nearest_existing(path)).st_dev
     except OSError:
         return None
 

@@ -158,13 +158,18 @@ def stage(folder: Path, what: str) -> Iterator[Path]:
         shutil.rmtree(staged, ignore_errors=True)
 
 
-def free_bytes(folder: Path) -> int | None:
-    """Free bytes on the file system that holds ``folder`` (or its nearest existing parent); None if unknown."""
-    probe = Path(folder).absolute()
+def nearest_existing(path: Path) -> Path:
+    """``path`` itself, or its nearest parent that exists: where a file about to be made will live."""
+    probe = Path(path).absolute()
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
+    return probe
+
+
+def free_bytes(folder: Path) -> int | None:
+    """Free bytes on the file system that holds ``folder`` (or its nearest existing parent); None if unknown."""
     try:
-        return shutil.disk_usage(probe).free
+        return shutil.disk_usage(nearest_existing(folder)).free
     except OSError:
         return None
 
