@@ -188,9 +188,9 @@ def test_every_bandwidth_a_page_quotes_is_recorded_or_published():
     assert not stray, "GB/s figures no recording or shipped scenario holds: " + "; ".join(stray)
 
 
-# The one duration a page quotes that no file in the tree records: make test's wall time in the last CI run,
+# The one duration a page quotes that no file in the tree records: make test's wall time on a 2-core machine,
 # which the README states so a newcomer knows what to expect. Named here so that no other can slip in.
-NOT_RECORDED = {("README.md", "5 min 49 s")}
+NOT_RECORDED = {("README.md", "7 min 25 s")}
 
 
 def test_every_wall_time_a_page_quotes_is_recorded():
