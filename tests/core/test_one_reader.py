@@ -2,8 +2,7 @@
 pdrepro.core.runfile (regular files only, a size cap per kind, logs streamed), and every file it writes goes
 through pdrepro.core.safewrite (no link followed, nothing half-written). This test walks the package's syntax
 tree and fails on any other way to open, read or write a file outside the named allowlists below, each with
-why it may. "TODO-merge" marks a run-file reader or writer in code another branch of issue 22 was changing:
-to be converted once merged (then its entry goes, and the stale-entry test says so)."""
+why it may; an entry whose call site is gone fails the stale-entry test."""
 
 from __future__ import annotations
 
@@ -35,9 +34,8 @@ READERS = {
     "launch/stack/ownership.py::boot_id": "/proc/sys/kernel/random/boot_id",
     "sweep/provenance.py::boot_id": "/proc/sys/kernel/random/boot_id of the sweep host, for provenance",
     "launch/stack/ownership.py::stat": "/proc/PID/stat",
-    "launch/stack/ownership.py::cmdline": "/proc/PID/cmdline",
+    "launch/stack/ownership.py::_proc_bytes": "/proc/PID/cmdline and environ",
     "launch/stack/ownership.py::comm": "/proc/PID/comm",
-    "launch/stack/ownership.py::marker": "/proc/PID/environ",
     "launch/stack/ownership.py::listening_inodes": "/proc/net/tcp and tcp6",
     "launch/stack/lock.py::held": "the run folder itself, opened O_DIRECTORY to flock it, never read",
     "smoke/memory.py::memory_peak": "cgroup memory files and /proc/self/status",

@@ -70,7 +70,8 @@ _OUTPUTS = ("summary.json", "report.md", "summary.csv", "summary.json.tmp", ".su
 
 
 def _is_temporary(name: str) -> bool:
-    """A write in progress (or one a SIGKILL cut short) of the safe writer (core.safewrite): ``.NAME.XXXX.tmp``."""
+    """A write in progress (or one a SIGKILL cut short) of the safe writer (core.safewrite): a dot, the
+    file's name, a random part and ``.tmp``."""
     return name.startswith(".") and name.endswith(".tmp")
 
 

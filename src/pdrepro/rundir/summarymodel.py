@@ -13,28 +13,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-from pydantic.fields import ComputedFieldInfo, FieldInfo
+from pydantic import Field, model_validator
 
 from ..core.strictmodel import load
 from .contract import SummarySchemaVersion
 from .issuekind import IssueKind
+from .runprovenance import (
+    BenchImage,
+    GpuFacts,
+    HostFacts,
+    LogsFacts,
+    Pins,
+    ProofServer,
+    ProvenanceScenario,
+    RunProvenance,
+    ServerInfo,
+    TransportProof,
+)
+from .summarybase import Scalar, _Closed, _Open
 
-# A figure as JSON holds it: what a display-only record (a server argument, an environment value) may be.
-Scalar = str | int | float | bool | None
-
-
-def _key(name: str, _info: FieldInfo | ComputedFieldInfo) -> str:
-    return name  # schema titles are the keys as they appear in summary.json
-
-
-class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, field_title_generator=_key)
-
-
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True, field_title_generator=_key)
-
+# Re-exported: readers take every part of a summary from this module.
+__all__ = ["BenchImage", "GpuFacts", "HostFacts", "LogsFacts", "Pins", "ProofServer", "ProvenanceScenario",
+           "RunProvenance", "Scalar", "ServerInfo", "TransportProof"]
 
 class Issue(_Closed):
     """Something the analysis found wrong or doubtful; errors mean incomplete or unreadable inputs (exit 2)."""
@@ -187,18 +187,6 @@ class SummaryScenario(_Open):
     reference: Reference | None = None
 
 
-class ProofServer(_Open):
-    summary: str = ""
-
-
-class TransportProof(_Open):
-    """What the sweep proved of the KV transport (provenance.json's `transport`)."""
-
-    proven: bool | None = None
-    skipped: bool | None = None
-    servers: dict[str, ProofServer] = Field(default_factory=dict)
-
-
 class RdmaDevices(_Open):
     """RDMA devices on the nodes: found (True), none on every node (False), not known (None)."""
 
@@ -257,87 +245,6 @@ class CeilingRow(_Open):
 class CeilingSource(_Open):
     file: str = "engine-ceiling"
     transport: str | None = None
-
-
-class GpuFacts(_Open):
-    gpus: list[str] | None = None
-    driver: str | None = None
-    cuda: str | None = None
-    error: str | None = None
-
-
-class HostFacts(_Open):
-    hostname: str | None = "?"
-    kernel: str | None = "?"
-    gpu: GpuFacts = Field(default_factory=GpuFacts)
-    nics: dict[str, Any] | None = None
-
-
-class ServerInfo(_Open):
-    """The parts of a server's /server_info that say how it was set up for PD, in the order a reader wants them."""
-
-    version: str | None = None
-    error: str | None = None
-    model_path: Scalar = None
-    tp_size: Scalar = None
-    disaggregation_mode: Scalar = None
-    disaggregation_transfer_backend: Scalar = None
-    mem_fraction_static: Scalar = None
-    attention_backend: Scalar = None
-    chunked_prefill_size: Scalar = None
-    page_size: Scalar = None
-    base_gpu_id: Scalar = None
-
-    def setup(self) -> list[tuple[str, Scalar]]:
-        """The PD set-up arguments the server reported, in their declared order."""
-        names = [n for n in ServerInfo.model_fields if n not in ("version", "error")]
-        return [(n, v) for n, v in self.model_dump(include=set(names)).items() if v is not None]
-
-
-class BenchImage(_Open):
-    in_place: bool | None = None
-    python: str | None = None
-    image: str | None = None
-
-
-class LogsFacts(_Open):
-    kind: str | None = "not recorded"
-    folder: str | None = None
-
-
-class Pins(_Open):
-    sglang_commit: str | None = None
-    mooncake_commit: str | None = None
-
-
-class ProvenanceScenario(_Open):
-    name: str | None = None
-    fingerprint: str | None = None
-
-
-class RunProvenance(_Open):
-    """provenance.json as the summary carries it. The sweep records the fields named here; the smoke
-    records flat facts of its own (its `host` a name), shown as they stand."""
-
-    kind: str | None = Field(default=None, description="what recorded it: \"smoke\" for the smoke (the sweep sets none)")
-    recorded_at: str | None = None
-    host: HostFacts | str | None = None
-    endpoints: dict[str, str] | None = None
-    server_info: dict[str, ServerInfo | str | None] | None = None
-    bench_image: BenchImage | None = None
-    logs: LogsFacts | None = None
-    environment: dict[str, Scalar] | None = None
-    transport: TransportProof | None = None
-    pins: Pins | None = None
-    scenario: ProvenanceScenario | None = None
-
-    def facts(self) -> dict[str, Any]:
-        """Every fact as recorded, for a record shown whole (the smoke's)."""
-        return self.model_dump(exclude_unset=True)
-
-    def recorded(self) -> bool:
-        """Whether the record holds any fact at all (an empty provenance.json records nothing)."""
-        return bool(self.model_fields_set or self.model_extra)
 
 
 class Measured(_Open):

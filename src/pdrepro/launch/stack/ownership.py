@@ -64,12 +64,19 @@ def start_ticks(pid: int) -> int | None:
     return None if st is None else st.start_ticks
 
 
-def cmdline(pid: int) -> tuple[str, ...] | None:
+def _proc_bytes(pid: int, name: str) -> bytes | None:
+    """/proc/PID/<name>, or None: no such process, or not ours to read (another user's)."""
     if not _valid(pid):
         return None
     try:
-        raw = (PROC / str(pid) / "cmdline").read_bytes()
+        return (PROC / str(pid) / name).read_bytes()
     except OSError:
+        return None
+
+
+def cmdline(pid: int) -> tuple[str, ...] | None:
+    raw = _proc_bytes(pid, "cmdline")
+    if raw is None:
         return None
     return tuple(raw.decode(errors="surrogateescape").split("\0")[:-1]) if raw else ()
 
@@ -85,11 +92,8 @@ def comm(pid: int) -> str:
 def marker(pid: int) -> str | None:
     """The stack id in the process's environment (as it was when it started), or None: none there, or
     the environment is not ours to read (another user's process)."""
-    if not _valid(pid):
-        return None
-    try:
-        raw = (PROC / str(pid) / "environ").read_bytes()
-    except OSError:
+    raw = _proc_bytes(pid, "environ")
+    if raw is None:
         return None
     prefix = f"{MARKER}=".encode()
     for entry in raw.split(b"\0"):
