@@ -92,13 +92,13 @@ def _apt(tmp_path: Path, files: dict[str, str]) -> Path:
 
 BOOKWORM_DEB822 = """Types: deb
 # a comment between keys
-URIs: http://deb.debian.org/debian/
+URIs: http://mirror.example/debian/
 Suites: bookworm bookworm-updates
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 
 Types: deb
-URIs: http://deb.debian.org/debian-security
+URIs: http://mirror.example/debian-security
 Suites: bookworm-security
 Components: main
 """
@@ -106,8 +106,8 @@ Components: main
 
 @pytest.mark.parametrize(("files", "pairs", "trixie"), [
     ({"sources.list.d/debian.sources": BOOKWORM_DEB822},
-     ["http://deb.debian.org/debian bookworm", "http://deb.debian.org/debian bookworm-updates",
-      "http://deb.debian.org/debian-security bookworm-security"], False),
+     ["http://mirror.example/debian bookworm", "http://mirror.example/debian bookworm-updates",
+      "http://mirror.example/debian-security bookworm-security"], False),
     ({"sources.list": "# deb http://x/debian trixie main\ndeb [arch=amd64 signed-by=/k.gpg] http://m/debian/ trixie main\n"
                       "deb-src http://m/debian trixie main\n"},
      ["http://m/debian trixie"], True),
