@@ -1,0 +1,50 @@
+"""The interface every transfer backend module fills in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+
+class TransportReading(Protocol):
+    """What one server's start-up lines say of the transport its backend installed."""
+
+    role: str
+    lines_read: int
+    evidence: list[str]
+
+    @property
+    def verdict(self) -> str:
+        """rdma, tcp, rdma-broken (RDMA tried and failed) or unknown (no start-up lines)."""
+
+    def describe(self) -> str: ...
+
+    def to_dict(self) -> dict: ...
+
+
+class TransferBackend(Protocol):
+    # The scenario's value (launch.transfer_backend) and the registry's key.
+    name: str
+    # For people: "Mooncake", "Mooncake over TCP", "NIXL (UCX)".
+    label: str
+    # The environment variables a scenario's launch.env may set for it, by prefix (MC_, UCX_).
+    env_prefixes: tuple[str, ...]
+    # Variables the disaggregated stack must set for it (the published launch's own).
+    required_env: tuple[str, ...]
+    # What the launch plan sets for it, not the scenario (MC_FORCE_TCP=1 for Mooncake over TCP).
+    plan_env: Mapping[str, str]
+    # Modules a server imports for it, and the distributions provenance records (first found names it).
+    modules: tuple[str, ...]
+    distributions: tuple[str, ...]
+    # What the engine's logged per-request transfer time measures with this backend: never compared across
+    # backends, since each measures its own window.
+    timing: str
+    # Whether this backend can only move KV over TCP (then the NIC witness does not apply).
+    tcp_only: bool
+
+    def scan(self, role: str, text: str, env: Mapping[str, str] | None = None) -> TransportReading:
+        """The transport from one server log's text; ``env`` is the server's environment where known."""
+
+    def scan_latest_start(self, role: str, lines: Iterable[str],
+                          env: Mapping[str, str] | None = None) -> TransportReading:
+        """``scan`` over the lines of the server's latest start only, read as a stream (logs can be huge)."""

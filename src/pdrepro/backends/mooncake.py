@@ -1,0 +1,40 @@
+"""Mooncake Transfer Engine: RDMA when it finds an accessible HCA (TCP when it finds none)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ..parsers import mooncake_log
+
+ENGINE_DISTRIBUTIONS = ("mooncake-transfer-engine", "mooncake-transfer-engine-cuda13",
+                        "mooncake-transfer-engine-non-cuda")
+TIMING = ("from the request entering the prefill's transfer queue to the scheduler seeing completion "
+          "(the engine logs no latency of its own; the last chunk's time)")
+
+
+def _force_tcp(env: Mapping[str, str] | None) -> bool:
+    return (env or {}).get("MC_FORCE_TCP") == "1"
+
+
+@dataclass(frozen=True)
+class Mooncake:
+    name: str = "mooncake"
+    label: str = "Mooncake"
+    env_prefixes: tuple[str, ...] = ("MC_", "MOONCAKE_")
+    required_env: tuple[str, ...] = ("MOONCAKE_PROTOCOL", "WITH_NVIDIA_PEERMEM")
+    plan_env: Mapping[str, str] = field(default_factory=dict)
+    modules: tuple[str, ...] = ("mooncake.engine",)
+    distributions: tuple[str, ...] = ENGINE_DISTRIBUTIONS
+    timing: str = TIMING
+    tcp_only: bool = False
+
+    def scan(self, role: str, text: str, env: Mapping[str, str] | None = None) -> mooncake_log.ServerTransport:
+        return mooncake_log.scan(role, text, force_tcp_set=_force_tcp({**self.plan_env, **(env or {})}))
+
+    def scan_latest_start(self, role: str, lines: Iterable[str],
+                          env: Mapping[str, str] | None = None) -> mooncake_log.ServerTransport:
+        return mooncake_log.scan_latest_start(role, lines, force_tcp_set=_force_tcp({**self.plan_env, **(env or {})}))
+
+
+BACKEND = Mooncake()

@@ -1,0 +1,33 @@
+"""NIXL over UCX: UCX picks its transports (names them at a raised log level); UCX_TLS restricts them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ..parsers import nixl_log
+
+TIMING = "from NIXL's first send of the request's KV to its success (NIXL's own latency)"
+
+
+@dataclass(frozen=True)
+class Nixl:
+    name: str = "nixl"
+    label: str = "NIXL (UCX)"
+    env_prefixes: tuple[str, ...] = ("UCX_", "NIXL_")
+    required_env: tuple[str, ...] = ()
+    plan_env: Mapping[str, str] = field(default_factory=dict)
+    modules: tuple[str, ...] = ("nixl",)
+    distributions: tuple[str, ...] = ("nixl", "nixl-cu13", "nixl-cu12")
+    timing: str = TIMING
+    tcp_only: bool = False
+
+    def scan(self, role: str, text: str, env: Mapping[str, str] | None = None) -> nixl_log.NixlTransport:
+        return nixl_log.scan(role, text)
+
+    def scan_latest_start(self, role: str, lines: Iterable[str],
+                          env: Mapping[str, str] | None = None) -> nixl_log.NixlTransport:
+        return nixl_log.scan_latest_start(role, lines)
+
+
+BACKEND = Nixl()
