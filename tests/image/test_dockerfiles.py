@@ -141,9 +141,10 @@ def test_smoke_image_builds_and_works():
 
     script = (
         "set -e; python -c 'from mooncake.engine import TransferEngine; print(\"engine-ok\")'; "
-        # NIXL without a GPU or torch: the meta package picks the one flavour installed.
-        "python -c 'import sys, nixl; nixl.nixl_agent(\"probe\"); print(\"nixl-ok\", nixl.nixl_agent.__module__, "
-        "[m for m in sys.modules if m.startswith(\"torch\")])'; "
+        # NIXL without a GPU or torch: the meta package picks the one flavour installed. The agent's
+        # teardown segfaults under this Python (smoke/nixlpath.leave), so the probe leaves as the agents do.
+        "python -c 'import os, sys, nixl; nixl.nixl_agent(\"probe\"); print(\"nixl-ok\", nixl.nixl_agent.__module__, "
+        "[m for m in sys.modules if m.startswith(\"torch\")], flush=True); os._exit(0)'; "
         "rc=0; transfer_engine_bench --help > /tmp/help 2>&1 || rc=$?; echo bench-rc=$rc; "
         "grep -c -- '-mode' /tmp/help; pdrepro --version; pdrepro versions --json > /tmp/v.json; cat /tmp/v.json"
     )
