@@ -50,6 +50,6 @@ def print_result(summary: dict, run: RunDir, seconds: float) -> None:
     if s["memory_peak_bytes"] is not None:
         say(f"peak memory of the stack: {s['memory_peak_bytes'] / GB:.2f} GB "
             f"({'fits' if s['fits_8GB_laptop'] else 'does NOT fit'} an 8 GB laptop)")
-    say(f"verified {s['transfers_verified']} of {s['transfers_checked']} transfers byte for byte (both ways, "
+    say(f"verified {s['transfers_verified']} of {s['transfers_checked']} transfers byte for byte (every way, "
         f"warm-ups included): {'all good' if s['all_verified'] else 'MISMATCH'}; took {seconds:.0f} s")
     say(f"report: {run.report_file}  (also {run.root.parent / 'latest'}/report.md)")

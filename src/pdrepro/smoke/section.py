@@ -56,7 +56,7 @@ def smoke_section(summary: dict) -> str:
     lines.append("")
     if "transfers_verified" in s:
         lines.append(f"- Transfers verified: **{s['transfers_verified']} of {s['transfers_checked']}** "
-                     "(both ways, every size, warm-ups included).")
+                     "(every way, every size, warm-ups included).")
     ratio = s.get("mooncake_vs_socket_at_largest")
     if ratio is not None:
         where = " and ".join(map(str, s["ratio_prompt_lens"]))
