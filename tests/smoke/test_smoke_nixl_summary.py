@@ -104,3 +104,10 @@ def test_an_arm_that_was_asked_for_but_measured_nothing_is_an_error(scenario, pl
     s = build_summary(scenario, init, {})
     assert not s["smoke"]["all_verified"]
     assert s["issues"]
+
+
+def test_a_nixl_stall_is_not_blamed_on_mooncakes_transport(scenario, plan):
+    init = _with_nixl(plan, [2.0, 50.0, 400.0])
+    init["rows"][1]["nixl"] = _measure([2.0, 2.1, 45.0])
+    st = build_summary(scenario, init, {})["rows"][1]["nixl_stall"]
+    assert st["stalled"] == 1 and "UCX's TCP" in st["likely_cause"] and "Mooncake" not in st["likely_cause"]

@@ -14,7 +14,7 @@ from ..core.units import GB, MB, bandwidth_GB_s
 from ..rundir.contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, headline, issue, result_row
 from ..rundir.issuekind import IssueKind
 from ..rundir.summarymodel import build as summary_model
-from .spread import spread, stall
+from .spread import NAGLE, spread, stall
 
 # Mooncake over TCP and a plain socket copy ride the same kernel TCP stack
 # between the same containers, so at the largest sizes Mooncake should move the
@@ -25,6 +25,8 @@ RATIO_TARGET = 0.90
 # The per-size goal applies from here up: below it fixed per-transfer costs dominate both ways.
 PER_SIZE_FROM_BYTES = 1 * MB
 LAPTOP_BYTES = 8 * GB
+NIXL_DELAYED_ACK = ("a wait the size of a delayed ACK (30-450 ms extra) on UCX's TCP connections; whether UCX's "
+                    "sender met Nagle there was not measured (compare a run with --tcp-nodelay or --quickack)")
 STALL_WAYS = (("Mooncake", "mooncake_stall"), ("NIXL", "nixl_stall"), ("socket", "socket_stall"))
 
 
@@ -76,9 +78,18 @@ def _add_nixl(row: dict, nx: dict, sock_bw: float | None, nagle_ruled_out: bool)
                nixl_ms_min=ms["min"], nixl_ms_max=ms["max"], nixl_bandwidth_GB_s=bw,
                nixl_verified=bool(nx["verified"]), nixl_failed_checks=nx["failed_checks"],
                nixl_vs_socket=bw / sock_bw if bw and sock_bw else None,
-               nixl_stall=stall(nx["ms"], nagle_ruled_out))
+               nixl_stall=_nixl_stall(nx["ms"], nagle_ruled_out))
     row["checked_transfers"] += len(nx["ms"]) + 1
     row["failed_transfers"] += nx["failed_checks"]
+
+
+def _nixl_stall(ms: list[float], nagle_ruled_out: bool) -> dict | None:
+    """A NIXL stall, its cause worded for UCX's own TCP connections: the Nagle explanation names
+    Mooncake's transport, which these transfers do not use."""
+    st = stall(ms, nagle_ruled_out)
+    if st is not None and st["likely_cause"] == NAGLE:
+        st["likely_cause"] = NIXL_DELAYED_ACK
+    return st
 
 
 def _verified(r: dict) -> bool:
