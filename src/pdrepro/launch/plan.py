@@ -18,7 +18,8 @@ from ..core.errors import UserError
 from ..core.roles import SERVER_ROLES, Role, RoleSpec, ServerPorts
 from ..engines import ServingEngine
 from ..rundir import server_log_name
-from ..scenario.launch_section import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, Launch
+from ..scenario import launch_env
+from ..scenario.launch_section import Launch
 from ..scenario.model import Scenario
 
 # As in the published commands; the GPU image puts its venv's python first on PATH.
@@ -136,6 +137,10 @@ class Plan:
         self.site = site
         self.engine: ServingEngine = engines.engine(self.launch.engine)
         self.backend: TransferBackend = backends.backend(site.transfer_backend or self.launch.transfer_backend)
+        if self.disaggregated and self.backend.name != self.launch.transfer_backend:
+            # The scenario was checked for its own backend; the site's may require other variables.
+            launch_env.missing(self.launch.env, self.backend, f"scenario {scenario.name}: launch.env",
+                               f"--transfer-backend {self.backend.name}")
         self._check_compose_can_express()
         self._gpus: dict[tuple[str, int, int], tuple[int, ...]] = {}
         self.shared_gpu = False
@@ -351,9 +356,9 @@ class Plan:
         is the node (or the regular instance), ``server`` the server on it."""
         if role == "regular":
             return self.gpu_env(self.regular_gpus[instance])
-        env = {"SGLANG_HOST_IP": self.hosts(role)[instance]}
-        env.update({k: self.launch.env[k] for k in LAUNCH_ENV_FIXED})
-        env.update({k: v for k, v in self.launch.env.items() if k in LAUNCH_ENV_TUNABLES})
+        env = {self.engine.host_ip_env: self.hosts(role)[instance]}
+        env.update({k: self.launch.env[k] for k in self.backend.required_env})
+        env.update(launch_env.server_env(self.launch.env, self.engine, self.backend))
         env.update(self.backend.plan_env)
         env.update(self.gpu_env(self._gpus[role, instance, server]))
         return env
