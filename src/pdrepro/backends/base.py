@@ -44,6 +44,9 @@ class TransferBackend(Protocol):
     def modules(self) -> tuple[str, ...]: ...
     @property
     def distributions(self) -> tuple[str, ...]: ...
+    # provenance.json's pins field -> the versions.env key holding its pinned commit.
+    @property
+    def pin_keys(self) -> Mapping[str, str]: ...
     # What the engine's logged per-request transfer time measures with this backend: never compared across
     # backends, since each measures its own window.
     @property

@@ -28,6 +28,8 @@ class Mooncake:
     distributions: tuple[str, ...] = ENGINE_DISTRIBUTIONS
     timing: str = TIMING
     tcp_only: bool = False
+    # provenance.json's pins field -> the versions.env key holding the pinned commit.
+    pin_keys: Mapping[str, str] = field(default_factory=lambda: {"mooncake_commit": "MOONCAKE_COMMIT"})
 
     def scan(self, role: str, text: str, env: Mapping[str, str] | None = None) -> mooncake_log.ServerTransport:
         return mooncake_log.scan(role, text, force_tcp_set=_force_tcp({**self.plan_env, **(env or {})}))

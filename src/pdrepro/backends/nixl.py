@@ -21,6 +21,8 @@ class Nixl:
     distributions: tuple[str, ...] = ("nixl", "nixl-cu13", "nixl-cu12")
     timing: str = TIMING
     tcp_only: bool = False
+    # No pinned commit in provenance's pins yet (the image pins NIXL by version).
+    pin_keys: Mapping[str, str] = field(default_factory=dict)
 
     def scan(self, role: str, text: str, env: Mapping[str, str] | None = None) -> nixl_log.NixlTransport:
         return nixl_log.scan(role, text)
