@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class TransportReading(Protocol):
@@ -54,6 +54,10 @@ class TransferBackend(Protocol):
     # Whether this backend can only move KV over TCP (then the NIC witness does not apply).
     @property
     def tcp_only(self) -> bool: ...
+
+    def found_devices(self, reading: Any) -> set[str] | None:
+        """The RDMA devices a reading of this backend's ``scan`` says its server found: a set (empty when the log
+        says none), or None when the log says neither."""
 
     def scan(self, role: str, text: str, env: Mapping[str, str] | None = None) -> TransportReading:
         """The transport from one server log's text; ``env`` is the server's environment where known."""
