@@ -23,6 +23,10 @@ class Nixl:
     tcp_only: bool = False
     # No pinned commit in provenance's pins yet (the image pins NIXL by version).
     pin_keys: Mapping[str, str] = field(default_factory=dict)
+    # What-ran: no image build arg, wheel label or import probe recorded for it yet.
+    image_build_key: str | None = None
+    wheel_label: str | None = None
+    import_probe_key: str | None = None
 
     def found_devices(self, reading: nixl_log.NixlTransport) -> set[str] | None:
         """The RDMA devices UCX's lanes ran on; None when no RDMA lane was logged (UCX never says "none")."""
