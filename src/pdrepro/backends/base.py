@@ -51,6 +51,9 @@ class TransferBackend(Protocol):
     # probe key (None where the image and the versions record keep none for it).
     @property
     def image_build_key(self) -> str | None: ...
+    # How to get RDMA from this backend where the proof found none.
+    @property
+    def rdma_hint(self) -> str: ...
     @property
     def wheel_label(self) -> str | None: ...
     @property
