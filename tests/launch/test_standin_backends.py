@@ -69,7 +69,7 @@ def test_a_mooncake_stack_over_tcp_passes_the_sweep_and_its_transport_proof(site
     started = up(site, env_=env_)
     assert started.returncode == 0, started.stderr
     try:
-        swept = _sweep(site, "--no-analyze", env_=env_)
+        swept = _sweep(site, env_=env_)  # the analysis too, as a user's sweep runs it
         assert swept.returncode == 0, swept.stdout[-3000:] + swept.stderr[-3000:]
         out = swept.stdout + swept.stderr
         assert "transport: tcp, allowed by the scenario (transport: any)" in out
@@ -88,6 +88,12 @@ def test_a_mooncake_stack_over_tcp_passes_the_sweep_and_its_transport_proof(site
     assert all(abs(s.transfer_total_MiB - s.input_len * 12288 / 2**20) < 0.01 for s in prefill)
     decode = {s.rid for s in _requests_served(run, "decode")}
     assert {s.rid for s in prefill} == decode  # one rid per request, as the router hands it to both
+    # Every request completed, KV sizes match the model, TTFT covers the logged transfer, TCP allowed on
+    # one box: the run passes the bundle's own checks (what differs from the pins is a warning here).
+    checked = subprocess.run([sys.executable, "-m", "pdrepro", "check", str(run), "--scenario", site["options"][1]],
+                             capture_output=True, text=True, env=env(), timeout=120, cwd=REPO)
+    assert checked.returncode == 0, checked.stdout[-3000:]
+    assert "FAIL" not in checked.stdout and "kv_size_match" in checked.stdout
 
 
 def test_a_nixl_stack_logs_ucx_tcp_lanes_that_the_backends_proof_reads(site):
