@@ -5,22 +5,50 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from .spec import RouterSpec, ServerSpec
+
 
 class ServingEngine(Protocol):
-    name: str                      # the scenario's launch.engine and the registry's key
-    label: str                     # for people: "SGLang"
+    # Read-only members: the modules are frozen dataclasses.
+    # The scenario's launch.engine and the registry's key; for people: "SGLang".
+    @property
+    def name(self) -> str: ...
+    @property
+    def label(self) -> str: ...
     # The transfer backends it can run, each with the value its server flag takes.
-    backend_flags: Mapping[str, str]
-    server_module: str
-    router_module: str
-    bench_module: str
+    @property
+    def backend_flags(self) -> Mapping[str, str]: ...
+    @property
+    def server_module(self) -> str: ...
+    @property
+    def router_module(self) -> str: ...
+    @property
+    def bench_module(self) -> str: ...
     # Paths a worker / the router answer when healthy, tried in order; the server's own arguments.
-    worker_health_paths: tuple[str, ...]
-    router_health_paths: tuple[str, ...]
-    info_path: str
+    @property
+    def worker_health_paths(self) -> tuple[str, ...]: ...
+    @property
+    def router_health_paths(self) -> tuple[str, ...]: ...
+    @property
+    def info_path(self) -> str: ...
     # The variable that tells a server the address it advertises to its peers.
-    host_ip_env: str
+    @property
+    def host_ip_env(self) -> str: ...
     # Environment variables of its own a scenario may set (by prefix) and provenance records.
-    env_prefixes: tuple[str, ...]
-    modules: tuple[str, ...]
-    distributions: tuple[str, ...]
+    @property
+    def env_prefixes(self) -> tuple[str, ...]: ...
+    @property
+    def modules(self) -> tuple[str, ...]: ...
+    @property
+    def distributions(self) -> tuple[str, ...]: ...
+    @property
+    def mem_fraction_flag(self) -> str: ...
+
+    def server_argv(self, spec: ServerSpec) -> list[str]:
+        """One server's argv: the interpreter, the engine's server module and its flags."""
+
+    def server_extras(self, spec: ServerSpec) -> list[str]:
+        """The tail of server_argv after the engine's fixed flags: the scenario's and the site's extras."""
+
+    def router_argv(self, spec: RouterSpec) -> list[str]:
+        """The router's argv, disaggregated (spec.workers) or regular (spec.urls)."""

@@ -14,17 +14,20 @@ from pydantic import Field
 
 from ..core.errors import UserError
 from ..core.strictmodel import Flag, IntBounds, NumberBounds, Record
+from . import launch_env
 
 PORT = Annotated[int, IntBounds(1, 65535)]
 
 # Each Literal is the field's type; the tuple of its values derives from it.
 Stack = Literal["disaggregated", "regular"]
 STACKS: tuple[str, ...] = get_args(Stack)
+Engine = Literal["sglang"]
+TransferBackendName = Literal["mooncake", "mooncake_tcp", "nixl"]
 RouterPolicy = Literal["round_robin", "random", "cache_aware", "power_of_two"]
 ROUTER_POLICIES: tuple[str, ...] = get_args(RouterPolicy)
-# The environment the compose files hand to the servers. The first two are set
-# by the published launch; the rest are optional tunables the compose files
-# pass through only when set, so an unset one keeps the upstream default.
+# The environment the compose files hand to the servers (until they render ServerLaunch.env, the plan's):
+# the first two are Mooncake's required_env; the rest are optional tunables the compose files pass through
+# only when set, so an unset one keeps the upstream default. What a scenario may set is launch_env's rule.
 LAUNCH_ENV_FIXED = ("MOONCAKE_PROTOCOL", "WITH_NVIDIA_PEERMEM")
 LAUNCH_ENV_TUNABLES = (
     "MC_SLICE_SIZE", "MC_NUM_QP_PER_EP", "MC_RETRY_CNT", "MC_MAX_WR", "MC_WORKERS_PER_CTX",
@@ -74,7 +77,10 @@ class Launch(Record):
     disable_radix_cache: Flag
     trust_remote_code: Flag
     enable_request_time_stats_logging: Flag
-    transfer_backend: Literal["mooncake"] = "mooncake"
+    # The serving engine and the KV transfer backend, each a module picked from its registry (engines,
+    # backends); tests/scenario holds these Literals equal to the registries' names.
+    engine: Engine = "sglang"
+    transfer_backend: TransferBackendName = "mooncake"
     enable_metrics: Flag = False
     # TP of each regular instance; unset means parallel.prefill_tp.
     regular_tp: Annotated[int, IntBounds(1, 64)] | None = None
@@ -96,23 +102,13 @@ class Launch(Record):
             if len({p.prefill, p.decode, p.bootstrap, p.router}) != 4:
                 raise UserError(f"{source}: launch.ports prefill, decode, bootstrap and router must differ "
                                 "(they may share one host)")
-            absent = [k for k in LAUNCH_ENV_FIXED if k not in self.env]
-            if absent:
-                raise UserError(f"{source}: launch.env.{absent[0]} is missing; "
-                                f"the disaggregated stack sets {' and '.join(LAUNCH_ENV_FIXED)}")
         if "regular" in self.stacks and (len(p.regular) != 2 or len({*p.regular, p.router}) != 3):
             raise UserError(f"{source}: launch.ports.regular must list two ports, "
                             "different from each other and from the router's")
-        allowed = LAUNCH_ENV_FIXED + LAUNCH_ENV_TUNABLES
+        launch_env.check(self.env, self.engine, self.transfer_backend, source, "disaggregated" in self.stacks)
         for key, value in self.env.items():
             if key.endswith("_TIMEOUT") and not _positive_number(value):
                 raise UserError(f"{source}: launch.env.{key} is {value!r}; give a timeout in seconds above 0")
-        unknown = sorted(set(self.env) - set(allowed))
-        if unknown:
-            raise UserError(
-                f"{source}: launch.env.{unknown[0]} is not passed to the servers by the compose files; "
-                f"use one of: {', '.join(allowed)}"
-            )
 
 
 def _positive_number(value: str) -> bool:
