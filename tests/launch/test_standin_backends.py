@@ -22,7 +22,6 @@ from pdrepro.parsers.serverstart import current_start
 __all__ = ["site"]  # the fixture
 
 UCX_TCP = {"UCX_TLS": "tcp,cuda_copy", "UCX_LOG_LEVEL": "info"}
-NIXL_FLAG = "--server-arg=--disaggregation-transfer-backend nixl"
 
 
 def _python_on_path(tmp: Path) -> str:
@@ -49,10 +48,19 @@ def _sweep(site, *extra: str, env_: dict) -> subprocess.CompletedProcess:
         capture_output=True, text=True, env=env_, timeout=240, cwd=REPO)
 
 
-def _up_nixl(site, env_: dict) -> subprocess.CompletedProcess:
-    """NIXL as the recorded arm ran it: the flag appended (the last one wins), no --force-tcp."""
+def _up_nixl(site, env_: dict, ucx: dict[str, str]) -> subprocess.CompletedProcess:
+    """NIXL as a scenario setting: the shipped one-box scenario with launch.transfer_backend nixl and its UCX
+    environment in launch.env (the launcher hands a server no backend variable from the shell)."""
+    scenario = Path(site["options"][1])
+    text = scenario.read_text().replace("transfer_backend: mooncake", "transfer_backend: nixl")
+    start, end = text.index("  env:\n"), text.index("\n", text.index("WITH_NVIDIA_PEERMEM")) + 1
+    env_block = "  env:\n" + "".join(f"    {k}: {v!r}\n" for k, v in ucx.items()) if ucx else ""
+    text = text[:start] + env_block + text[end:]  # Mooncake's variables go: NIXL reads none of them
+    nixl = site["tmp"] / "onebox-nixl.yaml"
+    nixl.write_text(text)
+    site["options"][1] = str(nixl)
     options = [o for o in site["options"] if o != "--force-tcp"]
-    return stack("up", "--target", "onebox", "--launcher", "host", *options, NIXL_FLAG, "--out", str(site["run"]),
+    return stack("up", "--target", "onebox", "--launcher", "host", *options, "--out", str(site["run"]),
                  "--poll", "0.1", "--grace", "5", env_=env_)
 
 
@@ -97,8 +105,8 @@ def test_a_mooncake_stack_over_tcp_passes_the_sweep_and_its_transport_proof(site
 
 
 def test_a_nixl_stack_logs_ucx_tcp_lanes_that_the_backends_proof_reads(site):
-    env_ = _stack_env(site, **UCX_TCP)
-    started = _up_nixl(site, env_)
+    env_ = _stack_env(site)
+    started = _up_nixl(site, env_, UCX_TCP)
     assert started.returncode == 0, started.stderr
     try:
         # The sweep's proof asks the scenario's backend once the seams land; until then it is read below.
@@ -127,8 +135,8 @@ def test_a_nixl_stack_logs_ucx_tcp_lanes_that_the_backends_proof_reads(site):
     ({"UCX_TLS": "tcp,cuda_copy"}, "unknown"),              # UCX names no lane below info level
 ])
 def test_the_nixl_stand_in_follows_ucx_tls_and_the_log_level(site, ucx_env, verdict):
-    env_ = _stack_env(site, **ucx_env)
-    started = _up_nixl(site, env_)
+    env_ = _stack_env(site)
+    started = _up_nixl(site, env_, ucx_env)
     assert started.returncode == 0, started.stderr
     try:
         # One request through the router: UCX names a peer's lanes at its first transfer.
