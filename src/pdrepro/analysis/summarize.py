@@ -32,6 +32,7 @@ from ..rundir.engineceiling import against_rows, check_against_run
 from ..rundir.issuekind import IssueKind
 from ..rundir.summarymodel import build as build_summary
 from ..scenario.model import Scenario
+from ..scenario.seams import run_backend
 from .serverlogs import logs_label, refuse_outside_window, refuse_stale_start, sweep_windows, topology_logs
 from .transport_evidence import transport_facts
 from .whatran import describe as describe_ran
@@ -295,7 +296,7 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
             issues.append(issue(WARNING, IssueKind.LOGS_OUTSIDE_COUNTER_WINDOW, late, L))
         rows.append(row)
     provenance = _provenance(run, issues)
-    transport, transport_evidence = transport_facts(run, provenance)
+    transport, transport_evidence = transport_facts(run, provenance, run_backend(run.root, scenario))
     ran = what_ran(provenance)
     if differences(ran):
         issues.append(issue(WARNING, IssueKind.PINS_DIFFER, f"{run.provenance_file}: {describe_ran(ran)}"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class TransportReading(Protocol):
@@ -45,6 +45,9 @@ class TransferBackend(Protocol):
     def modules(self) -> tuple[str, ...]: ...
     @property
     def distributions(self) -> tuple[str, ...]: ...
+    # provenance.json's pins field -> the versions.env key holding its pinned commit.
+    @property
+    def pin_keys(self) -> Mapping[str, str]: ...
     # What the engine's logged per-request transfer time measures with this backend: never compared across
     # backends, since each measures its own window.
     @property
@@ -52,6 +55,10 @@ class TransferBackend(Protocol):
     # Whether this backend can only move KV over TCP (then the NIC witness does not apply).
     @property
     def tcp_only(self) -> bool: ...
+
+    def found_devices(self, reading: Any) -> set[str] | None:
+        """The RDMA devices a reading of this backend's ``scan`` says its server found: a set (empty when the log
+        says none), or None when the log says neither."""
 
     def scan(self, role: str, text: str, env: Mapping[str, str] | None = None) -> TransportReading:
         """The transport from one server log's text; ``env`` is the server's environment where known."""
