@@ -211,7 +211,7 @@ RUN pip uninstall -y mooncake-transfer-engine mooncake-transfer-engine-non-cuda 
  && stub="$(mktemp -d)" \
  && ln -s /usr/local/cuda/lib64/stubs/libcuda.so "${stub}/libcuda.so.1" \
  && LD_LIBRARY_PATH="${stub}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}" \
-    python -c "from mooncake.engine import TransferEngine" \
+    python -c "from mooncake.engine import TransferEngine; import nixl" \
  && rm -rf "${stub}" \
  && pip-check
 

@@ -61,7 +61,7 @@ SGLANG ?= $(if $(wildcard build/sglang-src/python/pyproject.toml),build/sglang-s
 # Mooncake: the wheel built at the pin (make mooncake-stage), else the CUDA 13 release that ran on the H200.
 MOONCAKE ?= $(or $(firstword $(wildcard build/mooncake-wheel/*.whl)),$(GPU_VENV_MOONCAKE_WHEEL)==$(GPU_VENV_MOONCAKE_VERSION))
 BUNDLE ?= dist/pdrepro-$(BUNDLE_VERSION)-py3-none-any.whl
-IMPORTS ?= sglang.srt.entrypoints.http_server sglang_router mooncake.engine pdrepro
+IMPORTS ?= sglang.srt.entrypoints.http_server sglang_router mooncake.engine nixl pdrepro
 gpu-venv: ## Build .venv-gpu for the host launcher from the GPU lock, hashes required, without Docker (PYTHON312, WHEELHOUSE, SERVING_ONLY, VENV_SYSTEM_SITE)
 	$(if $(filter none,$(BUNDLE)),,@rm -f dist/pdrepro-*.whl)
 	$(if $(filter none,$(BUNDLE)),,$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps -w dist .)

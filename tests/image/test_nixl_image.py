@@ -96,3 +96,11 @@ def test_versions_names_nixl_from_the_backend_wheel_first():
     assert vr.PACKAGES["nixl"][0] == "nixl-cu13" and "nixl" in vr.PACKAGES["nixl"]
     assert "NIXL_VERSION" in vr.PIN_KEYS
     assert vr.collect_versions()["pins"]["nixl_version"] == PINS["NIXL_VERSION"]
+
+
+def test_the_image_and_gpu_venv_import_nixl_after_installing():
+    # Under the libcuda stub, next to the Mooncake engine's check (torch in the image names CUDA 13 to the meta
+    # package, which then imports nixl_cu13).
+    assert 'python -c "from mooncake.engine import TransferEngine; import nixl"' in (DOCKER / "gpu.Dockerfile").read_text()
+    imports = re.search(r"^IMPORTS \?= (.*)$", (DOCKER / "lock.mk").read_text(), re.M)
+    assert imports and "nixl" in imports[1].split()
