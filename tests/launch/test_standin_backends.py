@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from stackhelp import REPO, env, site, stack, up
+from stackhelp import REPO, env, one_line_error, site, stack, up
 
 from pdrepro.backends import backend
 from pdrepro.parsers import mooncake_log, nixl_log, reqstats
@@ -175,3 +175,19 @@ def test_the_mooncake_stand_in_without_force_tcp_finds_no_hca_and_says_tcp(site)
     text = current_start((site["run"] / "logs" / "prefill.log").read_text())
     seen = mooncake_log.scan("prefill", text)
     assert seen.verdict == "tcp" and seen.hca_counts == [0]
+
+
+def test_a_nixl_stack_without_ucx_tls_is_refused_by_the_sweep_naming_the_fix(site):
+    # One box, UCX free to pick: before any peer, only the loopback endpoint's in-host lanes are logged, which
+    # prove no network; the sweep stops at its proof (exit 2, one line) and says what to set.
+    env_ = _stack_env(site)
+    started = _up_nixl(site, env_, {"UCX_LOG_LEVEL": "info"})
+    assert started.returncode == 0, started.stderr
+    try:
+        swept = _sweep(site, "--no-analyze", env_=env_)
+    finally:
+        stack("down", str(site["run"]), "--grace", "1")
+    assert swept.returncode == 2, swept.stdout[-2000:] + swept.stderr[-2000:]
+    line = one_line_error(swept)
+    assert "KV transport is not RDMA or TCP" in line and "restrict UCX_TLS" in line and "tcp,cuda_copy" in line
+    assert not list((site["run"] / "bench").glob("result-*.jsonl"))  # no bench ran

@@ -54,7 +54,7 @@ def test_before_any_peer_the_self_endpoint_speaks_only_for_network_lanes():
     ipc = (FIXTURES / "ucx-cuda-ipc-onebox-fixture.log").read_text()
     ipc_early = nixl_log.scan("decode", ipc[: ipc.index("intra-node")])
     assert ipc_early.verdict == "unknown"  # self/memory says nothing of a peer
-    assert "loopback endpoint" in ipc_early.describe()
+    assert "loopback endpoint" in ipc_early.describe() and "restrict UCX_TLS" in ipc_early.describe()
 
 
 def test_rdma_lanes_between_two_nodes():

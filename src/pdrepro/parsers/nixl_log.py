@@ -63,6 +63,8 @@ MAX_NAMES = 64
 
 FIX_INTRA_HOST = ("on one box set UCX_TLS=tcp,cuda_copy in both servers' environment so UCX moves the KV over "
                   "TCP (UCX_TLS=rc,cuda_copy for RDMA on a fabric)")
+FIX_SELF_ONLY = ("restrict UCX_TLS to the network transport to measure (tcp,cuda_copy on one box, rc,cuda_copy on a "
+                 "fabric): UCX then names it for that endpoint too, before any peer connects")
 FIX_NO_LANES = "set UCX_LOG_LEVEL=info in both servers' environment so UCX names the transports it chose"
 
 
@@ -132,7 +134,8 @@ class NixlTransport:
         if verdict == "intra-host":
             tail = f"; no network carried the KV: {FIX_INTRA_HOST}"
         elif verdict == "unknown" and not any(scope != "self" for scope, _ in self.configs):
-            tail = "; only UCX's own loopback endpoint is logged yet (a peer's lanes appear at its first transfer)"
+            tail = ("; only UCX's own loopback endpoint is logged yet, on no network transport (a peer's lanes appear "
+                    f"at its first transfer): {FIX_SELF_ONLY}")
         elif verdict == "unknown":
             tail = "; a transport the bundle does not know carried the KV"
         return f"{head}; UCX lanes {used}{tail})"
