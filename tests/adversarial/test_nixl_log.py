@@ -53,6 +53,7 @@ def _check(reading: nixl_log.NixlTransport, allowed: set[str]) -> None:
     assert len(reading.evidence) <= nixl_log.MAX_EVIDENCE
     assert len(reading.transports) <= nixl_log.MAX_NAMES * 4
     assert all(len(devs) <= nixl_log.MAX_NAMES for devs in reading.transports.values())
+    assert len(reading.backends) <= nixl_log.MAX_NAMES
     assert reading.role in reading.describe()
     json.dumps(reading.to_dict())
 

@@ -125,6 +125,8 @@ def test_evidence_stays_bounded_on_a_log_of_many_endpoints():
     assert st.lines_read == 5000 and st.verdict == "rdma"
     assert len(st.evidence) == nixl_log.MAX_EVIDENCE
     assert len(st.transports["rc_mlx5"]) == nixl_log.MAX_NAMES
+    named = nixl_log.scan_latest_start("prefill", (f"NIXL KVManager initialized with backend: B{i}" for i in range(500)))
+    assert len(named.backends) == nixl_log.MAX_NAMES and named.lines_read == 500
 
 
 def test_the_backend_reads_through_this_parser_and_fills_ucx_tls_from_the_environment():

@@ -188,7 +188,8 @@ def _scan_line(st: NixlTransport, line: str) -> None:
     if "UCX" not in line and "NIXL" not in line:  # most lines of a server log: one cheap test
         return
     if m := _INIT.search(line):
-        st.backends.add(m["backend"])
+        if len(st.backends) < MAX_NAMES:
+            st.backends.add(m["backend"])
         st._keep(line, "init " + m["backend"])
     elif m := _LANES.search(line):
         _scan_lanes(st, line, m["body"])
