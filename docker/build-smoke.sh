@@ -31,7 +31,7 @@ else
 fi
 
 hash=$( { cat "$here/smoke.Dockerfile"; printf '%s\n' "$base" "$@";
-          (cd "$wheelhouse" && sha256sum -- *.whl | LC_ALL=C sort -k2); } | sha256sum | cut -c1-64)
+          (cd "$wheelhouse" && sha256sum -- smoke-requirements.lock *.whl bundle/*.whl | LC_ALL=C sort -k2); } | sha256sum | cut -c1-64)
 current=$(docker image inspect -f '{{index .Config.Labels "org.pdrepro.context-hash"}}' "$image" 2>/dev/null || true)
 if [ "$current" = "$hash" ]; then
   say "$image is up to date (context $hash)"

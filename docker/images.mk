@@ -14,20 +14,37 @@ HADOLINT ?= $(BIN)/hadolint
 WHEEL_PLATFORMS := $(foreach v,36 35 34 31 28 27 24 17,--platform manylinux_2_$(v)_x86_64) \
                    --platform manylinux2014_x86_64 --platform linux_x86_64
 
-$(WHEELHOUSE)/.deps: docker/versions.env pyproject.toml | setup
+SMOKE_LOCK := docker/smoke-requirements.lock
+SMOKE_LOCK_IN := docker/smoke-requirements.in
+SMOKE_LOCK_EXCLUDES := docker/smoke-excludes.txt
+
+# The smoke image's Python packages, hash-locked like the GPU image's: the wheel
+# pins of versions.env and the bundle's dependencies keep their one place and
+# are handed to the resolver from there.
+smoke-lock: setup ## Re-resolve docker/smoke-requirements.lock (the smoke image's wheels, hashes) from PyPI (uv)
+	$(BIN)/pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+	printf '%s\n' "$(MOONCAKE_WHEEL)==$(MOONCAKE_WHEEL_VERSION)" "nixl==$(NIXL_VERSION)" \
+	  "$(SMOKE_NIXL_WHEEL)==$(NIXL_VERSION)" | $(BIN)/uv pip compile --quiet --upgrade --generate-hashes \
+	  --only-binary :all: --custom-compile-command "make smoke-lock" \
+	  --python-version $(SMOKE_PYTHON_VERSION) --python-platform x86_64-$(SMOKE_WHEEL_PLATFORM:_x86_64=) \
+	  --exclude-newer $(SMOKE_LOCK_EXCLUDE_NEWER) --excludes $(SMOKE_LOCK_EXCLUDES) \
+	  -o $(SMOKE_LOCK) $(SMOKE_LOCK_IN) - pyproject.toml
+	@echo "smoke-lock: $$(grep -c '^[A-Za-z0-9]' $(SMOKE_LOCK)) packages in $(SMOKE_LOCK)"
+
+# Every wheel of the lock, checked against its hashes, for the offline build.
+$(WHEELHOUSE)/.deps: $(SMOKE_LOCK) | setup
 	@mkdir -p $(WHEELHOUSE)
-	@echo "wheelhouse: downloading $(MOONCAKE_WHEEL)==$(MOONCAKE_WHEEL_VERSION) and the bundle's dependencies for CPython $(SMOKE_PYTHON_VERSION)"
-	$(PYTHON) -m pip download --quiet --disable-pip-version-check --only-binary=:all: \
+	@echo "wheelhouse: downloading the $$(grep -c '^[A-Za-z0-9]' $(SMOKE_LOCK)) wheels of $(SMOKE_LOCK) for CPython $(SMOKE_PYTHON_VERSION)"
+	$(PYTHON) -m pip download --quiet --disable-pip-version-check --only-binary=:all: --require-hashes --no-deps \
 	  $(WHEEL_PLATFORMS) --python-version $(SMOKE_PYTHON_VERSION) --implementation cp \
-	  --abi cp$(subst .,,$(SMOKE_PYTHON_VERSION)) -d $(WHEELHOUSE) \
-	  "$(MOONCAKE_WHEEL)==$(MOONCAKE_WHEEL_VERSION)" \
-	  $$($(BIN)/python -c 'from importlib.metadata import requires; print(" ".join(r.replace(" ", "") for r in requires("pdrepro") if "extra ==" not in r))')
+	  --abi cp$(subst .,,$(SMOKE_PYTHON_VERSION)) -d $(WHEELHOUSE) -r $(SMOKE_LOCK)
+	@cp $(SMOKE_LOCK) $(WHEELHOUSE)/smoke-requirements.lock
 	@touch $@
 
 wheelhouse: $(WHEELHOUSE)/.deps ## Fill wheelhouse/ with every wheel the smoke image installs (offline build)
-	@rm -f $(WHEELHOUSE)/pdrepro-*.whl
-	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps -w $(WHEELHOUSE) .
-	@ls $(WHEELHOUSE)/pdrepro-*.whl
+	@rm -f $(WHEELHOUSE)/pdrepro-*.whl $(WHEELHOUSE)/bundle/pdrepro-*.whl
+	$(PYTHON) -m pip wheel --quiet --disable-pip-version-check --no-deps -w $(WHEELHOUSE)/bundle .
+	@ls $(WHEELHOUSE)/bundle/pdrepro-*.whl
 
 smoke-base: ## Make the smoke image's Debian base from the host's apt mirror (no registry needed)
 	bash docker/smoke-base.sh $(SMOKE_DEBIAN_SUITE) $(SMOKE_BASE_LOCAL)
@@ -45,6 +62,7 @@ smoke-image-locked: wheelhouse
 	  --build-arg SMOKE_PYTHON_VERSION=$(SMOKE_PYTHON_VERSION) \
 	  --build-arg MOONCAKE_WHEEL=$(MOONCAKE_WHEEL) \
 	  --build-arg MOONCAKE_WHEEL_VERSION=$(MOONCAKE_WHEEL_VERSION) \
+	  --build-arg NIXL_VERSION=$(NIXL_VERSION) \
 	  --build-arg MOONCAKE_COMMIT=$(MOONCAKE_COMMIT) \
 	  --build-arg SGLANG_COMMIT=$(SGLANG_COMMIT) \
 	  --build-arg BUNDLE_VERSION=$(BUNDLE_VERSION)
@@ -106,7 +124,7 @@ build: source-trees ## Build the GPU image GPU_IMAGE (SGLang + Mooncake at the p
 lint: setup ## Lint every Dockerfile with hadolint (error level)
 	$(HADOLINT) --failure-threshold error docker/*.Dockerfile
 
-.PHONY: smoke-image-locked wheelhouse smoke-base smoke-image build-check source-trees build lint
+.PHONY: smoke-lock smoke-image-locked wheelhouse smoke-base smoke-image build-check source-trees build lint
 
 # The Mooncake stage of the GPU image, proven without the CUDA base or GitHub:
 # sources from a local clone (MOONCAKE_GIT, assembled by docker/source-tree.sh),

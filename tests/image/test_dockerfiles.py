@@ -135,11 +135,16 @@ def test_smoke_image_builds_and_works():
     labels = json.loads(subprocess.run(["docker", "image", "inspect", "-f", "{{json .Config.Labels}}", image],
                                        capture_output=True, text=True, check=True).stdout)
     assert labels["org.pdrepro.mooncake.commit"] == PINS["MOONCAKE_COMMIT"]
+    assert labels["org.pdrepro.nixl.version"] == PINS["NIXL_VERSION"]
     assert labels["org.opencontainers.image.version"] == __version__
     assert re.fullmatch(r"[0-9a-f]{64}", labels["org.pdrepro.context-hash"])
 
     script = (
         "set -e; python -c 'from mooncake.engine import TransferEngine; print(\"engine-ok\")'; "
+        # NIXL without a GPU or torch: the meta package picks the one flavour installed. The agent's
+        # teardown segfaults under this Python (smoke/nixlpath.leave), so the probe leaves as the agents do.
+        "python -c 'import os, sys, nixl; nixl.nixl_agent(\"probe\"); print(\"nixl-ok\", nixl.nixl_agent.__module__, "
+        "[m for m in sys.modules if m.startswith(\"torch\")], flush=True); os._exit(0)'; "
         "rc=0; transfer_engine_bench --help > /tmp/help 2>&1 || rc=$?; echo bench-rc=$rc; "
         "grep -c -- '-mode' /tmp/help; pdrepro --version; pdrepro versions --json > /tmp/v.json; cat /tmp/v.json"
     )
@@ -147,6 +152,7 @@ def test_smoke_image_builds_and_works():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert "engine-ok" in out
+    assert f"nixl-ok {PINS['SMOKE_NIXL_WHEEL'].replace('-', '_')}._api []" in out
     bench_rc = int(re.search(r"bench-rc=(\d+)", out).group(1))
     assert bench_rc < 128, f"transfer_engine_bench died from a signal ({bench_rc - 128})"
     assert f"pdrepro {__version__}" in out

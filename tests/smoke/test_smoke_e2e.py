@@ -31,8 +31,10 @@ def _leftovers(marker: str) -> str:
 
 
 def test_smoke_moves_verified_kv_sized_buffers_over_tcp(tmp_path):
+    # Both engines in one run (the NIXL arm is what .ci/run proves of NIXL): the same bytes, taking turns.
     image = smoke_image()
-    proc = _smoke(tmp_path, "--image", image, "--prompt-lens", "128,4096,32768", "--repeats", "2", "--transport", "tcp")
+    proc = _smoke(tmp_path, "--image", image, "--prompt-lens", "128,4096,32768", "--repeats", "2", "--transport", "tcp",
+                  "--backends", "mooncake,nixl")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     latest = tmp_path / "results" / "latest"
     assert latest.is_symlink()
@@ -51,14 +53,26 @@ def test_smoke_moves_verified_kv_sized_buffers_over_tcp(tmp_path):
     assert any("TcpTransport: listen on port" in line for line in smoke["transport_evidence"])
     assert smoke["hcas_found"] == 0
     assert smoke["all_verified"] and smoke["mooncake_vs_socket_at_largest"] > 0
+    # NIXL moved the same sizes, every byte checked, over TCP only: UCX's own lane lines say so on both sides.
+    assert smoke["backends"] == ["mooncake", "nixl"]
+    for r in summary["rows"]:
+        assert r["nixl_verified"] is True and len(r["nixl_ms_all"]) == 2 and r["nixl_bandwidth_GB_s"] > 0
+    nixl = smoke["nixl"]
+    assert nixl["transport"] == "tcp" and set(nixl["transports"]) == {"tcp"}
+    assert nixl["target_transport"] == "tcp" and set(nixl["target_transports"]) == {"tcp"}
+    assert any("ucp_worker.c" in line and "tcp/" in line for line in nixl["evidence"])
+    setup = nixl["setup"]
+    assert setup["first_transfer_verified"] is True and setup["first_transfer_s"] > 0
+    assert (run / "raw" / "ucx-decode.log").stat().st_size > 0
     assert 0 < smoke["memory_peak_bytes"] < 8e9
     assert summary["provenance"]["smoke_image"] == image
     report = (run / "report.md").read_text()
     assert "Mooncake against a plain socket copy" in report and "source: smoke" in report
     assert sorted(p.name for p in (run / "plots").glob("*.png")) == ["bandwidth.png", "transfers.png"]
-    # 3 sizes x 2 ways x (2 timed + 1 warm-up), each checked byte for byte.
-    assert smoke["transfers_verified"] == smoke["transfers_checked"] == 18
-    assert "verified 18 of 18 transfers byte for byte" in proc.stdout
+    assert "NIXL ms (min/med/max)" in report and "NIXL connection set-up" in report
+    # 3 sizes x 3 ways x (2 timed + 1 warm-up), each checked byte for byte.
+    assert smoke["transfers_verified"] == smoke["transfers_checked"] == 27
+    assert "verified 27 of 27 transfers byte for byte" in proc.stdout
     assert (run / "raw" / "initiator.json").is_file() and (run / "logs" / "decode.log").stat().st_size > 0
     assert "Mooncake / socket at 4096 and 32768 tokens (pooled)" in proc.stdout
     assert "peak memory of the stack" in proc.stdout

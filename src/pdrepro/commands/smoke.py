@@ -1,4 +1,4 @@
-"""``pdrepro smoke``: KV-sized transfers through the real Mooncake Transfer Engine between two containers."""
+"""``pdrepro smoke``: KV-sized transfers through the real Mooncake Transfer Engine (and NIXL) between two containers."""
 
 from __future__ import annotations
 
@@ -49,6 +49,9 @@ def register(subparsers) -> None:
     p.add_argument("--quickack", action="store_true",
                    help="experiment: both containers turn delayed ACKs off on their bridge route (ip route ... "
                         "quickack 1; adds NET_ADMIN), Nagle untouched; the other half of the --tcp-nodelay test")
+    p.add_argument("--backends", default="mooncake",
+                   help="comma list of transfer engines to move the bytes through beside the socket copy: mooncake, "
+                        "or mooncake,nixl (NIXL over UCX restricted to TCP, host memory; default mooncake)")
     p.add_argument("--image", default=None, help="smoke image (default: SMOKE_IMAGE from versions.env)")
     p.add_argument("--results", default="results", help="folder for run directories (default: results)")
     p.add_argument("--compose-file", default=None, help="default: compose/smoke.yaml of this checkout")
@@ -67,7 +70,9 @@ def run(args) -> int:
     from ..scenario.model import KvSweepScenario, load_scenario
     from ..smoke.plan import make_plan
     from ..smoke.run import SmokeOptions, find_compose_file, run_smoke
+    from ..smoke.settings import parse_backends
 
+    backends = parse_backends(args.backends)
     scenario = load_scenario(args.scenario)
     if not isinstance(scenario, KvSweepScenario):
         raise UserError(f"scenario {scenario.name} is a {scenario.kind}; the smoke needs a kv-sweep scenario")
@@ -90,5 +95,5 @@ def run(args) -> int:
                         results=Path(args.results), compose_file=find_compose_file(args.compose_file),
                         memlock=memlock, timeout_s=args.timeout, host_ip=args.host_ip,
                         wait=args.wait, tcp_nodelay=args.tcp_nodelay,
-                        quickack=args.quickack)
+                        quickack=args.quickack, backends=backends)
     return run_smoke(opts)

@@ -18,6 +18,7 @@ import argparse
 import sys
 
 from ..core.errors import UserError
+from . import nixlpath
 from .initiator import run_initiator
 from .output import say
 from .settings import Settings
@@ -33,10 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = Settings.from_env()
         settings.results.mkdir(parents=True, exist_ok=True)
-        return run_target(settings) if args.role == "target" else run_initiator(settings)
+        code = run_target(settings) if args.role == "target" else run_initiator(settings)
     except (UserError, RuntimeError) as exc:
         say(ROLES[args.role], f"error: {exc}")
-        return 3
+        code = 3
+    return nixlpath.leave(code)
 
 
 if __name__ == "__main__":

@@ -26,8 +26,11 @@ def print_result(summary: dict, run: RunDir, seconds: float) -> None:
         mark = "  STALLED " + f"{r['mooncake_stall']['stalled']}/{r['mooncake_stall']['of']}" if r.get("mooncake_stall") else ""
         say(f"{r['prompt_len']:>6} tokens {n / 1e6:9.2f} MB: Mooncake {r['bandwidth_GB_s']:6.2f} "
             f"[{_gbs(n, r['transfer_ms_max']):.2f}-{_gbs(n, r['transfer_ms_min']):.2f}], socket "
-            f"{r['socket_bandwidth_GB_s']:6.2f} [{_gbs(n, r['socket_ms_max']):.2f}-{_gbs(n, r['socket_ms_min']):.2f}], "
-            f"ratio {r['mooncake_vs_socket']:.2f}, verified {'yes' if r['verified'] and r['socket_verified'] else 'NO'}"
+            f"{r['socket_bandwidth_GB_s']:6.2f} [{_gbs(n, r['socket_ms_max']):.2f}-{_gbs(n, r['socket_ms_min']):.2f}]"
+            + (f", NIXL {r['nixl_bandwidth_GB_s']:6.2f} [{_gbs(n, r['nixl_ms_max']):.2f}-{_gbs(n, r['nixl_ms_min']):.2f}]"
+               if r.get("nixl_ms_min") is not None else "")
+            + f", ratio {r['mooncake_vs_socket']:.2f}, verified "
+            f"{'yes' if r['verified'] and r['socket_verified'] and r.get('nixl_verified', True) else 'NO'}"
             + mark)
     for i in summary["issues"]:
         if i["kind"] == "stall":
@@ -40,9 +43,13 @@ def print_result(summary: dict, run: RunDir, seconds: float) -> None:
     below = s.get("below_target_prompt_lens") or []
     if below:
         say(f"sizes of 1 MB and more below {s['ratio_target']:.2f} of the socket: {', '.join(map(str, below))} tokens")
+    setup = (s.get("nixl") or {}).get("setup")
+    if s.get("nixl"):
+        say(f"NIXL transports UCX used: {s['nixl']['transport']} {s['nixl']['transports']} (UCX_TLS=tcp, host memory)"
+            + (f"; first transfer, connection set-up included: {setup['first_transfer_s']:.2f} s" if setup else ""))
     if s["memory_peak_bytes"] is not None:
         say(f"peak memory of the stack: {s['memory_peak_bytes'] / GB:.2f} GB "
             f"({'fits' if s['fits_8GB_laptop'] else 'does NOT fit'} an 8 GB laptop)")
-    say(f"verified {s['transfers_verified']} of {s['transfers_checked']} transfers byte for byte (both ways, "
+    say(f"verified {s['transfers_verified']} of {s['transfers_checked']} transfers byte for byte (every way, "
         f"warm-ups included): {'all good' if s['all_verified'] else 'MISMATCH'}; took {seconds:.0f} s")
     say(f"report: {run.report_file}  (also {run.root.parent / 'latest'}/report.md)")

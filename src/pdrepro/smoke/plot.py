@@ -1,4 +1,4 @@
-"""The smoke's figures: Mooncake and the socket copy side by side per size.
+"""The smoke's figures: Mooncake, NIXL (when the run asked for it) and the socket copy side by side per size.
 
 ``bandwidth.png``: for each size, Mooncake's and the socket's median bandwidth
 next to each other, the bar from the slowest to the fastest timed transfer,
@@ -21,10 +21,22 @@ import matplotlib.pyplot as plt  # noqa: E402
 from ..core.safewrite import write_file  # noqa: E402
 from ..core.units import GB  # noqa: E402
 
-WAYS = (("Mooncake", "transfer_ms", "transfer_ms_all", "mooncake_stall", "#1f77b4"),
-        ("socket copy", "socket_ms", "socket_ms_all", "socket_stall", "#ff7f0e"))
-OFFSET = 0.18   # each way's half of a size's slot on the x axis
+MOONCAKE = ("Mooncake", "transfer_ms", "transfer_ms_all", "mooncake_stall", "#1f77b4")
+NIXL = ("NIXL (UCX over TCP)", "nixl_ms", "nixl_ms_all", "nixl_stall", "#2ca02c")
+SOCKET = ("socket copy", "socket_ms", "socket_ms_all", "socket_stall", "#ff7f0e")
+WAYS = (MOONCAKE, SOCKET)
+SLOT = 0.72     # the share of a size's slot on the x axis that its bars fill
 HEADROOM = 1.25  # the bandwidth axis's top over the fastest transfer
+
+
+def ways_of(summary: dict) -> tuple:
+    """The ways this run measured: NIXL's series only when the run asked for it (absent, not empty, otherwise)."""
+    return (MOONCAKE, NIXL, SOCKET) if "nixl" in (summary.get("smoke") or {}).get("backends", []) else WAYS
+
+
+def _x(i: int, k: int, count: int) -> float:
+    """Where way k of count sits in size i's slot."""
+    return i + (k - (count - 1) / 2) * SLOT / count
 
 
 def _gbs(nbytes: int, ms: float) -> float:
@@ -35,21 +47,22 @@ def _labels(rows: list[dict]) -> list[str]:
     return [f"{r['prompt_len']}\n{r['kv_bytes'] / 1e6:.1f} MB" for r in rows]
 
 
-def axis_top(rows: list[dict]) -> float:
-    """The bandwidth axis ends a little above the fastest transfer of either way (room for the one-row
+def axis_top(rows: list[dict], ways: tuple = WAYS) -> float:
+    """The bandwidth axis ends a little above the fastest transfer of any way (room for the one-row
     legend): scaled to the data."""
-    fastest = max((_gbs(r["kv_bytes"], r[f"{prefix}_min"]) for r in rows for _, prefix, *_ in WAYS), default=0.0)
+    fastest = max((_gbs(r["kv_bytes"], r[f"{prefix}_min"]) for r in rows for _, prefix, *_ in ways), default=0.0)
     return fastest * HEADROOM if fastest > 0 else 1.0
 
 
 def _bandwidth(summary: dict, rows: list[dict], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(9, 5))
-    for k, (name, prefix, _, stall_key, color) in enumerate(WAYS):
-        x = [i + (k - 0.5) * 2 * OFFSET for i in range(len(rows))]
+    ways = ways_of(summary)
+    for k, (name, prefix, _, stall_key, color) in enumerate(ways):
+        x = [_x(i, k, len(ways)) for i in range(len(rows))]
         med = [_gbs(r["kv_bytes"], r[f"{prefix}_median"]) for r in rows]
         lo = [_gbs(r["kv_bytes"], r[f"{prefix}_max"]) for r in rows]    # the slowest transfer
         hi = [_gbs(r["kv_bytes"], r[f"{prefix}_min"]) for r in rows]    # the fastest
-        ax.bar(x, med, width=2 * OFFSET * 0.9, color=color, alpha=0.85, label=f"{name} (median)")
+        ax.bar(x, med, width=SLOT / len(ways) * 0.9, color=color, alpha=0.85, label=f"{name} (median)")
         ax.errorbar(x, med, yerr=[[m - a for m, a in zip(med, lo)], [b - m for m, b in zip(med, hi)]],
                     fmt="none", ecolor="black", elinewidth=1, capsize=3)
         for xi, r, top in zip(x, rows, hi):
@@ -60,7 +73,7 @@ def _bandwidth(summary: dict, rows: list[dict], path: Path) -> Path:
     ax.set_xticks(range(len(rows)), _labels(rows), fontsize=8)
     ax.set_xlabel("prompt length (tokens) and KV bytes per transfer")
     ax.set_ylabel("bandwidth (GB/s, decimal)")
-    ax.set_ylim(0, axis_top(rows))
+    ax.set_ylim(0, axis_top(rows, ways))
     ax.grid(True, axis="y", alpha=0.3)
     ax.errorbar([], [], yerr=[], fmt="none", ecolor="black", label="slowest to fastest timed transfer")
     ax.legend(loc="upper center", ncol=3, fontsize=8)
@@ -68,7 +81,8 @@ def _bandwidth(summary: dict, rows: list[dict], path: Path) -> Path:
     ratio = s.get("mooncake_vs_socket_at_largest")
     extra = f"; Mooncake/socket at the largest sizes {ratio:.2f}" if ratio is not None else ""
     nodelay = (", TCP_NODELAY forced" if s.get("tcp_nodelay") else "") + (", delayed ACKs off" if s.get("quickack") else "")
-    ax.set_title(f"Smoke: Mooncake vs a socket copy, same bytes, same containers ({summary.get('transport')}"
+    versus = " and NIXL" if len(ways) > 2 else ""
+    ax.set_title(f"Smoke: Mooncake{versus} vs a socket copy, same bytes, same containers ({summary.get('transport')}"
                  f"{nodelay}){extra}", fontsize=9)
     fig.tight_layout()
     _save(fig, path)
@@ -86,11 +100,12 @@ def _save(fig, path: Path) -> None:
 
 def _transfers(summary: dict, rows: list[dict], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(9, 5))
-    for k, (name, _, all_key, _, color) in enumerate(WAYS):
+    ways = ways_of(summary)
+    for k, (name, _, all_key, _, color) in enumerate(ways):
         xs, ys = [], []
         for i, r in enumerate(rows):
             for ms in r.get(all_key) or []:
-                xs.append(i + (k - 0.5) * 2 * OFFSET)
+                xs.append(_x(i, k, len(ways)))
                 ys.append(ms)
         ax.scatter(xs, ys, s=18, color=color, alpha=0.8, label=f"{name}: each timed transfer")
     ax.set_yscale("log")
@@ -107,9 +122,9 @@ def _transfers(summary: dict, rows: list[dict], path: Path) -> Path:
 
 
 def render_smoke_plots(summary: dict, out_dir: Path) -> list[Path]:
-    """Both figures, for the rows that have both ways measured; returns their paths."""
-    rows = [r for r in summary.get("rows", []) if r.get("transfer_ms_min") is not None
-            and r.get("socket_ms_min") is not None]
+    """Both figures, for the rows that have every way measured; returns their paths."""
+    rows = [r for r in summary.get("rows", []) if all(r.get(f"{prefix}_min") is not None
+                                                      for _, prefix, *_ in ways_of(summary))]
     if not rows:
         return []
     out_dir = Path(out_dir)

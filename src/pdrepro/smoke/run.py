@@ -29,6 +29,7 @@ from . import nodelay
 from . import summary as sm
 from .console import print_result
 from .plan import SmokePlan
+from .section import SMOKE_NOTE, smoke_section
 
 TAIL_LINES = 30
 
@@ -47,6 +48,7 @@ class SmokeOptions:
     wait: str = "sleep"
     tcp_nodelay: bool = False      # the experiment of smoke.nodelay
     quickack: bool = False         # the other half: delayed ACKs off (compose/smoke.quickack.yaml)
+    backends: tuple[str, ...] = ("mooncake",)   # transfer engines besides the socket copy (settings.BACKENDS)
 
 
 def say(msg: str) -> None:
@@ -145,7 +147,8 @@ class Stack:
         files = [opts.compose_file]
         env = {**os.environ, "SMOKE_IMAGE": opts.image, "SMOKE_PLAN": opts.plan.to_json(),
                "SMOKE_TRANSPORT": opts.transport, "SMOKE_RUN_DIR": str(run.root.resolve()),
-               "SMOKE_TIMEOUT_S": str(int(opts.timeout_s)), "SMOKE_WAIT": opts.wait}
+               "SMOKE_TIMEOUT_S": str(int(opts.timeout_s)), "SMOKE_WAIT": opts.wait,
+               "SMOKE_BACKENDS": ",".join(opts.backends)}
         has_ib = Path("/dev/infiniband").is_dir()
         if has_ib:
             env["SMOKE_IB_DEVICE"] = "/dev/infiniband"
@@ -277,6 +280,8 @@ def provenance(opts: SmokeOptions, img: dict, run_id: str) -> dict:
         "smoke_image_id": img["image_id"],
         "mooncake_wheel": img["labels"].get("org.pdrepro.mooncake.wheel"),
         "mooncake_commit": pins.get("MOONCAKE_COMMIT"),
+        "backends": list(opts.backends),
+        **({"nixl_version": img["labels"].get("org.pdrepro.nixl.version")} if "nixl" in opts.backends else {}),
         "requested_transport": opts.transport,
         "memlock_bytes": opts.memlock,
         "block_bytes": opts.plan.block_bytes,
@@ -301,7 +306,7 @@ def write_outputs(run: RunDir, summary: dict) -> list[Path]:
 
     run.write_summary(summary)
     head, sep, rest = render_report(summary).partition("## Headline")
-    write_atomic(run.report_file, head + sm.SMOKE_NOTE + "\n\n" + sep + rest + "\n" + sm.smoke_section(summary))
+    write_atomic(run.report_file, head + SMOKE_NOTE + "\n\n" + sep + rest + "\n" + smoke_section(summary))
     return render_smoke_plots(summary, run.plots_dir)
 
 
@@ -324,7 +329,8 @@ def run_smoke(opts: SmokeOptions) -> int:
     # A plain `kill` (CI timeouts, service managers) tears down like Ctrl-C does.
     signal.signal(signal.SIGTERM, _interrupt)
     say(f"run {run.root}; {len(opts.plan.rows)} sizes up to {opts.plan.max_bytes / GB:.3f} GB, "
-        f"{opts.plan.repeats} transfers each, transport {opts.transport}")
+        f"{opts.plan.repeats} transfers each, transport {opts.transport}, through {', '.join(opts.backends)} "
+        "and a socket copy")
     started = time.monotonic()
     try:
         say(f"starting the stack ({opts.image}, project {project})")

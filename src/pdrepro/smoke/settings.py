@@ -10,6 +10,27 @@ from pathlib import Path
 from ..core.errors import UserError
 from .plan import SmokePlan
 
+# The transfer engines the smoke can move its bytes through, besides the socket copy. Mooncake's figures
+# are the rows' own (the report's table and checks are built on them), so it is always one of them.
+BACKENDS = ("mooncake", "nixl")
+DEFAULT_BACKENDS = ("mooncake",)
+
+
+def parse_backends(text: str, source: str = "--backends") -> tuple[str, ...]:
+    """A comma list of BACKENDS, in the order given, each once; Mooncake among them."""
+    names = [n.strip() for n in text.split(",")]
+    if not text.strip() or "" in names:
+        raise UserError(f"{source} {text!r}: give a comma list of {', '.join(BACKENDS)} (e.g. mooncake,nixl)")
+    unknown = [n for n in names if n not in BACKENDS]
+    if unknown:
+        raise UserError(f"{source}: unknown backend {unknown[0]!r}; pick from {', '.join(BACKENDS)}")
+    if len(set(names)) != len(names):
+        raise UserError(f"{source} {text!r} names a backend twice; give each once")
+    if "mooncake" not in names:
+        raise UserError(f"{source} {text!r}: the smoke's rows are Mooncake's, so mooncake must be one of them "
+                        "(e.g. mooncake,nixl)")
+    return tuple(names)
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -22,6 +43,7 @@ class Settings:
     timeout_s: float
     host_ip: str | None
     wait: str = "sleep"     # how the initiator waits for the engine: sleep | spin
+    backends: tuple[str, ...] = DEFAULT_BACKENDS
 
     @classmethod
     def from_env(cls, env=os.environ) -> Settings:
@@ -43,6 +65,7 @@ class Settings:
             timeout_s=float(env.get("SMOKE_TIMEOUT_S", "600")),
             host_ip=env.get("SMOKE_HOST_IP") or None,
             wait=wait,
+            backends=parse_backends(env.get("SMOKE_BACKENDS", ",".join(DEFAULT_BACKENDS)), "SMOKE_BACKENDS"),
         )
 
 

@@ -14,7 +14,7 @@ from ..core.units import GB, MB, bandwidth_GB_s
 from ..rundir.contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, headline, issue, result_row
 from ..rundir.issuekind import IssueKind
 from ..rundir.summarymodel import build as summary_model
-from .spread import spread, stall
+from .spread import NAGLE, spread, stall
 
 # Mooncake over TCP and a plain socket copy ride the same kernel TCP stack
 # between the same containers, so at the largest sizes Mooncake should move the
@@ -25,6 +25,9 @@ RATIO_TARGET = 0.90
 # The per-size goal applies from here up: below it fixed per-transfer costs dominate both ways.
 PER_SIZE_FROM_BYTES = 1 * MB
 LAPTOP_BYTES = 8 * GB
+NIXL_DELAYED_ACK = ("a wait the size of a delayed ACK (30-450 ms extra) on UCX's TCP connections; whether UCX's "
+                    "sender met Nagle there was not measured (compare a run with --tcp-nodelay or --quickack)")
+STALL_WAYS = (("Mooncake", "mooncake_stall"), ("NIXL", "nixl_stall"), ("socket", "socket_stall"))
 
 
 def _bw(nbytes: int, ms: float | None) -> float | None:
@@ -60,7 +63,37 @@ def build_rows(initiator: dict, nagle_ruled_out: bool = False) -> list[dict]:
             mooncake_stall=stall(mc["ms"], nagle_ruled_out),
             socket_stall=stall(sk["ms"], nagle_ruled_out),
         ))
+        if "nixl" in r:
+            _add_nixl(rows[-1], r["nixl"], sock_bw, nagle_ruled_out)
     return rows
+
+
+def _add_nixl(row: dict, nx: dict, sock_bw: float | None, nagle_ruled_out: bool) -> None:
+    """NIXL's figures beside Mooncake's in the same row: same bytes, same containers, taking turns.
+    Only a run that asked for NIXL has these keys; a run that did not has none of them."""
+    n = row["kv_bytes"]
+    bw = _bw(n, nx["ms_median"])
+    ms = spread(nx["ms"])
+    row.update(nixl_ms_median=nx["ms_median"], nixl_ms_mean=nx["ms_mean"], nixl_ms_all=nx["ms"],
+               nixl_ms_min=ms["min"], nixl_ms_max=ms["max"], nixl_bandwidth_GB_s=bw,
+               nixl_verified=bool(nx["verified"]), nixl_failed_checks=nx["failed_checks"],
+               nixl_vs_socket=bw / sock_bw if bw and sock_bw else None,
+               nixl_stall=_nixl_stall(nx["ms"], nagle_ruled_out))
+    row["checked_transfers"] += len(nx["ms"]) + 1
+    row["failed_transfers"] += nx["failed_checks"]
+
+
+def _nixl_stall(ms: list[float], nagle_ruled_out: bool) -> dict | None:
+    """A NIXL stall, its cause worded for UCX's own TCP connections: the Nagle explanation names
+    Mooncake's transport, which these transfers do not use."""
+    st = stall(ms, nagle_ruled_out)
+    if st is not None and st["likely_cause"] == NAGLE:
+        st["likely_cause"] = NIXL_DELAYED_ACK
+    return st
+
+
+def _verified(r: dict) -> bool:
+    return bool(r["verified"] and r["socket_verified"] and r.get("nixl_verified", True))
 
 
 def largest_rows(rows: list[dict], count: int = 2) -> list[dict]:
@@ -86,7 +119,7 @@ def memory_peak_bytes(initiator: dict) -> int | None:
 def stall_issues(rows: list[dict]) -> list[dict]:
     out = []
     for r in rows:
-        for way, key in (("Mooncake", "mooncake_stall"), ("socket", "socket_stall")):
+        for way, key in STALL_WAYS:
             st = r.get(key)
             if st:
                 out.append(issue(WARNING, IssueKind.STALL,
@@ -117,6 +150,10 @@ def build_summary(scenario, initiator: dict, provenance: dict) -> dict:
             issues.append(issue(ERROR, IssueKind.CHECKSUM_MISMATCH,
                                 f"{r['failed_checks']} Mooncake transfer(s) delivered bytes that differ from the "
                                 "prefill side's; the transfer engine or the link corrupts data", r["prompt_len"]))
+        if r.get("nixl_verified") is False:
+            issues.append(issue(ERROR, IssueKind.CHECKSUM_MISMATCH,
+                                f"{r['nixl_failed_checks']} NIXL transfer(s) delivered bytes that differ from the "
+                                "prefill side's; NIXL/UCX or the link corrupts data", r["prompt_len"]))
         if not r["socket_verified"]:
             issues.append(issue(ERROR, IssueKind.SOCKET_CHECKSUM_MISMATCH, "the socket copy delivered wrong bytes",
                                 r["prompt_len"]))
@@ -130,6 +167,10 @@ def build_summary(scenario, initiator: dict, provenance: dict) -> dict:
                             top[-1]["prompt_len"]))
     issues += stall_issues(rows)
     peak = memory_peak_bytes(initiator)
+    nixl = nixl_findings(initiator)
+    nixl_ok = nixl is None or bool(nixl["setup"] and nixl["setup"]["first_transfer_verified"])
+    if nixl is not None and not rows and not initiator.get("error"):
+        issues.append(issue(ERROR, IssueKind.SMOKE_FAILED, "NIXL was asked for but measured nothing; see logs/"))
     summary = {
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "scenario": scenario.to_dict(),
@@ -148,7 +189,8 @@ def build_summary(scenario, initiator: dict, provenance: dict) -> dict:
             "block_bytes": (initiator.get("plan") or {}).get("block_bytes"),
             "repeats": (initiator.get("plan") or {}).get("repeats"),
             "wait": initiator.get("wait"),
-            "all_verified": bool(rows) and all(r["verified"] and r["socket_verified"] for r in rows),
+            "backends": initiator.get("backends") or ["mooncake"],
+            "all_verified": bool(rows) and all(_verified(r) for r in rows) and nixl_ok,
             "transfers_checked": sum(r["checked_transfers"] for r in rows),
             "transfers_verified": sum(r["checked_transfers"] - r["failed_transfers"] for r in rows),
             "tcp_nodelay": nodelay,
@@ -162,83 +204,22 @@ def build_summary(scenario, initiator: dict, provenance: dict) -> dict:
             "fits_8GB_laptop": peak < LAPTOP_BYTES if peak is not None else None,
         },
     }
+    if nixl is not None:
+        summary["smoke"]["nixl"] = nixl
     if top and top[-1]["socket_bandwidth_GB_s"]:
         summary["baseline_GB_s"] = top[-1]["socket_bandwidth_GB_s"]
     return summary_model(summary)
 
 
-SMOKE_NOTE = (
-    "This is a smoke run, not a benchmark of SGLang: each \"request\" below is one KV-sized transfer "
-    "through the Mooncake Transfer Engine, timed in the decode container (median of the timed transfers). "
-    "There is no TTFT, and a container bridge has no line rate. The socket copy moves the same bytes "
-    "between the same containers; the last section shows both side by side, with the spread of every size."
-)
-
-
-def _ms(r: dict, prefix: str) -> str:
-    return f"{r[prefix + '_min']:.2f} / {r[prefix + '_median']:.2f} / {r[prefix + '_max']:.2f}"
-
-
-def smoke_section(summary: dict) -> str:
-    """What the shared report lacks for the smoke: the socket comparison, the spread, the stalls, the verdicts."""
-    from tabulate import tabulate
-
-    s = summary.get("smoke") or {}
-    rows = summary.get("rows", [])
-    lines = ["## Smoke: Mooncake against a plain socket copy", "",
-             "Both move the same KV-sized bytes between the same two containers in the same run, taking turns; "
-             "every transfer is checked (BLAKE2b of the received bytes against the prefill side's pattern). "
-             "Times in ms as min / median / max of the timed transfers (warm-up left out); bandwidth of the "
-             "median in decimal GB/s.", ""]
-    headers = ["Prompt Length", "KV (MB)", "Mooncake ms (min/med/max)", "Mooncake GB/s",
-               "Socket ms (min/med/max)", "Socket GB/s", "Mooncake / socket", "Verified"]
-    table = [[str(r["prompt_len"]), f"{r['kv_bytes'] / 1e6:.2f}", _ms(r, "transfer_ms"), f"{r['bandwidth_GB_s']:.2f}",
-              _ms(r, "socket_ms"), f"{r['socket_bandwidth_GB_s']:.2f}", f"{r['mooncake_vs_socket']:.2f}",
-              "yes" if r["verified"] and r["socket_verified"] else "NO"]
-             for r in rows]
-    if any(r.get("mooncake_stall") for r in rows):
-        # Only when a size stalled: a column of dashes says nothing (the Stalls line below says "none").
-        headers.insert(-1, "Mooncake stalled")
-        for cells, r in zip(table, rows):
-            st = r.get("mooncake_stall")
-            cells.insert(-1, f"{st['stalled']}/{st['of']}" if st else "—")
-    lines.append(tabulate(table, headers=headers, tablefmt="github", disable_numparse=True,
-                          colalign=("right",) * len(headers)))
-    lines.append("")
-    if "transfers_verified" in s:
-        lines.append(f"- Transfers verified: **{s['transfers_verified']} of {s['transfers_checked']}** "
-                     "(both ways, every size, warm-ups included).")
-    ratio = s.get("mooncake_vs_socket_at_largest")
-    if ratio is not None:
-        where = " and ".join(map(str, s["ratio_prompt_lens"]))
-        lines.append(f"- Mooncake / socket at {where} tokens (pooled): **{ratio:.2f}** "
-                     f"(target >= {s['ratio_target']:.2f}).")
-    below = s.get("below_target_prompt_lens")
-    if below is not None:
-        lines.append(f"- Sizes of 1 MB and more below {s['ratio_target']:.2f} of the socket: "
-                     + (", ".join(map(str, below)) + " tokens" if below else "none") + ".")
-    stalls = [r for r in rows if r.get("mooncake_stall") or r.get("socket_stall")]
-    if stalls:
-        lines.append("- Stalls (a size whose transfers split into a fast and a much slower group; the median "
-                     "then says little):")
-        for r in stalls:
-            for way, key in (("Mooncake", "mooncake_stall"), ("socket", "socket_stall")):
-                st = r.get(key)
-                if st:
-                    lines.append(f"  - {r['prompt_len']} tokens, {way}: {st['stalled']} of {st['of']} took "
-                                 f"{st['slow_ms_median']:.1f} ms, the rest {st['fast_ms_median']:.2f} ms "
-                                 f"(+{st['extra_ms']:.0f} ms); likely {st['likely_cause']}.")
-    else:
-        lines.append("- Stalls: none (every size's transfers form one group).")
-    lines.append(f"- Transport: **{summary.get('transport')}** (requested: {s.get('requested_transport')}; "
-                 f"HCAs the engine found: {s.get('hcas_found')}); TCP_NODELAY forced (--tcp-nodelay): "
-                 f"{'yes' if s.get('tcp_nodelay') else 'no'}; delayed ACKs off (--quickack): "
-                 f"{'yes' if s.get('quickack') else 'no'}.")
-    peak = s.get("memory_peak_bytes")
-    if peak is not None:
-        verdict = "fits" if s.get("fits_8GB_laptop") else "does NOT fit"
-        lines.append(f"- Peak memory of the two containers together: {peak / GB:.2f} GB; {verdict} an 8 GB laptop.")
-    lines += ["- Engine lines the transport was read from:", ""]
-    lines += [f"      {x}" for x in s.get("transport_evidence", [])] or ["      (none)"]
-    lines.append("")
-    return "\n".join(lines)
+def nixl_findings(initiator: dict) -> dict | None:
+    """The NIXL arm's proof and set-up: which transports UCX used on each side (its lane lines), and the
+    first transfer, which carries UCX's connection set-up and so is reported apart from the rows. None
+    when the run did not ask for NIXL."""
+    if "nixl" not in (initiator.get("backends") or []):
+        return None
+    mine, theirs = initiator.get("nixl_transport") or {}, initiator.get("target_nixl_transport") or {}
+    return {"transport": mine.get("verdict"), "transports": mine.get("transports"),
+            "target_transport": theirs.get("verdict"), "target_transports": theirs.get("transports"),
+            "summary": mine.get("summary"), "target_summary": theirs.get("summary"),
+            "evidence": mine.get("lines", []), "ucx_tls": "tcp", "memory": "DRAM (host)",
+            "setup": initiator.get("nixl_setup")}

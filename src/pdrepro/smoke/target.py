@@ -1,8 +1,9 @@
 """The prefill side of the smoke: holds the pattern, registered and served.
 
 One buffer of the largest KV size, filled with the plan's pattern, is
-registered with the engine and also served over a plain TCP socket; a small
-HTTP endpoint tells the initiator where to read and hears when it is done.
+registered with the engine (and, when asked for, with a NIXL agent) and also
+served over a plain TCP socket; a small HTTP endpoint tells the initiator
+where to read and hears when it is done.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..core.errors import UserError
 from .engine import require_transport, start_engine
 from .measure import REQUEST
 from .memory import Buffer, memlock_limit, memory_peak, require_memlock
+from .nixlpath import NixlSide
 from .output import say, write_json
 from .plan import pattern
 from .settings import Settings, my_ip
@@ -68,6 +70,14 @@ def run_target(settings: Settings) -> int:
         "data_port": settings.data_port,
         "evidence": evidence.to_dict(),
     }
+    side = None
+    if "nixl" in settings.backends:
+        side = NixlSide(ROLE, buf, settings.results / f"ucx-{ROLE}.log")
+        info["nixl"] = {"metadata": side.metadata(), "addr": buf.addr}
+
+    def nixl_proof() -> dict | None:
+        # The target's lanes are built when the initiator connects: read them when it is done.
+        return side.transport(ROLE).to_dict() if side is not None else None
 
     class Control(http.server.BaseHTTPRequestHandler):
         def _reply(self, body: dict) -> None:
@@ -82,7 +92,7 @@ def run_target(settings: Settings) -> int:
             self._reply(info)
 
         def do_POST(self):  # noqa: N802
-            self._reply({"memory_peak": memory_peak()})
+            self._reply({"memory_peak": memory_peak(), "nixl_transport": nixl_proof()})
             stop.set()
 
         def log_message(self, *args):
@@ -95,7 +105,7 @@ def run_target(settings: Settings) -> int:
     server.shutdown()
     write_json(settings.results / "target.json",
                {"role": "target", "evidence": evidence.to_dict(), "memory_peak": memory_peak(),
-                "memlock_bytes": memlock_limit(), "finished": finished})
+                "memlock_bytes": memlock_limit(), "finished": finished, "nixl_transport": nixl_proof()})
     if not finished:
         log(f"no initiator finished within {settings.timeout_s:.0f} s; giving up")
         return 1
