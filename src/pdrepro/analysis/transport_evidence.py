@@ -314,4 +314,4 @@ def transport_facts(run: RunDir, provenance: dict | None, backend: TransferBacke
     if conflicts and devices["found"] is False:
         devices["found"] = None  # sources that disagree prove no absence
     return used, {"servers": servers, "proof": proof if isinstance(proof, dict) else None,
-                  "rdma_devices": devices, "conflicts": conflicts}
+                  "rdma_devices": devices, "conflicts": conflicts, "backend": backend.name}

@@ -48,6 +48,17 @@ class TransferBackend(Protocol):
     # provenance.json's pins field -> the versions.env key holding its pinned commit.
     @property
     def pin_keys(self) -> Mapping[str, str]: ...
+    # What-ran: the image's build arg naming the commit it built, the versions record's wheel label and import
+    # probe key (None where the image and the versions record keep none for it).
+    @property
+    def image_build_key(self) -> str | None: ...
+    # How to get RDMA from this backend where the proof found none.
+    @property
+    def rdma_hint(self) -> str: ...
+    @property
+    def wheel_label(self) -> str | None: ...
+    @property
+    def import_probe_key(self) -> str | None: ...
     # What the engine's logged per-request transfer time measures with this backend: never compared across
     # backends, since each measures its own window.
     @property

@@ -31,6 +31,13 @@ class Mooncake:
     tcp_only: bool = False
     # provenance.json's pins field -> the versions.env key holding the pinned commit.
     pin_keys: Mapping[str, str] = field(default_factory=lambda: {"mooncake_commit": "MOONCAKE_COMMIT"})
+    # What-ran: the image's build arg naming the commit it built, the versions record's wheel label and its
+    # import probe (image/versions.py writes both).
+    # How to get RDMA from it where the proof found none (the sweep's refusal ends with it).
+    rdma_hint: str = "unset MC_FORCE_TCP, set MC_GID_INDEX if no suitable GID is found"
+    image_build_key: str | None = "pdrepro_image_mooncake_commit"
+    wheel_label: str | None = "mooncake-transfer-engine"
+    import_probe_key: str | None = "mooncake_engine"
 
     def found_devices(self, reading: mooncake_log.ServerTransport) -> set[str] | None:
         """The RDMA devices the engine found: a set (empty when it found none), None when its log says neither."""

@@ -32,6 +32,11 @@ class SGLang:
     distributions: tuple[str, ...] = ("sglang", "sglang-router")
     # provenance.json's pins field -> the versions.env key holding the pinned commit.
     pin_keys: Mapping[str, str] = field(default_factory=lambda: {"sglang_commit": "SGLANG_COMMIT"})
+    # What-ran rows: the image builds the pinned commit as <release>+g<commit>, the release under this key;
+    # the router's distribution and the key pinning its version.
+    release_pin_key: str = "SGLANG_NEAREST_RELEASE"
+    router_distribution: str = "sglang-router"
+    router_pin_key: str = "SGLANG_ROUTER_VERSION"
     # The server flag that takes a fraction of the GPU memory; the plan refuses it twice.
     mem_fraction_flag: str = "--mem-fraction-static"
 

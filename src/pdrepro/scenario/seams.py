@@ -16,6 +16,7 @@ from ..core import runfile
 from ..core.errors import UserError
 from ..engines import ServingEngine
 from ..rundir.layout import STACK_FILE
+from ..rundir.summarymodel import Summary
 from .launch_section import Launch
 from .model import Scenario
 
@@ -48,3 +49,17 @@ def run_backend(run_root: Path, scenario: Scenario) -> TransferBackend:
         raise UserError(f"{path}: transfer_backend is {name!r}, not a backend the bundle knows "
                         f"({', '.join(backends.names())}); restore the record `pdrepro stack up` wrote")
     return backends.backend(name)
+
+
+def summary_engine(summary: Summary) -> ServingEngine | None:
+    """The engine that measured a summary's rows; None for a summary no engine measured (the smoke's)."""
+    return engines.engine(summary.source) if summary.source in engines.names() else None
+
+
+def summary_backend(summary: Summary) -> TransferBackend:
+    """The backend whose lines the analysis read (summaries older than that field: the default, which they ran)."""
+    name = summary.transport_evidence.backend if summary.transport_evidence else None
+    if name is not None and name not in backends.names():
+        raise UserError(f"summary.json transport_evidence.backend is {name!r}, not a backend the bundle knows "
+                        f"({', '.join(backends.names())}); rerun `pdrepro analyze`")
+    return backends.backend(name or DEFAULT_BACKEND)

@@ -43,7 +43,7 @@ def prove(logs: dict[str, str], backend: TransferBackend) -> TransportProof:
     return TransportProof(tuple(backend.scan(role, text) for role, text in logs.items()))
 
 
-FIX_HINT = (
-    "make RDMA visible in both containers (/dev/infiniband devices, IPC_LOCK, memlock unlimited, host network), "
-    "unset MC_FORCE_TCP, set MC_GID_INDEX if no suitable GID is found, and check with `pdrepro doctor`"
-)
+def fix_hint(backend: TransferBackend) -> str:
+    """What to do where the proof found no RDMA: the containers' side, then the backend's own."""
+    return ("make RDMA visible in both containers (/dev/infiniband devices, IPC_LOCK, memlock unlimited, host "
+            f"network), {backend.rdma_hint}, and check with `pdrepro doctor`")

@@ -118,12 +118,13 @@ def _prove(cfg: SweepConfig, state: SweepState) -> dict | None:
     # may have had RDMA.
     logs = {server_log_name(role, i).removesuffix(".log"): current_start(text)
             for role, found in texts.items() for i, text in sorted(found.items())}
-    proof = rdma_proof.prove(logs, run_backend(cfg.out, cfg.scenario))
+    backend = run_backend(cfg.out, cfg.scenario)
+    proof = rdma_proof.prove(logs, backend)
     state.event("transport", **proof.to_dict())
     policy = cfg.scenario.transport
     if not proof.allowed(policy):
         expected = "RDMA" if policy == "rdma" else "RDMA or TCP (the scenario's transport: any)"
-        raise TransportNotProven(f"KV transport is not {expected}: {proof.describe()}; {rdma_proof.FIX_HINT}",
+        raise TransportNotProven(f"KV transport is not {expected}: {proof.describe()}; {rdma_proof.fix_hint(backend)}",
                                  proof.to_dict())
     if not proof.proven:
         log.info(f"transport: {proof.used}, allowed by the scenario (transport: any): {proof.describe()}")
