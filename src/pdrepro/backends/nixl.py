@@ -38,8 +38,10 @@ class Nixl:
     pin_keys: Mapping[str, str] = field(default_factory=dict)
     # What-ran: no image build arg, wheel label or import probe recorded for it yet.
     # How to get RDMA from it where the proof found none (the sweep's refusal ends with it).
-    rdma_hint: str = ("let UCX pick an RDMA transport (UCX_TLS unset, or naming rc/dc), and set UCX_LOG_LEVEL=info "
-                      "so the servers' logs name the transports UCX used")
+    # UCX_TLS named, not unset: unset, UCX logs only its loopback endpoint (self/memory) until the first
+    # transfer, which proves nothing at the sweep's start, and joins servers of one node over CUDA IPC.
+    rdma_hint: str = ("name UCX's RDMA transport (UCX_TLS=rc,cuda_copy, or dc) and set UCX_LOG_LEVEL=info so the "
+                      "servers' logs name the transports UCX used")
     image_build_key: str | None = None
     wheel_label: str | None = None
     import_probe_key: str | None = None
