@@ -132,10 +132,11 @@ def test_a_nixl_stack_over_ucx_tcp_passes_the_sweep_and_its_transport_proof(site
     checked = subprocess.run([sys.executable, "-m", "pdrepro", "check", str(site["run"]), "--scenario",
                               site["options"][1]], capture_output=True, text=True, env=env(), timeout=120, cwd=REPO)
     # Every request completed, the logged KV matches the model, TTFT covers NIXL's logged transfer: each length
-    # passes the checks the A/B's verdict per arm is made of (the run's exit also weighs its provenance).
+    # passes the checks the A/B's verdict per arm is made of, and the run passes `pdrepro check`.
     judged = [line.split() for line in checked.stdout.splitlines()
               if line.split()[:1] in (["completed"], ["kv_size_match"], ["ttft_covers_transfer"], ["requests_logged"])]
     assert len(judged) == 4 * 4 and all(row[-1] == "PASS" for row in judged), checked.stdout[-3000:]
+    assert checked.returncode == 0 and "FAIL" not in checked.stdout, checked.stdout[-3000:]
 
 
 @pytest.mark.parametrize("ucx_env, verdict", [
