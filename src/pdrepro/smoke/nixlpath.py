@@ -112,7 +112,7 @@ class NixlSide:
         except OSError:
             text = ""
         st = scan(role, text)
-        st.backends.extend(self.agent.backends)
+        st.backends.update(self.agent.backends)
         return st
 
 
