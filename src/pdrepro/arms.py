@@ -168,8 +168,10 @@ def run_arms(run: Path, label: str, arms: Sequence[Arm], *, cli: Callable[[list[
             if noted.signum is not None:
                 return 128 + noted.signum
             status, state = _one(run, arm, state, cli, say, noted)
-            if status in STOPPED or noted.signum is not None:
-                return status if status in STOPPED else 128 + (noted.signum or signal.SIGINT)
+            if status in STOPPED:
+                return status
+            if noted.signum is not None:
+                return 128 + noted.signum
             if status == EXIT_BAD_INPUT:
                 return status
             worst = max(worst, status)
@@ -183,32 +185,35 @@ def _save(run: Path, state: ArmsState, arm: ArmRecord, **update) -> ArmsState:
 
 
 def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: _Noted) -> tuple[int, ArmsState]:
+    """One arm: up, sweep, down. It is done when its sweep ended 0 and its stack went down; a signal noted
+    while its sweep ran lets it finish so (the runner stops after it), one noted before the sweep stops it."""
     folder = run / arm.name
     state = _save(run, state, state.arm(arm.name), status="running", exit=None, reason=None)
     status, why = EXIT_BAD_INPUT, "its stack did not come up"
     try:
         say(f"== arm {arm.name}: stack up --out {folder}")
         status = cli(["stack", "up", *arm.stack, "--out", str(folder)])
-        if status == 0 and noted.signum is None:
+        if status == 0 and noted.signum is not None:
+            status, why = 128 + noted.signum, "stopped by a signal before its sweep"
+        elif status == 0:
             urls = endpoints(folder)
             argv = sweep_argv(arm, run, urls)
             say(f"== arm {arm.name}: sweep against {urls.router}")
             status = cli(argv)
             why = "" if status == 0 else f"`pdrepro sweep` ended with status {status}"
-        elif status:
+        else:
             why = f"`pdrepro stack up` ended with status {status}"
     except UserError as exc:
         status, why = EXIT_BAD_INPUT, str(exc)
         say(f"pdrepro ab: error: arm {arm.name}: {exc}")
     finally:
+        # Once a signal came, the clean-up is not cut short by the next one (docker stop's grace, a second ^C).
         with _ignoring() if status in STOPPED or noted.signum is not None else contextlib.nullcontext():
             down = _down(folder, arm.name, cli, say)
-        if noted.signum is not None and status not in STOPPED:
-            status, why = 128 + noted.signum, "stopped by a signal"
         if status == 0 and down:
             status, why = EXIT_BAD_INPUT, f"`pdrepro stack down {folder}` ended with status {down}"
-        outcome = "done" if status == 0 else "failed"
-        state = _save(run, state, state.arm(arm.name), status=outcome, exit=status, reason=why or None)
+        state = _save(run, state, state.arm(arm.name), status="done" if status == 0 else "failed", exit=status,
+                      reason=why or None)
     return status, state
 
 
