@@ -113,11 +113,12 @@ def run(args) -> int:
                        sweep=("--scenario", args.scenario, "--model-path", model, "--dataset-path", dataset,
                               "--bench-in-place", "--logs-from", str(out / b / "logs"), *extra)) for b in picked]
     status = runner.run_arms(out, _label(scenario.name, picked), arms, cli=run_command)
-    if status in runner.STOPPED or status == runner.EXIT_BAD_INPUT:
+    if status in runner.STOPPED:
         return status
     state = armsstate.read(out)
     judged = _write(out, judge(out, _label(scenario.name, picked), _inputs(state) if state else []))
-    return 0 if status == 0 and judged.passed else runner.EXIT_FAILED
+    # An arm refused (2) says so even when the judging found the rest; else the verdict decides.
+    return status if status == runner.EXIT_BAD_INPUT else 0 if status == 0 and judged.passed else runner.EXIT_FAILED
 
 
 def _render(args, scenario: str, picked: tuple[str, ...]) -> int:
