@@ -155,3 +155,21 @@ def test_bad_input_is_one_line(tmp_path, args, says):
     done = _pdrepro("ab", *args, *extra, "--out", str(tmp_path / "run"))
     assert says in _one_line(done)
     assert not (tmp_path / "run" / "arms-state.json").exists()
+
+
+def test_a_scenario_that_names_its_arms_needs_no_backends(tmp_path):
+    shipped = REPO / "src/pdrepro/scenarios/h20-qwen3-235b-1p1d.yaml"
+    text = shipped.read_text()
+    assert "\nlaunch:" in text
+    scenario = tmp_path / "ab-scenario.yaml"
+    scenario.write_text(text.replace("\nlaunch:", "\nab: {backends: [nixl, mooncake]}\nlaunch:", 1))
+    run = tmp_path / "ab"
+    done = _pdrepro("ab", "--render", "compose", "--scenario", str(scenario), "--prefill-ip", "10.0.0.1",
+                    "--decode-ip", "10.0.0.2", "--out", str(run))
+    assert done.returncode == 0, done.stderr
+    state = armsstate.read(run)
+    assert state is not None and [a.backend for a in state.arms] == ["nixl", "mooncake"]
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(text.replace("\nlaunch:", "\nab: {backends: [nixl, nixl]}\nlaunch:", 1))
+    refused = _pdrepro("ab", "--scenario", str(twice), "--out", str(tmp_path / "other"))
+    assert "ab.backends names a backend twice" in _one_line(refused)

@@ -22,7 +22,7 @@ from ..rundir import armsstate
 from ..rundir.absummary import AbSummary
 from ..rundir.armsstate import ArmRecord, ArmsState
 from ..rundir.contract import dumps_json, write_atomic
-from ..scenario.model import load_scenario
+from ..scenario.model import Scenario, load_scenario
 from . import run_command
 
 HELP = "A/B of transfer backends: the same stack and sweep once per backend, one after the other, side by side"
@@ -66,9 +66,12 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _backends(args) -> tuple[str, ...]:
+def _backends(args, scenario: Scenario | None = None) -> tuple[str, ...]:
+    if args.backends is None and scenario is not None and scenario.ab is not None:
+        return tuple(scenario.ab.backends)  # the scenario names its arms (validated where it was loaded)
     if args.backends is None:
-        raise UserError("name the arms: --backends A,B (e.g. --backends mooncake_tcp,nixl)")
+        raise UserError("name the arms: --backends A,B (e.g. --backends mooncake_tcp,nixl), or in the scenario's "
+                        "ab.backends")
     picked = tuple(w.strip() for w in args.backends.split(",") if w.strip())
     for name in picked:
         backend(name)  # an unknown one: one line naming the known ones
@@ -98,7 +101,7 @@ def run(args) -> int:
     if args.out is None:
         raise UserError("give the A/B's run folder: --out RUN")
     scenario = load_scenario(args.scenario)
-    picked = _backends(args)
+    picked = _backends(args, scenario)
     if args.render:
         return _render(args, scenario.name, picked)
     stack = ["--target", "onebox", "--launcher", "host", "--scenario", args.scenario, *_site(args, True),
@@ -148,8 +151,9 @@ def _judge(run: Path, args) -> int:
     if state is not None:
         label, inputs = state.label, _inputs(state)
     else:
-        picked = _backends(args)
-        label, inputs = _label(load_scenario(args.scenario).name, picked), [ArmInput(b, b) for b in picked]
+        scenario = load_scenario(args.scenario)
+        picked = _backends(args, scenario)
+        label, inputs = _label(scenario.name, picked), [ArmInput(b, b) for b in picked]
     for arm in inputs:
         if not (run / arm.name).is_dir():
             raise UserError(f"{run / arm.name}: no such arm folder; run the arm (or its job) first")
