@@ -6,6 +6,8 @@ check` gives it; one job per arm rendered for a cluster, nothing started; bad in
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -97,6 +99,52 @@ def test_two_backends_run_one_after_the_other_and_are_set_side_by_side(site):
     assert "| nixl / mooncake_tcp | 2.00x | 2.00x |" in report
 
 
+def _python_on_path(tmp: Path) -> str:
+    """The bench client's argv starts with `python` (the image's): here, this interpreter."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "python").symlink_to(sys.executable)
+    return f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+
+
+def test_ab_runs_the_real_sweep_on_each_arm_and_judges_them_as_check_does(site):
+    dataset = site["tmp"] / "sharegpt.json"
+    dataset.write_text("[]")
+    options = [o for o in site["options"] if o != "--force-tcp"]
+    run = site["run"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pdrepro", "ab", *options, "--backends", "mooncake_tcp,nixl", "--dataset", str(dataset),
+         "--arm-env", "nixl:UCX_TLS=tcp,cuda_copy", "--arm-env", "nixl:UCX_LOG_LEVEL=info",
+         "--stack-args", "--poll 0.1 --grace 5", "--sweep-args", "--length-timeout 60 --wait-timeout 30",
+         "--out", str(run)], env=env(PATH=_python_on_path(site["tmp"])), cwd=REPO, capture_output=True, text=True,
+        timeout=400)
+    assert done.returncode in (0, 1, 2) and "Traceback" not in done.stderr, done.stdout + done.stderr
+    # Each arm ran the scenario as its backend runs it: its own variables, none of the other's.
+    moon, nixl = (record.read(run / arm).processes[0] for arm in ("mooncake_tcp", "nixl"))
+    assert moon.env.get("MC_FORCE_TCP") == "1" and "UCX_TLS" not in moon.env
+    assert nixl.env.get("UCX_TLS") == "tcp,cuda_copy" and "MOONCAKE_PROTOCOL" not in nixl.env
+    for arm in ("mooncake_tcp", "nixl"):
+        rec = record.read(run / arm)
+        assert rec.stopped_at is not None and ownership.marked(rec.stack_id) == []
+    summary = AbSummary.model_validate_json((run / "ab-summary.json").read_text())
+    checked = {arm.name: _pdrepro("check", str(run / arm.name)).returncode for arm in summary.arms}
+    for arm in summary.arms:
+        assert arm.verdict.passed == (checked[arm.name] == 0), (arm.name, arm.verdict)
+    # The base arm measured every length of the scenario, from its own bench files.
+    assert [length.prompt_len for length in summary.lengths] == [128, 1024, 4096, 16384]
+    for length in summary.lengths:
+        base, other = length.arms
+        client = json.loads((run / "mooncake_tcp" / "bench" / f"result-{length.prompt_len}.jsonl").read_text()
+                            .splitlines()[-1])
+        assert base.ttft_ms_mean == pytest.approx(client["mean_ttft_ms"], rel=1e-6)
+        if other.ttft_ms_mean is not None:
+            assert length.ratios[0].mean == pytest.approx(other.ttft_ms_mean / (base.ttft_ms_mean or 1), abs=1e-4)
+    state = armsstate.read(run)
+    assert state is not None
+    worst = max(a.exit or 0 for a in state.arms)
+    assert done.returncode == (2 if worst == 2 else 0 if worst == 0 and summary.passed else 1)
+
+
 def test_the_recorded_arms_are_judged_without_writing_into_them(tmp_path):
     run = tmp_path / "ab"
     for folder, arm in RECORDED_ARMS.items():
@@ -121,13 +169,12 @@ def test_the_recorded_arms_are_judged_without_writing_into_them(tmp_path):
 
 def test_render_writes_one_job_per_arm_and_starts_nothing(tmp_path):
     run = tmp_path / "ab"
-    done = _pdrepro("ab", "--render", "compose", "--scenario", "h20-qwen3-235b-1p1d", "--backends", "mooncake,nixl",
-                    "--prefill-ip", "10.0.0.1", "--decode-ip", "10.0.0.2", "--out", str(run))
+    done = _pdrepro("ab", "--render", "slurm", "--scenario", "h20-qwen3-235b-1p1d", "--backends", "mooncake,nixl",
+                    "--out", str(run))
     assert done.returncode == 0, done.stderr
     for arm in ("mooncake", "nixl"):
-        env_file = (run / arm / "job" / "prefill.env").read_text()
-        assert f"--disaggregation-transfer-backend {arm}" in (run / arm / "job" / "commands.txt").read_text()
-        assert env_file
+        (script,) = (run / arm / "job").glob("*.sbatch")
+        assert re.search(rf"--disaggregation-transfer-backend {arm}\s", script.read_text())
         assert not (run / arm / "stack.json").exists() and not (run / arm / "bench").exists()
     state = armsstate.read(run)
     assert state is not None and [(a.name, a.status) for a in state.arms] == [("mooncake", "rendered"),
@@ -164,8 +211,7 @@ def test_a_scenario_that_names_its_arms_needs_no_backends(tmp_path):
     scenario = tmp_path / "ab-scenario.yaml"
     scenario.write_text(text.replace("\nlaunch:", "\nab: {backends: [nixl, mooncake]}\nlaunch:", 1))
     run = tmp_path / "ab"
-    done = _pdrepro("ab", "--render", "compose", "--scenario", str(scenario), "--prefill-ip", "10.0.0.1",
-                    "--decode-ip", "10.0.0.2", "--out", str(run))
+    done = _pdrepro("ab", "--render", "slurm", "--scenario", str(scenario), "--out", str(run))
     assert done.returncode == 0, done.stderr
     state = armsstate.read(run)
     assert state is not None and [a.backend for a in state.arms] == ["nixl", "mooncake"]
@@ -173,3 +219,14 @@ def test_a_scenario_that_names_its_arms_needs_no_backends(tmp_path):
     twice.write_text(text.replace("\nlaunch:", "\nab: {backends: [nixl, nixl]}\nlaunch:", 1))
     refused = _pdrepro("ab", "--scenario", str(twice), "--out", str(tmp_path / "other"))
     assert "ab.backends names a backend twice" in _one_line(refused)
+
+
+@pytest.mark.parametrize("arm_env, says", [
+    ("nixl", "give BACKEND:KEY=VALUE"),
+    ("pigeon:UCX_TLS=tcp", "give BACKEND:KEY=VALUE"),
+    ("mooncake_tcp:UCX_TLS=tcp", "launch.env.UCX_TLS is read by"),
+])
+def test_an_arm_variable_its_backend_does_not_read_is_refused(tmp_path, arm_env, says):
+    done = _pdrepro("ab", "--backends", "mooncake_tcp,nixl", "--arm-env", arm_env, "--out", str(tmp_path / "run"))
+    assert says in _one_line(done)
+    assert not (tmp_path / "run").exists()

@@ -1,20 +1,23 @@
 """``pdrepro ab``: the same stack once per transfer backend, one after the other, judged side by side.
 
-One box: each backend is an arm of the arms runner (pdrepro.arms): `stack up --transfer-backend NAME`, the
-sweep, `stack down`, each arm in its own run folder RUN/<backend>; then the arms are judged (publish.abjudge)
-into RUN/ab-summary.json and RUN/report.md. A cluster: ``--render TARGET`` writes one job per arm
-(RUN/<backend>/job/, `pdrepro render --transfer-backend NAME`) and runs nothing; once the scheduler ran them,
-``--judge RUN`` judges their folders without starting anything.
+Each arm runs the scenario with its backend set and its backend's variables only (scenario.armvariant), kept
+in RUN/scenarios/<backend>.yaml. One box: each backend is an arm of the arms runner (pdrepro.arms): `stack up`,
+the sweep, `stack down`, each arm in its own run folder RUN/<backend>; then the arms are judged
+(publish.abjudge) into RUN/ab-summary.json and RUN/report.md. A cluster: ``--render TARGET`` writes one job per
+arm (RUN/<backend>/job/) and runs nothing; once the scheduler ran them, ``--judge RUN`` judges their folders
+without starting anything.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from pathlib import Path
 
 from .. import arms as runner
 from ..backends.registry import backend, names
 from ..core.errors import UserError
+from ..core.safewrite import make_folder, write_file
 from ..pipeline import split_words
 from ..publish.abjudge import ArmInput, judge
 from ..report.ab import render as render_report
@@ -22,6 +25,7 @@ from ..rundir import armsstate
 from ..rundir.absummary import AbSummary
 from ..rundir.armsstate import ArmRecord, ArmsState
 from ..rundir.contract import dumps_json, write_atomic
+from ..scenario.armvariant import for_backend
 from ..scenario.model import Scenario, load_scenario
 from . import run_command
 
@@ -42,8 +46,10 @@ RENDER_ONLY = ("--decode-ip",)
 def register(sub) -> None:
     p = sub.add_parser("ab", help=HELP, description=(
         "Run the scenario's stack once per transfer backend (--backends, or the scenario's ab.backends), one "
-        "after the other: `pdrepro stack up --transfer-backend NAME`, `pdrepro sweep`, `pdrepro stack down`, "
-        "each arm in RUN/<backend>; then judge the arms side by side (RUN/ab-summary.json, RUN/report.md): "
+        "after the other: `pdrepro stack up`, `pdrepro sweep`, `pdrepro stack down`, each arm in RUN/<backend> "
+        "with the scenario as that backend runs it (RUN/scenarios/<backend>.yaml: the backend set, launch.env cut "
+        "to what it reads, plus its ab.env and --arm-env); then judge the arms side by side "
+        "(RUN/ab-summary.json, RUN/report.md): "
         "client TTFT per length, KV bytes from the model, each engine's logged figure with what it measures, "
         "TTFT ratios, a verdict per arm. Rerunning with the same --out resumes at the arm (and the length) it "
         "reached. Exit 0: every arm passes; 1: an arm fails; 2: bad input; 130/143: stopped by a signal."))
@@ -56,6 +62,9 @@ def register(sub) -> None:
         p.add_argument(flag, help=f"{text}: passed to `stack up` (and `render`)" if flag not in RENDER_ONLY else text)
     p.add_argument("--server-arg", action="append", default=[], metavar="'FLAG [VALUE]'",
                    help="extra server flags, repeatable: passed to `stack up` (and `render`)")
+    p.add_argument("--arm-env", action="append", default=[], metavar="BACKEND:KEY=VALUE",
+                   help="a variable for one arm's servers only, repeatable, over the scenario's ab.env: "
+                        "--arm-env nixl:UCX_TLS=tcp,cuda_copy (a backend reads only its own variables)")
     p.add_argument("--stack-args", metavar="WORDS", help="more `pdrepro stack up` flags, one shell-quoted string")
     p.add_argument("--sweep-args", metavar="WORDS",
                    help='more `pdrepro sweep` flags, one shell-quoted string: --sweep-args="--metrics --length-timeout 120"')
@@ -91,8 +100,36 @@ def _site(args, onebox: bool) -> list[str]:
     return words + [f"--server-arg={v}" for v in args.server_arg]
 
 
-def _label(scenario: str, picked: tuple[str, ...]) -> str:
-    return f"ab {scenario}: {', '.join(picked)}"
+def _label(scenario: str, picked: tuple[str, ...], variants: dict[str, Scenario] | None = None) -> str:
+    """Which A/B this is: its scenario and backends, and (a run's) the arms' scenarios as fingerprints, so a
+    rerun with another scenario or other arm variables is another A/B, refused rather than resumed."""
+    label = f"ab {scenario}: {', '.join(picked)}"
+    if variants:
+        both = hashlib.sha256(" ".join(v.fingerprint for v in variants.values()).encode()).hexdigest()
+        label += f" (arm scenarios {both[:12]})"
+    return label
+
+
+def _arm_env(args, scenario: Scenario, picked: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """Each arm's own variables: the scenario's ab.env, then --arm-env NAME:KEY=VALUE over it."""
+    given_env = scenario.ab.env if scenario.ab is not None else {}
+    env: dict[str, dict[str, str]] = {b: dict(given_env.get(b, {})) for b in picked}  # type: ignore[call-overload]
+    for given in args.arm_env:
+        name, _, pair = given.partition(":")
+        key, eq, value = pair.partition("=")
+        if name not in env or not eq or not key:
+            raise UserError(f"--arm-env {given!r}: give BACKEND:KEY=VALUE with BACKEND one of {', '.join(picked)}, "
+                            "e.g. nixl:UCX_TLS=tcp,cuda_copy")
+        env[name][key] = value
+    return env
+
+
+def _write_variants(out: Path, variants: dict[str, Scenario]) -> dict[str, Path]:
+    paths = {b: out / "scenarios" / f"{b}.yaml" for b in variants}
+    make_folder(out / "scenarios", "pdrepro ab")
+    for b, variant in variants.items():
+        write_file(paths[b], variant.to_yaml(), "pdrepro ab", out)
+    return paths
 
 
 def run(args) -> int:
@@ -102,44 +139,51 @@ def run(args) -> int:
         raise UserError("give the A/B's run folder: --out RUN")
     scenario = load_scenario(args.scenario)
     picked = _backends(args, scenario)
+    env = _arm_env(args, scenario, picked)
+    # Each arm runs its own scenario: the backend set, its variables only (scenario.armvariant).
+    variants = {b: for_backend(scenario, b, env[b]) for b in picked}
+    out = args.out.absolute()
+    label = _label(scenario.name, picked, variants)
     if args.render:
-        return _render(args, scenario.name, picked)
-    stack = ["--target", "onebox", "--launcher", "host", "--scenario", args.scenario, *_site(args, True),
-             *split_words(args.stack_args, "--stack-args")]
+        return _render(args, out, label, variants)
+    stack = ["--target", "onebox", "--launcher", "host", *_site(args, True), *split_words(args.stack_args,
+                                                                                         "--stack-args")]
     if not (args.model and args.dataset):
         raise UserError("one box: give --model MODEL_DIR and --dataset SHAREGPT_JSON (the stack serves the model, "
                         "the sweep draws its prompts from the dataset)")
     extra = split_words(args.sweep_args, "--sweep-args")
     model, dataset = (str(Path(p).expanduser().absolute()) for p in (args.model, args.dataset))
-    out = args.out.absolute()
-    arms = [runner.Arm(name=b, backend=b, stack=(*stack, "--transfer-backend", b),
-                       sweep=("--scenario", args.scenario, "--model-path", model, "--dataset-path", dataset,
+    paths = {b: str(out / "scenarios" / f"{b}.yaml") for b in picked}
+    arms = [runner.Arm(name=b, backend=b, stack=("--scenario", paths[b], *stack),
+                       sweep=("--scenario", paths[b], "--model-path", model, "--dataset-path", dataset,
                               "--bench-in-place", "--logs-from", str(out / b / "logs"), *extra)) for b in picked]
-    status = runner.run_arms(out, _label(scenario.name, picked), arms, cli=run_command)
+    runner.start(out, label, arms)  # refuses another A/B's folder before its files are touched
+    _write_variants(out, variants)
+    status = runner.run_arms(out, label, arms, cli=run_command)
     if status in runner.STOPPED:
         return status
     state = armsstate.read(out)
-    judged = _write(out, judge(out, _label(scenario.name, picked), _inputs(state) if state else []))
+    judged = _write(out, judge(out, label, _inputs(state) if state else []))
     # An arm refused (2) says so even when the judging found the rest; else the verdict decides.
     return status if status == runner.EXIT_BAD_INPUT else 0 if status == 0 and judged.passed else runner.EXIT_FAILED
 
 
-def _render(args, scenario: str, picked: tuple[str, ...]) -> int:
-    out = args.out.absolute()
-    label = _label(scenario, picked)
-    wanted = ArmsState(label=label, arms=tuple(ArmRecord(name=b, backend=b, status="rendered") for b in picked))
+def _render(args, out: Path, label: str, variants: dict[str, Scenario]) -> int:
+    wanted = ArmsState(label=label, arms=tuple(ArmRecord(name=b, backend=b, status="rendered") for b in variants))
     found = armsstate.read(out) if out.is_dir() else None
     if found is not None and found.label != label:
         armsstate.check_same(found, wanted, armsstate.path(out))
-    for b in picked:
-        argv = ["render", "--target", args.render, "--scenario", args.scenario, *_site(args, False),
-                *split_words(args.stack_args, "--stack-args"), "--transfer-backend", b, "--out", str(out / b / "job")]
+    make_folder(out, "pdrepro ab")
+    paths = _write_variants(out, variants)
+    for b in variants:
+        argv = ["render", "--target", args.render, "--scenario", str(paths[b]), *_site(args, False),
+                *split_words(args.stack_args, "--stack-args"), "--out", str(out / b / "job")]
         status = run_command(argv)
         if status:
             return status
     armsstate.write(out, wanted)
-    print(f"ab: one job per arm in {out}/<backend>/job/; run each with its sweep into {out}/<backend>, then: "
-          f"pdrepro ab --judge {out}")
+    print(f"ab: one job per arm in {out}/<backend>/job/ (its scenario in {out}/scenarios/); run each with its sweep "
+          f"into {out}/<backend>, then: pdrepro ab --judge {out}")
     return 0
 
 
