@@ -34,6 +34,17 @@ class Nixl:
     timing: str = TIMING
     # UCX may use RDMA, TCP or (on one box) CUDA IPC: the lanes it logged decide, not the backend.
     tcp_only: bool = False
+    # No pinned commit in provenance's pins yet (the image pins NIXL by version).
+    pin_keys: Mapping[str, str] = field(default_factory=dict)
+    # What-ran: no image build arg, wheel label or import probe recorded for it yet.
+    image_build_key: str | None = None
+    wheel_label: str | None = None
+    import_probe_key: str | None = None
+
+    def found_devices(self, reading: nixl_log.NixlTransport) -> set[str] | None:
+        """The RDMA devices UCX's lanes ran on; None when no RDMA lane was logged (UCX never says "none")."""
+        found = {d for t, devices in reading.transports.items() if t in nixl_log.RDMA_TRANSPORTS for d in devices}
+        return found or None
 
     def scan(self, role: str, text: str, env: Mapping[str, str] | None = None) -> nixl_log.NixlTransport:
         return _with_env(nixl_log.scan(role, text), env)

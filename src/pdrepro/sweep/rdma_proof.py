@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..parsers.mooncake_log import ServerTransport, scan
+from ..backends import TransferBackend, TransportReading
 
 
 @dataclass(frozen=True)
 class TransportProof:
-    servers: tuple[ServerTransport, ...]
+    servers: tuple[TransportReading, ...]
 
     @property
     def proven(self) -> bool:
@@ -38,9 +38,9 @@ class TransportProof:
         return verdicts.pop() if len(verdicts) == 1 else "mixed"
 
 
-def prove(logs: dict[str, str]) -> TransportProof:
-    """``logs``: role (prefill, decode) -> log text."""
-    return TransportProof(tuple(scan(role, text) for role, text in logs.items()))
+def prove(logs: dict[str, str], backend: TransferBackend) -> TransportProof:
+    """``logs``: role (prefill, decode) -> log text, each read by the run's backend (its own start-up lines)."""
+    return TransportProof(tuple(backend.scan(role, text) for role, text in logs.items()))
 
 
 FIX_HINT = (
