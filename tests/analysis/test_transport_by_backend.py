@@ -17,7 +17,8 @@ START = "[2026-12-01 10:00:00] server_args=ServerArgs(disaggregation_mode='{role
 # NIXL's start-up line and a UCX lane line in the formats parsers/nixl_log documents (a fixture, built here).
 NIXL = ("[2026-12-01 10:00:01] NIXL KVManager initialized with backend: UCX\n"
         "[1764583200.0] [host:1:0] ucp_worker.c:2041 UCX  INFO  ep cfg#2 rma_am(tcp/lo) am(tcp/lo tcp/eth0)\n")
-RDMA_NIXL = NIXL.replace("am(tcp/lo tcp/eth0)", "am(rc_mlx5/mlx5_0:1)")
+# Every lane on RDMA (UCX's rma_am lists the am lane's transport, so a TCP rma_am beside an RDMA am is no RDMA run).
+RDMA_NIXL = NIXL.replace("tcp/lo tcp/eth0", "rc_mlx5/mlx5_0:1").replace("tcp/lo", "rc_mlx5/mlx5_0:1")
 
 
 def _run(tmp_path, text: str) -> RunDir:

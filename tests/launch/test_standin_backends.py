@@ -104,14 +104,16 @@ def test_a_mooncake_stack_over_tcp_passes_the_sweep_and_its_transport_proof(site
     assert "FAIL" not in checked.stdout and "kv_size_match" in checked.stdout
 
 
-def test_a_nixl_stack_logs_ucx_tcp_lanes_that_the_backends_proof_reads(site):
+def test_a_nixl_stack_over_ucx_tcp_passes_the_sweep_and_its_transport_proof(site):
     env_ = _stack_env(site)
     started = _up_nixl(site, env_, UCX_TCP)
     assert started.returncode == 0, started.stderr
     try:
-        # The sweep's proof asks the scenario's backend once the seams land; until then it is read below.
-        swept = _sweep(site, "--no-analyze", "--no-transport-proof", env_=env_)
+        swept = _sweep(site, env_=env_)  # its transport proof read through the scenario's backend, its analysis
         assert swept.returncode == 0, swept.stdout[-3000:] + swept.stderr[-3000:]
+        out = swept.stdout + swept.stderr
+        assert "transport: tcp, allowed by the scenario (transport: any)" in out
+        assert "NIXL backend UCX; UCX_TLS=tcp,cuda_copy; UCX lanes self: tcp (eth0, lo)" in out
     finally:
         assert stack("down", str(site["run"]), "--grace", "1").returncode == 0
     nixl = backend("nixl")
@@ -127,6 +129,13 @@ def test_a_nixl_stack_logs_ucx_tcp_lanes_that_the_backends_proof_reads(site):
         assert all(line in text.splitlines() for line in seen.evidence)
     speeds = {s.transfer_speed_GiB_s for s in _requests_served(site["run"], "prefill")}
     assert speeds and all(v is not None and v > 0 for v in speeds)
+    checked = subprocess.run([sys.executable, "-m", "pdrepro", "check", str(site["run"]), "--scenario",
+                              site["options"][1]], capture_output=True, text=True, env=env(), timeout=120, cwd=REPO)
+    # Every request completed, the logged KV matches the model, TTFT covers NIXL's logged transfer: each length
+    # passes the checks the A/B's verdict per arm is made of (the run's exit also weighs its provenance).
+    judged = [line.split() for line in checked.stdout.splitlines()
+              if line.split()[:1] in (["completed"], ["kv_size_match"], ["ttft_covers_transfer"], ["requests_logged"])]
+    assert len(judged) == 4 * 4 and all(row[-1] == "PASS" for row in judged), checked.stdout[-3000:]
 
 
 @pytest.mark.parametrize("ucx_env, verdict", [

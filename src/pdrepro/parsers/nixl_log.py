@@ -33,8 +33,10 @@ from .serverstart import START_MARKER
 
 _INIT = re.compile(r"NIXL KVManager initialized with backend: (?P<backend>[A-Za-z0-9_.-]{1,32})")
 _LANES = re.compile(r"ucp_worker\.c:\d+\s+UCX\s+INFO\s+(?P<body>.*)")
-# "<ctx> <scope> cfg#<n> <lanes>" (UCX 1.15 on) or "ep_cfg[<n>]: <lanes>" (before)
-_CFG = re.compile(r"(?:(?:^|\s)(?P<scope>self|intra-node|inter-node)\s+cfg#(?P<n>\d+)|\bep_cfg\[(?P<old>\d+)\]:)")
+# "<ctx> <scope> cfg#<n> <lanes>" (UCX 1.15 on) or "ep_cfg[<n>]: <lanes>" (before); a cfg# without a
+# scope is read as a peer's (no build here prints one, but a peer is the cautious reading: it is judged).
+_CFG = re.compile(r"(?:(?:^|\s)(?:(?P<scope>self|intra-node|inter-node)\s+)?cfg#(?P<n>\d+)"
+                  r"|\bep_cfg\[(?P<old>\d+)\]:)")
 _LANE = re.compile(r"(?P<kind>[a-z_]{1,16})\((?P<tls>[^()]{0,512})\)")
 _PAIR = re.compile(r"^(?P<tl>[a-z0-9_]{1,32})/(?P<dev>[^\s/()]{1,64})$")
 _ENV = re.compile(r"parser\.c:\d+\s+UCX\s+INFO\s+UCX_\* env variables:.*?\bUCX_TLS=(?P<tls>\S{1,256})")

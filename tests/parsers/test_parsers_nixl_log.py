@@ -150,3 +150,9 @@ def test_the_sweeps_rule_refuses_intra_host_under_either_policy(policy):
     assert TransportProof((tcp,)).allowed("any") and not TransportProof((tcp,)).allowed("rdma")  # type: ignore[arg-type]
     rdma = nixl_log.scan("prefill", (FIXTURES / "ucx-rdma-two-nodes-fixture.log").read_text())
     assert TransportProof((rdma,)).allowed(policy)  # type: ignore[arg-type]
+
+
+def test_a_cfg_without_a_scope_is_judged_as_a_peers():
+    line = "[1.0] [h:1:0] ucp_worker.c:2041 UCX  INFO  ep cfg#2 rma_am(tcp/lo) am(tcp/lo tcp/eth0)"
+    st = nixl_log.scan("prefill", line)
+    assert st.verdict == "tcp" and set(st.scopes) == {"peer"}
