@@ -139,10 +139,10 @@ def test_ab_runs_the_real_sweep_on_each_arm_and_judges_them_as_check_does(site):
         assert base.ttft_ms_mean == pytest.approx(client["mean_ttft_ms"], rel=1e-6)
         if other.ttft_ms_mean is not None:
             assert length.ratios[0].mean == pytest.approx(other.ttft_ms_mean / (base.ttft_ms_mean or 1), abs=1e-4)
-    state = armsstate.read(run)
-    assert state is not None
-    worst = max(a.exit or 0 for a in state.arms)
-    assert done.returncode == (2 if worst == 2 else 0 if worst == 0 and summary.passed else 1)
+    # The stand-ins speak both backends' lines: both arms pass, each with the transport its servers stated.
+    assert done.returncode == 0 and summary.passed, done.stdout + done.stderr
+    for arm in summary.arms:
+        assert (arm.verdict.transport or "").startswith("tcp;"), arm.verdict.transport
 
 
 def test_the_recorded_arms_are_judged_without_writing_into_them(tmp_path):

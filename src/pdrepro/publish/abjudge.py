@@ -53,7 +53,9 @@ def _judge_arm(folder: Path, unfinished: str | None) -> tuple[Summary | None, Ar
         return None, ArmVerdict(passed=False, input_error=why), None
     results = evaluate(summary, scenario)
     errors = summary.input_errors()
-    transport = next((r.detail for r in results if r.name == "transport"), None) or summary.transport
+    # The transport the servers' own lines state, and how the arm's check judged it.
+    judged = next((r.detail for r in results if r.name == "transport"), None)
+    transport = "; ".join(t for t in (summary.transport, judged) if t) or None
     verdict = ArmVerdict(
         passed=not failed(results) and not errors, input_error=errors[0].message if errors else None,
         all_completed=_all(results, COMPLETED), kv_sizes_match=_all(results, KV_MATCH),
