@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 from runkinds import tree_hash
 from stackhelp import env, make_site
@@ -21,6 +22,7 @@ from pdrepro.backends.registry import backend
 from pdrepro.launch.stack import ownership, record
 from pdrepro.rundir import armsstate
 from pdrepro.rundir.absummary import AbSummary
+from pdrepro.scenario import schemagen
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tests" / "armsscript.py"
@@ -126,7 +128,10 @@ def test_ab_runs_the_real_sweep_on_each_arm_and_judges_them_as_check_does(site):
     for arm in ("mooncake_tcp", "nixl"):
         rec = record.read(run / arm)
         assert rec.stopped_at is not None and ownership.marked(rec.stack_id) == []
-    summary = AbSummary.model_validate_json((run / "ab-summary.json").read_text())
+    written = json.loads((run / "ab-summary.json").read_text())
+    schema = json.loads((schemagen.shipped_dir() / schemagen.file_name("ab-summary")).read_text())
+    jsonschema.Draft202012Validator(schema).validate(written)  # the shipped schema holds what ab writes
+    summary = AbSummary.model_validate(written)
     checked = {arm.name: _pdrepro("check", str(run / arm.name)).returncode for arm in summary.arms}
     for arm in summary.arms:
         assert arm.verdict.passed == (checked[arm.name] == 0), (arm.name, arm.verdict)
