@@ -9,8 +9,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jsonschema
@@ -148,6 +150,56 @@ def test_ab_runs_the_real_sweep_on_each_arm_and_judges_them_as_check_does(site):
     assert done.returncode == 0 and summary.passed, done.stdout + done.stderr
     for arm in summary.arms:
         assert (arm.verdict.transport or "").startswith("tcp;"), arm.verdict.transport
+
+
+def _ab_argv(site: dict, dataset: Path) -> list[str]:
+    options = [o for o in site["options"] if o != "--force-tcp"]
+    return [sys.executable, "-m", "pdrepro", "ab", *options, "--backends", "mooncake_tcp,nixl", "--dataset",
+            str(dataset), "--arm-env", "nixl:UCX_TLS=tcp,cuda_copy", "--arm-env", "nixl:UCX_LOG_LEVEL=info",
+            "--stack-args", "--poll 0.1 --grace 5", "--sweep-args", "--length-timeout 60 --wait-timeout 30",
+            "--out", str(site["run"])]
+
+
+def _done_lengths(run: Path) -> list[str]:
+    try:
+        state = json.loads((run / "sweep-state.json").read_text())
+    except (OSError, ValueError):
+        return []
+    return [k for k, v in state.get("lengths", {}).items() if v.get("status") == "done"]
+
+
+def test_a_sigterm_mid_sweep_resumes_at_the_arm_and_the_length_it_reached(site):
+    dataset = site["tmp"] / "sharegpt.json"
+    dataset.write_text("[]")
+    run, env_ = site["run"], env(PATH=_python_on_path(site["tmp"]))
+    proc = subprocess.Popen(_ab_argv(site, dataset), env=env_, cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not _done_lengths(run / "nixl") and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the A/B ended before the second arm measured a length"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143 and "Traceback" not in err, out + err
+    rec = record.read(run / "nixl")
+    assert rec.stopped_at is not None and ownership.marked(rec.stack_id) == []
+    state = armsstate.read(run)
+    assert state is not None and [(a.status, a.exit) for a in state.arms] == [("done", 0), ("failed", 143)]
+    assert not (run / "ab-summary.json").exists(), "a stopped A/B was judged"
+    kept = {L: (run / "nixl" / "bench" / f"result-{L}.jsonl").read_bytes() for L in _done_lengths(run / "nixl")}
+    assert kept
+
+    again = subprocess.run(_ab_argv(site, dataset), env=env_, cwd=REPO, capture_output=True, text=True, timeout=400)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "== arm mooncake_tcp: done already, skipped" in again.stdout
+    # The sweep's own resume kept the lengths it had measured: the same bytes, not measured again.
+    assert {L: (run / "nixl" / "bench" / f"result-{L}.jsonl").read_bytes() for L in kept} == kept
+    assert sorted(map(int, _done_lengths(run / "nixl"))) == [128, 1024, 4096, 16384]
 
 
 def test_the_recorded_arms_are_judged_without_writing_into_them(tmp_path):
