@@ -25,7 +25,7 @@ from ..core.strictmodel import Record, load, tagged_union, to_plain
 from ..rundir import RunDir
 from . import configyaml
 from .kvsize import Geometry, geometry_from_config, kv_bytes_per_token
-from .launch_section import Launch
+from .launch_section import Launch, TransferBackendName
 from .sections import Link, Model, Parallel, Reference, Sweep, Thresholds, Topology
 
 # Version of the scenario file's format; summary.json has its own (contract.SUMMARY_SCHEMA_VERSION),
@@ -45,6 +45,26 @@ TRANSPORTS: tuple[str, ...] = get_args(Transport)
 _FINGERPRINT_NEUTRAL = {"transport": "rdma", "pins_match": "gate"}
 # Launch keys added later, likewise left out at their default (unset), so older runs keep their fingerprint.
 _LAUNCH_FINGERPRINT_NEUTRAL = {"shared_gpu_mem_fraction": None, "engine": "sglang"}
+# Top-level keys added later whose absence (None) leaves a scenario's fingerprint as it was.
+_ABSENT_NEUTRAL = ("ab",)
+
+
+class AbSection(Record):
+    """The arms `pdrepro ab` runs when the command names none: one per transfer backend, in this order."""
+
+    backends: tuple[TransferBackendName, ...] = Field(
+        min_length=2, description="transfer backends, one arm each, the first the base of the TTFT ratios")
+    env: dict[TransferBackendName, dict[str, str]] = Field(
+        default_factory=dict, description="per backend, variables its arm's servers get on top of launch.env "
+                                          "(nixl: {UCX_TLS: tcp,cuda_copy})")
+
+    def check(self, source: str) -> None:
+        if len(set(self.backends)) != len(self.backends):
+            raise UserError(f"{source}: ab.backends names a backend twice; each arm runs a different one")
+        stray = sorted(set(self.env) - set(self.backends))
+        if stray:
+            raise UserError(f"{source}: ab.env.{stray[0]} is for a backend ab.backends does not run; drop it or add "
+                            "the backend")
 
 class Scenario(Record):
     """What every kind of scenario holds; a file is one of its kinds (``KvSweepScenario``,
@@ -61,6 +81,7 @@ class Scenario(Record):
     reference: Reference | None = None
     thresholds: Thresholds = Field(default_factory=Thresholds)
     launch: Launch | None = None
+    ab: AbSection | None = Field(default=None, description="the arms of `pdrepro ab` (transfer backends)")
     topology: Topology = Field(default_factory=Topology)
     transport: Transport = Field(
         default="rdma",
@@ -156,7 +177,8 @@ class Scenario(Record):
     @property
     def fingerprint(self) -> str:
         """sha256 of the canonical scenario, recorded in every run's provenance."""
-        data = {k: v for k, v in self.to_dict().items() if _FINGERPRINT_NEUTRAL.get(k, object()) != v}
+        data = {k: v for k, v in self.to_dict().items() if _FINGERPRINT_NEUTRAL.get(k, object()) != v
+                and not (k in _ABSENT_NEUTRAL and v is None)}
         if isinstance(data.get("launch"), dict):
             data["launch"] = {k: v for k, v in data["launch"].items()
                               if k not in _LAUNCH_FINGERPRINT_NEUTRAL or _LAUNCH_FINGERPRINT_NEUTRAL[k] != v}

@@ -1,0 +1,217 @@
+"""``pdrepro ab``: the same stack once per transfer backend, one after the other, judged side by side.
+
+Each arm runs the scenario with its backend set and its backend's variables only (scenario.armvariant), kept
+in RUN/scenarios/<backend>.yaml. One box: each backend is an arm of the arms runner (pdrepro.arms): `stack up`,
+the sweep, `stack down`, each arm in its own run folder RUN/<backend>; then the arms are judged
+(publish.abjudge) into RUN/ab-summary.json and RUN/report.md. A cluster: ``--render TARGET`` writes one job per
+arm (RUN/<backend>/job/) and runs nothing; once the scheduler ran them, ``--judge RUN`` judges their folders
+without starting anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+from .. import arms as runner
+from ..backends.registry import backend, names
+from ..core.errors import UserError
+from ..core.safewrite import make_folder, write_file
+from ..pipeline import split_words
+from ..publish.abjudge import ArmInput, judge
+from ..report.ab import render as render_report
+from ..rundir import armsstate
+from ..rundir.absummary import AbSummary
+from ..rundir.armsstate import ArmRecord, ArmsState
+from ..rundir.contract import dumps_json, write_atomic
+from ..scenario.armvariant import for_backend
+from ..scenario.model import Scenario, load_scenario
+from . import run_command
+
+HELP = "A/B of transfer backends: the same stack and sweep once per backend, one after the other, side by side"
+DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
+SUMMARY, REPORT = "ab-summary.json", "report.md"
+# Site options passed to `stack up` (and `render`) as given: (flag, takes a value, help).
+SITE = (("--model", "model folder (also the sweep's --model-path)"),
+        ("--dataset", "ShareGPT JSON (also the sweep's --dataset-path)"),
+        ("--gpus", "GPU ids, comma-separated (one GPU: both servers share it)"),
+        ("--mem-fraction", "every server's --mem-fraction-static"),
+        ("--prefill-ip", "the prefill node's address the servers advertise"),
+        ("--decode-ip", "a cluster: the decode node's address (`render` only)"))
+# Taken by `render` only: the one-box host launcher runs both servers on this host.
+RENDER_ONLY = ("--decode-ip",)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("ab", help=HELP, description=(
+        "Run the scenario's stack once per transfer backend (--backends, or the scenario's ab.backends), one "
+        "after the other: `pdrepro stack up`, `pdrepro sweep`, `pdrepro stack down`, each arm in RUN/<backend> "
+        "with the scenario as that backend runs it (RUN/scenarios/<backend>.yaml: the backend set, launch.env cut "
+        "to what it reads, plus its ab.env and --arm-env); then judge the arms side by side "
+        "(RUN/ab-summary.json, RUN/report.md): "
+        "client TTFT per length, KV bytes from the model, each engine's logged figure with what it measures, "
+        "TTFT ratios, a verdict per arm. Rerunning with the same --out resumes at the arm (and the length) it "
+        "reached. Exit 0: every arm passes; 1: an arm fails; 2: bad input; 130/143: stopped by a signal."))
+    p.add_argument("--scenario", default=DEFAULT_SCENARIO, help="shipped scenario name or YAML path "
+                                                                "(default %(default)s)")
+    p.add_argument("--backends", metavar="A,B", help=f"transfer backends, comma-separated, one arm each, the first "
+                                                     f"the ratios' base (known: {', '.join(names())})")
+    p.add_argument("--out", type=Path, metavar="RUN", help="the A/B's run folder (reused to resume)")
+    for flag, text in SITE:
+        p.add_argument(flag, help=f"{text}: passed to `stack up` (and `render`)" if flag not in RENDER_ONLY else text)
+    p.add_argument("--server-arg", action="append", default=[], metavar="'FLAG [VALUE]'",
+                   help="extra server flags, repeatable: passed to `stack up` (and `render`)")
+    p.add_argument("--arm-env", action="append", default=[], metavar="BACKEND:KEY=VALUE",
+                   help="a variable for one arm's servers only, repeatable, over the scenario's ab.env: "
+                        "--arm-env nixl:UCX_TLS=tcp,cuda_copy (a backend reads only its own variables)")
+    p.add_argument("--stack-args", metavar="WORDS", help="more `pdrepro stack up` flags, one shell-quoted string")
+    p.add_argument("--sweep-args", metavar="WORDS",
+                   help='more `pdrepro sweep` flags, one shell-quoted string: --sweep-args="--metrics --length-timeout 120"')
+    p.add_argument("--render", metavar="TARGET", help="a cluster: write one job per arm with `pdrepro render --target "
+                                                      "TARGET` into RUN/<backend>/job/ and run nothing")
+    p.add_argument("--judge", type=Path, metavar="RUN", help="judge the arms' run folders in RUN (after the jobs "
+                                                             "ran); starts nothing")
+    p.set_defaults(func=run)
+
+
+def _backends(args, scenario: Scenario | None = None) -> tuple[str, ...]:
+    if args.backends is None and scenario is not None and scenario.ab is not None:
+        return tuple(scenario.ab.backends)  # the scenario names its arms (validated where it was loaded)
+    if args.backends is None:
+        raise UserError("name the arms: --backends A,B (e.g. --backends mooncake_tcp,nixl), or in the scenario's "
+                        "ab.backends")
+    picked = tuple(w.strip() for w in args.backends.split(",") if w.strip())
+    for name in picked:
+        backend(name)  # an unknown one: one line naming the known ones
+    if len(picked) < 2 or len(set(picked)) != len(picked):
+        raise UserError(f"--backends {args.backends}: give two or more different backends, comma-separated")
+    return picked
+
+
+def _site(args, onebox: bool) -> list[str]:
+    words: list[str] = []
+    for flag, _ in SITE:
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value is not None and onebox and flag in RENDER_ONLY:
+            raise UserError(f"{flag}: one box runs both servers on this host; drop it (or give --render TARGET)")
+        if value is not None:
+            words += [flag, str(Path(value).expanduser().absolute()) if flag in ("--model", "--dataset") else value]
+    return words + [f"--server-arg={v}" for v in args.server_arg]
+
+
+def _label(scenario: str, picked: tuple[str, ...], variants: dict[str, Scenario] | None = None) -> str:
+    """Which A/B this is: its scenario and backends, and (a run's) the arms' scenarios as fingerprints, so a
+    rerun with another scenario or other arm variables is another A/B, refused rather than resumed."""
+    label = f"ab {scenario}: {', '.join(picked)}"
+    if variants:
+        both = hashlib.sha256(" ".join(v.fingerprint for v in variants.values()).encode()).hexdigest()
+        label += f" (arm scenarios {both[:12]})"
+    return label
+
+
+def _arm_env(args, scenario: Scenario, picked: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """Each arm's own variables: the scenario's ab.env, then --arm-env NAME:KEY=VALUE over it."""
+    given_env = scenario.ab.env if scenario.ab is not None else {}
+    env: dict[str, dict[str, str]] = {b: dict(given_env.get(b, {})) for b in picked}  # type: ignore[call-overload]
+    for given in args.arm_env:
+        name, _, pair = given.partition(":")
+        key, eq, value = pair.partition("=")
+        if name not in env or not eq or not key:
+            raise UserError(f"--arm-env {given!r}: give BACKEND:KEY=VALUE with BACKEND one of {', '.join(picked)}, "
+                            "e.g. nixl:UCX_TLS=tcp,cuda_copy")
+        env[name][key] = value
+    return env
+
+
+def _write_variants(out: Path, variants: dict[str, Scenario]) -> dict[str, Path]:
+    paths = {b: out / "scenarios" / f"{b}.yaml" for b in variants}
+    make_folder(out / "scenarios", "pdrepro ab")
+    for b, variant in variants.items():
+        write_file(paths[b], variant.to_yaml(), "pdrepro ab", out)
+    return paths
+
+
+def run(args) -> int:
+    if args.judge is not None:
+        return _judge(args.judge, args)
+    if args.out is None:
+        raise UserError("give the A/B's run folder: --out RUN")
+    scenario = load_scenario(args.scenario)
+    picked = _backends(args, scenario)
+    env = _arm_env(args, scenario, picked)
+    # Each arm runs its own scenario: the backend set, its variables only (scenario.armvariant).
+    variants = {b: for_backend(scenario, b, env[b]) for b in picked}
+    out = args.out.absolute()
+    label = _label(scenario.name, picked, variants)
+    if args.render:
+        return _render(args, out, label, variants)
+    stack = ["--target", "onebox", "--launcher", "host", *_site(args, True), *split_words(args.stack_args,
+                                                                                         "--stack-args")]
+    if not (args.model and args.dataset):
+        raise UserError("one box: give --model MODEL_DIR and --dataset SHAREGPT_JSON (the stack serves the model, "
+                        "the sweep draws its prompts from the dataset)")
+    extra = split_words(args.sweep_args, "--sweep-args")
+    model, dataset = (str(Path(p).expanduser().absolute()) for p in (args.model, args.dataset))
+    paths = {b: str(out / "scenarios" / f"{b}.yaml") for b in picked}
+    arms = [runner.Arm(name=b, backend=b, stack=("--scenario", paths[b], *stack),
+                       sweep=("--scenario", paths[b], "--model-path", model, "--dataset-path", dataset,
+                              "--bench-in-place", "--logs-from", str(out / b / "logs"), *extra)) for b in picked]
+    runner.start(out, label, arms)  # refuses another A/B's folder before its files are touched
+    _write_variants(out, variants)
+    status = runner.run_arms(out, label, arms, cli=run_command)
+    if status in runner.STOPPED:
+        return status
+    state = armsstate.read(out)
+    judged = _write(out, judge(out, label, _inputs(state) if state else []))
+    # An arm refused (2) says so even when the judging found the rest; else the verdict decides.
+    return status if status == runner.EXIT_BAD_INPUT else 0 if status == 0 and judged.passed else runner.EXIT_FAILED
+
+
+def _render(args, out: Path, label: str, variants: dict[str, Scenario]) -> int:
+    wanted = ArmsState(label=label, arms=tuple(ArmRecord(name=b, backend=b, status="rendered") for b in variants))
+    found = armsstate.read(out) if out.is_dir() else None
+    if found is not None and found.label != label:
+        armsstate.check_same(found, wanted, armsstate.path(out))
+    make_folder(out, "pdrepro ab")
+    paths = _write_variants(out, variants)
+    for b in variants:
+        argv = ["render", "--target", args.render, "--scenario", str(paths[b]), *_site(args, False),
+                *split_words(args.stack_args, "--stack-args"), "--out", str(out / b / "job")]
+        status = run_command(argv)
+        if status:
+            return status
+    armsstate.write(out, wanted)
+    print(f"ab: one job per arm in {out}/<backend>/job/ (its scenario in {out}/scenarios/); run each with its sweep "
+          f"into {out}/<backend>, then: pdrepro ab --judge {out}")
+    return 0
+
+
+def _judge(run: Path, args) -> int:
+    run = run.absolute()
+    if not run.is_dir():
+        raise UserError(f"--judge {run}: no such folder; give the A/B's run folder")
+    state = armsstate.read(run)
+    if state is not None:
+        label, inputs = state.label, _inputs(state)
+    else:
+        scenario = load_scenario(args.scenario)
+        picked = _backends(args, scenario)
+        label, inputs = _label(scenario.name, picked), [ArmInput(b, b) for b in picked]
+    for arm in inputs:
+        if not (run / arm.name).is_dir():
+            raise UserError(f"{run / arm.name}: no such arm folder; run the arm (or its job) first")
+    return 0 if _write(run, judge(run, label, inputs)).passed else runner.EXIT_FAILED
+
+
+def _inputs(state: ArmsState) -> list[ArmInput]:
+    return [ArmInput(a.name, a.backend, a.reason if a.status == "failed" else None) for a in state.arms]
+
+
+def _write(run: Path, summary: AbSummary) -> AbSummary:
+    text = render_report(summary)
+    write_atomic(run / SUMMARY, dumps_json(summary.model_dump(mode="json"), run / SUMMARY, indent=2), run)
+    write_atomic(run / REPORT, text, run)
+    print(text)
+    print(f"summary: {run / SUMMARY}\nreport:  {run / REPORT}", file=sys.stderr)
+    return summary
