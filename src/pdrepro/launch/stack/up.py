@@ -246,10 +246,11 @@ def check_no_live_stack(run: Path) -> None:
         raise UserError(f"{run} holds a running stack ({f.name}, pid {f.pid}); stop it first: pdrepro stack down {run}")
 
 
-def new_record(scenario: str, python: str, installed: Installed) -> record.StackRecord:
+def new_record(scenario: str, python: str, installed: Installed,
+               stack: record.StackKind = "disaggregated") -> record.StackRecord:
     return record.StackRecord(scenario=scenario, stack_id=secrets.token_hex(16), boot_id=ownership.boot_id(),
                               python=python, python_version=installed.python_version, packages=installed.versions,
-                              modules=installed.modules)
+                              modules=installed.modules, stack=stack)
 
 
 def base_environment() -> dict[str, str]:

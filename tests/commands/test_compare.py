@@ -1,0 +1,129 @@
+"""`pdrepro compare`: a comparison scenario's two configurations run one after the other on this box, as a
+user runs it (a subprocess), against the stand-in servers and the stand-in bench client
+(tests/fixtures/standin): stack up, sweep, stack down per configuration, then analyze and check; resumed
+at the configuration it reached."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from stackhelp import REPO, decoy_server, env, free_ports, kill
+
+from pdrepro.launch.stack import ownership, record
+
+SCENARIO = REPO / "src/pdrepro/scenarios/a10-qwen25-7b-onebox-rate4.yaml"
+PORTS = "ports: {prefill: 30000, decode: 30001, bootstrap: 8998, router: 8000, regular: [30000, 30001]}"
+
+
+@pytest.fixture
+def box(tmp_path):
+    """The shipped one-box comparison on free ports and cut to a few prompts, a model folder, a dataset, and
+    a `python` on PATH that is this interpreter (the sweep runs the bench client as `python -m ...`)."""
+    prefill, decode, bootstrap, router = free_ports(4)
+    text = SCENARIO.read_text()
+    assert PORTS in text and "num_prompts: 200" in text and "request_rate: 4.0" in text
+    text = (text.replace(PORTS, f"ports: {{prefill: {prefill}, decode: {decode}, bootstrap: {bootstrap}, "
+                                f"router: {router}, regular: [{prefill}, {decode}]}}")
+            .replace("num_prompts: 200", "num_prompts: 5").replace("request_rate: 4.0", "request_rate: 50.0"))
+    scenario = tmp_path / "comparison.yaml"
+    scenario.write_text(text)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    dataset = tmp_path / "sharegpt.json"
+    dataset.write_text('[{"id": "x", "conversations": [{"from": "human", "value": "hello"}]}]')
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    (bin_dir / "python").chmod(0o755)
+    made = {"scenario": scenario, "model": model, "dataset": dataset, "run": tmp_path / "run",
+            "path": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    yield made
+    for name in ("1P1D", "2-regular"):
+        if record.path(made["run"] / name).is_file():
+            subprocess.run([sys.executable, "-m", "pdrepro", "stack", "down", str(made["run"] / name), "--grace", "1"],
+                           env=env(), capture_output=True, timeout=60)
+
+
+def compare(box, *extra, timeout=180, **env_extra) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "pdrepro", "compare", "--scenario", str(box["scenario"]), "--out", str(box["run"]),
+            "--model", str(box["model"]), "--dataset", str(box["dataset"]), "--gpus", "0", "--force-tcp",
+            "--sweep-args=--wait-timeout 20 --no-transport-proof", *extra]
+    return subprocess.run(argv, capture_output=True, text=True, env=env(PATH=box["path"], **env_extra),
+                          timeout=timeout, cwd=REPO)
+
+
+def _state(run: Path) -> dict[str, str]:
+    data = json.loads((run / "compare.json").read_text())
+    return {a["configuration"]: a["state"] for a in data["arms"]}
+
+
+def _nothing_left(run: Path) -> None:
+    for name in ("1P1D", "2-regular"):
+        rec = record.read(run / name)
+        assert rec.stopped_at is not None
+        assert ownership.marked(rec.stack_id) == [], f"{name}: a process of its stack still runs"
+
+
+def test_both_configurations_run_one_after_the_other_and_are_compared(box):
+    decoy = decoy_server(free_ports(1)[0])
+    try:
+        out = compare(box)
+        assert out.returncode == 0, out.stdout + out.stderr
+        run = box["run"]
+        assert _state(run) == {"1P1D": "done", "2-regular": "done"}
+        # The disaggregated stack first, then the regular one, each in its own folder with its raw files.
+        assert out.stdout.index("--stack disaggregated") < out.stdout.index("--stack regular")
+        assert record.read(run / "1P1D").stack == "disaggregated" and record.read(run / "2-regular").stack == "regular"
+        for name in ("1P1D", "2-regular"):
+            bench = run / name / "bench" / "result-2048.jsonl"
+            result = json.loads(bench.read_text().splitlines()[-1])
+            assert result["completed"] == 5 and result["random_input_len"] == 2048
+            assert (run / name / "logs" / "router.log").is_file()
+        assert "--worker-urls" in (run / "2-regular" / "logs" / "router.log").read_text()
+        summary = json.loads((run / "summary.json").read_text())
+        assert set(summary["configurations"]) == {"1P1D", "2-regular"}
+        assert all(summary["configurations"][n]["measured"]["completed"] == 5 for n in ("1P1D", "2-regular"))
+        report = (run / "report.md").read_text()
+        assert "1P1D" in report and "2-regular" in report
+        _nothing_left(run)
+        assert decoy.poll() is None, "compare stopped a process it did not start"
+    finally:
+        kill(decoy)
+
+
+def test_an_interrupted_comparison_resumes_at_the_configuration_it_reached(box):
+    failed = compare(box, STANDIN_EXIT_AT_START="regular")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert _state(box["run"]) == {"1P1D": "done", "2-regular": "failed"}
+    first = (box["run"] / "1P1D" / "bench" / "result-2048.jsonl").read_text()
+    assert not (box["run"] / "summary.json").exists()
+
+    again = compare(box)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "1P1D: done in an earlier run" in again.stdout and "--stack disaggregated" not in again.stdout
+    assert (box["run"] / "1P1D" / "bench" / "result-2048.jsonl").read_text() == first  # not run again
+    assert _state(box["run"]) == {"1P1D": "done", "2-regular": "done"}
+    _nothing_left(box["run"])
+
+
+def test_a_run_of_another_scenario_is_refused_in_one_line(box):
+    box["run"].mkdir()
+    (box["run"] / "compare.json").write_text(json.dumps({
+        "schema_version": 1, "scenario": "other", "scenario_fingerprint": "0" * 64,
+        "arms": [{"configuration": "1P1D"}, {"configuration": "2-regular"}]}))
+    out = compare(box)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "another scenario" in out.stderr and "Traceback" not in out.stderr
+    assert not (box["run"] / "1P1D").exists()
+
+
+def test_a_kv_sweep_scenario_is_refused_in_one_line(box):
+    out = compare(box, "--scenario", "onebox-qwen25-0.5b")
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "comparison" in out.stderr and not box["run"].exists()
