@@ -59,8 +59,8 @@ def compare(box, *extra, timeout=180, **env_extra) -> subprocess.CompletedProces
 
 
 def _state(run: Path) -> dict[str, str]:
-    data = json.loads((run / "compare.json").read_text())
-    return {a["configuration"]: a["state"] for a in data["arms"]}
+    data = json.loads((run / "arms-state.json").read_text())
+    return {a["configuration"]: a["status"] for a in data["arms"]}
 
 
 def _nothing_left(run: Path) -> None:
@@ -78,7 +78,7 @@ def test_both_configurations_run_one_after_the_other_and_are_compared(box):
         run = box["run"]
         assert _state(run) == {"1P1D": "done", "2-regular": "done"}
         # The disaggregated stack first, then the regular one, each in its own folder with its raw files.
-        assert out.stdout.index("--stack disaggregated") < out.stdout.index("--stack regular")
+        assert out.stdout.index("== arm 1P1D: stack up") < out.stdout.index("== arm 2-regular: stack up")
         assert record.read(run / "1P1D").stack == "disaggregated" and record.read(run / "2-regular").stack == "regular"
         for name in ("1P1D", "2-regular"):
             bench = run / name / "bench" / "result-2048.jsonl"
@@ -106,7 +106,7 @@ def test_an_interrupted_comparison_resumes_at_the_configuration_it_reached(box):
 
     again = compare(box)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "1P1D: done in an earlier run" in again.stdout and "--stack disaggregated" not in again.stdout
+    assert "arm 1P1D: done already" in again.stdout and "arm 1P1D: stack up" not in again.stdout
     assert (box["run"] / "1P1D" / "bench" / "result-2048.jsonl").read_text() == first  # not run again
     assert _state(box["run"]) == {"1P1D": "done", "2-regular": "done"}
     _nothing_left(box["run"])
@@ -114,12 +114,12 @@ def test_an_interrupted_comparison_resumes_at_the_configuration_it_reached(box):
 
 def test_a_run_of_another_scenario_is_refused_in_one_line(box):
     box["run"].mkdir()
-    (box["run"] / "compare.json").write_text(json.dumps({
-        "schema_version": 1, "scenario": "other", "scenario_fingerprint": "0" * 64,
-        "arms": [{"configuration": "1P1D"}, {"configuration": "2-regular"}]}))
+    (box["run"] / "arms-state.json").write_text(json.dumps({
+        "schema_version": 1, "label": "comparison other 0123456789abcdef",
+        "arms": [{"name": "1P1D", "configuration": "1P1D"}, {"name": "2-regular", "configuration": "2-regular"}]}))
     out = compare(box)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
-    assert "another scenario" in out.stderr and "Traceback" not in out.stderr
+    assert "comparison other" in out.stderr and "Traceback" not in out.stderr
     assert not (box["run"] / "1P1D").exists()
 
 

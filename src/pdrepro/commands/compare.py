@@ -1,39 +1,33 @@
 """``pdrepro compare``: both configurations of a comparison scenario on this box, one after the other.
 
-Each configuration is an arm: ``stack up --stack <its kind>`` into RUN/<configuration>, the sweep at the
-scenario's open-loop rate against that stack (``sweep --configuration NAME --out RUN``, which writes into
-the same folder), then ``stack down``. The disaggregated arm runs first. RUN/compare.json says which arms
-are done; run again with the same --out, it starts at the first arm not done (the sweep itself skips what
-it finished). Once every arm is done the run is analysed and judged (``analyze``, ``check``).
-
-The stages are the CLI commands of their names, run in this process through ``run_command``, so their
-flags, messages and exit codes are theirs; this module adds only the order and the state file.
+Each configuration is an arm of the arms runner (pdrepro.arms, the one `pdrepro ab` uses): ``stack up --stack
+<its kind>`` into RUN/<configuration>, the sweep at the scenario's open-loop rate against that stack (``sweep
+--configuration NAME --out RUN``, which writes into the same folder), then ``stack down``, always. The
+disaggregated configuration runs first. RUN/arms-state.json says which arms are done; run again with the same
+options and --out, it starts at the first arm not done (the sweep itself skips what it finished). Once every
+arm is done the run is analysed and judged (``analyze``, ``check``).
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from .. import arms as runner
 from ..core.errors import UserError
-from ..launch.stack import record
 from ..launch.stack.regular import STACKS
-from ..pipeline import STOPPED as STOPPED_STATUSES
-from ..rundir import comparestate as state
+from ..pipeline import STOPPED
 from ..scenario.model import ComparisonScenario, load_scenario
 from ..sweep.config import is_disaggregated
-from ..sweep.signals import raise_on_signals
 from . import run_command
-from .render import add_site_options
+from .render import add_site_options, transfer_backend
 
 HELP = "run a comparison scenario's two configurations on this box, one after the other, and judge them"
 EXIT_BAD_INPUT = 2
-# Flags this command sets on a stage itself: --sweep-args may not set them again.
-OWN_SWEEP_FLAGS = ("--scenario", "--router", "--prefill", "--decode", "--worker", "--configuration", "--out",
-                   "--model-path", "--dataset-path", "--bench-in-place", "--logs-from", "--no-analyze")
+# Flags this command sets on the sweep itself (the arms runner sets the URLs, --configuration and --out).
+OWN_SWEEP_FLAGS = ("--scenario", "--model-path", "--dataset-path", "--bench-in-place", "--logs-from", "--no-analyze",
+                   *runner.OWN_SWEEP_FLAGS)
 
 
 def register(sub) -> None:
@@ -41,7 +35,7 @@ def register(sub) -> None:
         "For each configuration of a comparison scenario (the disaggregated one first): `pdrepro stack up "
         "--stack KIND --out RUN/CONFIGURATION`, `pdrepro sweep --configuration CONFIGURATION --out RUN "
         "--bench-in-place` against it, `pdrepro stack down`. Then `pdrepro analyze RUN` and `pdrepro check "
-        "RUN`. RUN/compare.json records the arms done: run it again with the same --out to resume at the "
+        "RUN`. RUN/arms-state.json records the arms done: run it again with the same --out to resume at the "
         "first one not done. Exit status: 0 all done and the checks pass, 1 an arm's sweep or a check "
         "failed, 2 bad input, 130/143 interrupted."))
     p.add_argument("--scenario", required=True, help="shipped comparison scenario name or path to its YAML")
@@ -77,14 +71,15 @@ def _site_words(args) -> list[str]:
     if args.mem_fraction is not None:
         words += ["--mem-fraction", f"{args.mem_fraction:g}"]
     words += [f"--server-arg={value}" for value in args.server_arg]
-    if args.force_tcp:
-        words.append("--force-tcp")
+    backend = transfer_backend(args)
+    if backend is not None:
+        words += ["--transfer-backend", backend]
     if args.start_timeout is not None:
         words += ["--start-timeout", f"{args.start_timeout:g}"]
     return words
 
 
-def _sweep_extra(text: str | None) -> list[str]:
+def _sweep_extra(text: str | None) -> tuple[str, ...]:
     try:
         words = shlex.split(text or "")
     except ValueError as exc:
@@ -92,52 +87,16 @@ def _sweep_extra(text: str | None) -> list[str]:
     for word in words:
         if word.split("=", 1)[0] in OWN_SWEEP_FLAGS:
             raise UserError(f"--sweep-args sets {word.split('=', 1)[0]}, which `pdrepro compare` sets itself; leave it out")
-    return words
-
-
-def _endpoints(folder: Path) -> list[str]:
-    """The sweep's endpoint flags for the stack `stack up` recorded in ``folder``: its router, and its
-    prefill and decode servers (--prefill, --decode) or its regular ones (--worker)."""
-    rec = record.read(folder)
-    words: list[str] = []
-    for p in rec.processes:
-        parts = urlsplit(p.health_url)
-        base = f"{parts.scheme}://{parts.netloc}"
-        flag = {"router": "--router", "prefill": "--prefill", "decode": "--decode"}.get(p.role.value, "--worker")
-        words += [flag, base]
-    return words
+    return tuple(words)
 
 
 def _say(line: str) -> None:
     print(f"== compare: {line}", flush=True)
 
 
-def _arm(args, scenario: str, name: str, kind: str, folder: Path, sweep_extra: list[str]) -> int:
-    """One configuration: its stack up, the sweep against it, its stack down (always, once it was up)."""
-    if record.path(folder).is_file():
-        # An earlier run of this arm was cut off: what it left running is stopped first (down proves
-        # every process before it signals it, and names what it leaves alone).
-        _say(f"{name}: stopping what an earlier run of this arm left (pdrepro stack down {folder})")
-        rc = run_command(["stack", "down", str(folder)])
-        if rc:
-            return rc
-    _say(f"{name}: pdrepro stack up --stack {kind} --out {folder}")
-    rc = run_command(["stack", "up", "--stack", kind, "--scenario", scenario, "--out", str(folder),
-                      *_site_words(args)])
-    if rc:
-        return rc
-    try:
-        sweep = ["sweep", "--scenario", scenario, *_endpoints(folder), "--configuration", name, "--out", str(args.out),
-                 "--model-path", str(args.model), "--dataset-path", str(args.dataset), "--bench-in-place",
-                 "--logs-from", str(folder / "logs"), "--no-analyze", *sweep_extra]
-        _say(f"{name}: pdrepro {' '.join(shlex.quote(w) for w in sweep)}")
-        return run_command(sweep)
-    finally:
-        _say(f"{name}: pdrepro stack down {folder}")
-        down = run_command(["stack", "down", str(folder)])
-        if down:
-            print(f"pdrepro compare: stack down {folder} exited {down}; see `pdrepro stack status {folder}`",
-                  file=sys.stderr, flush=True)
+def _label(scenario: ComparisonScenario) -> str:
+    """The comparison a run folder holds: a resume must be of the same scenario, settings included."""
+    return f"comparison {scenario.name} {scenario.fingerprint[:16]}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -145,32 +104,31 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(scenario, ComparisonScenario):
         raise UserError(f"--scenario {args.scenario}: a {scenario.kind} scenario; `pdrepro compare` runs comparison "
                         "scenarios (e.g. a10-qwen25-7b-onebox-rate1)")
-    arms = _arms(scenario)
     if not args.model or not args.dataset:
         raise UserError("pass --model DIR and --dataset FILE: the servers load the model, the bench client reads its "
                         "tokenizer and draws its prompts from the dataset (`pdrepro offline-model` makes both)")
-    sweep_extra = _sweep_extra(args.sweep_args)
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out}: is a file, not a run directory; give a folder (new, or a run to resume)")
-    args.out.mkdir(parents=True, exist_ok=True)
-    book = state.open_state(args.out, scenario.name, scenario.fingerprint, [name for name, _ in arms])
-    with raise_on_signals():
-        for name, kind in arms:
-            if book.done(name):
-                _say(f"{name}: done in an earlier run ({book.seconds(name):.0f} s); skipped")
-                continue
-            book.start(name)
-            rc = _arm(args, args.scenario, name, kind, args.out / name, sweep_extra)
-            book.end(name, rc)
-            if rc:
-                _say(f"{name}: exited {rc} after {book.seconds(name):.0f} s; run the same command again to resume")
-                return rc if rc == EXIT_BAD_INPUT or rc in STOPPED_STATUSES else 1
-            _say(f"{name}: done in {book.seconds(name):.0f} s")
-        _say(f"pdrepro analyze {args.out}")
-        analyzed = run_command(["analyze", str(args.out)])
-        if analyzed in STOPPED_STATUSES:
-            return analyzed
-        _say(f"pdrepro check {args.out}")
-        checked = run_command(["check", str(args.out)])
-    _say(f"report: {args.out / 'report.md'}")
-    return checked or (1 if analyzed else 0)
+    extra = _sweep_extra(args.sweep_args)
+    # Absolute paths: the stages run from here, and a resume from another folder gives the same words.
+    model, dataset, out = (str(Path(p).expanduser().absolute()) for p in (args.model, args.dataset, args.out))
+    args.model, args.dataset = model, dataset
+    site = _site_words(args)
+    arms = [runner.Arm(name=name, configuration=name,
+                       stack=("--stack", kind, "--scenario", args.scenario, *site),
+                       sweep=("--scenario", args.scenario, "--model-path", model, "--dataset-path", dataset,
+                              "--bench-in-place", "--logs-from", str(Path(out) / name / "logs"), "--no-analyze",
+                              *extra))
+            for name, kind in _arms(scenario)]
+    status = runner.run_arms(Path(out), _label(scenario), arms, cli=run_command, say=print)
+    if status:
+        _say(f"stopped with status {status}; run the same command again to resume at the configuration it reached")
+        return status if status == EXIT_BAD_INPUT or status in STOPPED else runner.EXIT_FAILED
+    _say(f"pdrepro analyze {out}")
+    analyzed = run_command(["analyze", out])
+    if analyzed in STOPPED:
+        return analyzed
+    _say(f"pdrepro check {out}")
+    checked = run_command(["check", out])
+    _say(f"report: {Path(out) / 'report.md'}")
+    return checked or (runner.EXIT_FAILED if analyzed else 0)

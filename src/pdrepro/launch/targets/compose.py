@@ -74,7 +74,7 @@ def _pd_vars(plan: Plan, prefill_node: int, decode_node: int) -> Rows:
          "host GPU ids (CUDA_VISIBLE_DEVICES); SGLang numbers them 0..TP-1"),
         ("DECODE_GPU_IDS", ",".join(map(str, plan.server_gpus("decode", decode_node))), ""),
         ("IB_DEVICES_FILE", s.ib_devices_file, "GPU-to-RDMA-device map (JSON), mounted read-only at the same path"),
-        ("TRANSFER_BACKEND", plan.launch.transfer_backend, ""),
+        ("TRANSFER_BACKEND", plan.backend_flag, ""),
     ]
     out += [(k, plan.launch.env[k], "") for k in LAUNCH_ENV_FIXED]
     return out

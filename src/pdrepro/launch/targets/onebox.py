@@ -50,10 +50,10 @@ def env_rows(plan: Plan) -> Rows:
         ("DECODE_TP", str(plan.tp("decode")), ""),
         ("PREFILL_GPU_IDS", ",".join(map(str, prefill.gpus)), "host GPU ids of each server (CUDA_VISIBLE_DEVICES), disjoint"),
         ("DECODE_GPU_IDS", ",".join(map(str, decode.gpus)), ""),
-        ("TRANSFER_BACKEND", plan.launch.transfer_backend, ""),
+        ("TRANSFER_BACKEND", plan.backend_flag, ""),
     ]
     rows += [(k, plan.launch.env[k], "") for k in LAUNCH_ENV_FIXED]
-    if plan.site.force_tcp:
+    if plan.backend.tcp_only:
         rows.append(("MC_FORCE_TCP", "1", "KV over TCP (--force-tcp), also with RDMA devices present"))
     rows += [(k, v, "") for k, v in plan.launch.env.items() if k in LAUNCH_ENV_TUNABLES]
     return rows
@@ -87,7 +87,7 @@ def commands_text(plan: Plan, env_dir: str) -> str:
     if plan.shared_gpu:
         up += f" -f {ONE_GPU_FILE}"
     lines = [f"## one box {prefill.host}: {placement(lp, plan)}"]
-    if plan.site.force_tcp:
+    if plan.backend.tcp_only:
         lines += ["# KV over TCP (--force-tcp: MC_FORCE_TCP=1 is in the env file):", f"$ {up} up -d --wait", ""]
     else:
         lines += ["# with RDMA devices (/dev/infiniband):", f"$ {up} -f {RDMA_FILE} up -d --wait",

@@ -1,0 +1,97 @@
+"""An A/B judged from its arms' run folders: each arm's summary drawn afresh from its raw inputs, in memory
+(publish.verdictsource, what `pdrepro check` judges), its checks (verdicts.gates), and the arms set side by
+side per length as the typed A/B summary (rundir.absummary). Nothing is written into an arm's folder.
+
+The clock both arms share is the client's: TTFT is compared across arms (ratios against the first arm); the
+engine's logged transfer time is shown per arm with what it measures (the backend's ``timing``) and never
+set against another arm's, since each backend times its own window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..backends.registry import backend as backend_named
+from ..core.errors import UserError
+from ..rundir import RunDir
+from ..rundir.absummary import AbCheck, AbLength, AbSummary, AbVerdict, ArmLength, ArmSummary, ArmVerdict, TtftRatio
+from ..rundir.summarymodel import Row, Summary
+from ..scenario.model import resolve_scenario
+from ..verdicts.gates import CheckResult, evaluate, failed
+from .verdictsource import judged_summary
+
+# The checks that answer the A/B's own questions of an arm (their names as `pdrepro check` prints them).
+COMPLETED = ("completed", "request_errors")
+KV_MATCH = ("kv_size_match",)
+COVERS = ("ttft_covers_transfer",)
+
+
+@dataclass(frozen=True)
+class ArmInput:
+    name: str
+    backend: str | None
+
+
+def _all(results: list[CheckResult], names: tuple[str, ...]) -> bool | None:
+    picked = [r for r in results if r.name in names and r.applicable]
+    return None if not picked else all(r.passed for r in picked)
+
+
+def _verdict(r: CheckResult) -> AbVerdict:
+    return "N/A" if not r.applicable else "PASS" if r.passed else "FAIL"
+
+
+def _judge_arm(folder: Path) -> tuple[Summary | None, ArmVerdict, str | None]:
+    try:
+        scenario = resolve_scenario(None, folder)
+        summary = judged_summary(RunDir(folder), scenario).summary
+    except UserError as exc:
+        return None, ArmVerdict(passed=False, input_error=str(exc)), None
+    results = evaluate(summary, scenario)
+    errors = summary.input_errors()
+    transport = next((r.detail for r in results if r.name == "transport"), None) or summary.transport
+    verdict = ArmVerdict(
+        passed=not failed(results) and not errors, input_error=errors[0].message if errors else None,
+        all_completed=_all(results, COMPLETED), kv_sizes_match=_all(results, KV_MATCH),
+        ttft_covers_transfer=_all(results, COVERS), transport=transport,
+        checks=[AbCheck(name=r.name, prompt_len=r.prompt_len, verdict=_verdict(r), detail=r.detail) for r in results])
+    return summary, verdict, scenario.name
+
+
+def _arm_length(name: str, row: Row | None) -> ArmLength:
+    if row is None:
+        return ArmLength(arm=name)
+    return ArmLength(arm=name, requests=row.requests, expected_requests=row.expected_requests,
+                     ttft_ms_mean=row.ttft_ms_mean, ttft_ms_median=row.ttft_ms_median, ttft_ms_p99=row.ttft_ms_p99,
+                     kv_bytes=row.kv_bytes, engine_transfer_ms_median=row.transfer_ms_median)
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or not b else round(a / b, 4)
+
+
+def _ratios(arms: list[ArmLength]) -> list[TtftRatio]:
+    base = arms[0]
+    return [TtftRatio(arm=a.arm, against=base.arm, mean=_ratio(a.ttft_ms_mean, base.ttft_ms_mean),
+                      median=_ratio(a.ttft_ms_median, base.ttft_ms_median), p99=_ratio(a.ttft_ms_p99, base.ttft_ms_p99))
+            for a in arms[1:]]
+
+
+def judge(run: Path, label: str, arms: Sequence[ArmInput]) -> AbSummary:
+    """The A/B of ``arms`` (folders RUN/<name>), judged without writing into them."""
+    summaries: dict[str, Summary | None] = {}
+    out: list[ArmSummary] = []
+    for arm in arms:
+        known = backend_named(arm.backend) if arm.backend else None
+        summary, verdict, scenario = _judge_arm(Path(run) / arm.name)
+        summaries[arm.name] = summary
+        out.append(ArmSummary(name=arm.name, backend=arm.backend, backend_label=known.label if known else None,
+                              timing=known.timing if known else None, scenario=scenario, verdict=verdict))
+    lengths = sorted({r.prompt_len for s in summaries.values() if s is not None for r in s.rows})
+    table = []
+    for L in lengths:
+        row = [_arm_length(a.name, s.rows_by_length().get(L) if (s := summaries[a.name]) else None) for a in arms]
+        table.append(AbLength(prompt_len=L, arms=row, ratios=_ratios(row)))
+    return AbSummary(label=label, arms=out, lengths=table, passed=all(a.verdict.passed for a in out))

@@ -1,0 +1,102 @@
+"""RUN/arms-state.json as a model: the arms of an A/B (or a comparison) and how far each got.
+
+The arms runner (pdrepro.arms) writes it before and after every arm and resumes from it; `pdrepro ab --judge`
+reads which arms there are and which backend each ran. It is a claim like any file in a run: read through
+the one reader (a size cap, regular files only), validated here (unknown keys, a status or an exit status
+out of range, two arms of one name, an arm name that is no plain folder name are refused on one line), and
+held to the A/B the command was asked for (``check_same``), so a resume never continues someone else's run.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from ..core import runfile
+from ..core.errors import UserError
+from ..core.safewrite import refusal, write_file
+from ..core.strictmodel import IntBounds, Record, load
+from .contract import dumps_json
+
+FILE = "arms-state.json"
+# An arm's name is the name of its folder in RUN: no path separator, no dot-name, no shell surprises.
+ARM_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+_ARM_NAME = re.compile(ARM_NAME)
+ArmStatus = Literal["pending", "running", "done", "failed", "rendered"]
+
+
+class ArmRecord(Record):
+    """One arm: its folder, the words of its stack and its sweep, and its outcome so far."""
+
+    name: Annotated[str, Field(pattern=ARM_NAME, description="the arm's folder in RUN")]
+    backend: str | None = Field(default=None, description="the transfer backend the arm runs (registry name)")
+    configuration: str | None = Field(default=None, description="a comparison's configuration the arm is")
+    stack: tuple[str, ...] = Field(default=(), description="`pdrepro stack up` words, without --out")
+    sweep: tuple[str, ...] = Field(default=(), description="`pdrepro sweep` words, without the URLs and --out")
+    status: ArmStatus = "pending"
+    exit: Annotated[int, IntBounds(0, 255)] | None = Field(default=None, description="the arm's last exit status")
+    reason: str | None = Field(default=None, description="why the arm failed, when it did")
+
+
+class ArmsState(Record):
+    schema_version: Literal[1] = 1
+    label: Annotated[str, Field(min_length=1, max_length=500)] = Field(description="which A/B or comparison this is")
+    arms: tuple[ArmRecord, ...] = Field(min_length=1)
+
+    def check(self, source: str) -> None:
+        names = [a.name for a in self.arms]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise UserError(f"{source}: arm {twice[0]!r} is named twice; each arm has its own folder")
+
+    def arm(self, name: str) -> ArmRecord:
+        return next(a for a in self.arms if a.name == name)
+
+    def with_arm(self, updated: ArmRecord) -> ArmsState:
+        return self.model_copy(update={"arms": tuple(updated if a.name == updated.name else a for a in self.arms)})
+
+
+def is_arm_name(name: str) -> bool:
+    return bool(_ARM_NAME.match(name))
+
+
+def path(run: Path) -> Path:
+    return Path(run) / FILE
+
+
+def read(run: Path) -> ArmsState | None:
+    """The state in ``run``, None when there is none; anything else that is no state: one line, exit 2."""
+    p = path(run)
+    try:
+        data = runfile.read_json(p)
+    except FileNotFoundError:
+        return None
+    except (ValueError, RecursionError) as exc:  # not JSON (UnicodeDecodeError is one too), or nested past reason
+        why = str(exc)[:120] if isinstance(exc, ValueError) else "nested too deep"
+        raise UserError(f"{p}: is not JSON ({why}); it is no arms state: move it away (or give another --out)") from None
+    return load(ArmsState, data, str(p), fix="it is no arms state this release wrote: move it away (or give another "
+                                              "--out)")
+
+
+def write(run: Path, state: ArmsState) -> None:
+    p = path(run)
+    refused = refusal(p, "the arms runner")
+    if refused is not None:
+        raise refused
+    write_file(p, dumps_json(state.model_dump(mode="json"), p, indent=2), "the arms runner", Path(run))
+
+
+def check_same(found: ArmsState, wanted: ArmsState, source: Path) -> None:
+    """A state left by another A/B is refused: resuming it would mix two experiments in one folder."""
+    if found.label != wanted.label:
+        raise UserError(f"{source}: holds the A/B {found.label!r}, not {wanted.label!r}; give another --out, or "
+                        "rerun the same A/B to resume it")
+    plan = [(a.name, a.backend, a.configuration, a.stack, a.sweep) for a in found.arms]
+    asked = [(a.name, a.backend, a.configuration, a.stack, a.sweep) for a in wanted.arms]
+    if plan != asked:
+        names = ", ".join(a.name for a in found.arms)
+        raise UserError(f"{source}: holds arms ({names}) started with other words than this run's; give another "
+                        "--out, or rerun with the same options to resume it")

@@ -1,0 +1,102 @@
+"""Runs `pdrepro` (``cli ARGV...``) or the arms runner itself (``arms RUN SPEC.json``) in a child process, as a user
+would, with the sweep stage standing in: the stand-in servers answer /health but no bench client runs against
+them here, so `pdrepro sweep` is replaced by a fixture that checks the stack it is given is up (its router
+answers /health), records its URLs, and writes a run folder built by tests/runbuilder.py in the formats SGLang
+writes. Stack up and stack down are the real commands, on real processes.
+
+The fixture sweep reads the environment:
+  ARMS_FAKE_LOG=<file>          one line per sweep: arm, router, prefill, decode
+  ARMS_FAKE_WAIT=<arm>          that arm's sweep says "SWEEP <arm> waiting" and waits, under the sweep's own
+                                signal handling (a signal ends it with 128 + its number)
+  ARMS_FAKE_SIGNAL_AFTER=<arm>  that arm's sweep sends its own process SIGTERM as it returns 0 (a signal
+                                that lands between two stages)
+  ARMS_FAKE_STATUS=<arm>:<n>    that arm's sweep ends with n, writing nothing
+  ARMS_FAKE_TTFT=<arm>:<x>      that arm's TTFT is x times the base figures
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from runbuilder import Row, build_run  # noqa: E402
+
+from pdrepro import arms  # noqa: E402
+from pdrepro.commands import run_command  # noqa: E402
+from pdrepro.commands import sweep as sweep_command  # noqa: E402
+from pdrepro.scenario.model import load_scenario  # noqa: E402
+from pdrepro.sweep import signals  # noqa: E402
+
+
+def _pick(var: str, arm: str) -> str | None:
+    for item in os.environ.get(var, "").split(","):
+        name, _, value = item.partition(":")
+        if name == arm:
+            return value or "1"
+    return None
+
+
+def base_rows(lens) -> list[Row]:
+    """Base figures per length: TTFT and transfer grow with the prompt (transfer well inside TTFT)."""
+    return [Row(L, 20.0 + L / 100, 4.0 + L / 2000) for L in lens]
+
+
+def fake_sweep(args) -> int:
+    out = Path(args.out) / (args.configuration or "")
+    arm = out.name
+    with urllib.request.urlopen(f"{args.router}/health", timeout=10) as answer:
+        assert answer.status == 200
+    if os.environ.get("ARMS_FAKE_LOG"):
+        with open(os.environ["ARMS_FAKE_LOG"], "a") as log:
+            log.write(f"{arm} {args.router} {args.prefill} {args.decode}\n")
+    status = _pick("ARMS_FAKE_STATUS", arm)
+    if status is not None:
+        return int(status)
+    if _pick("ARMS_FAKE_WAIT", arm):
+        with signals.stop_on_signals():
+            print(f"SWEEP {arm} waiting", flush=True)
+            signals.sleep(60)
+    scenario = load_scenario(args.scenario)
+    factor = float(_pick("ARMS_FAKE_TTFT", arm) or 1.0)
+    rows = [Row(r.prompt_len, r.ttft_ms * factor, r.transfer_ms) for r in base_rows(scenario.sweep.prompt_lens)]
+    with tempfile.TemporaryDirectory() as tmp:
+        built = build_run(Path(tmp) / "run", scenario, rows=rows)
+        for item in built.root.iterdir():
+            target = out / item.name
+            if item.is_dir() and target.is_dir():
+                for f in item.iterdir():
+                    os.replace(f, target / f.name)  # a new file: the servers keep writing into the old one
+            else:
+                shutil.move(str(item), str(target))
+    if _pick("ARMS_FAKE_SIGNAL_AFTER", arm):
+        os.kill(os.getpid(), signal.SIGTERM)
+    return 0
+
+
+def main() -> int:
+    sweep_command.run = fake_sweep
+    if sys.argv[1] == "cli":
+        return run_command(sys.argv[2:])
+    spec = json.loads(Path(sys.argv[3]).read_text())
+    given = [arms.Arm(name=a["name"], stack=tuple(a["stack"]), sweep=tuple(a["sweep"])) for a in spec["arms"]]
+    try:
+        return arms.run_arms(Path(sys.argv[2]), spec["label"], given, cli=run_command)
+    except Exception as exc:  # the CLI's own translation of a refused input, as run_command does it
+        from pdrepro.core.errors import UserError
+
+        if isinstance(exc, UserError):
+            print(f"arms: error: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

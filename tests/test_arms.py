@@ -1,0 +1,191 @@
+"""The arms runner (pdrepro.arms) as a user runs it: a child process, real `pdrepro stack up` and `stack down` of
+the stand-in servers on 127.0.0.1, each arm in its own folder, the sweep stage standing in (tests/armsscript.py).
+Each arm's stack is down when the runner ends, whether the arm passed, failed or was stopped by a real signal;
+a rerun resumes at the arm it reached; a state of another AB, or a tampered one, is refused on one line."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from stackhelp import env, make_site
+
+from pdrepro.launch.stack import ownership, record
+from pdrepro.rundir import armsstate
+
+TESTS = Path(__file__).resolve().parent
+SCRIPT = TESTS / "armsscript.py"
+
+
+def _arms(site: dict, plain_second: bool = True) -> list[dict]:
+    """Two arms of the one stand-in scenario: one with --force-tcp, one without (the site options' own)."""
+    options = [o for o in site["options"] if o != "--force-tcp"]
+    stack = ["--target", "onebox", "--launcher", "host", *options, "--poll", "0.1", "--grace", "5"]
+    sweep = ["--scenario", options[1], "--model-path", str(site["model"]), "--dataset-path", "/nonexistent.json"]
+    return [{"name": "tcp", "stack": [*stack, "--force-tcp"], "sweep": sweep},
+            {"name": "plain", "stack": stack if plain_second else [*stack, "--force-tcp"], "sweep": sweep}]
+
+
+def _spec(site: dict, label: str = "test AB", **kw) -> Path:
+    specs = sorted(site["tmp"].glob("spec-*.json"))
+    path = site["tmp"] / f"spec-{len(specs)}.json"
+    path.write_text(json.dumps({"label": label, "arms": _arms(site, **kw)}))
+    return path
+
+
+def _start(site: dict, spec: Path, **fake: str) -> subprocess.Popen:
+    extra = {"ARMS_FAKE_LOG": str(site["tmp"] / "sweeps.txt"), **fake}
+    return subprocess.Popen([sys.executable, str(SCRIPT), "arms", str(site["run"]), str(spec)], env=env(**extra),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=TESTS.parent)
+
+
+def _run(site: dict, spec: Path, **fake: str) -> subprocess.CompletedProcess:
+    proc = _start(site, spec, **fake)
+    out, err = proc.communicate(timeout=180)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _nothing_runs(run: Path) -> None:
+    for arm in ("tcp", "plain"):
+        if record.path(run / arm).is_file():
+            rec = record.read(run / arm)
+            assert rec.stopped_at is not None, f"arm {arm}'s stack was not taken down"
+            assert ownership.marked(rec.stack_id) == [], f"arm {arm} left processes running"
+
+
+def _sweeps(site: dict) -> list[list[str]]:
+    path = site["tmp"] / "sweeps.txt"
+    return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.fixture
+def site(tmp_path):
+    made = make_site(tmp_path)
+    yield made
+    for arm in ("tcp", "plain"):  # a test that failed half-way leaves nothing running
+        folder = made["run"] / arm
+        if record.path(folder).is_file() and record.read(folder).stopped_at is None:
+            subprocess.run([sys.executable, "-m", "pdrepro", "stack", "down", str(folder), "--grace", "1"],
+                           env=env(), capture_output=True, timeout=60)
+
+
+def test_each_arm_is_up_swept_and_down_in_its_own_folder(site):
+    done = _run(site, _spec(site))
+    assert done.returncode == 0, done.stdout + done.stderr
+    _nothing_runs(site["run"])
+    state = armsstate.read(site["run"])
+    assert state is not None and [(a.name, a.status, a.exit) for a in state.arms] == [("tcp", "done", 0),
+                                                                                     ("plain", "done", 0)]
+    swept = _sweeps(site)
+    assert [s[0] for s in swept] == ["tcp", "plain"]
+    for arm, router, prefill, decode in swept:
+        # The sweep was pointed at the URLs its own stack recorded.
+        urls = {p.role: p.health_url.rsplit("/", 1)[0] for p in record.read(site["run"] / arm).processes}
+        assert (router, prefill, decode) == (urls["router"], urls["prefill"], urls["decode"])
+    # The arm's stack ran as asked: --force-tcp in one arm's servers' environment only.
+    envs = {arm: record.read(site["run"] / arm).processes[0].env for arm in ("tcp", "plain")}
+    assert envs["tcp"].get("MC_FORCE_TCP") == "1" and "MC_FORCE_TCP" not in envs["plain"]
+    assert (site["run"] / "tcp" / "bench").is_dir() and (site["run"] / "plain" / "bench").is_dir()
+
+
+def test_a_failed_sweep_still_takes_its_stack_down_and_the_next_arm_runs(site):
+    done = _run(site, _spec(site), ARMS_FAKE_STATUS="tcp:1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    _nothing_runs(site["run"])
+    state = armsstate.read(site["run"])
+    assert state is not None
+    assert [(a.name, a.status, a.exit) for a in state.arms] == [("tcp", "failed", 1), ("plain", "done", 0)]
+    assert "`pdrepro sweep` ended with status 1" in (state.arm("tcp").reason or "")
+
+
+def test_a_refused_sweep_stops_the_arms_after_it(site):
+    done = _run(site, _spec(site), ARMS_FAKE_STATUS="tcp:2")
+    assert done.returncode == 2
+    _nothing_runs(site["run"])
+    assert [s[0] for s in _sweeps(site)] == ["tcp"]
+    assert not record.path(site["run"] / "plain").exists(), "the arm after a refused input was started"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_signal_during_a_sweep_takes_the_stack_down_and_a_rerun_resumes_there(site, sig):
+    spec = _spec(site)
+    proc = _start(site, spec, ARMS_FAKE_WAIT="plain")
+    try:
+        deadline = time.monotonic() + 120
+        seen = []
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            seen.append(line)
+            if line.startswith("SWEEP plain waiting") or not line:
+                break
+        assert seen[-1].startswith("SWEEP plain waiting"), "".join(seen) + proc.stderr.read()
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + sig, out + err
+    assert "Traceback" not in err
+    _nothing_runs(site["run"])
+    state = armsstate.read(site["run"])
+    assert state is not None and [(a.name, a.status, a.exit) for a in state.arms] == [("tcp", "done", 0),
+                                                                                     ("plain", "failed", 128 + sig)]
+    again = _run(site, spec)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "== arm tcp: done already, skipped" in again.stdout
+    assert [s[0] for s in _sweeps(site)] == ["tcp", "plain", "plain"]
+    _nothing_runs(site["run"])
+
+
+def test_a_signal_between_arms_ends_after_the_arm_and_the_rerun_starts_the_next(site):
+    spec = _spec(site)
+    done = _run(site, spec, ARMS_FAKE_SIGNAL_AFTER="tcp")
+    assert done.returncode == 143, done.stdout + done.stderr
+    _nothing_runs(site["run"])
+    assert not record.path(site["run"] / "plain").exists(), "the next arm started after the signal"
+    state = armsstate.read(site["run"])
+    assert state is not None and [a.status for a in state.arms] == ["done", "pending"]
+    again = _run(site, spec)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [s[0] for s in _sweeps(site)] == ["tcp", "plain"]
+
+
+def test_a_state_of_another_ab_is_refused_by_name(site):
+    assert _run(site, _spec(site)).returncode == 0
+    before = armsstate.path(site["run"]).read_bytes()
+    other = _run(site, _spec(site, label="another AB"))
+    assert other.returncode == 2
+    lines = other.stderr.strip().splitlines()
+    assert len(lines) == 1 and "holds the A/B 'test AB', not 'another AB'" in lines[0], other.stderr
+    changed = _run(site, _spec(site, plain_second=False))
+    assert changed.returncode == 2 and "started with other words than this run's" in changed.stderr
+    assert armsstate.path(site["run"]).read_bytes() == before
+    assert len(_sweeps(site)) == 2, "a refused state started an arm"
+
+
+@pytest.mark.parametrize("tamper", [
+    lambda d: d["arms"][0].update(status="finished"),
+    lambda d: d["arms"][0].update(exit=999),
+    lambda d: d["arms"][1].update(name="tcp"),
+    lambda d: d["arms"][1].update(name="../elsewhere"),
+    lambda d: d.update(surprise=1),
+], ids=["status", "exit", "twice", "path", "unknown-key"])
+def test_a_tampered_state_is_refused_on_one_line(site, tamper):
+    spec = _spec(site)
+    path = armsstate.path(site["run"])
+    site["run"].mkdir()
+    data = {"schema_version": 1, "label": "test AB",
+            "arms": [{"name": a["name"], "stack": a["stack"], "sweep": a["sweep"]} for a in _arms(site)]}
+    tamper(data)
+    path.write_text(json.dumps(data))
+    done = _run(site, spec)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(path) in lines[0] and "Traceback" not in done.stderr, done.stderr
+    assert _sweeps(site) == [] and not record.path(site["run"] / "tcp").exists()
