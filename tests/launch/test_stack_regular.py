@@ -74,6 +74,14 @@ def test_regular_stack_up_status_down(csite):
         assert [p.started_at for p in rec.processes] == sorted(p.started_at for p in rec.processes)
         with urllib.request.urlopen(f"http://127.0.0.1:{w1}/get_server_info", timeout=5) as resp:
             assert json.loads(resp.read())["disaggregation_mode"] == "regular"
+        # The router reaches both servers at the URLs it was given: requests go to each in turn.
+        for _ in range(4):
+            req = urllib.request.Request(f"http://127.0.0.1:{csite['router']}/generate", data=b'{"input_ids": [1]}',
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                assert json.loads(resp.read())["text"] == "standin"
+        for name in ("regular-0", "regular-1"):
+            assert (csite["run"] / "logs" / f"{name}.log").read_text().count('"POST /generate') == 2
 
         status = stack("status", str(csite["run"]))
         assert status.returncode == 0, status.stdout + status.stderr
