@@ -29,6 +29,8 @@ ARG DEBIAN_FRONTEND=noninteractive
 ARG GPU_PYTHON_VERSION=3.12
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY docker/with-extra-ca.sh /usr/local/bin/with-extra-ca
+# pip check allowing only the NIXL meta package's other-CUDA backend (docker/pip-check.sh says why).
+COPY docker/pip-check.sh /usr/local/bin/pip-check
 # Package names common to Ubuntu 24.04 and Debian, so the Mooncake stage can
 # also be proven on a Debian stand-in base (docker/cuda-substitute.Dockerfile).
 # hadolint ignore=DL3008
@@ -198,7 +200,7 @@ WORKDIR /src/sglang
 # build on a drift, naming the package.
 RUN SETUPTOOLS_SCM_PRETEND_VERSION_FOR_SGLANG="${SGLANG_NEAREST_RELEASE}+g${SGLANG_COMMIT}" \
     pip install --no-index --no-deps --no-build-isolation ./python \
- && pip check
+ && pip-check
 # The engine built above replaces any Mooncake wheel a dependency pulled in.
 # The import check needs libcuda.so.1, which only the driver provides at run
 # time: the toolkit's link stub stands in for it, for this one command.
@@ -211,7 +213,7 @@ RUN pip uninstall -y mooncake-transfer-engine mooncake-transfer-engine-non-cuda 
  && LD_LIBRARY_PATH="${stub}${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}" \
     python -c "from mooncake.engine import TransferEngine" \
  && rm -rf "${stub}" \
- && pip check
+ && pip-check
 
 # --------------------------------------------------------------------------
 # runtime: base + the environment; no compilers for Mooncake, no sources.
@@ -228,7 +230,7 @@ RUN --mount=type=secret,id=extra_ca,required=false \
     --mount=type=bind,source=wheelhouse/gpu,target=/wheelhouse \
     if [ -n "${WHEELS_ONLY}" ]; then export PIP_NO_INDEX=1; fi \
  && with-extra-ca pip install --no-deps /tmp/bundle/pdrepro-*.whl \
- && pip check \
+ && pip-check \
  && rm -rf /tmp/bundle \
  && pdrepro --version
 ENV PYTHONUNBUFFERED=1

@@ -10,6 +10,11 @@ UV := $(BIN)/uv
 # no Python package), for its Python and glibc, PyPI as it
 # stood at the pin (--upgrade: the answer depends on the inputs only, not on
 # the lock being replaced).
+# NIXL came out after that date (nixl 1.5.1's wheels are dated 2026-10-21): its two wheels alone are taken
+# as PyPI stood when the bundle took them up (their pins are exact), and the CUDA 12 backend its meta
+# package names is overridden away (docker/gpu-overrides.txt).
+GPU_LOCK_NIXL_NEWER := 2026-12-01T00:00:00Z
+GPU_OVERRIDES := docker/gpu-overrides.txt
 UV_LOCK_FLAGS := --quiet --upgrade --generate-hashes --only-binary :all: --custom-compile-command "make lock" \
   --python-version $(GPU_PYTHON_VERSION) --python-platform x86_64-$(GPU_WHEEL_PLATFORM:_x86_64=) \
   --exclude-newer $(GPU_LOCK_EXCLUDE_NEWER)
@@ -19,7 +24,8 @@ UV_LOCK_FLAGS := --quiet --upgrade --generate-hashes --only-binary :all: --custo
 lock: setup ## Re-resolve docker/gpu-requirements.lock and the Mooncake build tools' lock from PyPI (uv)
 	$(BIN)/pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
 	echo "sglang-router==$(SGLANG_ROUTER_VERSION)" | $(UV) pip compile $(UV_LOCK_FLAGS) \
-	  -o $(GPU_LOCK) $(GPU_LOCK_IN) - pyproject.toml
+	  --exclude-newer-package nixl=$(GPU_LOCK_NIXL_NEWER) --exclude-newer-package nixl-cu13=$(GPU_LOCK_NIXL_NEWER) \
+	  --override $(GPU_OVERRIDES) -o $(GPU_LOCK) $(GPU_LOCK_IN) - pyproject.toml
 	$(UV) pip compile $(UV_LOCK_FLAGS) --constraint $(GPU_LOCK) \
 	  -o $(MOONCAKE_BUILD_LOCK) $(MOONCAKE_BUILD_IN)
 	@echo "lock: $$(grep -c '^[A-Za-z0-9]' $(GPU_LOCK)) packages in $(GPU_LOCK)"

@@ -46,7 +46,7 @@ def _pick(var: str, arm: str) -> str | None:
 
 def base_rows(lens) -> list[Row]:
     """Base figures per length: TTFT and transfer grow with the prompt (transfer well inside TTFT)."""
-    return [Row(L, 20.0 + L / 100, 4.0 + L / 2000) for L in lens]
+    return [Row(L, 20.0 + L / 50, 4.0 + L / 200) for L in lens]
 
 
 def fake_sweep(args) -> int:

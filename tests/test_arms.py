@@ -103,12 +103,13 @@ def test_a_failed_sweep_still_takes_its_stack_down_and_the_next_arm_runs(site):
     assert "`pdrepro sweep` ended with status 1" in (state.arm("tcp").reason or "")
 
 
-def test_a_refused_sweep_stops_the_arms_after_it(site):
+def test_a_refused_sweep_is_the_arms_finding_and_the_next_arm_runs(site):
     done = _run(site, _spec(site), ARMS_FAKE_STATUS="tcp:2")
     assert done.returncode == 2
     _nothing_runs(site["run"])
-    assert [s[0] for s in _sweeps(site)] == ["tcp"]
-    assert not record.path(site["run"] / "plain").exists(), "the arm after a refused input was started"
+    assert [s[0] for s in _sweeps(site)] == ["tcp", "plain"]
+    state = armsstate.read(site["run"])
+    assert state is not None and [(a.status, a.exit) for a in state.arms] == [("failed", 2), ("done", 0)]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)

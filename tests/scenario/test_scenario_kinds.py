@@ -48,7 +48,7 @@ def test_errors_inside_a_kind_name_the_keys_as_written():
     assert _error(data) == "s.yaml: sweep.num_prompts: expected an integer, got 'many'"
     data = _shipped()
     data["bogus"] = 1
-    assert _error(data).startswith("s.yaml: unknown key bogus; allowed here: kind, launch, link,")
+    assert _error(data).startswith("s.yaml: unknown key bogus; allowed here: ab, kind, launch, link,")
     comparison = _shipped("a10-qwen25-7b-rate1")
     del comparison["sweep"]["seed"]
     assert _error(comparison).startswith("s.yaml: missing key sweep.seed;")

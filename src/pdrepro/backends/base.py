@@ -15,7 +15,8 @@ class TransportReading(Protocol):
 
     @property
     def verdict(self) -> str:
-        """rdma, tcp, rdma-broken (RDMA tried and failed) or unknown (no start-up lines)."""
+        """rdma, tcp, rdma-broken (RDMA tried and failed), intra-host (no network carried the KV: UCX over
+        CUDA IPC or shared memory on one box) or unknown (no start-up lines)."""
 
     def describe(self) -> str: ...
 

@@ -22,7 +22,7 @@ from ..rundir import armsstate
 from ..rundir.absummary import AbSummary
 from ..rundir.armsstate import ArmRecord, ArmsState
 from ..rundir.contract import dumps_json, write_atomic
-from ..scenario.model import load_scenario
+from ..scenario.model import Scenario, load_scenario
 from . import run_command
 
 HELP = "A/B of transfer backends: the same stack and sweep once per backend, one after the other, side by side"
@@ -33,7 +33,10 @@ SITE = (("--model", "model folder (also the sweep's --model-path)"),
         ("--dataset", "ShareGPT JSON (also the sweep's --dataset-path)"),
         ("--gpus", "GPU ids, comma-separated (one GPU: both servers share it)"),
         ("--mem-fraction", "every server's --mem-fraction-static"),
-        ("--prefill-ip", "this host's address the servers advertise"))
+        ("--prefill-ip", "the prefill node's address the servers advertise"),
+        ("--decode-ip", "a cluster: the decode node's address (`render` only)"))
+# Taken by `render` only: the one-box host launcher runs both servers on this host.
+RENDER_ONLY = ("--decode-ip",)
 
 
 def register(sub) -> None:
@@ -50,7 +53,7 @@ def register(sub) -> None:
                                                      f"the ratios' base (known: {', '.join(names())})")
     p.add_argument("--out", type=Path, metavar="RUN", help="the A/B's run folder (reused to resume)")
     for flag, text in SITE:
-        p.add_argument(flag, help=f"{text}: passed to `stack up` (and `render`)")
+        p.add_argument(flag, help=f"{text}: passed to `stack up` (and `render`)" if flag not in RENDER_ONLY else text)
     p.add_argument("--server-arg", action="append", default=[], metavar="'FLAG [VALUE]'",
                    help="extra server flags, repeatable: passed to `stack up` (and `render`)")
     p.add_argument("--stack-args", metavar="WORDS", help="more `pdrepro stack up` flags, one shell-quoted string")
@@ -63,9 +66,12 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _backends(args) -> tuple[str, ...]:
+def _backends(args, scenario: Scenario | None = None) -> tuple[str, ...]:
+    if args.backends is None and scenario is not None and scenario.ab is not None:
+        return tuple(scenario.ab.backends)  # the scenario names its arms (validated where it was loaded)
     if args.backends is None:
-        raise UserError("name the arms: --backends A,B (e.g. --backends mooncake_tcp,nixl)")
+        raise UserError("name the arms: --backends A,B (e.g. --backends mooncake_tcp,nixl), or in the scenario's "
+                        "ab.backends")
     picked = tuple(w.strip() for w in args.backends.split(",") if w.strip())
     for name in picked:
         backend(name)  # an unknown one: one line naming the known ones
@@ -74,10 +80,12 @@ def _backends(args) -> tuple[str, ...]:
     return picked
 
 
-def _site(args) -> list[str]:
+def _site(args, onebox: bool) -> list[str]:
     words: list[str] = []
     for flag, _ in SITE:
         value = getattr(args, flag[2:].replace("-", "_"))
+        if value is not None and onebox and flag in RENDER_ONLY:
+            raise UserError(f"{flag}: one box runs both servers on this host; drop it (or give --render TARGET)")
         if value is not None:
             words += [flag, str(Path(value).expanduser().absolute()) if flag in ("--model", "--dataset") else value]
     return words + [f"--server-arg={v}" for v in args.server_arg]
@@ -93,14 +101,14 @@ def run(args) -> int:
     if args.out is None:
         raise UserError("give the A/B's run folder: --out RUN")
     scenario = load_scenario(args.scenario)
-    picked = _backends(args)
+    picked = _backends(args, scenario)
     if args.render:
         return _render(args, scenario.name, picked)
+    stack = ["--target", "onebox", "--launcher", "host", "--scenario", args.scenario, *_site(args, True),
+             *split_words(args.stack_args, "--stack-args")]
     if not (args.model and args.dataset):
         raise UserError("one box: give --model MODEL_DIR and --dataset SHAREGPT_JSON (the stack serves the model, "
                         "the sweep draws its prompts from the dataset)")
-    stack = ["--target", "onebox", "--launcher", "host", "--scenario", args.scenario, *_site(args),
-             *split_words(args.stack_args, "--stack-args")]
     extra = split_words(args.sweep_args, "--sweep-args")
     model, dataset = (str(Path(p).expanduser().absolute()) for p in (args.model, args.dataset))
     out = args.out.absolute()
@@ -108,10 +116,12 @@ def run(args) -> int:
                        sweep=("--scenario", args.scenario, "--model-path", model, "--dataset-path", dataset,
                               "--bench-in-place", "--logs-from", str(out / b / "logs"), *extra)) for b in picked]
     status = runner.run_arms(out, _label(scenario.name, picked), arms, cli=run_command)
-    if status in runner.STOPPED or status == runner.EXIT_BAD_INPUT:
+    if status in runner.STOPPED:
         return status
-    judged = _write(out, judge(out, _label(scenario.name, picked), [ArmInput(b, b) for b in picked]))
-    return 0 if status == 0 and judged.passed else runner.EXIT_FAILED
+    state = armsstate.read(out)
+    judged = _write(out, judge(out, _label(scenario.name, picked), _inputs(state) if state else []))
+    # An arm refused (2) says so even when the judging found the rest; else the verdict decides.
+    return status if status == runner.EXIT_BAD_INPUT else 0 if status == 0 and judged.passed else runner.EXIT_FAILED
 
 
 def _render(args, scenario: str, picked: tuple[str, ...]) -> int:
@@ -122,7 +132,7 @@ def _render(args, scenario: str, picked: tuple[str, ...]) -> int:
     if found is not None and found.label != label:
         armsstate.check_same(found, wanted, armsstate.path(out))
     for b in picked:
-        argv = ["render", "--target", args.render, "--scenario", args.scenario, *_site(args),
+        argv = ["render", "--target", args.render, "--scenario", args.scenario, *_site(args, False),
                 *split_words(args.stack_args, "--stack-args"), "--transfer-backend", b, "--out", str(out / b / "job")]
         status = run_command(argv)
         if status:
@@ -139,14 +149,19 @@ def _judge(run: Path, args) -> int:
         raise UserError(f"--judge {run}: no such folder; give the A/B's run folder")
     state = armsstate.read(run)
     if state is not None:
-        label, inputs = state.label, [ArmInput(a.name, a.backend) for a in state.arms]
+        label, inputs = state.label, _inputs(state)
     else:
-        picked = _backends(args)
-        label, inputs = _label(load_scenario(args.scenario).name, picked), [ArmInput(b, b) for b in picked]
+        scenario = load_scenario(args.scenario)
+        picked = _backends(args, scenario)
+        label, inputs = _label(scenario.name, picked), [ArmInput(b, b) for b in picked]
     for arm in inputs:
         if not (run / arm.name).is_dir():
             raise UserError(f"{run / arm.name}: no such arm folder; run the arm (or its job) first")
     return 0 if _write(run, judge(run, label, inputs)).passed else runner.EXIT_FAILED
+
+
+def _inputs(state: ArmsState) -> list[ArmInput]:
+    return [ArmInput(a.name, a.backend, a.reason if a.status == "failed" else None) for a in state.arms]
 
 
 def _write(run: Path, summary: AbSummary) -> AbSummary:

@@ -175,6 +175,22 @@ def read_requirements_in(path: Path) -> list[Declared]:
     return declared
 
 
+def nixl_problems(packages: dict[str, Locked], pins: dict[str, str], where: str = "the lock") -> list[str]:
+    """NIXL at NIXL_VERSION: the meta package SGLang imports and the backend wheel of the image's CUDA major
+    (the meta package picks it at import time; without it `import nixl` fails in the image)."""
+    want = pins.get("NIXL_VERSION")
+    cuda = pins.get("CUDA_VERSION", "")
+    if not want or not re.match(r"^\d+\.", cuda):
+        return []
+    out = []
+    for name in ("nixl", f"nixl-cu{cuda.split('.', 1)[0]}"):
+        locked = packages.get(name)
+        if locked is None or locked.version != want:
+            out.append(f"{where} has {name} {locked.version if locked else 'missing'} but NIXL_VERSION={want} in "
+                       "versions.env; fix docker/gpu-requirements.in and run `make lock`")
+    return out
+
+
 def lock_problems(lock_path: Path, in_path: Path, pins: dict[str, str]) -> list[str]:
     """Everything that makes the lock unusable for the pinned image, one line each; [] when none."""
     if not lock_path.is_file():
@@ -192,6 +208,7 @@ def lock_problems(lock_path: Path, in_path: Path, pins: dict[str, str]) -> list[
         if wrong:
             problems.append(f"{lock_path} holds wheels for another CUDA than CUDA_VERSION={cuda}: "
                             + ", ".join(wrong) + "; fix the requirements and run `make lock`")
+    problems += nixl_problems(packages, pins, str(lock_path))  # after the CUDA drift, which it may follow from
     if in_path.is_file():
         for line in declared_mismatches(packages, read_requirements_in(in_path)):
             problems.append(f"{lock_path}: {line} in {in_path}; run `make lock`")

@@ -31,6 +31,9 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     # installs the first name.
     "mooncake-transfer-engine": ("mooncake-transfer-engine", "mooncake-transfer-engine-cuda13",
                                  "mooncake-transfer-engine-cuda12", "mooncake-transfer-engine-non-cuda"),
+    # NIXL, the other transfer backend: the backend wheel of one CUDA major carries the code and names the
+    # version; the meta package (nixl) only picks it at import time.
+    "nixl": ("nixl-cu13", "nixl-cu12", "nixl"),
     "torch": ("torch",),
     "sglang-kernel": ("sglang-kernel", "sgl-kernel"),
     "flashinfer": ("flashinfer-python",),
@@ -56,7 +59,7 @@ OS_PACKAGES: dict[str, tuple[str, ...]] = {
 KERNEL_MODULES = ("nvidia", "nvidia_peermem", "ib_uverbs", "rdma_rxe", "mlx5_ib")
 
 PIN_KEYS = ("SGLANG_COMMIT", "MOONCAKE_COMMIT", "CUDA_BASE_IMAGE", "CUDA_BASE_DIGEST",
-            "SGLANG_ROUTER_VERSION", "MOONCAKE_WHEEL", "MOONCAKE_WHEEL_VERSION")
+            "SGLANG_ROUTER_VERSION", "MOONCAKE_WHEEL", "MOONCAKE_WHEEL_VERSION", "NIXL_VERSION")
 
 # Set by the images (docker/*.Dockerfile) so a container knows what it was built from.
 IMAGE_ENV = ("PDREPRO_IMAGE", "PDREPRO_IMAGE_SGLANG_COMMIT", "PDREPRO_IMAGE_MOONCAKE_COMMIT",

@@ -32,6 +32,7 @@ COVERS = ("ttft_covers_transfer",)
 class ArmInput:
     name: str
     backend: str | None
+    unfinished: str | None = None   # why the arm's run did not finish, as the arms state says
 
 
 def _all(results: list[CheckResult], names: tuple[str, ...]) -> bool | None:
@@ -43,12 +44,13 @@ def _verdict(r: CheckResult) -> AbVerdict:
     return "N/A" if not r.applicable else "PASS" if r.passed else "FAIL"
 
 
-def _judge_arm(folder: Path) -> tuple[Summary | None, ArmVerdict, str | None]:
+def _judge_arm(folder: Path, unfinished: str | None) -> tuple[Summary | None, ArmVerdict, str | None]:
     try:
         scenario = resolve_scenario(None, folder)
         summary = judged_summary(RunDir(folder), scenario).summary
     except UserError as exc:
-        return None, ArmVerdict(passed=False, input_error=str(exc)), None
+        why = f"the arm did not finish ({unfinished}): {exc}" if unfinished else str(exc)
+        return None, ArmVerdict(passed=False, input_error=why), None
     results = evaluate(summary, scenario)
     errors = summary.input_errors()
     transport = next((r.detail for r in results if r.name == "transport"), None) or summary.transport
@@ -85,7 +87,7 @@ def judge(run: Path, label: str, arms: Sequence[ArmInput]) -> AbSummary:
     out: list[ArmSummary] = []
     for arm in arms:
         known = backend_named(arm.backend) if arm.backend else None
-        summary, verdict, scenario = _judge_arm(Path(run) / arm.name)
+        summary, verdict, scenario = _judge_arm(Path(run) / arm.name, arm.unfinished)
         summaries[arm.name] = summary
         out.append(ArmSummary(name=arm.name, backend=arm.backend, backend_label=known.label if known else None,
                               timing=known.timing if known else None, scenario=scenario, verdict=verdict))

@@ -25,7 +25,7 @@ from ..core.strictmodel import Record, load, tagged_union, to_plain
 from ..rundir import RunDir
 from . import configyaml
 from .kvsize import Geometry, geometry_from_config, kv_bytes_per_token
-from .launch_section import Launch
+from .launch_section import Launch, TransferBackendName
 from .sections import Link, Model, Parallel, Reference, Sweep, Thresholds, Topology
 
 # Version of the scenario file's format; summary.json has its own (contract.SUMMARY_SCHEMA_VERSION),
@@ -47,6 +47,19 @@ _FINGERPRINT_NEUTRAL = {"transport": "rdma", "pins_match": "gate"}
 _LAUNCH_FINGERPRINT_NEUTRAL = {"shared_gpu_mem_fraction": None, "engine": "sglang"}
 # Geometry keys added later (for `pdrepro offline-model`), likewise left out while unset.
 _GEOMETRY_FINGERPRINT_NEUTRAL = {"intermediate_size": None, "vocab_size": None}
+# Top-level keys added later whose absence (None) leaves a scenario's fingerprint as it was.
+_ABSENT_NEUTRAL = ("ab",)
+
+
+class AbSection(Record):
+    """The arms `pdrepro ab` runs when the command names none: one per transfer backend, in this order."""
+
+    backends: tuple[TransferBackendName, ...] = Field(
+        min_length=2, description="transfer backends, one arm each, the first the base of the TTFT ratios")
+
+    def check(self, source: str) -> None:
+        if len(set(self.backends)) != len(self.backends):
+            raise UserError(f"{source}: ab.backends names a backend twice; each arm runs a different one")
 
 class Scenario(Record):
     """What every kind of scenario holds; a file is one of its kinds (``KvSweepScenario``,
@@ -63,6 +76,7 @@ class Scenario(Record):
     reference: Reference | None = None
     thresholds: Thresholds = Field(default_factory=Thresholds)
     launch: Launch | None = None
+    ab: AbSection | None = Field(default=None, description="the arms of `pdrepro ab` (transfer backends)")
     topology: Topology = Field(default_factory=Topology)
     transport: Transport = Field(
         default="rdma",
@@ -158,7 +172,8 @@ class Scenario(Record):
     @property
     def fingerprint(self) -> str:
         """sha256 of the canonical scenario, recorded in every run's provenance."""
-        data = {k: v for k, v in self.to_dict().items() if _FINGERPRINT_NEUTRAL.get(k, object()) != v}
+        data = {k: v for k, v in self.to_dict().items() if _FINGERPRINT_NEUTRAL.get(k, object()) != v
+                and not (k in _ABSENT_NEUTRAL and v is None)}
         if isinstance(data.get("launch"), dict):
             data["launch"] = {k: v for k, v in data["launch"].items()
                               if k not in _LAUNCH_FINGERPRINT_NEUTRAL or _LAUNCH_FINGERPRINT_NEUTRAL[k] != v}

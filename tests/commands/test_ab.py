@@ -1,0 +1,175 @@
+"""`pdrepro ab` as a user runs it: two backends' arms against the stand-in servers (real stack up and down, the
+sweep stage standing in: tests/armsscript.py), judged side by side into RUN/ab-summary.json and RUN/report.md;
+the recorded H200 arms judged without a byte of their folders changed, each arm's verdict the one `pdrepro
+check` gives it; one job per arm rendered for a cluster, nothing started; bad input one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from runkinds import tree_hash
+from stackhelp import env, make_site
+
+from pdrepro.backends.registry import backend
+from pdrepro.launch.stack import ownership, record
+from pdrepro.rundir import armsstate
+from pdrepro.rundir.absummary import AbSummary
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "tests" / "armsscript.py"
+RECORDED = REPO / "tests" / "recorded" / "h200-onebox-nixl-and-mooncake-sglang-0.5.15.post1"
+# The recorded folders as `pdrepro ab` names arms: after the backend each ran (the run predates `ab`).
+RECORDED_ARMS = {"mooncake-tcp": "mooncake_tcp", "nixl": "nixl"}
+
+
+def _ab(*args: str, fake: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), "cli", "ab", *args], env=env(**(fake or {})), cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _pdrepro(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pdrepro", *args], env=env(), cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+
+
+def _one_line(proc: subprocess.CompletedProcess) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def site(tmp_path):
+    made = make_site(tmp_path)
+    yield made
+    for arm in ("mooncake_tcp", "nixl"):
+        folder = made["run"] / arm
+        if record.path(folder).is_file() and record.read(folder).stopped_at is None:
+            _pdrepro("stack", "down", str(folder), "--grace", "1")
+
+
+def test_two_backends_run_one_after_the_other_and_are_set_side_by_side(site):
+    dataset = site["tmp"] / "sharegpt.json"
+    dataset.write_text("[]")
+    options = [o for o in site["options"] if o != "--force-tcp"]
+    done = _ab(*options, "--backends", "mooncake_tcp,nixl", "--dataset", str(dataset), "--stack-args",
+               "--poll 0.1 --grace 5", "--out", str(site["run"]), fake={"ARMS_FAKE_TTFT": "nixl:2"})
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    run = site["run"]
+    state = armsstate.read(run)
+    assert state is not None and [(a.name, a.backend, a.status) for a in state.arms] == [
+        ("mooncake_tcp", "mooncake_tcp", "done"), ("nixl", "nixl", "done")]
+    for arm in ("mooncake_tcp", "nixl"):
+        rec = record.read(run / arm)
+        assert rec.stopped_at is not None and ownership.marked(rec.stack_id) == []
+        argv = rec.processes[0].argv
+        # Each arm's servers ran its own backend (the launch plan's flag, as the engine module writes it).
+        assert argv[argv.index("--disaggregation-transfer-backend") + 1] == ("mooncake" if arm == "mooncake_tcp"
+                                                                            else "nixl")
+    assert record.read(run / "mooncake_tcp").processes[0].env.get("MC_FORCE_TCP") == "1"
+    assert "MC_FORCE_TCP" not in record.read(run / "nixl").processes[0].env
+
+    summary = AbSummary.model_validate_json((run / "ab-summary.json").read_text())
+    assert [a.name for a in summary.arms] == ["mooncake_tcp", "nixl"]
+    assert [length.prompt_len for length in summary.lengths] == [128, 1024, 4096, 16384]
+    for length in summary.lengths:
+        base, other = length.arms
+        assert base.kv_bytes and base.kv_bytes == other.kv_bytes  # one model, one KV size per length
+        assert base.requests == other.requests == base.expected_requests
+        (ratio,) = length.ratios
+        assert (ratio.arm, ratio.against) == ("nixl", "mooncake_tcp")
+        assert ratio.mean == pytest.approx(2.0, rel=1e-3) and ratio.median == pytest.approx(2.0, rel=1e-3)
+    for arm in summary.arms:
+        assert arm.timing == backend(arm.backend or "").timing and arm.backend_label == backend(arm.backend or "").label
+        # Each arm's verdict is the one `pdrepro check` draws from the arm's own folder.
+        assert arm.verdict.passed == (_pdrepro("check", str(run / arm.name)).returncode == 0)
+        assert arm.verdict.all_completed is True and arm.verdict.kv_sizes_match is True
+        assert arm.verdict.ttft_covers_transfer is True and arm.verdict.transport
+    assert done.returncode == (0 if summary.passed else 1)
+    report = (run / "report.md").read_text()
+    for arm in summary.arms:
+        assert f"measures: {arm.timing}" in report
+    assert "| nixl / mooncake_tcp | 2.00x | 2.00x |" in report
+
+
+def test_the_recorded_arms_are_judged_without_writing_into_them(tmp_path):
+    run = tmp_path / "ab"
+    for folder, arm in RECORDED_ARMS.items():
+        shutil.copytree(RECORDED / folder, run / arm)
+    before = {arm: tree_hash(run / arm) for arm in RECORDED_ARMS.values()}
+    judged = _pdrepro("ab", "--judge", str(run), "--backends", "mooncake_tcp,nixl")
+    assert judged.returncode in (0, 1), judged.stdout + judged.stderr
+    assert {arm: tree_hash(run / arm) for arm in RECORDED_ARMS.values()} == before
+    summary = AbSummary.model_validate_json((run / "ab-summary.json").read_text())
+    for arm in summary.arms:
+        assert arm.verdict.passed == (_pdrepro("check", str(run / arm.name)).returncode == 0)
+    for length in summary.lengths:
+        for figures in length.arms:
+            lines = (run / figures.arm / "bench" / f"result-{length.prompt_len}.jsonl").read_text().splitlines()
+            client = json.loads(lines[-1])
+            assert figures.ttft_ms_mean == pytest.approx(client["mean_ttft_ms"], rel=1e-6)
+            assert figures.ttft_ms_median == pytest.approx(client["median_ttft_ms"], rel=1e-6)
+        base, other = length.arms
+        assert length.ratios[0].mean == pytest.approx((other.ttft_ms_mean or 0) / (base.ttft_ms_mean or 1), abs=1e-4)
+    assert judged.returncode == (0 if summary.passed else 1)
+
+
+def test_render_writes_one_job_per_arm_and_starts_nothing(tmp_path):
+    run = tmp_path / "ab"
+    done = _pdrepro("ab", "--render", "compose", "--scenario", "h20-qwen3-235b-1p1d", "--backends", "mooncake,nixl",
+                    "--prefill-ip", "10.0.0.1", "--decode-ip", "10.0.0.2", "--out", str(run))
+    assert done.returncode == 0, done.stderr
+    for arm in ("mooncake", "nixl"):
+        env_file = (run / arm / "job" / "prefill.env").read_text()
+        assert f"--disaggregation-transfer-backend {arm}" in (run / arm / "job" / "commands.txt").read_text()
+        assert env_file
+        assert not (run / arm / "stack.json").exists() and not (run / arm / "bench").exists()
+    state = armsstate.read(run)
+    assert state is not None and [(a.name, a.status) for a in state.arms] == [("mooncake", "rendered"),
+                                                                           ("nixl", "rendered")]
+    # Before the jobs ran, judging names what is missing per arm and fails.
+    judged = _pdrepro("ab", "--judge", str(run))
+    assert judged.returncode == 1
+    summary = AbSummary.model_validate_json((run / "ab-summary.json").read_text())
+    assert all(not a.verdict.passed and a.verdict.input_error for a in summary.arms)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--backends", "mooncake_tcp,carrier-pigeon"], "transfer backend 'carrier-pigeon' is not one the bundle knows"),
+    (["--backends", "nixl"], "give two or more different backends"),
+    (["--backends", "nixl,nixl"], "give two or more different backends"),
+    (["--backends", "mooncake_tcp,nixl", "--decode-ip", "10.0.0.2"], "--decode-ip: one box runs both servers"),
+    (["--backends", "mooncake_tcp,nixl"], "give --model MODEL_DIR and --dataset SHAREGPT_JSON"),
+    (["--backends", "mooncake_tcp,nixl", "--sweep-args", "'unclosed"], "--sweep-args"),
+])
+def test_bad_input_is_one_line(tmp_path, args, says):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    extra = ["--model", str(model), "--dataset", str(model / "config.json")] if "--sweep-args" in args else []
+    done = _pdrepro("ab", *args, *extra, "--out", str(tmp_path / "run"))
+    assert says in _one_line(done)
+    assert not (tmp_path / "run" / "arms-state.json").exists()
+
+
+def test_a_scenario_that_names_its_arms_needs_no_backends(tmp_path):
+    shipped = REPO / "src/pdrepro/scenarios/h20-qwen3-235b-1p1d.yaml"
+    text = shipped.read_text()
+    assert "\nlaunch:" in text
+    scenario = tmp_path / "ab-scenario.yaml"
+    scenario.write_text(text.replace("\nlaunch:", "\nab: {backends: [nixl, mooncake]}\nlaunch:", 1))
+    run = tmp_path / "ab"
+    done = _pdrepro("ab", "--render", "compose", "--scenario", str(scenario), "--prefill-ip", "10.0.0.1",
+                    "--decode-ip", "10.0.0.2", "--out", str(run))
+    assert done.returncode == 0, done.stderr
+    state = armsstate.read(run)
+    assert state is not None and [a.backend for a in state.arms] == ["nixl", "mooncake"]
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(text.replace("\nlaunch:", "\nab: {backends: [nixl, nixl]}\nlaunch:", 1))
+    refused = _pdrepro("ab", "--scenario", str(twice), "--out", str(tmp_path / "other"))
+    assert "ab.backends names a backend twice" in _one_line(refused)
