@@ -17,6 +17,7 @@ from stackhelp import REPO, decoy_server, env, free_ports, kill
 from pdrepro.launch.stack import ownership, record
 
 SCENARIO = REPO / "src/pdrepro/scenarios/a10-qwen25-7b-onebox-rate4.yaml"
+SCENARIO_RATE1 = REPO / "src/pdrepro/scenarios/a10-qwen25-7b-onebox-rate1.yaml"
 PORTS = "ports: {prefill: 30000, decode: 30001, bootstrap: 8998, router: 8000, regular: [30000, 30001]}"
 
 
@@ -25,13 +26,21 @@ def box(tmp_path):
     """The shipped one-box comparison on free ports and cut to a few prompts, a model folder, a dataset, and
     a `python` on PATH that is this interpreter (the sweep runs the bench client as `python -m ...`)."""
     prefill, decode, bootstrap, router = free_ports(4)
+    ports = (f"ports: {{prefill: {prefill}, decode: {decode}, bootstrap: {bootstrap}, router: {router}, "
+             f"regular: [{prefill}, {decode}]}}")
     text = SCENARIO.read_text()
     assert PORTS in text and "num_prompts: 200" in text and "request_rate: 4.0" in text
-    text = (text.replace(PORTS, f"ports: {{prefill: {prefill}, decode: {decode}, bootstrap: {bootstrap}, "
-                                f"router: {router}, regular: [{prefill}, {decode}]}}")
-            .replace("num_prompts: 200", "num_prompts: 5").replace("request_rate: 4.0", "request_rate: 50.0"))
+    text = (text.replace(PORTS, ports).replace("num_prompts: 200", "num_prompts: 5")
+            .replace("request_rate: 4.0", "request_rate: 50.0"))
     scenario = tmp_path / "comparison.yaml"
     scenario.write_text(text)
+    # The rate 1.0 variant on the same ports: one stack serves both.
+    text = SCENARIO_RATE1.read_text()
+    assert PORTS in text and "num_prompts: 50" in text and "request_rate: 1.0" in text
+    text = (text.replace(PORTS, ports).replace("num_prompts: 50", "num_prompts: 3")
+            .replace("request_rate: 1.0", "request_rate: 40.0"))
+    rate1 = tmp_path / "comparison-rate1.yaml"
+    rate1.write_text(text)
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
@@ -41,7 +50,7 @@ def box(tmp_path):
     bin_dir.mkdir()
     (bin_dir / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
     (bin_dir / "python").chmod(0o755)
-    made = {"scenario": scenario, "model": model, "dataset": dataset, "run": tmp_path / "run",
+    made = {"scenario": scenario, "rate1": rate1, "model": model, "dataset": dataset, "run": tmp_path / "run",
             "path": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
     yield made
     for name in ("1P1D", "2-regular"):
@@ -124,6 +133,31 @@ def test_a_run_of_another_scenario_is_refused_in_one_line(box):
 
 
 def test_a_kv_sweep_scenario_is_refused_in_one_line(box):
-    out = compare(box, "--scenario", "onebox-qwen25-0.5b")
+    out = compare(box, "--scenario", "onebox-qwen25-0.5b")  # a second --scenario, not a comparison
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert "comparison" in out.stderr and not box["run"].exists()
+
+
+def test_both_rates_share_each_stack_and_keep_a_run_each(box):
+    out = compare(box, "--scenario", str(box["rate1"]), timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = box["run"]
+    # One stack start per configuration, two sweeps against it.
+    assert out.stdout.count("== arm 1P1D: stack up") == 1 and out.stdout.count("== arm 2-regular: stack up") == 1
+    for scenario, length, prompts in (("a10-qwen25-7b-onebox-rate4", 2048, 5), ("a10-qwen25-7b-onebox-rate1", 8192, 3)):
+        for name in ("1P1D", "2-regular"):
+            result = json.loads((run / scenario / name / "bench" / f"result-{length}.jsonl").read_text().splitlines()[-1])
+            assert result["completed"] == prompts
+        summary = json.loads((run / scenario / "summary.json").read_text())
+        assert summary["scenario"]["name"] == scenario
+        assert all(c["measured"]["gpus"] for c in summary["configurations"].values())
+        assert "## On one shared GPU" in (run / scenario / "report.md").read_text()
+    _nothing_left(run)
+
+
+def test_scenarios_that_need_other_stacks_are_refused_in_one_line(box):
+    other = box["rate1"].read_text().replace("shared_gpu_mem_fraction: 0.35", "shared_gpu_mem_fraction: 0.4")
+    box["rate1"].write_text(other)
+    out = compare(box, "--scenario", str(box["rate1"]))
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "launch differ" in out.stderr and not box["run"].exists()
