@@ -134,3 +134,19 @@ def test_the_backend_reads_through_this_parser_and_fills_ucx_tls_from_the_enviro
     assert st.verdict == "tcp" and st.ucx_tls == "tcp"
     with (RECORDED / "nixl" / "logs" / "prefill.log").open() as f:
         assert nixl.scan_latest_start("prefill", f).verdict == "tcp"
+
+
+@pytest.mark.parametrize("policy", ["rdma", "any"])
+def test_the_sweeps_rule_refuses_intra_host_under_either_policy(policy):
+    # CUDA IPC or shared memory on one box measures no network: not even `transport: any` (which admits TCP,
+    # still a network stack) lets it through, and the refusal names the fix.
+    from pdrepro.sweep.rdma_proof import TransportProof
+
+    ipc = nixl_log.scan("decode", (FIXTURES / "ucx-cuda-ipc-onebox-fixture.log").read_text())
+    tcp = nixl_log.scan("prefill", current_start(_recorded("prefill")))
+    proof = TransportProof((tcp, ipc))  # type: ignore[arg-type]
+    assert not proof.allowed(policy) and not proof.proven
+    assert "UCX_TLS=tcp,cuda_copy" in proof.describe()
+    assert TransportProof((tcp,)).allowed("any") and not TransportProof((tcp,)).allowed("rdma")  # type: ignore[arg-type]
+    rdma = nixl_log.scan("prefill", (FIXTURES / "ucx-rdma-two-nodes-fixture.log").read_text())
+    assert TransportProof((rdma,)).allowed(policy)  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from .. import backends, engines
 from ..core.errors import UserError
 from ..launch import plan as launch
 from ..launch.stack import interrupt, lock, ownership, procs, proof, ready, record, regular
@@ -120,25 +121,27 @@ def run_up(args) -> int:
     scenario = load_scenario(args.scenario)
     _one_gpu_box(args)
     plan = onebox_plan(args, scenario, python=sys.executable)
-    plan_steps = regular.steps(plan) if args.stack == "regular" else launcher.steps(plan.launch_plan())
+    lp = plan.launch_plan()  # the engine and backend the stack's packages are probed for
+    plan_steps = regular.steps(plan) if args.stack == "regular" else launcher.steps(lp)
     run = RunDir(args.out)
     try:
         run.root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"--out {args.out}: cannot create it ({exc.strerror}); choose a writable folder") from None
     with lock.held(run.root, "up"):
-        return _up_locked(args, run, plan_steps, scenario.name)
+        return _up_locked(args, run, lp, plan_steps, scenario.name)
 
 
-def _up_locked(args, run: RunDir, plan_steps: list[launcher.Step], scenario: str) -> int:
+def _up_locked(args, run: RunDir, lp, plan_steps: list[launcher.Step], scenario: str) -> int:
     launcher.check_no_live_stack(run.root)
     base = launcher.base_environment()
-    installed = probe(sys.executable, launcher.child_env(plan_steps[0], base)[0])
+    installed = probe(sys.executable, launcher.child_env(plan_steps[0], base)[0], engines.engine(lp.engine),
+                      backends.backend(lp.backend))
     print(f"stack up: {installed.line()} ({sys.executable})", flush=True)
     router = plan_steps[-1]
     host = urlsplit(router.health_url).hostname or "127.0.0.1"
     launcher.check_free(plan_steps, host)
-    starter = launcher.Launcher(run, launcher.new_record(scenario, sys.executable, installed, args.stack),
+    starter = launcher.Launcher(run, launcher.new_record(scenario, sys.executable, installed, lp, args.stack),
                                 start_budget_s=args.start_timeout, poll_s=args.poll, grace_s=args.grace,
                                 progress_every_s=args.progress_every)
     with interrupt.unwinding():
