@@ -161,3 +161,31 @@ def test_scenarios_that_need_other_stacks_are_refused_in_one_line(box):
     out = compare(box, "--scenario", str(box["rate1"]))
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert "launch differ" in out.stderr and not box["run"].exists()
+
+
+def test_a_run_killed_outright_is_resumed_after_its_leftover_stack_is_stopped(box):
+    import signal
+    import time
+
+    argv = [sys.executable, "-m", "pdrepro", "compare", "--scenario", str(box["scenario"]), "--out", str(box["run"]),
+            "--model", str(box["model"]), "--dataset", str(box["dataset"]), "--gpus", "0", "--force-tcp",
+            "--sweep-args=--wait-timeout 20 --no-transport-proof"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
+                            env=env(PATH=box["path"], STANDIN_HEALTH_AFTER_S="30"))
+    folder = box["run"] / "1P1D"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if record.path(folder).is_file() and any(p.pid for p in record.read(folder).processes):
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)  # no clean-up at all: the prefill server it started runs on
+    proc.wait()
+    left = record.read(folder)
+    assert left.stopped_at is None and ownership.marked(left.stack_id)
+
+    again = compare(box)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "1P1D: an earlier run left its stack record unstopped" in again.stdout
+    assert ownership.marked(left.stack_id) == []
+    assert _state(box["run"]) == {"1P1D": "done", "2-regular": "done"}
+    _nothing_left(box["run"])

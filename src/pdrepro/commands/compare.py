@@ -22,6 +22,7 @@ from pathlib import Path
 from .. import arms as runner
 from ..core import runfile
 from ..core.errors import UserError
+from ..launch.stack import record
 from ..launch.stack.regular import STACKS
 from ..pipeline import STOPPED
 from ..rundir.contract import write_json_atomic
@@ -176,6 +177,20 @@ def _keep_stack_records(out: Path, run: Path, configurations: list[str]) -> None
             write_json_atomic(run / name / STACK_FILE, runfile.read_json(source), indent=2)
 
 
+def _stop_leftovers(out: Path, configurations: list[str]) -> int:
+    """A run killed outright (SIGKILL, a lost machine) leaves its stack's record unstopped, and `stack up`
+    would refuse the folder: what such a record names is stopped first (`stack down` proves each process
+    this stack's before it signals it, and leaves anything else alone)."""
+    for name in configurations:
+        folder = out / name
+        if record.path(folder).is_file() and record.read(folder).stopped_at is None:
+            _say(f"{name}: an earlier run left its stack record unstopped; pdrepro stack down {folder}")
+            status = run_command(["stack", "down", str(folder)])
+            if status:
+                return status
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     scenarios = _load(args.scenario)
     if not args.model or not args.dataset:
@@ -197,6 +212,9 @@ def run(args: argparse.Namespace) -> int:
                               *extra))
             for name, kind in configurations]
     names = [s.name for s in scenarios]
+    status = _stop_leftovers(Path(out), [c for c, _ in configurations])
+    if status:
+        return status
     status = runner.run_arms(Path(out), _label(scenarios), arms, cli=_stage_runner(args.scenario, names, Path(out)),
                              say=print)
     if status:
