@@ -15,11 +15,13 @@ import json
 
 from tabulate import tabulate
 
+from ..core import runfile
 from ..core.errors import UserError
 from ..parsers.bench import parse_bench_file
 from ..rundir import RunDir
 from ..rundir.contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, issue
 from ..rundir.issuekind import IssueKind
+from ..rundir.layout import STACK_FILE
 from ..rundir.summarymodel import build as build_summary
 from ..scenario.model import ComparisonScenario, Scenario
 from ..scenario.seams import engine_of
@@ -61,8 +63,33 @@ def _measure(run: RunDir, scenario: Scenario, name: str, issues: list[dict]) -> 
     if result.errors:
         issues.append(issue(WARNING, IssueKind.REQUEST_ERRORS,
                              f"{name}: {len(result.errors)} request(s) failed, first: {result.errors[0][:120]}"))
-    return {"prompt_len": length, "completed": result.completed, "errors": len(result.errors),
-            "bench_file": str(sub.bench_file(length).relative_to(run.root)), **measured}
+    out: dict[str, object] = {"prompt_len": length, "completed": result.completed, "errors": len(result.errors),
+           "bench_file": str(sub.bench_file(length).relative_to(run.root)), **measured}
+    gpus = _placement(sub)
+    if gpus:
+        out["gpus"] = gpus
+    return out
+
+
+def _placement(sub: RunDir) -> dict[str, str] | None:
+    """Server -> the GPUs it was given (CUDA_VISIBLE_DEVICES), from the record `pdrepro stack up` left in the
+    configuration's folder; None without one (a stack started another way), or one not of that shape."""
+    path = sub.root / STACK_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = runfile.read_json(path)
+    except (OSError, ValueError, RecursionError, UserError):
+        return None
+    procs = data.get("processes") if isinstance(data, dict) else None
+    if not isinstance(procs, list):
+        return None
+    out = {}
+    for p in procs:
+        env = p.get("env") if isinstance(p, dict) else None
+        if isinstance(env, dict) and isinstance(env.get("CUDA_VISIBLE_DEVICES"), str) and isinstance(p.get("name"), str):
+            out[p["name"]] = env["CUDA_VISIBLE_DEVICES"]
+    return out or None
 
 
 def _change_pct(a, b):
@@ -134,6 +161,64 @@ def _fmt_pct(value) -> str:
     return "n/a" if value is None else f"{value:+.1f} %"
 
 
+def _fmt_ratio(pct) -> str:
+    """The ratio a/b from the change (a - b) / b in %: 1 + pct / 100."""
+    return "n/a" if pct is None else f"{1.0 + pct / 100.0:.2f}"
+
+
+def _obj(value: object) -> dict:
+    """``value`` where it is a JSON object, else an empty one (a record is read as it stands)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _where(name: str, record: dict | None, gpus: dict | None) -> str:
+    """One line saying where a configuration ran, from its provenance: the host, its GPUs, each server's
+    share of the GPU memory (--mem-fraction-static) as the server reported it or was started with, and
+    the GPUs the host launcher gave each server."""
+    given = ("; GPUs given: " + ", ".join(f"{k} {v}" for k, v in gpus.items())) if gpus else ""
+    if not isinstance(record, dict) or not record:
+        return f"- {name}: no provenance recorded{given}"
+    host = _obj(record.get("host"))
+    listed = _obj(host.get("gpu")).get("gpus")
+    names = [str(g) for g in listed] if isinstance(listed, list) else []
+    gpu_text = f"{len(names)} GPU(s) ({', '.join(names[:2])}{', ...' if len(names) > 2 else ''})" if names \
+        else "GPUs not read"
+    servers = []
+    infos = _obj(record.get("server_info"))
+    for server, info in sorted(infos.items()):
+        share = None
+        if isinstance(info, dict):
+            share = info.get("mem_fraction_static")
+            argv = info.get("argv")
+            if share is None and isinstance(argv, list) and "--mem-fraction-static" in argv[:-1]:
+                share = argv[argv.index("--mem-fraction-static") + 1]
+        servers.append(f"{server}" + (f" (memory fraction {share})" if share is not None else ""))
+    return (f"- {name}: host {host.get('hostname', '?')}, {gpu_text}; servers: {', '.join(servers) or 'none recorded'}"
+            + given)
+
+
+# What a comparison on one shared GPU can show of the published ITL claim, and what it cannot.
+SHARED_GPU = (
+    "On one shared GPU. Each configuration's servers share one GPU here, each with its part of the memory. "
+    "In 1P1D the prefill server's batches and the decode server's steps take turns on the same compute. "
+    "In the regular pair each instance interleaves prefill and decode itself, and the two instances also "
+    "take turns. So the published claim, that taking prefill off the decode GPU cuts ITL, is not tested as "
+    "published: decode is never alone on its GPU. What the run can show is the workload's shape: whether "
+    "1P1D matches the regular pair's throughput at the same open-loop rate, and how its TTFT and ITL move "
+    "when the KV cache travels between two servers. A lower ITL ratio here is a hint, not a reproduction; "
+    "the published ratios need each server on GPUs of its own.")
+
+
+def _shared_gpu(configs: dict) -> bool:
+    """Some configuration's servers were given the same GPU (its stack record says so)."""
+    for config in configs.values():
+        gpus = (config.get("measured") or {}).get("gpus") or {}
+        servers = [v for k, v in gpus.items() if k != "router"]
+        if len(servers) > 1 and len(set(servers)) < len(servers):
+            return True
+    return False
+
+
 def render_comparison(summary: dict) -> str:
     scenario = summary["scenario"]
     configs = summary["configurations"]
@@ -146,9 +231,11 @@ def render_comparison(summary: dict) -> str:
         change = summary["comparison"]["change_pct"][metric]
         rows.append([f"{label} ({unit})", _fmt(ma), _fmt(configs[a]["published"].get(metric)),
                      _fmt(mb), _fmt(configs[b]["published"].get(metric)),
-                     _fmt_pct(change["measured_pct"]), _fmt_pct(change["published_pct"]), better])
+                     _fmt_pct(change["measured_pct"]), _fmt_pct(change["published_pct"]),
+                     _fmt_ratio(change["measured_pct"]), _fmt_ratio(change["published_pct"]), better])
     headers = ["Metric (unit)", f"{a} measured", f"{a} published", f"{b} measured", f"{b} published",
-               f"{a} vs {b} measured", f"{a} vs {b} published", "better"]
+               f"{a} vs {b} measured", f"{a} vs {b} published", f"{a}/{b} measured", f"{a}/{b} published",
+               "better"]
     sweep = scenario["sweep"]
     lines = [
         f"# {scenario['title']}",
@@ -158,11 +245,20 @@ def render_comparison(summary: dict) -> str:
         f"request rate {sweep['request_rate']} req/s, TP {scenario['parallel']['prefill_tp']}.",
         f"Published figures: {scenario['reference']['source']}.",
         "",
-        f"Change = ({a} - {b}) / {b}, in % of {b}; throughput in tokens per second, latencies in milliseconds.",
+        f"Change = ({a} - {b}) / {b}, in % of {b}; ratio = {a} / {b}; throughput in tokens per second, "
+        "latencies in milliseconds. Absolute figures differ with the hardware; the ratios are what compare "
+        "with the published ones.",
         "",
         tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True),
         "",
+        "## Where each configuration ran",
+        "",
+        *[_where(name, (summary.get("provenance") or {}).get(name), (configs[name]["measured"] or {}).get("gpus"))
+          for name in configs],
+        "",
     ]
+    if _shared_gpu(configs):
+        lines += ["## " + SHARED_GPU.split(". ", 1)[0], "", SHARED_GPU.split(". ", 1)[1], ""]
     if summary["issues"]:
         lines += ["## Issues", ""] + [f"- {i['message']}" for i in summary["issues"]] + [""]
     return "\n".join(lines)

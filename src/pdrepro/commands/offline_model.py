@@ -58,8 +58,10 @@ def register(subparsers) -> None:
     p.add_argument("--scenario", default="onebox-qwen25-0.5b", help="scenario name or YAML path (default: %(default)s)")
     p.add_argument("--out", required=True, type=Path, help="model folder to write (give it to --model)")
     p.add_argument("--dataset", required=True, type=Path, help="dataset JSON file to write (give it to --dataset)")
-    p.add_argument("--vocab-size", type=int, default=DEFAULT_VOCAB, help="default: %(default)s")
-    p.add_argument("--intermediate-size", type=int, default=DEFAULT_INTERMEDIATE, help="default: %(default)s")
+    p.add_argument("--vocab-size", type=int,
+                   help=f"default: the scenario's model.geometry.vocab_size, else {DEFAULT_VOCAB}")
+    p.add_argument("--intermediate-size", type=int,
+                   help=f"default: the scenario's model.geometry.intermediate_size, else {DEFAULT_INTERMEDIATE}")
     p.add_argument("--max-positions", type=int, default=DEFAULT_MAX_POSITIONS, help="default: %(default)s")
     p.add_argument("--conversations", type=int, default=400, help="dataset entries (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="0 to 2^32-1 (default: %(default)s)")
@@ -140,7 +142,11 @@ def run(args) -> int:
         raise UserError(f"{args.scenario}: its model {scenario.model.name} is not a dense Qwen2; offline models are made "
                         "for Qwen2-family scenarios such as onebox-qwen25-0.5b")
     _check_numbers(args)
-    shape = shape_for(geometry, args.vocab_size, args.intermediate_size, args.max_positions, args.scenario)
+    # The option wins, then the scenario's figure, then Qwen2.5-0.5B's.
+    vocab = next(v for v in (args.vocab_size, geometry.vocab_size, DEFAULT_VOCAB) if v is not None)
+    intermediate = next(v for v in (args.intermediate_size, geometry.intermediate_size, DEFAULT_INTERMEDIATE)
+                        if v is not None)
+    shape = shape_for(geometry, vocab, intermediate, args.max_positions, args.scenario)
     out, dataset = Path(args.out), Path(args.dataset)
     _check_out(out, args.force)
     _check_dataset(dataset, out, args.force)

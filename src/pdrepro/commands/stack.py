@@ -9,11 +9,12 @@ import math
 import sys
 import textwrap
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from .. import backends, engines
 from ..core.errors import UserError
 from ..launch import plan as launch
-from ..launch.stack import interrupt, lock, ownership, procs, proof, ready, record
+from ..launch.stack import interrupt, lock, ownership, procs, proof, ready, record, regular
 from ..launch.stack import up as launcher
 from ..launch.stack.packages import probe
 from ..rundir import RunDir
@@ -63,6 +64,10 @@ def register(subparsers) -> None:
     u.add_argument("--launcher", choices=("host",), default="host", help="processes of this host (default)")
     u.add_argument("--scenario", default=DEFAULT_SCENARIO,
                    help="shipped scenario name or path to a scenario YAML (default %(default)s)")
+    u.add_argument("--stack", choices=regular.STACKS, default=regular.STACKS[0],
+                   help="which of the scenario's stacks to start: disaggregated (prefill, decode, router) or, for a "
+                        "comparison scenario, regular (two regular servers, then the router with --worker-urls; "
+                        "on one GPU each takes its --mem-fraction-static, one after the other) (default %(default)s)")
     u.add_argument("--prefill-ip", help="this host's address, advertised by both servers (default 127.0.0.1)")
     add_site_options(u)
     u.add_argument("--start-timeout", type=float, default=float(launch.SERVER_START_SECONDS),
@@ -116,8 +121,8 @@ def run_up(args) -> int:
     scenario = load_scenario(args.scenario)
     _one_gpu_box(args)
     plan = onebox_plan(args, scenario, python=sys.executable)
-    lp = plan.launch_plan()
-    plan_steps = launcher.steps(lp)
+    lp = plan.launch_plan()  # the engine and backend the stack's packages are probed for
+    plan_steps = regular.steps(plan) if args.stack == "regular" else launcher.steps(lp)
     run = RunDir(args.out)
     try:
         run.root.mkdir(parents=True, exist_ok=True)
@@ -127,15 +132,16 @@ def run_up(args) -> int:
         return _up_locked(args, run, lp, plan_steps, scenario.name)
 
 
-def _up_locked(args, run: RunDir, lp, plan_steps, scenario: str) -> int:
+def _up_locked(args, run: RunDir, lp, plan_steps: list[launcher.Step], scenario: str) -> int:
     launcher.check_no_live_stack(run.root)
     base = launcher.base_environment()
     installed = probe(sys.executable, launcher.child_env(plan_steps[0], base)[0], engines.engine(lp.engine),
                       backends.backend(lp.backend))
     print(f"stack up: {installed.line()} ({sys.executable})", flush=True)
-    host = lp.servers[0].host
+    router = plan_steps[-1]
+    host = urlsplit(router.health_url).hostname or "127.0.0.1"
     launcher.check_free(plan_steps, host)
-    starter = launcher.Launcher(run, launcher.new_record(scenario, sys.executable, installed, lp),
+    starter = launcher.Launcher(run, launcher.new_record(scenario, sys.executable, installed, lp, args.stack),
                                 start_budget_s=args.start_timeout, poll_s=args.poll, grace_s=args.grace,
                                 progress_every_s=args.progress_every)
     with interrupt.unwinding():
@@ -155,7 +161,8 @@ def _up_locked(args, run: RunDir, lp, plan_steps, scenario: str) -> int:
             interrupt.ignore_more()
             starter.stop_all()
             raise
-    log.info(f"stack up: prefill, decode and router run; router at http://{host}:{lp.router_port}; "
+    names = ", ".join(step.name for step in plan_steps)
+    log.info(f"stack up: {names} run ({args.stack} stack); router at http://{host}:{router.port}; "
              f"record {record.path(run.root)}; stop with: pdrepro stack down {run.root}")
     return 0
 
@@ -186,7 +193,7 @@ def run_status(args) -> int:
     rec = record.read(args.run)
     survey = proof.survey(rec)
     all_up = bool(rec.processes)
-    print(f"stack {args.run}: scenario {rec.scenario}, {rec.python} (Python {rec.python_version})"
+    print(f"stack {args.run}: scenario {rec.scenario} ({rec.stack}), {rec.python} (Python {rec.python_version})"
           + (f", stopped at {rec.stopped_at}" if rec.stopped_at else ""))
     for p, f in zip(rec.processes, survey.recorded):
         healthy = (f.ours and p.port is not None and rec.stack_id is not None

@@ -21,6 +21,9 @@ class Role(str, Enum):
     DECODE = "decode"
     # The router is a process of the stack (stack.json, the launch plan), not a server role.
     ROUTER = "router"
+    # A regular (not disaggregated) server of a comparison's regular stack: a process of that stack
+    # (stack.json), never one of SERVER_ROLES, which are the disaggregated roles.
+    REGULAR = "regular"
 
     def __str__(self) -> str:
         return self.value

@@ -39,6 +39,10 @@ class Geometry(Record):
     # MLA (DeepSeek-style): a compressed latent plus a rope part per token and layer.
     kv_lora_rank: StrictInt | None = None
     qk_rope_head_dim: StrictInt | None = None
+    # Not part of the KV size: what `pdrepro offline-model` needs beyond the attention to make weights of the
+    # model's shape (unset: its own defaults, Qwen2.5-0.5B's).
+    intermediate_size: StrictInt | None = None
+    vocab_size: StrictInt | None = None
 
     @property
     def is_mla(self) -> bool:
@@ -47,7 +51,7 @@ class Geometry(Record):
     def check(self, source: str) -> None:
         # A zero would not fail later: `kv_heads or attention_heads` would quietly take the wrong count.
         for name in ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "hidden_size",
-                     "kv_lora_rank", "qk_rope_head_dim"):
+                     "kv_lora_rank", "qk_rope_head_dim", "intermediate_size", "vocab_size"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise UserError(f"{source}: {name} must be >= 1, got {value}; copy it from the model's config.json")

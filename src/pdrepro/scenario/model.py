@@ -45,6 +45,8 @@ TRANSPORTS: tuple[str, ...] = get_args(Transport)
 _FINGERPRINT_NEUTRAL = {"transport": "rdma", "pins_match": "gate"}
 # Launch keys added later, likewise left out at their default (unset), so older runs keep their fingerprint.
 _LAUNCH_FINGERPRINT_NEUTRAL = {"shared_gpu_mem_fraction": None, "engine": "sglang"}
+# Geometry keys added later (for `pdrepro offline-model`), likewise left out while unset.
+_GEOMETRY_FINGERPRINT_NEUTRAL = {"intermediate_size": None, "vocab_size": None}
 # Top-level keys added later whose absence (None) leaves a scenario's fingerprint as it was.
 _ABSENT_NEUTRAL = ("ab",)
 
@@ -182,6 +184,11 @@ class Scenario(Record):
         if isinstance(data.get("launch"), dict):
             data["launch"] = {k: v for k, v in data["launch"].items()
                               if k not in _LAUNCH_FINGERPRINT_NEUTRAL or _LAUNCH_FINGERPRINT_NEUTRAL[k] != v}
+        model = data.get("model")
+        if isinstance(model, dict) and isinstance(model.get("geometry"), dict):
+            geometry = {k: v for k, v in model["geometry"].items()
+                        if k not in _GEOMETRY_FINGERPRINT_NEUTRAL or _GEOMETRY_FINGERPRINT_NEUTRAL[k] != v}
+            data["model"] = {**model, "geometry": geometry}
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 

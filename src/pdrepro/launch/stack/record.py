@@ -9,7 +9,7 @@ the wrong moment kept out of the record."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field
 
@@ -21,7 +21,10 @@ from ...rundir.contract import write_json_atomic
 from ...rundir.layout import STACK_FILE
 
 FILE_NAME = STACK_FILE
-ROLES = tuple(r.value for r in Role)  # prefill, decode, router
+ROLES = tuple(r.value for r in Role)  # prefill, decode, router, regular
+# Which of a scenario's stacks a record's processes are (launch.stacks).
+StackKind = Literal["disaggregated", "regular"]
+STACK_KINDS: tuple[str, ...] = get_args(StackKind)
 
 
 class Started(Record):
@@ -57,6 +60,9 @@ class StackRecord(Record):
     stack_id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")] | None = None
     scenario: str
     target: Literal["onebox"] = "onebox"
+    # Which of the scenario's stacks runs: the disaggregated one (prefill, decode, router) or a comparison's
+    # regular one (regular-0, regular-1 and the router in regular mode).
+    stack: StackKind = "disaggregated"
     launcher: Literal["host"] = "host"
     boot_id: str
     python: str                        # the interpreter of every argv (sys.executable of `stack up`)

@@ -261,11 +261,14 @@ def check_no_live_stack(run: Path) -> None:
         raise UserError(f"{run} holds a running stack ({f.name}, pid {f.pid}); stop it first: pdrepro stack down {run}")
 
 
-def new_record(scenario: str, python: str, installed: Installed, lp: LaunchPlan | None = None) -> record.StackRecord:
+def new_record(scenario: str, python: str, installed: Installed, lp: LaunchPlan | None = None,
+               stack: record.StackKind = "disaggregated") -> record.StackRecord:
+    # A regular stack moves no KV between servers: its record names no transfer backend.
+    backend = lp.backend if lp is not None and stack == "disaggregated" else None
     return record.StackRecord(scenario=scenario, stack_id=secrets.token_hex(16), boot_id=ownership.boot_id(),
                               python=python, python_version=installed.python_version, packages=installed.versions,
                               modules=installed.modules, engine=lp.engine if lp else None,
-                              transfer_backend=lp.backend if lp else None)
+                              transfer_backend=backend, stack=stack)
 
 
 def base_environment() -> dict[str, str]:

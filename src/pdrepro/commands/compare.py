@@ -1,0 +1,232 @@
+"""``pdrepro compare``: both configurations of a comparison scenario on this box, one after the other.
+
+Each configuration is an arm of the arms runner (pdrepro.arms, the one `pdrepro ab` uses): ``stack up --stack
+<its kind>`` into RUN/<configuration>, the sweep at the scenario's open-loop rate against that stack (``sweep
+--configuration NAME --out RUN``, which writes into the same folder), then ``stack down``, always. The
+disaggregated configuration runs first. RUN/arms-state.json says which arms are done; run again with the same
+options and --out, it starts at the first arm not done (the sweep itself skips what it finished). Once every
+arm is done the run is analysed and judged (``analyze``, ``check``).
+
+Several scenarios that share one launch (the rate 1.0 and 4.0 variants) can be given at once: each stack
+is then started once and swept once per scenario, each scenario into its own comparison run RUN/<scenario
+name>, which saves a GPU box one stack start per configuration and scenario.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+from .. import arms as runner
+from ..core import runfile
+from ..core.errors import UserError
+from ..launch.stack import record
+from ..launch.stack.regular import STACKS
+from ..pipeline import STOPPED
+from ..rundir.contract import write_json_atomic
+from ..rundir.layout import STACK_FILE
+from ..scenario.model import ComparisonScenario, load_scenario
+from ..sweep.config import is_disaggregated
+from . import run_command
+from .render import add_site_options, transfer_backend
+
+HELP = "run a comparison scenario's two configurations on this box, one after the other, and judge them"
+EXIT_BAD_INPUT = 2
+# Flags this command sets on the sweep itself (the arms runner sets the URLs, --configuration and --out).
+OWN_SWEEP_FLAGS = ("--scenario", "--model-path", "--dataset-path", "--bench-in-place", "--logs-from", "--no-analyze",
+                   *runner.OWN_SWEEP_FLAGS)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare", help=HELP, description=(
+        "For each configuration of a comparison scenario (the disaggregated one first): `pdrepro stack up "
+        "--stack KIND --out RUN/CONFIGURATION`, `pdrepro sweep --configuration CONFIGURATION --out RUN "
+        "--bench-in-place` against it, `pdrepro stack down`. Then `pdrepro analyze RUN` and `pdrepro check "
+        "RUN`. With several --scenario (sharing one launch), each stack is started once and swept once per "
+        "scenario, each into RUN/<scenario name>, then each of those is analysed and checked. "
+        "RUN/arms-state.json records the arms done: run it again with the same options to resume at the "
+        "first one not done. Exit status: 0 all done and the checks pass, 1 an arm's sweep or a check "
+        "failed, 2 bad input, 130/143 interrupted."))
+    p.add_argument("--scenario", required=True, action="append",
+                   help="shipped comparison scenario name or path to its YAML; repeat it to sweep several scenarios "
+                        "that share one launch (e.g. both rates) against each stack, each into RUN/<scenario name>")
+    p.add_argument("--out", required=True, type=Path, metavar="RUN", help="run directory (created; reused to resume)")
+    p.add_argument("--prefill-ip", help="this host's address, advertised by the servers (default 127.0.0.1)")
+    add_site_options(p)
+    p.add_argument("--start-timeout", type=float, metavar="SEC",
+                   help="seconds each server may take to come up (default: stack up's)")
+    p.add_argument("--sweep-args", metavar="WORDS",
+                   help='more `pdrepro sweep` flags, one shell-quoted string: --sweep-args="--wait-timeout 60"')
+    p.set_defaults(func=run)
+
+
+def _arms(scenario: ComparisonScenario) -> list[tuple[str, str]]:
+    """(configuration, stack kind), the disaggregated configuration first."""
+    names = list((scenario.reference.configurations if scenario.reference else {}) or {})
+    kinds = {name: STACKS[0] if is_disaggregated(name) else STACKS[1] for name in names}
+    stacks = scenario.launch.stacks if scenario.launch else ()
+    if sorted(kinds.values()) != sorted(STACKS) or not set(STACKS) <= set(stacks):
+        raise UserError(f"scenario {scenario.name}: `pdrepro compare` runs one disaggregated configuration (named "
+                        f"like 1P1D) and one regular one, with launch.stacks [{', '.join(STACKS)}]; it names "
+                        f"{', '.join(names) or 'none'} with launch.stacks {list(stacks)}")
+    return sorted(kinds.items(), key=lambda item: STACKS.index(item[1]))
+
+
+def _site_words(args) -> list[str]:
+    """The site options as `stack up` takes them."""
+    words: list[str] = []
+    for flag, value in (("--model", args.model), ("--dataset", args.dataset), ("--gpus", args.gpus),
+                        ("--prefill-ip", args.prefill_ip)):
+        if value is not None:
+            words += [flag, str(value)]
+    if args.mem_fraction is not None:
+        words += ["--mem-fraction", f"{args.mem_fraction:g}"]
+    words += [f"--server-arg={value}" for value in args.server_arg]
+    backend = transfer_backend(args)
+    if backend is not None:
+        words += ["--transfer-backend", backend]
+    if args.start_timeout is not None:
+        words += ["--start-timeout", f"{args.start_timeout:g}"]
+    return words
+
+
+def _sweep_extra(text: str | None) -> tuple[str, ...]:
+    try:
+        words = shlex.split(text or "")
+    except ValueError as exc:
+        raise UserError(f"--sweep-args {text!r}: {exc}; quote it as a shell would") from None
+    for word in words:
+        if word.split("=", 1)[0] in OWN_SWEEP_FLAGS:
+            raise UserError(f"--sweep-args sets {word.split('=', 1)[0]}, which `pdrepro compare` sets itself; leave it out")
+    return tuple(words)
+
+
+def _say(line: str) -> None:
+    print(f"== compare: {line}", flush=True)
+
+
+def _label(scenarios: list[ComparisonScenario]) -> str:
+    """The comparison a run folder holds: a resume must be of the same scenarios, settings included."""
+    return "comparison " + ", ".join(f"{s.name} {s.fingerprint[:16]}" for s in scenarios)
+
+
+# What one stack serves: scenarios that agree on these run against the same two stacks.
+STACK_KEYS = ("model", "parallel", "topology", "launch")
+
+
+def _load(given: list[str]) -> list[ComparisonScenario]:
+    scenarios = []
+    for name in given:
+        scenario = load_scenario(name)
+        if not isinstance(scenario, ComparisonScenario):
+            raise UserError(f"--scenario {name}: a {scenario.kind} scenario; `pdrepro compare` runs comparison "
+                            "scenarios (e.g. a10-qwen25-7b-onebox-rate1)")
+        scenarios.append(scenario)
+    first = scenarios[0]
+    for other in scenarios[1:]:
+        differ = [k for k in STACK_KEYS if first.to_dict().get(k) != other.to_dict().get(k)]
+        if differ or _arms(other) != _arms(first):
+            raise UserError(f"--scenario {other.name}: its {', '.join(differ) or 'configurations'} differ from "
+                            f"{first.name}'s, so one stack cannot serve both; run them with separate --out")
+    names = [s.name for s in scenarios]
+    if len(set(names)) != len(names) or set(names) & {c for c, _ in _arms(first)}:
+        raise UserError(f"--scenario: {', '.join(names)}: give each scenario once (its run is RUN/<scenario name>)")
+    return scenarios
+
+
+def _stage_runner(given: list[str], names: list[str], out: Path) -> Callable[[list[str]], int]:
+    """The stage runner the arms runner calls. With several scenarios, a sweep stage runs once per scenario
+    against the one stack, each into its own comparison run RUN/<scenario name>: a stack is started once per
+    configuration, not once per scenario. Every other stage runs as given."""
+    def cli(argv: list[str]) -> int:
+        if len(given) == 1 or argv[:1] != ["sweep"]:
+            return run_command(argv)
+        worst = 0
+        for scenario, name in zip(given, names):
+            words = list(argv)
+            words[words.index("--scenario") + 1] = scenario
+            words[len(words) - 1 - words[::-1].index("--out") + 1] = str(out / name)
+            _say(f"sweep {name} into {out / name}")
+            status = run_command(words)
+            if status in STOPPED or status == EXIT_BAD_INPUT:
+                return status
+            worst = max(worst, status)
+        return worst
+    return cli
+
+
+def _judge(run: Path) -> int:
+    _say(f"pdrepro analyze {run}")
+    analyzed = run_command(["analyze", str(run)])
+    if analyzed in STOPPED:
+        return analyzed
+    _say(f"pdrepro check {run}")
+    checked = run_command(["check", str(run)])
+    _say(f"report: {run / 'report.md'}")
+    return checked or (runner.EXIT_FAILED if analyzed else 0)
+
+
+def _keep_stack_records(out: Path, run: Path, configurations: list[str]) -> None:
+    """Each configuration's stack record beside that configuration's results in a scenario's run, as a
+    one-scenario run has it there (the report reads where each server ran from it)."""
+    for name in configurations:
+        source = out / name / STACK_FILE
+        if source.is_file():
+            write_json_atomic(run / name / STACK_FILE, runfile.read_json(source), indent=2)
+
+
+def _stop_leftovers(out: Path, configurations: list[str]) -> int:
+    """A run killed outright (SIGKILL, a lost machine) leaves its stack's record unstopped, and `stack up`
+    would refuse the folder: what such a record names is stopped first (`stack down` proves each process
+    this stack's before it signals it, and leaves anything else alone)."""
+    for name in configurations:
+        folder = out / name
+        if record.path(folder).is_file() and record.read(folder).stopped_at is None:
+            _say(f"{name}: an earlier run left its stack record unstopped; pdrepro stack down {folder}")
+            status = run_command(["stack", "down", str(folder)])
+            if status:
+                return status
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    scenarios = _load(args.scenario)
+    if not args.model or not args.dataset:
+        raise UserError("pass --model DIR and --dataset FILE: the servers load the model, the bench client reads its "
+                        "tokenizer and draws its prompts from the dataset (`pdrepro offline-model` makes both)")
+    if args.out.exists() and not args.out.is_dir():
+        raise UserError(f"--out {args.out}: is a file, not a run directory; give a folder (new, or a run to resume)")
+    extra = _sweep_extra(args.sweep_args)
+    # Absolute paths: the stages run from here, and a resume from another folder gives the same words.
+    model, dataset, out = (str(Path(p).expanduser().absolute()) for p in (args.model, args.dataset, args.out))
+    args.model, args.dataset = model, dataset
+    site = _site_words(args)
+    first = args.scenario[0]
+    configurations = _arms(scenarios[0])
+    arms = [runner.Arm(name=name, configuration=name,
+                       stack=("--stack", kind, "--scenario", first, *site),
+                       sweep=("--scenario", first, "--model-path", model, "--dataset-path", dataset,
+                              "--bench-in-place", "--logs-from", str(Path(out) / name / "logs"), "--no-analyze",
+                              *extra))
+            for name, kind in configurations]
+    names = [s.name for s in scenarios]
+    status = _stop_leftovers(Path(out), [c for c, _ in configurations])
+    if status:
+        return status
+    status = runner.run_arms(Path(out), _label(scenarios), arms, cli=_stage_runner(args.scenario, names, Path(out)),
+                             say=print)
+    if status:
+        _say(f"stopped with status {status}; run the same command again to resume at the configuration it reached")
+        return status if status == EXIT_BAD_INPUT or status in STOPPED else runner.EXIT_FAILED
+    if len(scenarios) == 1:
+        return _judge(Path(out))
+    worst = 0
+    for name in names:
+        _keep_stack_records(Path(out), Path(out) / name, [c for c, _ in configurations])
+        status = _judge(Path(out) / name)
+        if status in STOPPED:
+            return status
+        worst = max(worst, status)
+    return worst
