@@ -90,10 +90,8 @@ def _swap(words, addresses: dict[str, str]) -> list[str]:
 
 
 def launched_compose(out: Path, scenario: Scenario) -> Launched:
-    """Through the real compose CLI, from each node's env file."""
-    from composecli import REPO, config
-
-    from pdrepro.launch.targets import compose
+    """Through the real compose CLI, from each node's rendered compose file and env file."""
+    from composecli import config
 
     prefill, decode = node_ips(scenario)
     t = scenario.topology
@@ -103,8 +101,8 @@ def launched_compose(out: Path, scenario: Scenario) -> Launched:
     servers, router = {}, []
     for role, n in (("prefill", t.prefill.nodes), ("decode", t.decode.nodes)):
         for i in range(n):
-            env_file = out / (f"{role}.env" if single else f"{role}-{i}.env")
-            services = config(REPO / compose.COMPOSE_FILES[role], env_file)["services"]
+            stem = role if single else f"{role}-{i}"
+            services = config(out / f"{stem}.yaml", out / f"{stem}.env")["services"]
             svc = services[role]
             env = {k: v for k, v in svc["environment"].items() if v is not None and k != "PYTHONUNBUFFERED"}
             env = dict(zip(env, _swap(env.values(), addresses)))
