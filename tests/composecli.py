@@ -44,7 +44,8 @@ def compose_cmd() -> tuple[str, ...]:
     return cmd
 
 
-def run_config(compose_file: str | Path | list, env_file: str | Path, extra_env: dict | None = None) -> subprocess.CompletedProcess:
+def run_config(compose_file: str | Path | list, env_file: str | Path,
+               extra_env: dict | None = None) -> subprocess.CompletedProcess:
     """`compose config` of one compose file, or of a list of them (each later one an override)."""
     # A bare environment: shell variables would override the env file's values.
     env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}

@@ -231,7 +231,8 @@ def test_awkward_words_reach_the_server_unchanged(tmp_path):
 
 def test_env_file_sources_in_the_shell(tmp_path):
     out = _render(tmp_path, "--log-dir", "/var/log/pd repro")
-    shell = subprocess.run(["bash", "-c", f'set -a; . "{out}/decode.env"; printf "%s|%s|%s" "$LOG_DIR" "$DECODE_IP" "$ROUTER_PORT"'],
+    script = f'set -a; . "{out}/decode.env"; printf "%s|%s|%s" "$LOG_DIR" "$DECODE_IP" "$ROUTER_PORT"'
+    shell = subprocess.run(["bash", "-c", script],
                            capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
     assert shell.returncode == 0, shell.stderr
     assert shell.stdout == f"/var/log/pd repro|{DECODE_IP}|8000"

@@ -17,10 +17,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from composecli import REPO, compose_cmd
-from smokeimage import smoke_image
-
 import yaml
+from composecli import compose_cmd
+from smokeimage import smoke_image
 
 from pdrepro.cli import main
 from pdrepro.scenario.model import load_scenario
@@ -67,7 +66,9 @@ def _stack(tmp_path: Path, fail: bool):
     scenario = tmp_path / "scenario.yaml"
     scenario.write_text(yaml.safe_dump(data, sort_keys=False))
     deploy = tmp_path / "deploy"
-    assert main(["render", "--scenario", str(scenario), "--prefill-ip", "127.0.0.1", "--decode-ip", "127.0.0.1", "--gpus", ",".join(map(str, range(16))),
+    # One node (both addresses the same), so 16 GPU ids for the two TP-8 servers; only prefill starts here.
+    assert main(["render", "--scenario", str(scenario), "--prefill-ip", "127.0.0.1", "--decode-ip", "127.0.0.1",
+                 "--gpus", ",".join(map(str, range(16))),
                  "--model", str(tmp_path / "model"), "--dataset", str(tmp_path / "sharegpt.json"),
                  "--ib-devices", str(tmp_path / "ib_devices.json"), "--log-dir", str(tmp_path / "logs"),
                  "--memlock", str(8 * 2**20), "--out", str(deploy)]) == 0

@@ -112,7 +112,7 @@ def test_one_gpu_is_shared_with_a_memory_fraction_each(tmp_path):
     services = _config(out, onebox.COMPOSE_FILE)
     site = launch.Site(prefill_hosts=("127.0.0.1",), decode_hosts=("127.0.0.1",), model_path=str(model),
                        dataset_path=launch.DEFAULT_DATASET, ib_devices_file=None, gpus=(0,), image="unused",
-                       extra_server_args=("--attention-backend", "triton"), force_tcp=True)
+                       extra_server_args=("--attention-backend", "triton"), transfer_backend="mooncake_tcp")
     plan = launch.Plan(load_scenario(SCENARIO), site).launch_plan()
     (prefill,), (decode,) = plan.role("prefill")[0].servers, plan.role("decode")[0].servers
     for name, server in (("prefill", prefill), ("decode", decode)):

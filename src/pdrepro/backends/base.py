@@ -23,24 +23,34 @@ class TransportReading(Protocol):
 
 
 class TransferBackend(Protocol):
+    # Read-only members: the modules are frozen dataclasses.
     # The scenario's value (launch.transfer_backend) and the registry's key.
-    name: str
+    @property
+    def name(self) -> str: ...
     # For people: "Mooncake", "Mooncake over TCP", "NIXL (UCX)".
-    label: str
+    @property
+    def label(self) -> str: ...
     # The environment variables a scenario's launch.env may set for it, by prefix (MC_, UCX_).
-    env_prefixes: tuple[str, ...]
+    @property
+    def env_prefixes(self) -> tuple[str, ...]: ...
     # Variables the disaggregated stack must set for it (the published launch's own).
-    required_env: tuple[str, ...]
+    @property
+    def required_env(self) -> tuple[str, ...]: ...
     # What the launch plan sets for it, not the scenario (MC_FORCE_TCP=1 for Mooncake over TCP).
-    plan_env: Mapping[str, str]
+    @property
+    def plan_env(self) -> Mapping[str, str]: ...
     # Modules a server imports for it, and the distributions provenance records (first found names it).
-    modules: tuple[str, ...]
-    distributions: tuple[str, ...]
+    @property
+    def modules(self) -> tuple[str, ...]: ...
+    @property
+    def distributions(self) -> tuple[str, ...]: ...
     # What the engine's logged per-request transfer time measures with this backend: never compared across
     # backends, since each measures its own window.
-    timing: str
+    @property
+    def timing(self) -> str: ...
     # Whether this backend can only move KV over TCP (then the NIC witness does not apply).
-    tcp_only: bool
+    @property
+    def tcp_only(self) -> bool: ...
 
     def scan(self, role: str, text: str, env: Mapping[str, str] | None = None) -> TransportReading:
         """The transport from one server log's text; ``env`` is the server's environment where known."""

@@ -11,6 +11,7 @@ import os
 import shlex
 from pathlib import Path
 
+from .. import backends
 from ..core.errors import UserError
 from ..launch import plan as launch
 from ..launch.filewrite import write_file
@@ -24,6 +25,8 @@ HELP = "write a scenario's launch for a target (compose env files per node, Kube
 # (which starts what `render --target onebox --launcher host` prints); the cluster targets place the published run.
 ONEBOX_SCENARIO = "onebox-qwen25-0.5b"
 PUBLISHED_SCENARIO = "h20-qwen3-235b-1p1d"
+# What --force-tcp stands for: the backend that moves KV over TCP only.
+TCP_BACKEND = next(n for n in backends.names() if backends.backend(n).tcp_only)
 
 
 def default_scenario(target: str) -> str:
@@ -86,8 +89,24 @@ def add_site_options(p) -> None:
     p.add_argument("--server-arg", action="append", default=[], metavar="'FLAG [VALUE]'",
                    help="extra flags appended to every server's argv, e.g. --server-arg='--attention-backend triton' "
                         "(repeatable; split like a shell line)")
+    p.add_argument("--transfer-backend", choices=backends.names(), metavar="NAME",
+                   help="the KV transfer backend the servers run, overriding the scenario's launch.transfer_backend: "
+                        + ", ".join(f"{n} ({backends.backend(n).label})" for n in backends.names()))
     p.add_argument("--force-tcp", action="store_true",
-                   help="one box: MC_FORCE_TCP=1 in the servers' environment (Mooncake moves KV over TCP only when told so)")
+                   help=f"one box: the same as --transfer-backend {TCP_BACKEND} (KV over TCP only, also with RDMA "
+                        "devices present)")
+
+
+def transfer_backend(args) -> str | None:
+    """The site's backend from --transfer-backend and its alias --force-tcp (one setting); None keeps the
+    scenario's launch.transfer_backend."""
+    chosen = getattr(args, "transfer_backend", None)
+    if getattr(args, "force_tcp", False):
+        if chosen not in (None, TCP_BACKEND):
+            raise UserError(f"--force-tcp and --transfer-backend {chosen}: --force-tcp means --transfer-backend "
+                            f"{TCP_BACKEND}; give one of them")
+        return TCP_BACKEND
+    return chosen
 
 
 def _fraction(text: str) -> float:
@@ -167,7 +186,8 @@ def build_site(args, scenario, prefill_hosts: tuple[str, ...], decode_hosts: tup
     return launch.Site(
         prefill_hosts=prefill_hosts, decode_hosts=decode_hosts, model_path=model_path, dataset_path=dataset,
         ib_devices_file=ib_devices, gpus=gpus, image=siteinput.gpu_image(), log_dir=args.log_dir, memlock=args.memlock,
-        mem_fraction=args.mem_fraction, extra_server_args=_server_args(args.server_arg), force_tcp=args.force_tcp,
+        mem_fraction=args.mem_fraction, extra_server_args=_server_args(args.server_arg),
+        transfer_backend=transfer_backend(args),
     )
 
 
@@ -191,7 +211,10 @@ def run(args) -> int:
     scenario = load_scenario(args.scenario)
     if args.target != "onebox":
         # Clusters have RDMA and their schedulers; the host launcher and TCP are for one box.
-        for given, option in ((args.force_tcp, "--force-tcp"), (args.launcher != "compose", "--launcher host")):
+        chosen = transfer_backend(args)
+        tcp = "--force-tcp" if args.force_tcp else f"--transfer-backend {chosen}"
+        for given, option in ((chosen is not None and backends.backend(chosen).tcp_only, tcp),
+                              (args.launcher != "compose", "--launcher host")):
             if given:
                 raise UserError(f"{option}: only the one-box target takes it; use --target onebox or drop the option")
     target = TARGETS[args.target]

@@ -7,20 +7,35 @@ from typing import Protocol
 
 
 class ServingEngine(Protocol):
-    name: str                      # the scenario's launch.engine and the registry's key
-    label: str                     # for people: "SGLang"
+    # Read-only members: the modules are frozen dataclasses.
+    # The scenario's launch.engine and the registry's key; for people: "SGLang".
+    @property
+    def name(self) -> str: ...
+    @property
+    def label(self) -> str: ...
     # The transfer backends it can run, each with the value its server flag takes.
-    backend_flags: Mapping[str, str]
-    server_module: str
-    router_module: str
-    bench_module: str
+    @property
+    def backend_flags(self) -> Mapping[str, str]: ...
+    @property
+    def server_module(self) -> str: ...
+    @property
+    def router_module(self) -> str: ...
+    @property
+    def bench_module(self) -> str: ...
     # Paths a worker / the router answer when healthy, tried in order; the server's own arguments.
-    worker_health_paths: tuple[str, ...]
-    router_health_paths: tuple[str, ...]
-    info_path: str
+    @property
+    def worker_health_paths(self) -> tuple[str, ...]: ...
+    @property
+    def router_health_paths(self) -> tuple[str, ...]: ...
+    @property
+    def info_path(self) -> str: ...
     # The variable that tells a server the address it advertises to its peers.
-    host_ip_env: str
+    @property
+    def host_ip_env(self) -> str: ...
     # Environment variables of its own a scenario may set (by prefix) and provenance records.
-    env_prefixes: tuple[str, ...]
-    modules: tuple[str, ...]
-    distributions: tuple[str, ...]
+    @property
+    def env_prefixes(self) -> tuple[str, ...]: ...
+    @property
+    def modules(self) -> tuple[str, ...]: ...
+    @property
+    def distributions(self) -> tuple[str, ...]: ...

@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 class SGLang:
     name: str = "sglang"
     label: str = "SGLang"
+    # Mooncake over TCP runs as `mooncake` with MC_FORCE_TCP=1 from the backend's plan_env: SGLang's own
+    # mooncake_tcp sets the same variable, and the recorded one-box runs started with this argv.
     backend_flags: Mapping[str, str] = field(default_factory=lambda: {
-        "mooncake": "mooncake", "mooncake_tcp": "mooncake_tcp", "nixl": "nixl"})
+        "mooncake": "mooncake", "mooncake_tcp": "mooncake", "nixl": "nixl"})
     server_module: str = "sglang.launch_server"
     router_module: str = "sglang_router.launch_router"
     bench_module: str = "sglang.benchmark.serving"

@@ -12,8 +12,11 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, replace
 
+from .. import backends, engines
+from ..backends import TransferBackend
 from ..core.errors import UserError
 from ..core.roles import SERVER_ROLES, Role, RoleSpec, ServerPorts
+from ..engines import ServingEngine
 from ..rundir import server_log_name
 from ..scenario.launch_section import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, Launch
 from ..scenario.model import Scenario
@@ -55,8 +58,8 @@ class Site:
     mem_fraction: float | None = None
     # Appended to every server's argv after the scenario's own (e.g. kernel backends a site's wheels allow).
     extra_server_args: tuple[str, ...] = ()
-    # MC_FORCE_TCP=1 in the servers' environment: Mooncake uses TCP only when told so.
-    force_tcp: bool = False
+    # The site's KV transfer backend (--transfer-backend, --force-tcp), over the scenario's; None keeps the scenario's.
+    transfer_backend: str | None = None
     # The interpreter in every argv: the image's `python` on PATH, or the host launcher's own.
     python: str = PYTHON
 
@@ -109,6 +112,9 @@ class LaunchPlan:
     nodes: tuple[NodeLaunch, ...]
     router_port: int
     router_argv: tuple[str, ...]
+    # The registry names of the serving engine and the transfer backend the servers run.
+    engine: str = ""
+    backend: str = ""
 
     def role(self, role: str) -> tuple[NodeLaunch, ...]:
         return tuple(n for n in self.nodes if n.role == role)
@@ -128,6 +134,8 @@ class Plan:
         self.launch: Launch = scenario.launch
         self.topology = scenario.topology
         self.site = site
+        self.engine: ServingEngine = engines.engine(self.launch.engine)
+        self.backend: TransferBackend = backends.backend(site.transfer_backend or self.launch.transfer_backend)
         self._check_compose_can_express()
         self._gpus: dict[tuple[str, int, int], tuple[int, ...]] = {}
         self.shared_gpu = False
@@ -144,6 +152,15 @@ class Plan:
             gpus = self._allocate(regular)
             self.regular_gpus = (gpus["regular", 0, 0], gpus["regular", 1, 0])
         self.mem_fraction = self._mem_fraction()
+
+    @property
+    def backend_flag(self) -> str:
+        """The value the engine's server takes for the chosen backend."""
+        flags = self.engine.backend_flags
+        if self.backend.name not in flags:
+            raise UserError(f"{self.backend.name}: {self.engine.label} cannot run this transfer backend; "
+                            f"use one of: {', '.join(flags)}")
+        return flags[self.backend.name]
 
     @property
     def disaggregated(self) -> bool:
@@ -283,14 +300,14 @@ class Plan:
         return [*self._server_common(ports.server, self.tp(Role.PREFILL)),
                 "--disaggregation-mode", "prefill",
                 "--disaggregation-bootstrap-port", str(ports.bootstrap),
-                "--disaggregation-transfer-backend", self.launch.transfer_backend,
+                "--disaggregation-transfer-backend", self.backend_flag,
                 *self._ib_device(),
                 *self._server_tail()]
 
     def decode_argv(self, server: int = 0) -> list[str]:
         return [*self._server_common(self._ports(Role.DECODE, server).server, self.tp(Role.DECODE)),
                 "--disaggregation-mode", "decode",
-                "--disaggregation-transfer-backend", self.launch.transfer_backend,
+                "--disaggregation-transfer-backend", self.backend_flag,
                 *self._ib_device(),
                 *self._server_tail()]
 
@@ -337,8 +354,7 @@ class Plan:
         env = {"SGLANG_HOST_IP": self.hosts(role)[instance]}
         env.update({k: self.launch.env[k] for k in LAUNCH_ENV_FIXED})
         env.update({k: v for k, v in self.launch.env.items() if k in LAUNCH_ENV_TUNABLES})
-        if self.site.force_tcp:
-            env["MC_FORCE_TCP"] = "1"
+        env.update(self.backend.plan_env)
         env.update(self.gpu_env(self._gpus[role, instance, server]))
         return env
 
@@ -362,7 +378,8 @@ class Plan:
                         position=node * per_node + k))
                 nodes.append(NodeLaunch(name=f"{role}-{node}", role=role.value, index=node, host=host, servers=tuple(servers)))
         return LaunchPlan(scenario=self.scenario.name, topology=self.topology.label, nodes=tuple(nodes),
-                          router_port=self.launch.ports.router, router_argv=tuple(self.router_argv()))
+                          router_port=self.launch.ports.router, router_argv=tuple(self.router_argv()),
+                          engine=self.engine.name, backend=self.backend.name)
 
 
 def shell_line(env: dict[str, str], argv: list[str] | tuple[str, ...]) -> str:

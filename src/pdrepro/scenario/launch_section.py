@@ -20,6 +20,8 @@ PORT = Annotated[int, IntBounds(1, 65535)]
 # Each Literal is the field's type; the tuple of its values derives from it.
 Stack = Literal["disaggregated", "regular"]
 STACKS: tuple[str, ...] = get_args(Stack)
+Engine = Literal["sglang"]
+TransferBackendName = Literal["mooncake", "mooncake_tcp", "nixl"]
 RouterPolicy = Literal["round_robin", "random", "cache_aware", "power_of_two"]
 ROUTER_POLICIES: tuple[str, ...] = get_args(RouterPolicy)
 # The environment the compose files hand to the servers. The first two are set
@@ -74,7 +76,10 @@ class Launch(Record):
     disable_radix_cache: Flag
     trust_remote_code: Flag
     enable_request_time_stats_logging: Flag
-    transfer_backend: Literal["mooncake"] = "mooncake"
+    # The serving engine and the KV transfer backend, each a module picked from its registry (engines,
+    # backends); tests/scenario holds these Literals equal to the registries' names.
+    engine: Engine = "sglang"
+    transfer_backend: TransferBackendName = "mooncake"
     enable_metrics: Flag = False
     # TP of each regular instance; unset means parallel.prefill_tp.
     regular_tp: Annotated[int, IntBounds(1, 64)] | None = None

@@ -44,7 +44,7 @@ TRANSPORTS: tuple[str, ...] = get_args(Transport)
 # at that value they stay out of the fingerprint, so those runs' recorded fingerprints still hold.
 _FINGERPRINT_NEUTRAL = {"transport": "rdma", "pins_match": "gate"}
 # Launch keys added later, likewise left out at their default (unset), so older runs keep their fingerprint.
-_LAUNCH_FINGERPRINT_NEUTRAL = {"shared_gpu_mem_fraction": None}
+_LAUNCH_FINGERPRINT_NEUTRAL = {"shared_gpu_mem_fraction": None, "engine": "sglang"}
 
 class Scenario(Record):
     """What every kind of scenario holds; a file is one of its kinds (``KvSweepScenario``,

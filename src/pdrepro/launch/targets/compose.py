@@ -20,7 +20,7 @@ from ...scenario import site as siteinput
 from ...scenario.model import Scenario
 from ..plan import DEFAULT_START_PERIOD, LaunchPlan, Plan, ServerLaunch, shell_line
 from .base import Hosts, Rendered
-from .composefile import ComposeFile, Service, engine_of, file_text
+from .composefile import ComposeFile, Service, file_text
 
 PROJECTS = {"prefill": "pdrepro-prefill", "decode": "pdrepro-decode", "regular": "pdrepro-regular"}
 
@@ -132,13 +132,13 @@ def format_env_file(name: str, rows: Rows, scenario: Scenario) -> str:
 
 def server_service(plan: Plan, server: ServerLaunch, name: str, container: str, **kw) -> Service:
     return Service(name=name, container=container, argv=server.argv, port=server.port, env=dict(server.env),
-                   health_path=engine_of(plan).worker_health_paths[0], log=server.log_name, **kw)
+                   health_path=plan.engine.worker_health_paths[0], log=server.log_name, **kw)
 
 
 def router_service(plan: Plan, argv: tuple[str, ...] | list[str], name: str, container: str,
                    depends_on: tuple[str, ...]) -> Service:
     return Service(name=name, container=container, argv=tuple(argv), port=plan.launch.ports.router,
-                   health_path=engine_of(plan).router_health_paths[0], log=f"{name}.log", depends_on=depends_on,
+                   health_path=plan.engine.router_health_paths[0], log=f"{name}.log", depends_on=depends_on,
                    router=True)
 
 
@@ -172,7 +172,7 @@ def _regular_file(plan: Plan, out: str) -> str:
     for i, port in enumerate(plan.launch.ports.regular):
         name = f"regular-{i + 1}"
         services.append(Service(name=name, container=f"pdrepro-{name}", argv=tuple(plan.regular_argv(i)), port=port,
-                                env=plan.server_env("regular", i), health_path=engine_of(plan).worker_health_paths[0],
+                                env=plan.server_env("regular", i), health_path=plan.engine.worker_health_paths[0],
                                 log=f"{name}.log", mounts=mounts))
     # Only the instance that always shares its node is a compose dependency; the router's health check covers both.
     services.append(router_service(plan, plan.regular_router_argv(), "regular-router", "pdrepro-regular-router",

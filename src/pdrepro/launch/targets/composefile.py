@@ -12,16 +12,10 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
-from ...engines import ServingEngine, engine, names
 from ..plan import DEFAULT_START_PERIOD, Plan
 from .templating import compose_list, compose_map, compose_str, fill
 
 INFINIBAND = "/dev/infiniband:/dev/infiniband"
-
-
-def engine_of(plan: Plan) -> ServingEngine:
-    """The scenario's serving engine (the registry's only one while scenarios name none)."""
-    return engine(getattr(plan.launch, "engine", None) or names()[0])
 
 
 @dataclass(frozen=True)

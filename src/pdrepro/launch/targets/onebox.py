@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from ...backends import backend
 from ...core.errors import UserError
 from ...scenario import site as siteinput
 from ...scenario.model import Scenario
@@ -51,7 +50,7 @@ def env_rows(plan: Plan) -> Rows:
 
 def rdma_capable(plan: Plan) -> bool:
     """Whether the scenario's transfer backend may use RDMA devices (then the override is written)."""
-    return not backend(plan.launch.transfer_backend).tcp_only
+    return not plan.backend.tcp_only
 
 
 def compose_text(plan: Plan, out: str) -> str:
