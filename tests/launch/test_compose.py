@@ -52,8 +52,6 @@ def _mounts(service: dict) -> dict:
     return {v["target"]: v for v in service["volumes"]}
 
 
-# ---- wiring, with the example env file ---------------------------------------
-
 # ---- wiring ------------------------------------------------------------------
 
 @pytest.mark.parametrize("role", ["prefill", "decode"])
