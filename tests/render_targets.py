@@ -50,6 +50,8 @@ VARIANTS = {
     # One GPU shared by both servers, with the extras and the TCP switch a box without RDMA uses.
     "onebox-onegpu": ("onebox", ["--gpus", "0", "--force-tcp", "--server-arg=--attention-backend triton",
                                  "--server-arg=--enable-metrics"]),
+    # The same box with NIXL as the transfer backend: the files every backend renders through the one plan.
+    "onebox-nixl": ("onebox", ["--transfer-backend", "nixl"]),
 }
 
 
