@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from .. import backends, engines
 from ..core.errors import UserError
 from ..launch import plan as launch
 from ..launch.stack import interrupt, lock, ownership, procs, proof, ready, record
@@ -129,11 +130,12 @@ def run_up(args) -> int:
 def _up_locked(args, run: RunDir, lp, plan_steps, scenario: str) -> int:
     launcher.check_no_live_stack(run.root)
     base = launcher.base_environment()
-    installed = probe(sys.executable, launcher.child_env(plan_steps[0], base)[0])
+    installed = probe(sys.executable, launcher.child_env(plan_steps[0], base)[0], engines.engine(lp.engine),
+                      backends.backend(lp.backend))
     print(f"stack up: {installed.line()} ({sys.executable})", flush=True)
     host = lp.servers[0].host
     launcher.check_free(plan_steps, host)
-    starter = launcher.Launcher(run, launcher.new_record(scenario, sys.executable, installed),
+    starter = launcher.Launcher(run, launcher.new_record(scenario, sys.executable, installed, lp),
                                 start_budget_s=args.start_timeout, poll_s=args.poll, grace_s=args.grace,
                                 progress_every_s=args.progress_every)
     with interrupt.unwinding():

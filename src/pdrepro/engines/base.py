@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from .spec import RouterSpec, ServerSpec
+
 
 class ServingEngine(Protocol):
     # Read-only members: the modules are frozen dataclasses.
@@ -39,3 +41,14 @@ class ServingEngine(Protocol):
     def modules(self) -> tuple[str, ...]: ...
     @property
     def distributions(self) -> tuple[str, ...]: ...
+    @property
+    def mem_fraction_flag(self) -> str: ...
+
+    def server_argv(self, spec: ServerSpec) -> list[str]:
+        """One server's argv: the interpreter, the engine's server module and its flags."""
+
+    def server_extras(self, spec: ServerSpec) -> list[str]:
+        """The tail of server_argv after the engine's fixed flags: the scenario's and the site's extras."""
+
+    def router_argv(self, spec: RouterSpec) -> list[str]:
+        """The router's argv, disaggregated (spec.workers) or regular (spec.urls)."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .spec import RouterSpec, ServerSpec
+
 
 @dataclass(frozen=True)
 class SGLang:
@@ -26,6 +28,51 @@ class SGLang:
     env_prefixes: tuple[str, ...] = ("SGLANG_",)
     modules: tuple[str, ...] = ("sglang.launch_server", "sglang_router.launch_router")
     distributions: tuple[str, ...] = ("sglang", "sglang-router")
+    # The server flag that takes a fraction of the GPU memory; the plan refuses it twice.
+    mem_fraction_flag: str = "--mem-fraction-static"
+
+    def server_argv(self, spec: ServerSpec) -> list[str]:
+        """The published launch's flags (compose/*.yaml show the same), then the role's, then the extras."""
+        argv = [spec.python, "-m", self.server_module,
+                "--model-path", spec.model_path,
+                "--host", "0.0.0.0", "--port", str(spec.port),
+                "--tp-size", str(spec.tp),
+                "--dtype", spec.dtype,
+                "--trust-remote-code",
+                "--stream-interval", str(spec.stream_interval),
+                "--chunked-prefill-size", str(spec.chunked_prefill_size),
+                "--disable-radix-cache"]
+        if spec.mode is not None:
+            argv += ["--disaggregation-mode", spec.mode]
+            if spec.bootstrap_port is not None:
+                argv += ["--disaggregation-bootstrap-port", str(spec.bootstrap_port)]
+            if spec.backend is not None:
+                argv += ["--disaggregation-transfer-backend", self.backend_flags[spec.backend]]
+            if spec.ib_devices_file is not None:
+                argv += ["--disaggregation-ib-device", spec.ib_devices_file]
+        return [*argv, "--enable-request-time-stats-logging", *self.server_extras(spec)]
+
+    def server_extras(self, spec: ServerSpec) -> list[str]:
+        """The argv's tail after the published flags (compose files pass it as one variable)."""
+        extra = list(spec.extra_args)
+        if spec.metrics and "--enable-metrics" not in extra:
+            extra.append("--enable-metrics")
+        if spec.mem_fraction is not None:
+            extra += [self.mem_fraction_flag, f"{spec.mem_fraction:g}"]
+        return extra + list(spec.site_args)
+
+    def router_argv(self, spec: RouterSpec) -> list[str]:
+        argv = [spec.python, "-m", self.router_module, "--host", "0.0.0.0", "--port", str(spec.port)]
+        if spec.workers:
+            argv.append("--pd-disaggregation")
+            for worker in spec.workers:
+                argv += [f"--{worker.role}", worker.url]
+                if worker.bootstrap_port is not None:
+                    # A prefill server's bootstrap port must be given: without it the router assumes none.
+                    argv.append(str(worker.bootstrap_port))
+        else:
+            argv += ["--worker-urls", *spec.urls]
+        return argv + ["--policy", spec.policy]
 
 
 ENGINE = SGLang()

@@ -17,14 +17,14 @@ from ..backends import TransferBackend
 from ..core.errors import UserError
 from ..core.roles import SERVER_ROLES, Role, RoleSpec, ServerPorts
 from ..engines import ServingEngine
+from ..engines.spec import RouterSpec, ServerSpec, Worker
 from ..rundir import server_log_name
-from ..scenario.launch_section import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES, Launch
+from ..scenario import launch_env
+from ..scenario.launch_section import Launch
 from ..scenario.model import Scenario
 
 # As in the published commands; the GPU image puts its venv's python first on PATH.
 PYTHON = "python"
-SERVER_MODULE = "sglang.launch_server"
-ROUTER_MODULE = "sglang_router.launch_router"
 
 # Where things are on a node unless the operator says otherwise. They are
 # written into the env files so that each node's compose reads one value.
@@ -136,6 +136,10 @@ class Plan:
         self.site = site
         self.engine: ServingEngine = engines.engine(self.launch.engine)
         self.backend: TransferBackend = backends.backend(site.transfer_backend or self.launch.transfer_backend)
+        if self.disaggregated and self.backend.name != self.launch.transfer_backend:
+            # The scenario was checked for its own backend; the site's may require other variables.
+            launch_env.missing(self.launch.env, self.backend, f"scenario {scenario.name}: launch.env",
+                               f"--transfer-backend {self.backend.name}")
         self._check_compose_can_express()
         self._gpus: dict[tuple[str, int, int], tuple[int, ...]] = {}
         self.shared_gpu = False
@@ -156,11 +160,14 @@ class Plan:
     @property
     def backend_flag(self) -> str:
         """The value the engine's server takes for the chosen backend."""
+        self._check_backend_flag()
+        return self.engine.backend_flags[self.backend.name]
+
+    def _check_backend_flag(self) -> None:
         flags = self.engine.backend_flags
         if self.backend.name not in flags:
-            raise UserError(f"{self.backend.name}: {self.engine.label} cannot run this transfer backend; "
+            raise UserError(f"transfer backend {self.backend.name}: {self.engine.label} cannot run it; "
                             f"use one of: {', '.join(flags)}")
-        return flags[self.backend.name]
 
     @property
     def disaggregated(self) -> bool:
@@ -260,85 +267,57 @@ class Plan:
                                 "memory with --mem-fraction (e.g. 0.30), or list one GPU per server")
         else:
             return None
-        given = [a for a in (*self.launch.extra_server_args, *self.site.extra_server_args)
-                 if a.split("=", 1)[0] == "--mem-fraction-static"]
+        flag = self.engine.mem_fraction_flag
+        given = [a for a in (*self.launch.extra_server_args, *self.site.extra_server_args) if a.split("=", 1)[0] == flag]
         if given:
-            raise UserError(f"--mem-fraction-static is given in the extra server args and as a fraction ({fraction}); "
+            raise UserError(f"{flag} is given in the extra server args and as a fraction ({fraction}); "
                             "give it once, with --mem-fraction")
         return fraction
 
-    # ---- argv -----------------------------------------------------------
-    def _server_common(self, port: int, tp: int) -> list[str]:
+    # ---- argv: the engine's module spells it --------------------------------
+    def _server_spec(self, port: int, tp: int, mode: str | None = None, bootstrap: int | None = None) -> ServerSpec:
         launch = self.launch
-        return [self.site.python, "-m", SERVER_MODULE,
-                "--model-path", self.site.model_path,
-                "--host", "0.0.0.0", "--port", str(port),
-                "--tp-size", str(tp),
-                "--dtype", self.scenario.model.dtype,
-                "--trust-remote-code",
-                "--stream-interval", str(launch.stream_interval),
-                "--chunked-prefill-size", str(launch.chunked_prefill_size),
-                "--disable-radix-cache"]
-
-    def _server_tail(self) -> list[str]:
-        return ["--enable-request-time-stats-logging", *self.extra_server_args]
+        return ServerSpec(
+            python=self.site.python, model_path=self.site.model_path, port=port, tp=tp, dtype=self.scenario.model.dtype,
+            stream_interval=launch.stream_interval, chunked_prefill_size=launch.chunked_prefill_size, mode=mode,
+            bootstrap_port=bootstrap, backend=None if mode is None else self.backend.name,
+            ib_devices_file=None if mode is None else self.site.ib_devices_file, metrics=launch.enable_metrics,
+            mem_fraction=self.mem_fraction, extra_args=launch.extra_server_args, site_args=self.site.extra_server_args)
 
     @property
     def extra_server_args(self) -> list[str]:
-        extra = list(self.launch.extra_server_args)
-        if self.launch.enable_metrics and "--enable-metrics" not in extra:
-            extra.append("--enable-metrics")
-        if self.mem_fraction is not None:
-            extra += ["--mem-fraction-static", f"{self.mem_fraction:g}"]
-        return extra + list(self.site.extra_server_args)
-
-    def _ib_device(self) -> list[str]:
-        return [] if self.site.ib_devices_file is None else ["--disaggregation-ib-device", self.site.ib_devices_file]
+        """Every server's argv tail: the scenario's and the site's extras, as the engine appends them."""
+        return self.engine.server_extras(self._server_spec(0, 1))
 
     def prefill_argv(self, server: int = 0) -> list[str]:
+        self._check_backend_flag()
         ports = self._ports(Role.PREFILL, server)
-        return [*self._server_common(ports.server, self.tp(Role.PREFILL)),
-                "--disaggregation-mode", "prefill",
-                "--disaggregation-bootstrap-port", str(ports.bootstrap),
-                "--disaggregation-transfer-backend", self.backend_flag,
-                *self._ib_device(),
-                *self._server_tail()]
+        return self.engine.server_argv(self._server_spec(ports.server, self.tp(Role.PREFILL), Role.PREFILL.value,
+                                                         ports.bootstrap))
 
     def decode_argv(self, server: int = 0) -> list[str]:
-        return [*self._server_common(self._ports(Role.DECODE, server).server, self.tp(Role.DECODE)),
-                "--disaggregation-mode", "decode",
-                "--disaggregation-transfer-backend", self.backend_flag,
-                *self._ib_device(),
-                *self._server_tail()]
+        self._check_backend_flag()
+        port = self._ports(Role.DECODE, server).server
+        return self.engine.server_argv(self._server_spec(port, self.tp(Role.DECODE), Role.DECODE.value))
 
     def router_argv(self) -> list[str]:
-        workers: list[str] = []
-        for role in SERVER_ROLES:
-            for host in self.hosts(role):
-                for k in range(self.role_nodes(role).servers_per_node):
-                    ports = self._ports(role, k)
-                    workers += [f"--{role}", url(host, ports.server)]
-                    if ports.bootstrap is not None:
-                        # A prefill server's bootstrap port must be given: without it the router assumes none.
-                        workers.append(str(ports.bootstrap))
-        return [self.site.python, "-m", ROUTER_MODULE,
-                "--host", "0.0.0.0", "--port", str(self.launch.ports.router),
-                "--pd-disaggregation", *workers,
-                "--policy", self.launch.router_policy]
+        workers = tuple(Worker(role.value, url(host, ports.server), ports.bootstrap)
+                        for role in SERVER_ROLES
+                        for host in self.hosts(role)
+                        for ports in (self._ports(role, k) for k in range(self.role_nodes(role).servers_per_node)))
+        return self.engine.router_argv(RouterSpec(self.site.python, self.launch.ports.router, self.launch.router_policy,
+                                                  workers=workers))
 
     def regular_ips(self) -> tuple[str, str]:
         return self.site.prefill_hosts[0], self.site.decode_hosts[0]
 
     def regular_argv(self, index: int) -> list[str]:
-        return [*self._server_common(self.launch.ports.regular[index], self.regular_tp), *self._server_tail()]
+        return self.engine.server_argv(self._server_spec(self.launch.ports.regular[index], self.regular_tp))
 
     def regular_router_argv(self) -> list[str]:
         ports = self.launch.ports
-        urls = [url(ip, port) for ip, port in zip(self.regular_ips(), ports.regular)]
-        return [self.site.python, "-m", ROUTER_MODULE,
-                "--host", "0.0.0.0", "--port", str(ports.router),
-                "--worker-urls", *urls,
-                "--policy", self.launch.router_policy]
+        urls = tuple(url(ip, port) for ip, port in zip(self.regular_ips(), ports.regular))
+        return self.engine.router_argv(RouterSpec(self.site.python, ports.router, self.launch.router_policy, urls=urls))
 
     # ---- environment ----------------------------------------------------
     @staticmethod
@@ -351,9 +330,9 @@ class Plan:
         is the node (or the regular instance), ``server`` the server on it."""
         if role == "regular":
             return self.gpu_env(self.regular_gpus[instance])
-        env = {"SGLANG_HOST_IP": self.hosts(role)[instance]}
-        env.update({k: self.launch.env[k] for k in LAUNCH_ENV_FIXED})
-        env.update({k: v for k, v in self.launch.env.items() if k in LAUNCH_ENV_TUNABLES})
+        env = {self.engine.host_ip_env: self.hosts(role)[instance]}
+        env.update({k: self.launch.env[k] for k in self.backend.required_env})
+        env.update(launch_env.server_env(self.launch.env, self.engine, self.backend))
         env.update(self.backend.plan_env)
         env.update(self.gpu_env(self._gpus[role, instance, server]))
         return env

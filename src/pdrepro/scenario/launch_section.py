@@ -14,6 +14,7 @@ from pydantic import Field
 
 from ..core.errors import UserError
 from ..core.strictmodel import Flag, IntBounds, NumberBounds, Record
+from . import launch_env
 
 PORT = Annotated[int, IntBounds(1, 65535)]
 
@@ -24,9 +25,9 @@ Engine = Literal["sglang"]
 TransferBackendName = Literal["mooncake", "mooncake_tcp", "nixl"]
 RouterPolicy = Literal["round_robin", "random", "cache_aware", "power_of_two"]
 ROUTER_POLICIES: tuple[str, ...] = get_args(RouterPolicy)
-# The environment the compose files hand to the servers. The first two are set
-# by the published launch; the rest are optional tunables the compose files
-# pass through only when set, so an unset one keeps the upstream default.
+# The environment the compose files hand to the servers (until they render ServerLaunch.env, the plan's):
+# the first two are Mooncake's required_env; the rest are optional tunables the compose files pass through
+# only when set, so an unset one keeps the upstream default. What a scenario may set is launch_env's rule.
 LAUNCH_ENV_FIXED = ("MOONCAKE_PROTOCOL", "WITH_NVIDIA_PEERMEM")
 LAUNCH_ENV_TUNABLES = (
     "MC_SLICE_SIZE", "MC_NUM_QP_PER_EP", "MC_RETRY_CNT", "MC_MAX_WR", "MC_WORKERS_PER_CTX",
@@ -101,23 +102,13 @@ class Launch(Record):
             if len({p.prefill, p.decode, p.bootstrap, p.router}) != 4:
                 raise UserError(f"{source}: launch.ports prefill, decode, bootstrap and router must differ "
                                 "(they may share one host)")
-            absent = [k for k in LAUNCH_ENV_FIXED if k not in self.env]
-            if absent:
-                raise UserError(f"{source}: launch.env.{absent[0]} is missing; "
-                                f"the disaggregated stack sets {' and '.join(LAUNCH_ENV_FIXED)}")
         if "regular" in self.stacks and (len(p.regular) != 2 or len({*p.regular, p.router}) != 3):
             raise UserError(f"{source}: launch.ports.regular must list two ports, "
                             "different from each other and from the router's")
-        allowed = LAUNCH_ENV_FIXED + LAUNCH_ENV_TUNABLES
+        launch_env.check(self.env, self.engine, self.transfer_backend, source, "disaggregated" in self.stacks)
         for key, value in self.env.items():
             if key.endswith("_TIMEOUT") and not _positive_number(value):
                 raise UserError(f"{source}: launch.env.{key} is {value!r}; give a timeout in seconds above 0")
-        unknown = sorted(set(self.env) - set(allowed))
-        if unknown:
-            raise UserError(
-                f"{source}: launch.env.{unknown[0]} is not passed to the servers by the compose files; "
-                f"use one of: {', '.join(allowed)}"
-            )
 
 
 def _positive_number(value: str) -> bool:

@@ -5,13 +5,19 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from ...backends import TransferBackend
 from ...core.errors import UserError
+from ...engines import ServingEngine
 from ...host.tools import ToolFailed, ToolMissing, capture
 
-MODULES = ("sglang.launch_server", "sglang_router.launch_router", "mooncake.engine")
-# The Mooncake engine comes as one of these (or a build of the pin, which names itself the first).
-MOONCAKE_DISTRIBUTIONS = ("mooncake-transfer-engine", "mooncake-transfer-engine-cuda13", "mooncake-transfer-engine-non-cuda")
-DISTRIBUTIONS = ("sglang", "sglang-router", *MOONCAKE_DISTRIBUTIONS, "torch")
+# Besides the engine's and the backend's own: the framework every server runs on.
+FRAMEWORK = ("torch",)
+
+
+def wanted(engine: ServingEngine, backend: TransferBackend) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the modules the servers import, the distributions provenance names) for this engine and backend."""
+    return (*engine.modules, *backend.modules), (*engine.distributions, *backend.distributions, *FRAMEWORK)
+
 
 _PROBE = """
 import importlib.metadata, importlib.util, json, sys
@@ -40,20 +46,29 @@ class Installed:
     versions: dict[str, str | None]
 
     def line(self) -> str:
-        shown = [f"{name} {self.versions[name]}" for name in DISTRIBUTIONS if self.versions.get(name)]
-        return f"Python {self.python_version}: " + (", ".join(shown) or "no sglang/router/mooncake distributions")
+        # The probe answers in the order it was asked: the engine's, the backend's, the framework's.
+        shown = [f"{name} {version}" for name, version in self.versions.items() if version]
+        return f"Python {self.python_version}: " + (", ".join(shown) or "none of the stack's distributions")
 
 
-def probe(python: str, env: dict[str, str]) -> Installed:
+def probe(python: str, env: dict[str, str], engine: ServingEngine, backend: TransferBackend) -> Installed:
     """The modules the stack needs, or one line naming what is missing and the fix."""
-    wanted = json.dumps({"modules": MODULES, "distributions": DISTRIBUTIONS})
+    modules, distributions = wanted(engine, backend)
+    asked = json.dumps({"modules": modules, "distributions": distributions})
     try:
-        proc = capture([python, "-c", _PROBE, wanted], timeout=300, env=env)
+        proc = capture([python, "-c", _PROBE, asked], timeout=300, env=env)
         data = json.loads(proc.stdout.strip().splitlines()[-1])
     except (OSError, ToolMissing, ToolFailed, ValueError, IndexError):
         raise UserError(f"{python}: cannot ask this Python which packages it has; run pdrepro with a working Python") from None
-    missing = [name for name in MODULES if data["modules"][name] is None]
+    try:
+        missing = [name for name in modules if data["modules"][name] is None]
+        installed = Installed(str(data["python_version"]), dict(data["modules"]),
+                              {name: data["versions"][name] for name in distributions})
+    except (KeyError, TypeError):
+        raise UserError(f"{python}: its answer to the package probe is not the probe's; run pdrepro with a working "
+                        "Python") from None
     if missing:
-        raise UserError(f"the Python running pdrepro ({python}) cannot import {', '.join(missing)}; install SGLang, the "
-                        "router and the Mooncake engine into it (`make gpu-venv`, then run that venv's pdrepro)")
-    return Installed(data["python_version"], data["modules"], data["versions"])
+        raise UserError(f"the Python running pdrepro ({python}) cannot import {', '.join(missing)}; install "
+                        f"{engine.label} (server and router) and {backend.label} into it (`make gpu-venv`, then run "
+                        "that venv's pdrepro)")
+    return installed

@@ -65,6 +65,10 @@ class StackRecord(Record):
     packages: dict[str, str | None]
     # Module -> the file that Python imports it from.
     modules: dict[str, str]
+    # The engine and transfer backend the plan ran (registry names); older records hold none, read as the
+    # scenario's (whose default backend is the one those runs used).
+    engine: str | None = None
+    transfer_backend: str | None = None
     processes: tuple[Started, ...] = ()
     stopped_at: str | None = None
 

@@ -14,21 +14,33 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ... import backends, engines
 from ...core import runfile, safewrite
 from ...core.errors import UserError
 from ...core.roles import SERVER_ROLES, Role
 from ...rundir import RunDir
-from ...scenario.launch_section import LAUNCH_ENV_TUNABLES
+from ...scenario import launch_env
 from ..plan import LaunchPlan
 from . import interrupt, ownership, procs, proof, ready, record
 from .packages import Installed
 
 log = logging.getLogger(__name__)
 
-# Inherited variables the launch decides itself: a server gets them only from the plan, so an
-# operator's stray MC_FORCE_TCP or CUDA_VISIBLE_DEVICES cannot change what runs behind the record's back.
-PLAN_OWNED = ("MC_FORCE_TCP", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "SGLANG_HOST_IP", "MOONCAKE_PROTOCOL",
-              "WITH_NVIDIA_PEERMEM", *LAUNCH_ENV_TUNABLES)
+# Inherited variables the launch decides itself: a server gets them only from the plan, so an operator's
+# stray backend switch, GPU list or tunable cannot change what runs behind the record's back. Every
+# engine's and backend's own variables count, not only the chosen ones' (a stray one of another backend
+# would be read by nothing today, and by the wrong arm of an A/B tomorrow).
+def plan_owned(key: str) -> bool:
+    engine_list = [engines.engine(n) for n in engines.names()]
+    backend_list = [backends.backend(n) for n in backends.names()]
+    if any(key in launch_env.plan_owned(e) for e in engine_list) or key in launch_env.SHARED_TUNABLES:
+        return True
+    if any(key in b.required_env for b in backend_list):
+        return True
+    prefixes = [p for e in engine_list for p in e.env_prefixes] + [p for b in backend_list for p in b.env_prefixes]
+    return key.startswith(tuple(prefixes))
+
+
 # The launcher's own additions: logs that show each line when it is written, and SPT_NOENV, which keeps
 # setproctitle (SGLang's children retitle themselves with it) from overwriting /proc/PID/environ, where
 # the stack id that proves a child ours is read.
@@ -50,19 +62,22 @@ class Step:
 
 
 def steps(lp: LaunchPlan) -> list[Step]:
-    """The plan's processes in their start order, each with the URL that says it is up."""
-    out = [Step(s.name, Role(s.role), s.argv, dict(s.env), s.log_name, f"{s.url}/health", s.port,
-                tuple(p for p in (s.port, s.bootstrap_port) if p is not None), f"{s.url}/get_server_info")
+    """The plan's processes in their start order, each with the URL that says it is up (the engine's paths:
+    a server's last, which generates no token; the router's first, which needs its workers)."""
+    engine = engines.engine(lp.engine)
+    worker, router = engine.worker_health_paths[-1], engine.router_health_paths[0]
+    out = [Step(s.name, Role(s.role), s.argv, dict(s.env), s.log_name, f"{s.url}{worker}", s.port,
+                tuple(p for p in (s.port, s.bootstrap_port) if p is not None), f"{s.url}{engine.info_path}")
            for role in SERVER_ROLES for s in lp.servers if s.role == role]
     host = lp.servers[0].host
-    out.append(Step("router", Role.ROUTER, lp.router_argv, {}, "router.log", f"http://{host}:{lp.router_port}/readiness",
+    out.append(Step("router", Role.ROUTER, lp.router_argv, {}, "router.log", f"http://{host}:{lp.router_port}{router}",
                     lp.router_port, (lp.router_port,)))
     return out
 
 
 def child_env(step: Step, base: dict[str, str]) -> tuple[dict[str, str], dict[str, str], tuple[str, ...]]:
     """(the environment it runs with, what it adds to ``base``, inherited names it drops)."""
-    removed = tuple(sorted(k for k in PLAN_OWNED if k in base and k not in step.env))
+    removed = tuple(sorted(k for k in base if plan_owned(k) and k not in step.env))
     added = {**step.env, **LAUNCHER_ENV}
     env = {k: v for k, v in base.items() if k not in removed}
     env.update(added)
@@ -246,10 +261,11 @@ def check_no_live_stack(run: Path) -> None:
         raise UserError(f"{run} holds a running stack ({f.name}, pid {f.pid}); stop it first: pdrepro stack down {run}")
 
 
-def new_record(scenario: str, python: str, installed: Installed) -> record.StackRecord:
+def new_record(scenario: str, python: str, installed: Installed, lp: LaunchPlan | None = None) -> record.StackRecord:
     return record.StackRecord(scenario=scenario, stack_id=secrets.token_hex(16), boot_id=ownership.boot_id(),
                               python=python, python_version=installed.python_version, packages=installed.versions,
-                              modules=installed.modules)
+                              modules=installed.modules, engine=lp.engine if lp else None,
+                              transfer_backend=lp.backend if lp else None)
 
 
 def base_environment() -> dict[str, str]:
