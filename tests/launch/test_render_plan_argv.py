@@ -9,6 +9,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+import yaml
 from composecli import config
 from render_targets import _swap, cases, launched_k8s, launched_slurm, render_argv
 
@@ -129,25 +130,32 @@ def test_every_rendered_file_runs_the_plan(name, folder, tmp_path, capsys):
 # A TCP-only backend is for one box: render refuses it elsewhere (tests/launch/test_transfer_backend.py).
 BACKEND_CASES = [(b, t) for b in backends.names() for t in sorted(TARGETS)
                  if t == "onebox" or not backends.backend(b).tcp_only]
+# Each backend's own variables, set in the scenario's launch.env (UCX picks NIXL's transports).
+BACKEND_ENV = {"nixl": {"UCX_TLS": "tcp,cuda_copy", "UCX_LOG_LEVEL": "info"}}
 
 
 @pytest.mark.parametrize("backend,target", BACKEND_CASES)
-def test_every_backend_renders_its_environment_in_every_target(target, backend, tmp_path, monkeypatch, capsys):
-    """Whatever environment the plan gives a server for its backend reaches it in every target: here an
-    extra UCX_TLS / MC_ variable the plan adds for the chosen backend (the scenario's own variables take the
-    same path, ServerLaunch.env), and MC_FORCE_TCP from the TCP backend's plan_env."""
-    marker = {"nixl": {"UCX_TLS": "tcp,cuda_copy", "UCX_LOG_LEVEL": "info"}}.get(backend, {"MC_TE_METRIC": "1"})
-    own = launch.Plan.server_env
-
-    def server_env(self, role, instance=0, server=0):
-        env = own(self, role, instance, server)
-        return env if role == "regular" else {**env, **marker}
-
-    monkeypatch.setattr(launch.Plan, "server_env", server_env)
-    scenario = "onebox-qwen25-0.5b" if target == "onebox" else "h20-qwen3-235b-2p2d"
+def test_every_backend_renders_its_environment_in_every_target(backend, target, tmp_path, capsys):
+    """A scenario whose launch.transfer_backend is BACKEND, with that backend's own variables in launch.env,
+    renders for every target with those variables (and the backend's plan_env, MC_FORCE_TCP for the TCP one)
+    in each server's environment, argv and environment equal to the plan's."""
+    shipped = "onebox-qwen25-0.5b" if target == "onebox" else "h20-qwen3-235b-2p2d"
+    data = load_scenario(shipped).to_dict()
+    chosen = backends.backend(backend)
+    own = BACKEND_ENV.get(backend, {"MC_TE_METRIC": "1"})
+    # The backend's required variables keep the shipped values; another backend's variables go.
+    data["launch"]["env"] = {**{k: v for k, v in data["launch"]["env"].items() if k in chosen.required_env}, **own}
+    data["launch"]["transfer_backend"] = backend
+    scenario = tmp_path / f"{backend}.yaml"
+    scenario.write_text(yaml.safe_dump(data, sort_keys=False))
     out = tmp_path / "out"
-    argv = [*render_argv(scenario, target, out)[:-2], "--transfer-backend", backend, "--out", str(out)]
+    argv = render_argv(shipped, target, out)
+    argv[argv.index("--scenario") + 1] = str(scenario)
     _check(argv, out)
+    _, plan = _plan(argv)
+    want = {**own, **chosen.plan_env}
+    for server in plan.launch_plan().servers:
+        assert {k: server.env.get(k) for k in want} == want
     text = "\n".join(p.read_text() for p in out.iterdir() if p.is_file())
-    for key, value in {**marker, **backends.backend(backend).plan_env}.items():
-        assert key in text and value in text
+    flag = plan.engine.backend_flags[backend]
+    assert all(f"{k}" in text and v in text for k, v in want.items()) and flag in text
