@@ -85,10 +85,10 @@ def _rendered(target: str, out: Path, plan: launch.Plan) -> tuple[Commands, Comm
         lp = plan.launch_plan()
         want: Commands = {"router": (_swap(lp.router_argv, addresses), {})}
         for s in lp.servers:
-            # The cluster decides the pod's address and GPUs (k8s.CLUSTER_ENV); the rest is the plan's.
-            env = {k: v for k, v in s.env.items() if k not in k8s.CLUSTER_ENV}
+            # The cluster decides the pod's address and GPUs (k8s.cluster_env); the rest is the plan's.
+            env = {k: v for k, v in s.env.items() if k not in k8s.cluster_env(plan.engine)}
             want[f"{s.role}-{s.node}" + (f"-{s.index}" if s.index else "")] = (_swap(s.argv, addresses), env)
-        got = {name: (argv, {k: v for k, v in env.items() if k not in k8s.CLUSTER_ENV})
+        got = {name: (argv, {k: v for k, v in env.items() if k not in k8s.cluster_env(plan.engine)})
                for name, (argv, env) in launched.servers.items()}
         got["router"] = (launched.router, {})
         return got, want
