@@ -8,7 +8,6 @@ written here or in a template: each comes from the plan, word for word.
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import dataclass, field
 
@@ -47,7 +46,7 @@ def _wrapper(log: str) -> str:
 
 def _health(port: int, path: str, timeout: int) -> str:
     probe = f"import urllib.request; urllib.request.urlopen('http://127.0.0.1:{port}{path}', timeout={timeout})"
-    return json.dumps(["CMD", "python3", "-c", probe]).replace("$", "$$")
+    return "[" + ", ".join(compose_str(w) for w in ("CMD", "python3", "-c", probe)) + "]"
 
 
 def _volumes(service: Service, log_dir: str) -> str:

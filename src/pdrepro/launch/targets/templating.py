@@ -9,7 +9,6 @@ as it is in the template. A missing placeholder value is a bug here, not bad inp
 
 from __future__ import annotations
 
-import json
 import re
 from functools import cache
 from importlib.resources import files
@@ -39,10 +38,31 @@ def fill(template_name: str, /, **values: str) -> str:
     return _At("\n".join(kept)).substitute(values).rstrip("\n") + "\n"
 
 
+# Characters a YAML double-quoted scalar must not hold as themselves: its own quote and escape, control
+# characters, and what YAML reads as a line break or byte-order mark (NEL, LS, PS, BOM).
+_ESCAPED = {'"': '\\"', "\\": "\\\\"}
+_BREAKS = {"\x85", "\u2028", "\u2029", "\ufeff"}
+
+
+def yaml_str(value: str) -> str:
+    """VALUE as one YAML double-quoted scalar that any YAML reader gives back unchanged. Not json.dumps: it
+    writes characters past U+FFFF as surrogate pairs, which YAML readers do not join (PyYAML hangs on them)."""
+    out = []
+    for ch in value:
+        code = ord(ch)
+        if ch in _ESCAPED:
+            out.append(_ESCAPED[ch])
+        elif code < 0x20 or 0x7F <= code <= 0x9F or ch in _BREAKS or 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
 def compose_str(value: str) -> str:
-    """One YAML scalar that compose reads back unchanged: JSON-quoted (a YAML flow scalar), with compose's
-    interpolation character doubled so a ``$`` in a path or an argument is passed on literally."""
-    return json.dumps(value).replace("$", "$$")
+    """One YAML scalar that compose reads back unchanged, with compose's interpolation character doubled so
+    a ``$`` in a path or an argument is passed on literally."""
+    return yaml_str(value).replace("$", "$$")
 
 
 def compose_list(words: list[str] | tuple[str, ...], indent: int) -> str:
