@@ -6,6 +6,7 @@ import pytest
 from fakecluster import FakeBench, FakeCluster, mooncake_startup
 from sweephelp import config, short_scenario
 
+from pdrepro.backends import backend
 from pdrepro.core.errors import UserError
 from pdrepro.parsers.mooncake_log import scan
 from pdrepro.sweep.rdma_proof import prove
@@ -99,7 +100,8 @@ def test_no_logs_means_no_proof(tmp_path):
 
 
 def test_tcp_on_one_side_only_is_caught():
-    proof = prove({"prefill": "\n".join(mooncake_startup("rdma")), "decode": "\n".join(mooncake_startup("tcp"))})
+    proof = prove({"prefill": "\n".join(mooncake_startup("rdma")), "decode": "\n".join(mooncake_startup("tcp"))},
+                  backend("mooncake"))
     assert not proof.proven
     assert "prefill: RDMA on mlx5_0" in proof.describe() and "decode: tcp" in proof.describe()
 

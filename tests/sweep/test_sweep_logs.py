@@ -95,7 +95,8 @@ def test_transport_proof_reads_every_server(tmp_path):
         (folder / name).write_text(START.format(role=role) + "\n".join(mooncake_startup(transport)) + "\n")
     said: list[str] = []
     cfg = type("Cfg", (), {"configuration": None, "prove_transport": True, "log_source": DirLogSource(folder),
-                           "say": said.append, "scenario": load_scenario("h20-qwen3-235b-1p1d")})()
+                           "say": said.append, "scenario": load_scenario("h20-qwen3-235b-1p1d"),
+                           "out": tmp_path / "run"})()
     state = SweepState(RunDir(tmp_path / "run"))
     with pytest.raises(runner.TransportNotProven) as caught:
         runner._prove(cfg, state)

@@ -22,6 +22,7 @@ from ..rundir.contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, issue
 from ..rundir.issuekind import IssueKind
 from ..rundir.summarymodel import build as build_summary
 from ..scenario.model import ComparisonScenario, Scenario
+from ..scenario.seams import engine_of
 
 # metric -> (bench JSON key, one of parsers.bench.REPORTED_KEYS; unit, label, better): better is "higher" or "lower".
 METRICS = {
@@ -100,7 +101,7 @@ def compute_comparison(run: RunDir, scenario: Scenario) -> dict:
         "kind": "comparison",
         "scenario": scenario.to_dict(),
         "scenario_fingerprint": scenario.fingerprint,
-        "source": "sglang",
+        "source": engine_of(scenario).name,
         "line_rate_GB_s": scenario.line_rate_GB_s,
         "rows": [],
         "configurations": {name: {"measured": measured[name], "published": published[name]} for name in names},

@@ -32,6 +32,7 @@ from ..rundir.engineceiling import against_rows, check_against_run
 from ..rundir.issuekind import IssueKind
 from ..rundir.summarymodel import build as build_summary
 from ..scenario.model import Scenario
+from ..scenario.seams import engine_of, run_backend
 from .serverlogs import logs_label, refuse_outside_window, refuse_stale_start, sweep_windows, topology_logs
 from .transport_evidence import transport_facts
 from .whatran import describe as describe_ran
@@ -295,15 +296,16 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
             issues.append(issue(WARNING, IssueKind.LOGS_OUTSIDE_COUNTER_WINDOW, late, L))
         rows.append(row)
     provenance = _provenance(run, issues)
-    transport, transport_evidence = transport_facts(run, provenance)
-    ran = what_ran(provenance)
+    backend = run_backend(run.root, scenario)
+    transport, transport_evidence = transport_facts(run, provenance, backend)
+    ran = what_ran(provenance, engine=engine_of(scenario), backend=backend)
     if differences(ran):
         issues.append(issue(WARNING, IssueKind.PINS_DIFFER, f"{run.provenance_file}: {describe_ran(ran)}"))
     summary = {
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "scenario": scenario.to_dict(),
         "scenario_fingerprint": scenario.fingerprint,
-        "source": "sglang",
+        "source": engine_of(scenario).name,
         "transport": transport,
         "transport_evidence": transport_evidence,
         "what_ran": ran,

@@ -3,8 +3,8 @@
 Every record of the run that bears on it is read, and each is a source that speaks only for the node it
 was taken on:
 
-* the engine's start-up lines in every server's log (mooncake_log): the transport each Mooncake engine
-  installed and the RDMA devices it found, read for every run (also one whose sweep skipped its proof);
+* the transfer backend's start-up lines in every server's log, read by the run's backend: the transport
+  each server's backend installed and the RDMA devices it found, read for every run (also one whose sweep skipped its proof);
 * the sweep's proof (provenance.json "transport"), when it ran one;
 * the nodes' device lists: each counter reading lists the devices of its node's /sys/class/infiniband
   (counters/<L>.json "rdma_devices") and the ports it read; provenance.json host.nics lists those of the
@@ -31,10 +31,11 @@ import ipaddress
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..backends import TransferBackend
+from ..backends import TransportReading as ServerTransport
 from ..core import runfile
 from ..core.errors import UserError
 from ..core.roles import SERVER_ROLES
-from ..parsers.mooncake_log import ServerTransport, scan_latest_start
 from ..rundir import RunDir
 
 ROLES = SERVER_ROLES
@@ -42,7 +43,6 @@ STACK_FILE = "stack.json"
 # How sweep.counters names a reading taken from the sweep host's own sysfs: it is that host's list,
 # which is the decode node's only where the run proves the decode server ran there.
 SWEEP_HOST_MARK = "(the host running the sweep)"
-_NO_DEVICES = "No RDMA devices found"
 
 
 def _malformed(where: str, what: str, fix: str = "restore the file the sweep wrote, or rerun `pdrepro sweep`") -> UserError:
@@ -56,24 +56,24 @@ def _str_list(value: Any, where: str) -> list[str]:
     return value
 
 
-def _server_logs(run: RunDir) -> dict[str, ServerTransport]:
-    """Each server log's engine lines (its latest start only), by the log's name (prefill, prefill-1, ...)."""
+def _server_logs(run: RunDir, backend: TransferBackend) -> dict[str, ServerTransport]:
+    """Each server log's transport lines as the run's backend reads them (its latest start only), by the log's
+    name (prefill, prefill-1, ...)."""
     seen: dict[str, ServerTransport] = {}
     for role in ROLES:
         for path in run.role_logs(role):
             try:
-                seen[path.stem] = scan_latest_start(path.stem, runfile.lines(path))
+                seen[path.stem] = backend.scan_latest_start(path.stem, runfile.lines(path))
             except OSError:
                 continue
     return seen
 
 
-def engine_transport(run: RunDir, seen: dict[str, ServerTransport] | None = None) -> tuple[str | None, dict[str, str]]:
+def engine_transport(run: RunDir, seen: dict[str, ServerTransport]) -> tuple[str | None, dict[str, str]]:
     """(what every server's engine used, per server the line that says so).
 
     "rdma" or "tcp" when all servers agree, "mixed" when they do not, "unknown" when a
     log shows neither (or a broken RDMA start); None when the run holds no server log."""
-    seen = _server_logs(run) if seen is None else seen
     servers = {name: st.describe() for name, st in seen.items()}
     verdicts = {st.verdict for st in seen.values()}
     if not servers:
@@ -83,15 +83,6 @@ def engine_transport(run: RunDir, seen: dict[str, ServerTransport] | None = None
     if verdicts <= {"rdma", "tcp"}:
         return "mixed", servers
     return "unknown", servers
-
-
-def _engine_devices(st: ServerTransport) -> set[str] | None:
-    """The RDMA devices one engine found: a set (empty when it found none), or None when its log says neither."""
-    if st.devices or (st.hca_counts and max(st.hca_counts) > 0):
-        return set(st.devices) or {f"{max(st.hca_counts)} HCA(s)"}
-    if (st.hca_counts and max(st.hca_counts) == 0) or any(_NO_DEVICES in line for line in st.evidence):
-        return set()
-    return None
 
 
 def _is_loopback(host: str) -> bool:
@@ -268,10 +259,10 @@ def _proof_conflicts(proof: Any, used: str | None, seen: dict[str, ServerTranspo
     return out
 
 
-def rdma_devices(run: RunDir, provenance: dict | None, seen: dict[str, ServerTransport] | None = None) -> dict:
+def rdma_devices(run: RunDir, provenance: dict | None, seen: dict[str, ServerTransport],
+                 backend: TransferBackend) -> dict:
     """{"found": True (devices seen) | False (every node's every list is empty, no source disagreeing) | None,
     "devices": {role: [names]}, "evidence": [where each role's answer comes from], "conflicts": [...]}."""
-    seen = _server_logs(run) if seen is None else seen
     host = _Host(provenance, str(run.provenance_file))
     sweep_host = _same_machine(run, host)
     lists = _Lists()
@@ -288,7 +279,7 @@ def rdma_devices(run: RunDir, provenance: dict | None, seen: dict[str, ServerTra
                 break
     engines: dict[str, set[str]] = {}
     for name, st in sorted(seen.items()):
-        engine = _engine_devices(st)
+        engine = backend.found_devices(st)
         if engine is None:
             continue
         role = name.split("-", 1)[0]
@@ -311,15 +302,16 @@ def rdma_devices(run: RunDir, provenance: dict | None, seen: dict[str, ServerTra
     return {"found": found, "devices": devices, "evidence": sorted(evidence), "conflicts": lists.conflicts}
 
 
-def transport_facts(run: RunDir, provenance: dict | None) -> tuple[str | None, dict]:
-    """(the engine's transport, the evidence the checks judge it by) for summary.json."""
-    seen = _server_logs(run)
+def transport_facts(run: RunDir, provenance: dict | None, backend: TransferBackend) -> tuple[str | None, dict]:
+    """(the engine's transport, the evidence the checks judge it by) for summary.json; ``backend`` is the
+    run's (scenario.seams.run_backend), which reads its own lines in the server logs."""
+    seen = _server_logs(run, backend)
     used, servers = engine_transport(run, seen)
     proof = (provenance or {}).get("transport")
-    devices = rdma_devices(run, provenance, seen)
+    devices = rdma_devices(run, provenance, seen, backend)
     conflicts = _proof_conflicts(proof, used, seen, str(run.provenance_file)) + devices["conflicts"]
     devices["conflicts"] = conflicts
     if conflicts and devices["found"] is False:
         devices["found"] = None  # sources that disagree prove no absence
     return used, {"servers": servers, "proof": proof if isinstance(proof, dict) else None,
-                  "rdma_devices": devices, "conflicts": conflicts}
+                  "rdma_devices": devices, "conflicts": conflicts, "backend": backend.name}

@@ -27,8 +27,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .. import backends, engines
+from ..backends import TransferBackend
 from ..core.pins import load_pins, versions_file
+from ..engines import ServingEngine
 from ..image.gpulock import parse_lock
+from ..scenario.seams import DEFAULT_BACKEND, DEFAULT_ENGINE
 
 
 def lock_path() -> Path:
@@ -67,10 +71,36 @@ def _release(version: str) -> str:
     return version.split("+", 1)[0]
 
 
-def what_ran(provenance: dict | None, pins: dict[str, str] | None = None) -> list[dict]:
-    """The rows; empty when the run has no provenance.json."""
+def _backend_rows(backend: TransferBackend, versions: dict, packages: dict, image: dict, pins: dict) -> list[dict]:
+    """The backend's row where it pins a commit the image builds: the build, else a wheel, else an unnamed install."""
+    pin = next(iter(backend.pin_keys.values()), None)
+    if pin is None:
+        return []
+    commit = pins.get(pin, "")
+    wheel = (packages.get(backend.wheel_label) if backend.wheel_label else None) or {}
+    built_from = image.get(backend.image_build_key) if backend.image_build_key else None
+    probe = (versions.get(backend.import_probe_key) if backend.import_probe_key else None) or {}
+    if isinstance(built_from, str) and built_from:
+        ran, match = f"build of {built_from[:12]}", names_commit(built_from, commit)
+    elif wheel.get("found"):
+        ran, match = f"{wheel.get('distribution')} {wheel.get('version')} (a wheel)", False
+    elif probe.get("importable"):
+        # Importable, yet neither a known distribution nor the image's build: whatever it is, not the pin.
+        ran, match = f"an unnamed install ({probe.get('module')})", False
+    else:
+        ran, match = None, None
+    return [_row(backend.label, ran, f"build of {commit[:12]}" if commit else None, match,
+                 "the image's build args" if built_from else "the sweep host's Python")]
+
+
+def what_ran(provenance: dict | None, pins: dict[str, str] | None = None, engine: ServingEngine | None = None,
+             backend: TransferBackend | None = None) -> list[dict]:
+    """The rows; empty when the run has no provenance.json. ``engine`` and ``backend`` are the run's (default:
+    the scenario defaults, which every run older than the seams used)."""
     if not provenance:
         return []
+    engine = engine or engines.engine(DEFAULT_ENGINE)
+    backend = backend or backends.backend(DEFAULT_BACKEND)
     pins = load_pins() if pins is None else pins
     raw_versions = provenance.get("versions")
     versions: dict = raw_versions if isinstance(raw_versions, dict) else {}
@@ -78,38 +108,28 @@ def what_ran(provenance: dict | None, pins: dict[str, str] | None = None) -> lis
     image = versions.get("image") or {}
     rows = []
 
-    commit, release = pins.get("SGLANG_COMMIT", ""), pins.get("SGLANG_NEAREST_RELEASE", "")
-    pinned_sglang = f"{release}+g{commit[:12]}" if commit else None
+    engine_pin = next(iter(engine.pin_keys.values()), "")
+    commit, release = pins.get(engine_pin, ""), pins.get(engine.release_pin_key, "")
+    pinned_engine = f"{release}+g{commit[:12]}" if commit else None
     for role, info in sorted((provenance.get("server_info") or {}).items()):
         ran = info.get("version") if isinstance(info, dict) else None
         ran = ran if isinstance(ran, str) else None
         suffix = ran.split("+g", 1)[1] if ran and "+g" in ran else ""
         built = names_commit(suffix, commit)
-        rows.append(_row(f"SGLang ({role} server)", ran, pinned_sglang, built, f"{role} /server_info"))
+        rows.append(_row(f"{engine.label} ({role} server)", ran, pinned_engine, built, f"{role} /server_info"))
 
-    router = packages.get("sglang-router") or {}
-    rows.append(_row("sglang-router", router.get("version"), pins.get("SGLANG_ROUTER_VERSION"),
-                     router.get("version") == pins.get("SGLANG_ROUTER_VERSION"), "the sweep host's Python"))
+    router = packages.get(engine.router_distribution) or {}
+    rows.append(_row(engine.router_distribution, router.get("version"), pins.get(engine.router_pin_key),
+                     router.get("version") == pins.get(engine.router_pin_key), "the sweep host's Python"))
 
-    mooncake_commit = pins.get("MOONCAKE_COMMIT", "")
-    wheel = packages.get("mooncake-transfer-engine") or {}
-    built_from = image.get("pdrepro_image_mooncake_commit")
-    if isinstance(built_from, str) and built_from:
-        ran, match = f"build of {built_from[:12]}", names_commit(built_from, mooncake_commit)
-    elif wheel.get("found"):
-        ran, match = f"{wheel.get('distribution')} {wheel.get('version')} (a wheel)", False
-    elif (versions.get("mooncake_engine") or {}).get("importable"):
-        # Importable, yet neither a known distribution nor the image's build: whatever it is, not the pin.
-        ran, match = f"an unnamed install ({versions['mooncake_engine'].get('module')})", False
-    else:
-        ran, match = None, None
-    rows.append(_row("Mooncake", ran, f"build of {mooncake_commit[:12]}" if mooncake_commit else None, match,
-                     "the image's build args" if built_from else "the sweep host's Python"))
+    rows += _backend_rows(backend, versions, packages, image, pins)
 
     # The commits the sweep read from versions.env when it ran: a run pinned to other commits is not one of these.
     raw_pins = provenance.get("pins")
     recorded: dict = raw_pins if isinstance(raw_pins, dict) else {}
-    for item, key, pin in (("SGLang", "sglang_commit", "SGLANG_COMMIT"), ("Mooncake", "mooncake_commit", "MOONCAKE_COMMIT")):
+    named = [(engine.label, key, pin) for key, pin in engine.pin_keys.items()]
+    named += [(backend.label, key, pin) for key, pin in backend.pin_keys.items()]
+    for item, key, pin in named:
         ran, pinned = recorded.get(key), pins.get(pin)
         ran = ran if isinstance(ran, str) and ran else None
         # A short commit names the pin when it is its prefix, of MIN_COMMIT_DIGITS hex digits at least.

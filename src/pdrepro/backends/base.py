@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class TransportReading(Protocol):
@@ -44,6 +44,20 @@ class TransferBackend(Protocol):
     def modules(self) -> tuple[str, ...]: ...
     @property
     def distributions(self) -> tuple[str, ...]: ...
+    # provenance.json's pins field -> the versions.env key holding its pinned commit.
+    @property
+    def pin_keys(self) -> Mapping[str, str]: ...
+    # What-ran: the image's build arg naming the commit it built, the versions record's wheel label and import
+    # probe key (None where the image and the versions record keep none for it).
+    @property
+    def image_build_key(self) -> str | None: ...
+    # How to get RDMA from this backend where the proof found none.
+    @property
+    def rdma_hint(self) -> str: ...
+    @property
+    def wheel_label(self) -> str | None: ...
+    @property
+    def import_probe_key(self) -> str | None: ...
     # What the engine's logged per-request transfer time measures with this backend: never compared across
     # backends, since each measures its own window.
     @property
@@ -51,6 +65,10 @@ class TransferBackend(Protocol):
     # Whether this backend can only move KV over TCP (then the NIC witness does not apply).
     @property
     def tcp_only(self) -> bool: ...
+
+    def found_devices(self, reading: Any) -> set[str] | None:
+        """The RDMA devices a reading of this backend's ``scan`` says its server found: a set (empty when the log
+        says none), or None when the log says neither."""
 
     def scan(self, role: str, text: str, env: Mapping[str, str] | None = None) -> TransportReading:
         """The transport from one server log's text; ``env`` is the server's environment where known."""

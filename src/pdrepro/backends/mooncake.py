@@ -9,6 +9,7 @@ from ..parsers import mooncake_log
 
 ENGINE_DISTRIBUTIONS = ("mooncake-transfer-engine", "mooncake-transfer-engine-cuda13",
                         "mooncake-transfer-engine-non-cuda")
+_NO_DEVICES = "No RDMA devices found"
 TIMING = ("from the request entering the prefill's transfer queue to the scheduler seeing completion "
           "(the engine logs no latency of its own; the last chunk's time)")
 
@@ -28,6 +29,23 @@ class Mooncake:
     distributions: tuple[str, ...] = ENGINE_DISTRIBUTIONS
     timing: str = TIMING
     tcp_only: bool = False
+    # provenance.json's pins field -> the versions.env key holding the pinned commit.
+    pin_keys: Mapping[str, str] = field(default_factory=lambda: {"mooncake_commit": "MOONCAKE_COMMIT"})
+    # What-ran: the image's build arg naming the commit it built, the versions record's wheel label and its
+    # import probe (image/versions.py writes both).
+    # How to get RDMA from it where the proof found none (the sweep's refusal ends with it).
+    rdma_hint: str = "unset MC_FORCE_TCP, set MC_GID_INDEX if no suitable GID is found"
+    image_build_key: str | None = "pdrepro_image_mooncake_commit"
+    wheel_label: str | None = "mooncake-transfer-engine"
+    import_probe_key: str | None = "mooncake_engine"
+
+    def found_devices(self, reading: mooncake_log.ServerTransport) -> set[str] | None:
+        """The RDMA devices the engine found: a set (empty when it found none), None when its log says neither."""
+        if reading.devices or (reading.hca_counts and max(reading.hca_counts) > 0):
+            return set(reading.devices) or {f"{max(reading.hca_counts)} HCA(s)"}
+        if (reading.hca_counts and max(reading.hca_counts) == 0) or any(_NO_DEVICES in line for line in reading.evidence):
+            return set()
+        return None
 
     def scan(self, role: str, text: str, env: Mapping[str, str] | None = None) -> mooncake_log.ServerTransport:
         return mooncake_log.scan(role, text, force_tcp_set=_force_tcp({**self.plan_env, **(env or {})}))

@@ -19,6 +19,8 @@ class SGLang:
     server_module: str = "sglang.launch_server"
     router_module: str = "sglang_router.launch_router"
     bench_module: str = "sglang.benchmark.serving"
+    # The bench client's --backend: the server API it speaks.
+    bench_backend: str = "sglang"
     # /readiness answers only with workers behind the router; older routers 404 it, /health_generate stands in.
     router_health_paths: tuple[str, ...] = ("/readiness", "/health_generate")
     # Newer workers serve /health_generate (runs one token); /health is the fallback.
@@ -28,6 +30,13 @@ class SGLang:
     env_prefixes: tuple[str, ...] = ("SGLANG_",)
     modules: tuple[str, ...] = ("sglang.launch_server", "sglang_router.launch_router")
     distributions: tuple[str, ...] = ("sglang", "sglang-router")
+    # provenance.json's pins field -> the versions.env key holding the pinned commit.
+    pin_keys: Mapping[str, str] = field(default_factory=lambda: {"sglang_commit": "SGLANG_COMMIT"})
+    # What-ran rows: the image builds the pinned commit as <release>+g<commit>, the release under this key;
+    # the router's distribution and the key pinning its version.
+    release_pin_key: str = "SGLANG_NEAREST_RELEASE"
+    router_distribution: str = "sglang-router"
+    router_pin_key: str = "SGLANG_ROUTER_VERSION"
     # The server flag that takes a fraction of the GPU memory; the plan refuses it twice.
     mem_fraction_flag: str = "--mem-fraction-static"
 

@@ -16,6 +16,7 @@ from tabulate import tabulate
 
 from ..core.units import GB, MB, MiB, human_bytes
 from ..rundir.summarymodel import Metric, Reference, ReferenceRow, Row, Summary, Witness, as_summary
+from ..scenario.seams import summary_backend, summary_engine
 from ..verdicts.gates import NOT_APPLICABLE, tcp_without_rdma
 from .placement import no_fabric, placement_title
 from .provenance import provenance_section
@@ -109,7 +110,8 @@ def _of_denominator(summary: Summary) -> str:
         c = (summary.engine_ceiling or {}).get(str(h.peak_bandwidth_prompt_len))
         if c is None or c.ratio is None or c.engine_GB_s is None:
             return " (one box over TCP: no line rate, and no engine-alone figure at this length)"
-        return (f" = {c.ratio:.2f} of the Mooncake engine alone on the same box ({c.engine_GB_s:.2f} GB/s; "
+        return (f" = {c.ratio:.2f} of the {summary_backend(summary).label} engine alone on the same box "
+                f"({c.engine_GB_s:.2f} GB/s; "
                 "one box over TCP has no line rate)")
     line_rate, util = summary.line_rate_GB_s, h.peak_utilization_pct
     return f" = {util:.1f} % of the {line_rate:g} GB/s line rate" if util is not None and line_rate else ""
@@ -118,7 +120,8 @@ def _of_denominator(summary: Summary) -> str:
 def _smoke_headline(summary: Summary) -> list[str]:
     """The smoke's two peaks, each named for what it is and at or above every row of its column."""
     h = summary.headline
-    lines = [f"- Peak Mooncake bandwidth: **{h.peak_bandwidth_GB_s:.2f} GB/s** at {h.peak_bandwidth_prompt_len} "
+    lines = [f"- Peak {summary_backend(summary).label} bandwidth: **{h.peak_bandwidth_GB_s:.2f} GB/s** at "
+             f"{h.peak_bandwidth_prompt_len} "
              "tokens (median of the timed transfers at that size)."]
     socket = [(r.socket_bandwidth_GB_s, r.prompt_len) for r in summary.rows if r.socket_bandwidth_GB_s is not None]
     if socket:
@@ -194,6 +197,11 @@ def ceiling_lines(summary: Summary | Mapping[str, Any]) -> list[str]:
             for L, c in (as_summary(summary).engine_ceiling or {}).items() if c.ratio is not None]
 
 
+def _engine_label(summary: Summary) -> str:
+    engine = summary_engine(summary)
+    return engine.label if engine is not None else "the serving engine"
+
+
 def ceiling_section(summary: Summary) -> list[str]:
     ceiling = summary.engine_ceiling
     if not ceiling:
@@ -201,15 +209,16 @@ def ceiling_section(summary: Summary) -> list[str]:
     rows = [[L, _f(c.bandwidth_GB_s, 2), _f(c.engine_GB_s, 2), c.engine_shape, _f(c.ratio, 2)]
             for L, c in ceiling.items()]
     source = summary.engine_ceiling_source.file if summary.engine_ceiling_source else "engine-ceiling"
+    backend, engine = summary_backend(summary), _engine_label(summary)
     return ["## Against the engine alone on the same box", "",
-            f"{source}: the Mooncake engine "
-            "outside SGLang, two processes on the run's GPUs with the same transport, writing one request's KV of "
+            f"{source}: the {backend.label} engine "
+            f"outside {engine}, two processes on the run's GPUs with the same transport, writing one request's KV of "
             "each length (the best of the shapes measured). "
             "The ratio is the one-box analogue of the share of line rate.", "",
             _table(["Prompt Length", "Per request (GB/s)", "Engine alone (GB/s)", "Engine shape", "Ratio"], rows), "",
-            "Where the rest goes: SGLang's logged transfer time runs from the request entering the prefill's "
-            "transfer queue to its scheduler seeing the last chunk done, so it includes the wait in that queue and "
-            "the scheduler's polling interval before completion is noticed; and SGLang hands the engine the KV as "
+            f"Where the rest goes: {engine}'s logged transfer time runs {backend.timing}, so it may include "
+            "waits in queues and polling intervals before completion is noticed; and "
+            f"{engine} hands the engine the KV as "
             "per-page, per-layer blocks (page size 1 here: many small slices), where the engine alone writes a few "
             "large blocks. Short prompts lose most: their fixed queue and polling delay is large next to a "
             "millisecond of transfer.", ""]
@@ -277,7 +286,7 @@ def _method(summary: Summary) -> str:
         formulas += " (no utilization: the KV stayed inside one box, over TCP, where no line rate applies)"
     elif summary.line_rate_GB_s:
         formulas += "; utilization = bandwidth / line rate"
-    if summary.source == "sglang":
+    if summary_engine(summary) is not None:
         return ("TTFT is the bench client's mean; transfer time is the median per request from the prefill "
                 f"server's log (warm-up left out); {formulas}; transfer share = transfer time / mean TTFT.")
     return f"Transfer time is the median of the timed transfers; {formulas}."
@@ -308,10 +317,11 @@ def render_report(data: Summary | Mapping[str, Any]) -> str:
     parts += witness_section(summary)
     parts += ["## Issues", "", *issues_section(summary), ""]
     parts += provenance_section(summary)
-    sglang = (" SGLang's logs print `GB/s` and `MB` but mean GiB/s and MiB, and their `transfer_total` is rank 0's "
-              "share only; the analysis converts them." if summary.source == "sglang" else "")
+    engine = summary_engine(summary)
+    logged = (f" {engine.label}'s logs print `GB/s` and `MB` but mean GiB/s and MiB, and their `transfer_total` is "
+              "rank 0's share only; the analysis converts them." if engine is not None else "")
     parts += ["## Units", "",
-              "KV size and bandwidth are decimal (1 GB = 10^9 bytes), as in the published table." + sglang
+              "KV size and bandwidth are decimal (1 GB = 10^9 bytes), as in the published table." + logged
               + " Times are milliseconds.", ""]
     return "\n".join(parts)
 

@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from ..core.safewrite import write_file  # noqa: E402
 from ..core.units import GB  # noqa: E402
 from ..rundir.summarymodel import Row, Summary, as_summary  # noqa: E402
+from ..scenario.seams import summary_backend
 from .placement import no_fabric  # noqa: E402
 
 # Drawn as a guide, not judged: field acceptance tests pass a fabric at about
@@ -64,7 +65,7 @@ def _bandwidth(summary: Summary, path: Path) -> Path | None:
               if c.engine_GB_s is not None and L.isdigit()]
     if engine:
         ax.plot([L for L, _ in sorted(engine)], [g for _, g in sorted(engine)], marker="^", linestyle="--",
-                color="purple", label="Mooncake engine alone, same box")
+                color="purple", label=f"{summary_backend(summary).label} engine alone, same box")
     if line_rate:
         ax.axhline(line_rate, color="red", linestyle=":", label=f"line rate {line_rate:g} GB/s")
         ax.axhline(FIELD_ACCEPTANCE_SHARE * line_rate, color="orange", linestyle=":",

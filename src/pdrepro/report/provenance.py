@@ -13,6 +13,7 @@ import json
 from tabulate import tabulate
 
 from ..rundir.summarymodel import GpuFacts, HostFacts, RunProvenance, ServerInfo, Summary, TransportProof, WhatRan
+from ..scenario.seams import summary_backend, summary_engine
 
 
 def _host(prov: RunProvenance) -> str:
@@ -26,13 +27,13 @@ def _host(prov: RunProvenance) -> str:
             f"RDMA devices: {rdma}")
 
 
-def _server(role: str, info: ServerInfo | str | None) -> str:
+def _server(role: str, info: ServerInfo | str | None, engine_label: str) -> str:
     if not isinstance(info, ServerInfo):
         return f"{role}: /server_info not recorded"
     if info.error is not None and info.version is None:
         return f"{role}: /server_info not read ({info.error})"
     args = ", ".join(f"{k} {v}" for k, v in info.setup())
-    return f"{role}: SGLang {info.version or '?'}; {args}"
+    return f"{role}: {engine_label} {info.version or '?'}; {args}"
 
 
 def _proof(transport: TransportProof | None) -> str:
@@ -66,13 +67,18 @@ def provenance_section(summary: Summary) -> list[str]:
     prov = summary.provenance
     if prov is None or not prov.recorded():
         return []
-    if summary.source != "sglang":
+    engine = summary_engine(summary)
+    if engine is None:
         return ["## Provenance", "", *_smoke_lines(prov), ""]
+    backend = summary_backend(summary)
+    recorded_pins = prov.pins.model_dump() if prov.pins is not None else {}
+    pinned = ", ".join(f"{label} {str(recorded_pins.get(key))[:12]}"
+                       for label, keys in ((engine.label, engine.pin_keys), (backend.label, backend.pin_keys))
+                       for key in keys)
     env = prov.environment or {}
     bench = prov.bench_image
     logs = prov.logs
     scenario = prov.scenario
-    pins = prov.pins
     bench_text = ("not recorded" if bench is None else "in place, " + str(bench.python) if bench.in_place
                   else str(bench.image or "not recorded"))
     lines = [
@@ -80,13 +86,13 @@ def provenance_section(summary: Summary) -> list[str]:
         f"(fingerprint {str((scenario.fingerprint if scenario else None) or '?')[:12]})",
         f"- host running the sweep: {_host(prov)}",
         "- endpoints: " + ", ".join(f"{k} {v}" for k, v in sorted((prov.endpoints or {}).items())),
-        *[f"- {_server(role, info)}" for role, info in sorted((prov.server_info or {}).items())],
+        *[f"- {_server(role, info, engine.label)}" for role, info in sorted((prov.server_info or {}).items())],
         "- bench client: " + bench_text,
         f"- server logs: {logs.kind if logs else 'not recorded'} {(logs.folder if logs else None) or ''}".rstrip(),
-        "- environment: " + (", ".join(f"`{k}={v}`" for k, v in env.items()) or "no MC_/SGLANG_/NCCL_ variables"),
+        "- environment: " + (", ".join(f"`{k}={v}`" for k, v in env.items())
+                             or f"no {engine.label}, {backend.label} or shared variables"),
         f"- transport proof: {_proof(prov.transport)}",
-        f"- pins: SGLang {str(pins.sglang_commit if pins else None)[:12]}, "
-        f"Mooncake {str(pins.mooncake_commit if pins else None)[:12]}",
+        f"- pins: {pinned or 'none named'}",
     ]
     return ["## Provenance", "", *lines, "", *what_ran_table(summary.what_ran or []),
             "The full records (both servers' /server_info, every package, library and kernel module looked for) "

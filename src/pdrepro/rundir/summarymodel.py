@@ -201,6 +201,8 @@ class TransportEvidence(_Open):
     rdma_devices: RdmaDevices = Field(default_factory=RdmaDevices)
     conflicts: list[str] = Field(default_factory=list,
                                  description="pairs of the run's own transport sources that disagree, each named")
+    backend: str | None = Field(default=None, description="the transfer backend whose log lines were read (its "
+                                "registry name); None in summaries older than the field, whose runs used the default")
 
 
 class WhatRan(_Open):

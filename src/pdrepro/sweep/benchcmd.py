@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..scenario.model import Scenario, is_unbounded
-
-BENCH_MODULE = "sglang.benchmark.serving"
+from ..scenario.seams import engine_of
 
 
 @dataclass(frozen=True)
@@ -35,9 +34,10 @@ def _number(value: float) -> str:
 
 def bench_argv(scenario: Scenario, prompt_len: int, target: BenchTarget, output_file: Path) -> list[str]:
     sweep = scenario.sweep
+    engine = engine_of(scenario)
     argv = [
-        target.python, "-m", BENCH_MODULE,
-        "--backend", "sglang",
+        target.python, "-m", engine.bench_module,
+        "--backend", engine.bench_backend,
         "--base-url", target.base_url.rstrip("/"),
         "--model", target.model_path,
         "--served-model-name", target.served_model_name,

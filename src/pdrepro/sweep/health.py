@@ -13,21 +13,12 @@ from ..core.errors import UserError
 
 log = logging.getLogger(__name__)
 
-# The router's /health answers OK with no worker behind it; /readiness does not.
-# Routers older than /readiness answer it 404; /health_generate then stands in.
-ROUTER_PATHS = ("/readiness", "/health_generate")
-# Newer workers serve /health_generate (runs one token); /health is the fallback.
-WORKER_PATHS = ("/health_generate", "/health")
-
-
 @dataclass(frozen=True)
 class Endpoint:
     role: str  # router | prefill | decode | worker
     url: str
-
-    @property
-    def paths(self) -> tuple[str, ...]:
-        return ROUTER_PATHS if self.role == "router" else WORKER_PATHS
+    # The engine's health paths for this role, tried in order (a 404 moves to the next).
+    paths: tuple[str, ...]
 
 
 def probe(endpoint: Endpoint, timeout: float = 10.0) -> str | None:

@@ -14,7 +14,7 @@ from ..host import docker as docker_engine
 from ..parsers.serverstart import current_start
 from ..rundir import RunDir, server_log_index, server_log_name
 from ..rundir.contract import write_atomic
-from .provenance import ENV_PREFIXES
+from .provenance import every_env_prefix
 
 ROLES = SERVER_ROLES
 
@@ -191,7 +191,8 @@ class DockerLogSource(LogSource):
                 "name": c.name,
                 "image": attrs.get("Config", {}).get("Image"),
                 "image_id": attrs.get("Image"),
-                "env": [e for e in attrs.get("Config", {}).get("Env", []) or [] if e.split("=", 1)[0].startswith(ENV_PREFIXES)],
+                "env": [e for e in attrs.get("Config", {}).get("Env", []) or []
+                        if e.split("=", 1)[0].startswith(every_env_prefix())],
                 "node": node_facts(c),
             }
         return facts

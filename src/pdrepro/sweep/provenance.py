@@ -14,24 +14,47 @@ from pathlib import Path
 
 import requests
 
+from .. import backends, engines
 from ..core.pins import load_pins
 from ..host import nvidia
 from ..host import sysfs as host_sysfs
 from ..host.tools import ToolFailed, ToolMissing, capture
 from ..image.versions import collect_versions
 from ..rundir import Provenance, RunDir
+from ..scenario.seams import backend_of, engine_of
 
-ENV_PREFIXES = ("MC_", "SGLANG_", "NCCL_")
+# Read by the collective library under every engine and backend; each engine and backend adds its own.
+SHARED_ENV_PREFIXES = ("NCCL_",)
 
 
-def environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
+def env_prefixes(scenario) -> tuple[str, ...]:
+    """The variables provenance records: the scenario's engine's, its backend's and the shared ones."""
+    return (*engine_of(scenario).env_prefixes, *backend_of(scenario).env_prefixes, *SHARED_ENV_PREFIXES)
+
+
+def every_env_prefix() -> tuple[str, ...]:
+    """Every registered engine's and backend's variables and the shared ones: what a server container's
+    environment is recorded by, whichever the run used (its own configuration shows which it read)."""
+    own = [p for n in engines.names() for p in engines.engine(n).env_prefixes]
+    own += [p for n in backends.names() for p in backends.backend(n).env_prefixes]
+    return tuple(dict.fromkeys([*own, *SHARED_ENV_PREFIXES]))
+
+
+def environment(prefixes: tuple[str, ...], env: Mapping[str, str] | None = None) -> dict[str, str]:
     source = os.environ if env is None else env
-    return {k: v for k, v in sorted(source.items()) if k.startswith(ENV_PREFIXES)}
+    return {k: v for k, v in sorted(source.items()) if k.startswith(prefixes)}
 
 
-def server_info(url: str) -> dict | None:
+def pins(scenario) -> dict[str, str | None]:
+    """The pinned commits of the scenario's engine and backend, under provenance's pins keys."""
+    pinned = load_pins()
+    keys = {**engine_of(scenario).pin_keys, **backend_of(scenario).pin_keys}
+    return {field: pinned.get(key) for field, key in keys.items()}
+
+
+def server_info(url: str, path: str) -> dict | None:
     try:
-        resp = requests.get(url.rstrip("/") + "/get_server_info", timeout=10)
+        resp = requests.get(url.rstrip("/") + path, timeout=10)
         return resp.json() if resp.ok else {"error": f"HTTP {resp.status_code}"}
     except (requests.RequestException, ValueError) as exc:
         return {"error": type(exc).__name__}
@@ -63,8 +86,8 @@ def boot_id(proc: Path = Path("/proc")) -> str | None:
         return None
 
 
-def servers_info(endpoints: dict[str, str]) -> dict:
-    return {role: server_info(url) for role, url in endpoints.items() if role != "router"}
+def servers_info(endpoints: dict[str, str], path: str) -> dict:
+    return {role: server_info(url, path) for role, url in endpoints.items() if role != "router"}
 
 
 def versions() -> dict:
@@ -77,13 +100,12 @@ def versions() -> dict:
 def collect(*, scenario, endpoints: dict[str, str], bench_image: dict | None, containers: dict,
             transport: dict | None, log_source: dict | None, configuration: str | None,
             sysfs: Path, servers: bool = True) -> dict:
-    pins = load_pins()
     return {
         "schema_version": 1,
         "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "scenario": {"name": scenario.name, "fingerprint": scenario.fingerprint},
         "configuration": configuration,
-        "pins": {"sglang_commit": pins.get("SGLANG_COMMIT"), "mooncake_commit": pins.get("MOONCAKE_COMMIT")},
+        "pins": pins(scenario),
         "bench_image": bench_image,
         "server_containers": containers,
         "host": {
@@ -96,8 +118,8 @@ def collect(*, scenario, endpoints: dict[str, str], bench_image: dict | None, co
             "boot_id": boot_id(),
         },
         "endpoints": endpoints,
-        "server_info": servers_info(endpoints) if servers else None,
-        "environment": environment(),
+        "server_info": servers_info(endpoints, engine_of(scenario).info_path) if servers else None,
+        "environment": environment(env_prefixes(scenario)),
         "transport": transport,
         "logs": log_source,
         "versions": versions(),
@@ -185,7 +207,7 @@ class ProvenanceRecord:
 
     def _ask_servers(self) -> None:
         if self.server_info is None:
-            self.server_info = servers_info(self.cfg.endpoints())
+            self.server_info = servers_info(self.cfg.endpoints(), engine_of(self.cfg.scenario).info_path)
 
     def write(self, transport_facts, state) -> None:
         self._ask_servers()

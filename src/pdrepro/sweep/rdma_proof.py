@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..parsers.mooncake_log import ServerTransport, scan
+from ..backends import TransferBackend, TransportReading
 
 
 @dataclass(frozen=True)
 class TransportProof:
-    servers: tuple[ServerTransport, ...]
+    servers: tuple[TransportReading, ...]
 
     @property
     def proven(self) -> bool:
@@ -38,12 +38,12 @@ class TransportProof:
         return verdicts.pop() if len(verdicts) == 1 else "mixed"
 
 
-def prove(logs: dict[str, str]) -> TransportProof:
-    """``logs``: role (prefill, decode) -> log text."""
-    return TransportProof(tuple(scan(role, text) for role, text in logs.items()))
+def prove(logs: dict[str, str], backend: TransferBackend) -> TransportProof:
+    """``logs``: role (prefill, decode) -> log text, each read by the run's backend (its own start-up lines)."""
+    return TransportProof(tuple(backend.scan(role, text) for role, text in logs.items()))
 
 
-FIX_HINT = (
-    "make RDMA visible in both containers (/dev/infiniband devices, IPC_LOCK, memlock unlimited, host network), "
-    "unset MC_FORCE_TCP, set MC_GID_INDEX if no suitable GID is found, and check with `pdrepro doctor`"
-)
+def fix_hint(backend: TransferBackend) -> str:
+    """What to do where the proof found no RDMA: the containers' side, then the backend's own."""
+    return ("make RDMA visible in both containers (/dev/infiniband devices, IPC_LOCK, memlock unlimited, host "
+            f"network), {backend.rdma_hint}, and check with `pdrepro doctor`")

@@ -15,6 +15,7 @@ from ..parsers.serverstart import current_start
 from ..rundir import RunDir, server_log_name
 from ..rundir.contract import write_atomic
 from ..scenario.model import load_scenario
+from ..scenario.seams import engine_of, run_backend
 from . import health, rdma_proof, signals
 from .config import SweepConfig, is_disaggregated
 from .counters import CounterReader
@@ -86,7 +87,9 @@ def _write_scenario(cfg: SweepConfig, top: RunDir) -> None:
 
 
 def _endpoints(cfg: SweepConfig) -> list[health.Endpoint]:
-    return [health.Endpoint(role, url) for role, url in cfg.endpoints().items()]
+    engine = engine_of(cfg.scenario)
+    return [health.Endpoint(role, url, engine.router_health_paths if role == "router" else engine.worker_health_paths)
+            for role, url in cfg.endpoints().items()]
 
 
 class TransportNotProven(UserError):
@@ -115,12 +118,13 @@ def _prove(cfg: SweepConfig, state: SweepState) -> dict | None:
     # may have had RDMA.
     logs = {server_log_name(role, i).removesuffix(".log"): current_start(text)
             for role, found in texts.items() for i, text in sorted(found.items())}
-    proof = rdma_proof.prove(logs)
+    backend = run_backend(cfg.out, cfg.scenario)
+    proof = rdma_proof.prove(logs, backend)
     state.event("transport", **proof.to_dict())
     policy = cfg.scenario.transport
     if not proof.allowed(policy):
         expected = "RDMA" if policy == "rdma" else "RDMA or TCP (the scenario's transport: any)"
-        raise TransportNotProven(f"KV transport is not {expected}: {proof.describe()}; {rdma_proof.FIX_HINT}",
+        raise TransportNotProven(f"KV transport is not {expected}: {proof.describe()}; {rdma_proof.fix_hint(backend)}",
                                  proof.to_dict())
     if not proof.proven:
         log.info(f"transport: {proof.used}, allowed by the scenario (transport: any): {proof.describe()}")

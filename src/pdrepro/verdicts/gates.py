@@ -22,6 +22,7 @@ from ..rundir.engineceiling import CONTRADICTION_RATIO
 from ..rundir.issuekind import IssueKind
 from ..rundir.summarymodel import Issue, Row, RunProvenance, Summary, TransportEvidence, TransportProof, as_summary
 from ..scenario.model import ComparisonScenario, Scenario
+from ..scenario.seams import backend_of, engine_of
 
 
 @dataclass(frozen=True)
@@ -143,8 +144,12 @@ def _provenance_problem(prov: RunProvenance | None, where: str, scenario: Scenar
     ran = prov.scenario.name if prov.scenario is not None else None
     if ran != scenario.name:
         return f"{where} is of scenario {ran}, not {scenario.name}"
-    if prov.pins is None or not (prov.pins.sglang_commit and prov.pins.mooncake_commit):
-        return f"{where} lacks the SGLang/Mooncake commits"
+    # The pins of the run's engine and backend, each under the key its module names.
+    engine, backend = engine_of(scenario), backend_of(scenario)
+    keys = {**engine.pin_keys, **backend.pin_keys}
+    recorded = prov.pins.model_dump() if prov.pins is not None else {}
+    if prov.pins is None or not all(recorded.get(key) for key in keys):
+        return f"{where} lacks the {engine.label}/{backend.label} commits"
     return None
 
 
