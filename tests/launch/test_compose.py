@@ -218,7 +218,8 @@ def test_regular_stack_argv_agrees(tmp_path, same_node):
 
 def test_awkward_words_reach_the_server_unchanged(tmp_path):
     # A space, a dollar (compose would interpolate it), quotes, a backslash, a character past U+FFFF, YAML's
-    # line breaks and a tab: the file carries each word as is (no env file holds an argv word any more, so none is refused for the env file's sake).
+    # line breaks and a tab: the file carries each word as is (no env file holds an argv word any more, so
+    # none is refused for the env file's sake).
     words = ["--served-model-name", "qwen 235b \U00010990\u2028\n\t", "--chat-template", "a$HOME'b\"c\\d",
              "--log-level", "info"]
     scenario = _variant(tmp_path, extra_server_args=words)
