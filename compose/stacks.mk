@@ -1,27 +1,28 @@
-# Two-node launch targets, included by the top-level Makefile. The env files
-# come from `make render`; compose reads them with --env-file.
+# Two-node launch targets, included by the top-level Makefile. `make render` writes each node's compose
+# file (the launch plan's commands, whole) and env file into DEPLOY; compose reads both.
 # The v2 plugin, else the standalone binary.
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 STACK_PROJECTS := pdrepro-prefill pdrepro-decode pdrepro-regular
 
-render: setup ## Write the nodes' env files to DEPLOY/: make render PREFILL_IP=.. DECODE_IP=.. [MODEL=dir IB_DEVICES=json GPUS=0,1,..]
+render: setup ## Write the nodes' compose and env files to DEPLOY/: make render PREFILL_IP=.. DECODE_IP=.. [MODEL=dir IB_DEVICES=json GPUS=0,1,..]
 	$(PDREPRO) render --scenario $(SCENARIO) --prefill-ip "$(PREFILL_IP)" --decode-ip "$(DECODE_IP)" \
 	  $(if $(MODEL),--model "$(MODEL)") $(if $(DATASET),--dataset "$(DATASET)") \
 	  $(if $(GPUS),--gpus "$(GPUS)") $(if $(IB_DEVICES),--ib-devices "$(IB_DEVICES)") --out $(DEPLOY)
 
 # $(call stack_up,target,stack): start a stack and wait for its health checks;
 # on failure show the containers' last log lines, which say why. An xPyD render
-# writes one env file per node (prefill-0.env, ...): NODE=<i> picks this node's.
+# writes one compose and env file per node (prefill-0.yaml, prefill-0.env, ...): NODE=<i> picks this node's.
 NODE ?=
-stack_env = $(DEPLOY)/$(1)$(if $(NODE),-$(NODE)).env
+stack_file = $(DEPLOY)/$(1)$(if $(NODE),-$(NODE)).$(2)
+stack_compose = $(COMPOSE) -f $(call stack_file,$(1),yaml) --env-file $(call stack_file,$(1),env)
 define stack_up
-	@test -f $(call stack_env,$(2)) || { \
-	  if [ -z "$(NODE)" ] && [ -f $(DEPLOY)/$(2)-0.env ]; then \
-	    echo "make $(1): $(DEPLOY) holds one env file per $(2) node ($(2)-0.env, ...); give this node's: make $(1) NODE=<i>" >&2; \
-	  else echo "make $(1): no $(call stack_env,$(2)); run make render first (or copy it here)" >&2; fi; exit 2; }
-	$(COMPOSE) -f compose/$(2).yaml --env-file $(call stack_env,$(2)) up -d --wait || { \
+	@test -f $(call stack_file,$(2),yaml) && test -f $(call stack_file,$(2),env) || { \
+	  if [ -z "$(NODE)" ] && [ -f $(DEPLOY)/$(2)-0.yaml ]; then \
+	    echo "make $(1): $(DEPLOY) holds one compose file per $(2) node ($(2)-0.yaml, ...); give this node's: make $(1) NODE=<i>" >&2; \
+	  else echo "make $(1): no $(call stack_file,$(2),yaml) or its .env; run make render first (or copy them here)" >&2; fi; exit 2; }
+	$(call stack_compose,$(2)) up -d --wait || { \
 	  echo "make $(1): the $(2) stack did not become healthy; last log lines:" >&2; \
-	  $(COMPOSE) -f compose/$(2).yaml --env-file $(call stack_env,$(2)) logs --no-color --tail 40 >&2; exit 1; }
+	  $(call stack_compose,$(2)) logs --no-color --tail 40 >&2; exit 1; }
 endef
 
 up-prefill: ## On the prefill node: start the prefill server (xPyD: NODE=<i>); returns once it is healthy
@@ -38,24 +39,22 @@ ONEBOX_SCENARIO ?= onebox-qwen25-0.5b
 ONEBOX_DEPLOY ?= $(DEPLOY)/onebox
 ONEBOX_IP ?= 127.0.0.1
 ONEBOX_GPUS ?= 0,1
-# Non-empty: KV over TCP even when the node has RDMA devices.
+# Non-empty: KV over TCP even when the node has RDMA devices (rendered with --force-tcp).
 FORCE_TCP ?=
-# One GPU id: both servers share it, and decode starts once prefill is healthy (compose/onebox.onegpu.yaml).
-ONEBOX_COMPOSE = $(COMPOSE) -f compose/onebox.yaml --env-file $(ONEBOX_DEPLOY)/onebox.env \
-  $(if $(findstring $(comma),$(ONEBOX_GPUS)),,-f compose/onebox.onegpu.yaml)
-comma := ,
+# One GPU id: both servers share it, and the rendered onebox.yaml starts decode once prefill is healthy.
 
-onebox: setup ## One node: real SGLang prefill+decode+router on a small model: make onebox MODEL=dir [ONEBOX_GPUS=0,1 or 0 FORCE_TCP=1]
+onebox: setup ## One node: real prefill+decode+router on a small model: make onebox MODEL=dir [ONEBOX_GPUS=0,1 or 0 FORCE_TCP=1]
 	@test -n "$(MODEL)" || { echo "make onebox: pass MODEL=/path/to/model (the small model's folder, e.g. Qwen2.5-0.5B-Instruct, holding config.json)" >&2; exit 2; }
-	$(PDREPRO) render --target onebox --scenario $(ONEBOX_SCENARIO) --prefill-ip $(ONEBOX_IP) --model "$(MODEL)" \
-	  $(if $(DATASET),--dataset "$(DATASET)") --gpus $(ONEBOX_GPUS) --out $(ONEBOX_DEPLOY)
 	@set -u; if [ -d /dev/infiniband ] && [ -z "$(FORCE_TCP)" ]; then \
-	  echo "make onebox: RDMA devices found: KV moves over RDMA"; \
-	  cmd="$(ONEBOX_COMPOSE) -f compose/onebox.rdma.yaml"; unset MC_FORCE_TCP; \
+	  echo "make onebox: RDMA devices found: KV moves over RDMA"; tcp=; \
 	else \
-	  echo "make onebox: no /dev/infiniband (or FORCE_TCP set): KV moves over TCP (MC_FORCE_TCP=1)"; \
-	  cmd="$(ONEBOX_COMPOSE)"; export MC_FORCE_TCP=1; \
+	  echo "make onebox: no /dev/infiniband (or FORCE_TCP set): KV moves over TCP (--force-tcp)"; tcp=--force-tcp; \
 	fi; \
+	$(PDREPRO) render --target onebox --scenario $(ONEBOX_SCENARIO) --prefill-ip $(ONEBOX_IP) --model "$(MODEL)" \
+	  $(if $(DATASET),--dataset "$(DATASET)") --gpus $(ONEBOX_GPUS) $$tcp --out $(ONEBOX_DEPLOY) || exit $$?; \
+	cmd="$(COMPOSE) -f $(ONEBOX_DEPLOY)/onebox.yaml"; \
+	if [ -z "$$tcp" ] && [ -f $(ONEBOX_DEPLOY)/onebox.rdma.yaml ]; then cmd="$$cmd -f $(ONEBOX_DEPLOY)/onebox.rdma.yaml"; fi; \
+	cmd="$$cmd --env-file $(ONEBOX_DEPLOY)/onebox.env"; \
 	$$cmd up -d --wait || { echo "make onebox: the stack did not become healthy; last log lines:" >&2; \
 	  $$cmd logs --no-color --tail 40 >&2; exit 1; }; \
 	echo "make onebox: router ready at http://$(ONEBOX_IP):8000; next: make onebox-repro DATASET=..."

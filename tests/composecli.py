@@ -44,17 +44,21 @@ def compose_cmd() -> tuple[str, ...]:
     return cmd
 
 
-def run_config(compose_file: str | Path, env_file: str | Path, extra_env: dict | None = None) -> subprocess.CompletedProcess:
+def run_config(compose_file: str | Path | list, env_file: str | Path,
+               extra_env: dict | None = None) -> subprocess.CompletedProcess:
+    """`compose config` of one compose file, or of a list of them (each later one an override)."""
     # A bare environment: shell variables would override the env file's values.
     env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
     env.update(extra_env or {})
+    files = compose_file if isinstance(compose_file, list) else [compose_file]
     return subprocess.run(
-        [*compose_cmd(), "-f", str(compose_file), "--env-file", str(env_file), "config", "--format", "json"],
+        [*compose_cmd(), *(a for f in files for a in ("-f", str(f))), "--env-file", str(env_file),
+         "config", "--format", "json"],
         capture_output=True, text=True, cwd=REPO, env=env, timeout=60,
     )
 
 
-def config(compose_file: str | Path, env_file: str | Path, extra_env: dict | None = None) -> dict:
+def config(compose_file: str | Path | list, env_file: str | Path, extra_env: dict | None = None) -> dict:
     out = run_config(compose_file, env_file, extra_env)
     assert out.returncode == 0, f"compose config failed: {out.stderr}"
     return json.loads(out.stdout)

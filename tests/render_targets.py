@@ -50,6 +50,8 @@ VARIANTS = {
     # One GPU shared by both servers, with the extras and the TCP switch a box without RDMA uses.
     "onebox-onegpu": ("onebox", ["--gpus", "0", "--force-tcp", "--server-arg=--attention-backend triton",
                                  "--server-arg=--enable-metrics"]),
+    # The same box with NIXL as the transfer backend: the files every backend renders through the one plan.
+    "onebox-nixl": ("onebox", ["--transfer-backend", "nixl"]),
 }
 
 
@@ -90,10 +92,8 @@ def _swap(words, addresses: dict[str, str]) -> list[str]:
 
 
 def launched_compose(out: Path, scenario: Scenario) -> Launched:
-    """Through the real compose CLI, from each node's env file."""
-    from composecli import REPO, config
-
-    from pdrepro.launch.targets import compose
+    """Through the real compose CLI, from each node's rendered compose file and env file."""
+    from composecli import config
 
     prefill, decode = node_ips(scenario)
     t = scenario.topology
@@ -103,8 +103,8 @@ def launched_compose(out: Path, scenario: Scenario) -> Launched:
     servers, router = {}, []
     for role, n in (("prefill", t.prefill.nodes), ("decode", t.decode.nodes)):
         for i in range(n):
-            env_file = out / (f"{role}.env" if single else f"{role}-{i}.env")
-            services = config(REPO / compose.COMPOSE_FILES[role], env_file)["services"]
+            stem = role if single else f"{role}-{i}"
+            services = config(out / f"{stem}.yaml", out / f"{stem}.env")["services"]
             svc = services[role]
             env = {k: v for k, v in svc["environment"].items() if v is not None and k != "PYTHONUNBUFFERED"}
             env = dict(zip(env, _swap(env.values(), addresses)))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 
 import yaml
-from composecli import REPO, config
+from composecli import config
 
 from pdrepro.cli import main
 from pdrepro.launch import plan as launch
@@ -58,8 +58,9 @@ def test_compose_nodes_write_their_own_file(tmp_path):
     for role in ("prefill", "decode"):
         for node in lp.role(role):
             env_file = tmp_path / compose.env_file_name(role, node.index, plan)
+            compose_file = tmp_path / compose.node_file_name(role, node.index, plan, "yaml")
             # What compose itself makes of the file: the tee target in the container's entrypoint.
-            entry = " ".join(config(REPO / compose.COMPOSE_FILES[role], env_file)["services"][role]["entrypoint"])
+            entry = " ".join(config(compose_file, env_file)["services"][role]["entrypoint"])
             assert f"tee -a /logs/{node.servers[0].log_name})" in entry, entry
             seen.append(node.servers[0].log_name)
     assert seen == ["prefill.log", "prefill-1.log", "decode.log", "decode-1.log"]
@@ -69,8 +70,7 @@ def test_compose_single_pair_keeps_the_role_name(tmp_path):
     assert main(["render", "--target", "compose", "--scenario", "h20-qwen3-235b-1p1d", "--prefill-ip", "10.0.0.1",
                  "--decode-ip", "10.0.1.1", "--out", str(tmp_path)]) == 0
     for role in ("prefill", "decode"):
-        assert f"{role.upper()}_LOG" not in (tmp_path / f"{role}.env").read_text()
-        entry = " ".join(config(REPO / compose.COMPOSE_FILES[role], tmp_path / f"{role}.env")["services"][role]["entrypoint"])
+        entry = " ".join(config(tmp_path / f"{role}.yaml", tmp_path / f"{role}.env")["services"][role]["entrypoint"])
         assert f"tee -a /logs/{role}.log)" in entry
 
 

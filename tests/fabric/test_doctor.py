@@ -250,7 +250,7 @@ def test_ports_follow_the_scenario_launch(tmp_path):
     scen = load_scenario(SCENARIO)
     ctx = doctor.Context(sysfs_root=tmp_path, role="prefill", scenario=scen)
     assert [p for p, _ in ctx.wanted_ports()] == [30000, 8998]
-    # The router runs on the decode node, next to the decode server (compose/decode.yaml).
+    # The router runs on the decode node, next to the decode server (the decode node's rendered compose file).
     ctx = doctor.Context(sysfs_root=tmp_path, role="decode", scenario=scen)
     assert [p for p, _ in ctx.wanted_ports()] == [30001, 8000]
     assert [p for p, _ in doctor.Context(sysfs_root=tmp_path, role="decode").wanted_ports()] == [30001, 8000]
@@ -488,6 +488,8 @@ def test_the_engine_floor_is_what_the_gpu_stacks_use():
     from pdrepro.fabric.checks.containers import GPU_STACK_MIN_ENGINE
 
     compose = Path(__file__).resolve().parents[2] / "compose"
-    gpu = [p for p in compose.glob("*.yaml") if "driver: nvidia" in p.read_text()]
+    # The GPU stacks' compose files are rendered from the launch targets' templates.
+    templates = Path(__file__).resolve().parents[2] / "src/pdrepro/launch/targets/templates"
+    gpu = [p for p in templates.glob("compose-*.tmpl") if "driver: nvidia" in p.read_text()]
     assert gpu and all("start_interval" in p.read_text() for p in gpu) and GPU_STACK_MIN_ENGINE == 25
     assert "start_interval" not in (compose / "smoke.yaml").read_text()

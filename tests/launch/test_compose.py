@@ -1,24 +1,21 @@
-"""The compose files, rendered by the real compose v2 CLI: wiring, and argv
-identical to what launch.py builds (and `pdrepro render` prints)."""
+"""The compose files `pdrepro render` writes, read back by the real compose v2 CLI: wiring, and argv
+and environment identical to the launch plan's (and to what `pdrepro render` prints)."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
-from composecli import REPO, config, run_config
+from composecli import config
 
 from pdrepro.cli import main
-from pdrepro.core.pins import load_pins, parse_env_file
+from pdrepro.core.pins import load_pins
 from pdrepro.launch import plan as launch
-from pdrepro.launch.targets import compose
-from pdrepro.scenario.launch_section import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES
 from pdrepro.scenario.model import load_scenario
 
-EXAMPLE = REPO / "compose" / "example.env"
-FILES = {name: REPO / rel for name, rel in compose.COMPOSE_FILES.items()}
 PREFILL_IP, DECODE_IP = "192.0.2.10", "192.0.2.20"
 
 
@@ -27,6 +24,10 @@ def _render(tmp_path: Path, *extra: str, scenario: str = "h20-qwen3-235b-1p1d") 
     rc = main(["render", "--scenario", scenario, "--prefill-ip", PREFILL_IP, "--decode-ip", DECODE_IP, "--out", str(out), *extra])
     assert rc == 0
     return out
+
+
+def _node(out: Path, stem: str, extra_env: dict | None = None) -> dict:
+    return config(out / f"{stem}.yaml", out / f"{stem}.env", extra_env)["services"]
 
 
 def _site(**kw) -> launch.Site:
@@ -42,32 +43,31 @@ def _set_env(service: dict) -> dict:
     return {k: v for k, v in (service.get("environment") or {}).items() if v is not None}
 
 
+def _runs(words: list[str]) -> list[str]:
+    """What the container gets: `compose config` prints a file compose would read again, `$` doubled."""
+    return [w.replace("$$", "$") for w in words]
+
+
 def _mounts(service: dict) -> dict:
     return {v["target"]: v for v in service["volumes"]}
 
 
-# ---- wiring, with the example env file ---------------------------------------
+# ---- wiring ------------------------------------------------------------------
 
 @pytest.mark.parametrize("role", ["prefill", "decode"])
-def test_pd_server_wiring(role):
-    svc = config(FILES[role], EXAMPLE)["services"][role]
-    ex = parse_env_file(EXAMPLE)
-    cmd = svc["command"]
-    assert cmd[:3] == ["python", "-m", "sglang.launch_server"]
-    joined = " ".join(cmd)
-    port = ex["PREFILL_PORT"] if role == "prefill" else ex["DECODE_PORT"]
-    for flags in (f"--model-path {ex['MODEL_PATH']}", f"--host 0.0.0.0 --port {port}", "--tp-size 8", "--dtype bfloat16",
-                  "--trust-remote-code", "--stream-interval 1", "--chunked-prefill-size -1", "--disable-radix-cache",
-                  f"--disaggregation-mode {role}", "--disaggregation-transfer-backend mooncake",
-                  f"--disaggregation-ib-device {ex['IB_DEVICES_FILE']}", "--enable-request-time-stats-logging"):
-        assert flags in joined, flags
-    assert ("--disaggregation-bootstrap-port 8998" in joined) == (role == "prefill")
+def test_pd_server_wiring(role, tmp_path):
+    out = _render(tmp_path)
+    svc = _node(out, role)[role]
+    plan = launch.Plan(load_scenario("h20-qwen3-235b-1p1d"), _site())
+    server = plan.launch_plan().role(role)[0].servers[0]
+    assert svc["command"] == list(server.argv)
+    assert svc["image"] == load_pins()["GPU_IMAGE"]
     env = _set_env(svc)
-    assert env["SGLANG_HOST_IP"] == (ex["PREFILL_IP"] if role == "prefill" else ex["DECODE_IP"])
-    assert env["MOONCAKE_PROTOCOL"] == "rdma" and env["WITH_NVIDIA_PEERMEM"] == "1"
+    assert env == {**server.env, "PYTHONUNBUFFERED": "1"}
+    assert env["SGLANG_HOST_IP"] == (PREFILL_IP if role == "prefill" else DECODE_IP)
     # RDMA without privileged.
     assert not svc.get("privileged")
-    assert svc["network_mode"] == "host" and svc["ipc"] == "host"
+    assert svc["network_mode"] == "host" and svc["ipc"] == "host" and svc["init"] is True
     assert {d["source"] for d in svc["devices"]} == {"/dev/infiniband"}
     assert set(svc["cap_add"]) == {"IPC_LOCK", "SYS_RESOURCE"}
     assert svc["ulimits"]["memlock"] == -1
@@ -76,22 +76,23 @@ def test_pd_server_wiring(role):
     # All GPUs reserved (count: all), the server's set chosen through CUDA: a
     # comma-joined device id would be one invalid CDI name on newer engines.
     assert gpu["count"] == -1 and "device_ids" not in gpu
-    assert env["CUDA_VISIBLE_DEVICES"] == ex["PREFILL_GPU_IDS" if role == "prefill" else "DECODE_GPU_IDS"]
-    assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    assert env["CUDA_VISIBLE_DEVICES"] == "0,1,2,3,4,5,6,7" and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     mounts = _mounts(svc)
-    for path in (ex["MODEL_PATH"], ex["DATASET_PATH"], ex["IB_DEVICES_FILE"]):
+    for path in (plan.site.model_path, plan.site.dataset_path, plan.site.ib_devices_file):
         assert mounts[path]["source"] == path and mounts[path]["read_only"] is True
-    assert mounts["/logs"]["source"] == ex["LOG_DIR"] and not mounts["/logs"].get("read_only")
-    # The raw log goes to the host folder under the service's name.
-    assert f"/logs/{role}.log" in " ".join(svc["entrypoint"])
+    assert mounts["/logs"]["source"] == launch.DEFAULT_LOG_DIR and not mounts["/logs"].get("read_only")
+    # The raw log goes to the host folder under the plan's log name, and the command is exec'd unchanged.
+    assert _runs(svc["entrypoint"]) == ["bash", "-c", f'exec > >(tee -a /logs/{role}.log) 2>&1; exec "$0" "$@"']
     health = svc["healthcheck"]
-    assert f"127.0.0.1:{port}/health_generate" in " ".join(health["test"])
-    assert health["start_period"] == "1h0m0s"
+    assert f"127.0.0.1:{server.port}/health_generate" in " ".join(health["test"])
+    assert health["start_period"] == "1h0m0s" and health["start_interval"] == "15s"
     assert svc["container_name"] == f"pdrepro-{role}"
+    assert svc["restart"] == "no"
 
 
-def test_router_wiring():
-    services = config(FILES["decode"], EXAMPLE)["services"]
+def test_router_wiring(tmp_path):
+    services = _node(_render(tmp_path), "decode")
+    assert set(services) == {"decode", "router"}
     router = services["router"]
     assert router["command"] == [
         "python", "-m", "sglang_router.launch_router", "--host", "0.0.0.0", "--port", "8000",
@@ -105,52 +106,53 @@ def test_router_wiring():
     assert "/logs/router.log" in " ".join(router["entrypoint"])
 
 
-def test_regular_wiring():
-    services = config(FILES["regular"], EXAMPLE)["services"]
+def _regular(tmp_path, same_node=False) -> tuple[Path, Path]:
+    scenario = _variant(tmp_path, stacks=["disaggregated", "regular"],
+                        ports={"prefill": 30000, "decode": 30001, "bootstrap": 8998, "router": 8000, "regular": [30000, 30001]},
+                        regular_tp=4)
+    decode_ip = PREFILL_IP if same_node else DECODE_IP
+    out = tmp_path / "deploy"
+    assert main(["render", "--scenario", str(scenario), "--prefill-ip", PREFILL_IP, "--decode-ip", decode_ip,
+                 "--gpus", ",".join(map(str, range(16 if same_node else 8))), "--out", str(out)]) == 0
+    return out, scenario
+
+
+def test_regular_wiring(tmp_path):
+    out, _ = _regular(tmp_path)
+    services = _node(out, "regular")
     assert set(services) == {"regular-1", "regular-2", "regular-router"}
     for name, port in (("regular-1", "30000"), ("regular-2", "30001")):
         cmd = " ".join(services[name]["command"])
-        assert f"--port {port}" in cmd and "--tp-size 8" in cmd
+        assert f"--port {port}" in cmd and "--tp-size 4" in cmd
         assert "--disaggregation" not in cmd
         assert f"/logs/{name}.log" in " ".join(services[name]["entrypoint"])
         assert services[name]["deploy"]["resources"]["reservations"]["devices"][0]["driver"] == "nvidia"
+        assert "devices" not in services[name]  # no RDMA in the comparison stack
     router = services["regular-router"]
     assert router["command"][router["command"].index("--worker-urls") + 1:][:2] == ["http://192.0.2.10:30000", "http://192.0.2.20:30001"]
     assert "--pd-disaggregation" not in router["command"]
     assert list(router["depends_on"]) == ["regular-2"]
 
 
-def test_example_env_is_complete_and_pinned():
-    example = parse_env_file(EXAMPLE)
-    used = set()
-    for path in FILES.values():
-        used |= set(re.findall(r"\$\{([A-Z][A-Z0-9_]*)", path.read_text()))
-    missing = sorted(used - set(example))
-    assert not missing, f"compose/example.env lacks {missing}"
-    assert example["GPU_IMAGE"] == load_pins()["GPU_IMAGE"]
-    commented = set(re.findall(r"^#([A-Z][A-Z0-9_]*)=", EXAMPLE.read_text(), re.M))
-    assert set(LAUNCH_ENV_TUNABLES) <= commented
+@pytest.mark.parametrize("stem", ["prefill", "decode"])
+def test_compose_reads_only_the_two_knobs(stem, tmp_path):
+    """The argv is in the file, not in variables: compose interpolates nothing but the locked-memory limit
+    and the start-up grace, each with the plan's value as its default."""
+    out = _render(tmp_path)
+    text = (out / f"{stem}.yaml").read_text()
+    assert set(re.findall(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)", text)) == {"MEMLOCK", "SERVER_START_PERIOD"}
+    empty = tmp_path / "empty.env"
+    empty.write_text("")
+    svc = config(out / f"{stem}.yaml", empty)["services"][stem]
+    assert svc["ulimits"]["memlock"] == -1 and svc["healthcheck"]["start_period"] == "1h0m0s"
 
 
-@pytest.mark.parametrize("role", ["prefill", "decode"])
-def test_pass_through_env_matches_schema(role):
-    raw = yaml.safe_load(FILES[role].read_text())["services"][role]["environment"]
-    passed = {k for k, v in raw.items() if v is None}
-    assert passed == set(LAUNCH_ENV_TUNABLES)
-    assert set(LAUNCH_ENV_FIXED) <= set(raw)
-
-
-def test_missing_variable_is_named(tmp_path):
-    env = tmp_path / "partial.env"
-    env.write_text("".join(f"{k}={v}\n" for k, v in parse_env_file(EXAMPLE).items() if k != "MODEL_PATH"))
-    out = run_config(FILES["prefill"], env)
-    assert out.returncode != 0
-    assert "MODEL_PATH" in out.stderr and "env file" in out.stderr
-
-
-def test_memlock_is_overridable():
-    svc = config(FILES["prefill"], EXAMPLE, {"MEMLOCK": str(8 * 2**20)})["services"]["prefill"]
+def test_memlock_is_overridable(tmp_path):
+    out = _render(tmp_path)
+    svc = _node(out, "prefill", {"MEMLOCK": str(8 * 2**20)})["prefill"]
     assert svc["ulimits"]["memlock"] == 8 * 2**20
+    rendered = _node(_render(tmp_path / "m", "--memlock", str(2**30)), "prefill")["prefill"]
+    assert rendered["ulimits"]["memlock"] == 2**30
 
 
 # ---- compose and launch.py agree --------------------------------------------
@@ -158,8 +160,8 @@ def test_memlock_is_overridable():
 def test_published_launch_argv_agrees(tmp_path):
     out = _render(tmp_path)
     plan = launch.Plan(load_scenario("h20-qwen3-235b-1p1d"), _site())
-    prefill = config(FILES["prefill"], out / "prefill.env")["services"]["prefill"]
-    decode_stack = config(FILES["decode"], out / "decode.env")["services"]
+    prefill = _node(out, "prefill")["prefill"]
+    decode_stack = _node(out, "decode")
     assert prefill["command"] == plan.prefill_argv()
     assert decode_stack["decode"]["command"] == plan.decode_argv()
     assert decode_stack["router"]["command"] == plan.router_argv()
@@ -185,7 +187,7 @@ def test_tunables_and_extra_args_reach_the_servers(tmp_path):
     scenario = _variant(tmp_path, env=env, enable_metrics=True, extra_server_args=["--mem-fraction-static", "0.85"])
     out = _render(tmp_path, scenario=str(scenario))
     plan = launch.Plan(load_scenario(scenario), _site())
-    prefill = config(FILES["prefill"], out / "prefill.env")["services"]["prefill"]
+    prefill = _node(out, "prefill")["prefill"]
     assert prefill["command"] == plan.prefill_argv()
     assert prefill["command"][-3:] == ["--mem-fraction-static", "0.85", "--enable-metrics"]
     got = _set_env(prefill)
@@ -195,14 +197,9 @@ def test_tunables_and_extra_args_reach_the_servers(tmp_path):
 
 @pytest.mark.parametrize("same_node", [False, True])
 def test_regular_stack_argv_agrees(tmp_path, same_node):
-    scenario = _variant(tmp_path, stacks=["disaggregated", "regular"],
-                        ports={"prefill": 30000, "decode": 30001, "bootstrap": 8998, "router": 8000, "regular": [30000, 30001]},
-                        regular_tp=4)
+    out, scenario = _regular(tmp_path, same_node)
+    services = _node(out, "regular")
     decode_ip = PREFILL_IP if same_node else DECODE_IP
-    out = tmp_path / "deploy"
-    assert main(["render", "--scenario", str(scenario), "--prefill-ip", PREFILL_IP, "--decode-ip", decode_ip,
-                 "--gpus", ",".join(map(str, range(16 if same_node else 8))), "--out", str(out)]) == 0
-    services = config(FILES["regular"], out / "regular.env")["services"]
     plan = launch.Plan(load_scenario(scenario), _site(decode_hosts=(decode_ip,), gpus=tuple(range(16 if same_node else 8))))
     assert services["regular-1"]["command"] == plan.regular_argv(0)
     assert services["regular-2"]["command"] == plan.regular_argv(1)
@@ -213,21 +210,29 @@ def test_regular_stack_argv_agrees(tmp_path, same_node):
     gpus = [services[n]["environment"]["CUDA_VISIBLE_DEVICES"] for n in ("regular-1", "regular-2")]
     assert gpus == (["0,1,2,3", "4,5,6,7"] if same_node else ["0,1,2,3", "0,1,2,3"])
     # The disaggregated stack on one node gets disjoint GPU sets too.
-    decode = config(FILES["decode"], out / "decode.env")["services"]["decode"]
-    prefill = config(FILES["prefill"], out / "prefill.env")["services"]["prefill"]
+    decode = _node(out, "decode")["decode"]
+    prefill = _node(out, "prefill")["prefill"]
     ids = [s["environment"]["CUDA_VISIBLE_DEVICES"] for s in (prefill, decode)]
     assert (ids[0] != ids[1]) == same_node
 
 
-def test_env_file_reads_the_same_in_compose_and_shell(tmp_path):
-    import subprocess
-
-    scenario = _variant(tmp_path, extra_server_args=["--served-model-name", "qwen 235b", "--log-level", "info"])
+def test_awkward_words_reach_the_server_unchanged(tmp_path):
+    # A space, a dollar (compose would interpolate it), quotes, a backslash, a character past U+FFFF, YAML's
+    # line breaks and a tab: the file carries each word as is (no env file holds an argv word any more, so
+    # none is refused for the env file's sake).
+    words = ["--served-model-name", "qwen 235b \U00010990\u2028\n\t", "--chat-template", "a$HOME'b\"c\\d",
+             "--log-level", "info"]
+    scenario = _variant(tmp_path, extra_server_args=words)
     out = _render(tmp_path, "--log-dir", "/var/log/pd repro", scenario=str(scenario))
-    prefill = config(FILES["prefill"], out / "prefill.env")["services"]["prefill"]
-    assert prefill["command"][-4:] == ["--served-model-name", "qwen 235b", "--log-level", "info"]
+    prefill = _node(out, "prefill")["prefill"]
+    assert _runs(prefill["command"][-6:]) == words
     assert _mounts(prefill)["/logs"]["source"] == "/var/log/pd repro"
-    shell = subprocess.run(["bash", "-c", f'set -a; . "{out}/decode.env"; printf "%s|%s" "$SERVER_EXTRA_ARGS" "$LOG_DIR"'],
+
+
+def test_env_file_sources_in_the_shell(tmp_path):
+    out = _render(tmp_path, "--log-dir", "/var/log/pd repro")
+    script = f'set -a; . "{out}/decode.env"; printf "%s|%s|%s" "$LOG_DIR" "$DECODE_IP" "$ROUTER_PORT"'
+    shell = subprocess.run(["bash", "-c", script],
                            capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
     assert shell.returncode == 0, shell.stderr
-    assert shell.stdout == "--served-model-name 'qwen 235b' --log-level info|/var/log/pd repro"
+    assert shell.stdout == f"/var/log/pd repro|{DECODE_IP}|8000"

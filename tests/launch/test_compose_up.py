@@ -1,11 +1,11 @@
-"""compose/prefill.yaml really started by the engine: the log wrapper writes the
+"""A rendered prefill.yaml really started by the engine: the log wrapper writes the
 raw output to the host folder and keeps the exit status, the health check
 runs, and the RDMA-related limits reach the container.
 
 No GPU or RDMA device here: an override drops the GPU reservation and the
 verbs devices, keeps only the capability this host grants (IPC_LOCK), swaps
 the SGLang command for a small HTTP server, and the CPU smoke image stands
-in for the GPU image. Everything else is the shipped file.
+in for the GPU image. Everything else is the file `pdrepro render` wrote.
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from composecli import REPO, compose_cmd
+import yaml
+from composecli import compose_cmd
 from smokeimage import smoke_image
 
-from pdrepro.core.pins import parse_env_file
+from pdrepro.cli import main
+from pdrepro.scenario.model import load_scenario
 
 pytestmark = pytest.mark.docker
 
@@ -55,22 +57,30 @@ def _stack(tmp_path: Path, fail: bool):
         (tmp_path / d).mkdir()
     (tmp_path / "model" / "config.json").write_text("{}")
     (tmp_path / "sharegpt.json").write_text("[]")
-    (tmp_path / "ib_devices.json").write_text('{"default": "rxe0"}')
+    (tmp_path / "ib_devices.json").write_text(json.dumps({str(gpu): "rxe0" for gpu in range(8)}))
     port = _free_port()
-    env = parse_env_file(REPO / "compose" / "example.env")
-    env.update(GPU_IMAGE=image, MODEL_PATH=str(tmp_path / "model"), DATASET_PATH=str(tmp_path / "sharegpt.json"),
-               IB_DEVICES_FILE=str(tmp_path / "ib_devices.json"), LOG_DIR=str(tmp_path / "logs"),
-               PREFILL_IP="127.0.0.1", PREFILL_PORT=str(port), MEMLOCK=str(8 * 2**20), SERVER_START_PERIOD="60s")
+    data = load_scenario("h20-qwen3-235b-1p1d").to_dict()
+    data["launch"]["ports"].update(prefill=port, decode=_free_port())
     if not fail:
-        env["MC_SLICE_SIZE"] = "131072"
-    env_file = tmp_path / "node.env"
-    env_file.write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+        data["launch"]["env"]["MC_SLICE_SIZE"] = "131072"
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump(data, sort_keys=False))
+    deploy = tmp_path / "deploy"
+    # One node (both addresses the same), so 16 GPU ids for the two TP-8 servers; only prefill starts here.
+    assert main(["render", "--scenario", str(scenario), "--prefill-ip", "127.0.0.1", "--decode-ip", "127.0.0.1",
+                 "--gpus", ",".join(map(str, range(16))),
+                 "--model", str(tmp_path / "model"), "--dataset", str(tmp_path / "sharegpt.json"),
+                 "--ib-devices", str(tmp_path / "ib_devices.json"), "--log-dir", str(tmp_path / "logs"),
+                 "--memlock", str(8 * 2**20), "--out", str(deploy)]) == 0
+    env_file = deploy / "prefill.env"
+    env_file.write_text(env_file.read_text().replace("SERVER_START_PERIOD=3600s", "SERVER_START_PERIOD=60s"))
     environment = {"PORT": str(port), **({"FAIL": "1"} if fail else {})}
     # `!reset`/`!override` drop what this host lacks: GPUs, verbs devices,
     # CAP_SYS_RESOURCE, and start_interval (engines before v25 reject it).
     (tmp_path / "override.yaml").write_text(
         "services:\n  prefill:\n"
         f"    container_name: {name}\n"
+        f"    image: {image}\n"
         "    deploy: !reset {}\n"
         "    devices: !reset []\n"
         "    cap_add: !override [IPC_LOCK]\n"
@@ -78,7 +88,7 @@ def _stack(tmp_path: Path, fail: bool):
         f"    environment: {json.dumps(environment)}\n"
         "    healthcheck:\n      start_interval: !reset null\n      interval: 1s\n      timeout: 5s\n      retries: 3\n"
     )
-    base = [*cmd, "-p", name, "-f", str(REPO / "compose" / "prefill.yaml"), "-f", str(tmp_path / "override.yaml"),
+    base = [*cmd, "-p", name, "-f", str(deploy / "prefill.yaml"), "-f", str(tmp_path / "override.yaml"),
             "--env-file", str(env_file)]
     return base, name
 

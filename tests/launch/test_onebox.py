@@ -1,6 +1,5 @@
-"""The one-box check: compose/onebox.yaml, rendered by the real compose CLI
-with the env file `pdrepro render --target onebox` writes, runs the plan's
-prefill, decode and router on one node, RDMA or TCP."""
+"""The one-box check: the onebox.yaml `pdrepro render --target onebox` writes, read back by the real
+compose CLI with its env file, runs the plan's prefill, decode and router on one node, RDMA or TCP."""
 
 from __future__ import annotations
 
@@ -16,31 +15,19 @@ from pdrepro.launch.targets import onebox
 from pdrepro.scenario.model import load_scenario
 
 SCENARIO = "onebox-qwen25-0.5b"
-BASE, RDMA = REPO / onebox.COMPOSE_FILE, REPO / onebox.RDMA_FILE
 
 
 def _render(tmp_path, *extra) -> tuple:
     model = tmp_path / "Qwen2.5-0.5B-Instruct"
-    model.mkdir(exist_ok=True)
+    model.mkdir(parents=True, exist_ok=True)
     (model / "config.json").write_text("{}")
     out = tmp_path / "onebox"
     assert main(["render", "--target", "onebox", "--scenario", SCENARIO, "--model", str(model), "--out", str(out), *extra]) == 0
-    return out / onebox.ENV_FILE, model
+    return out, model
 
 
-def _config(env_file, *files, extra_env=None) -> dict:
-    # compose accepts several -f; composecli's helper takes one, so merge here.
-    from composecli import compose_cmd
-
-    env = {k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}
-    env.update(extra_env or {})
-    args = [a for f in files for a in ("-f", str(f))]
-    proc = subprocess.run([*compose_cmd(), *args, "--env-file", str(env_file), "config", "--format", "json"],
-                          capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    import json
-
-    return json.loads(proc.stdout)["services"]
+def _config(out, *files, extra_env=None) -> dict:
+    return config([out / f for f in files], out / onebox.ENV_FILE, extra_env)["services"]
 
 
 def _plan(model, gpus=(0, 1), ip="127.0.0.1") -> launch.LaunchPlan:
@@ -50,8 +37,8 @@ def _plan(model, gpus=(0, 1), ip="127.0.0.1") -> launch.LaunchPlan:
 
 
 def test_onebox_runs_the_plan(tmp_path):
-    env_file, model = _render(tmp_path)
-    services = config(BASE, env_file)["services"]
+    out, model = _render(tmp_path)
+    services = _config(out, onebox.COMPOSE_FILE)
     plan = _plan(model)
     (prefill,), (decode,) = plan.role("prefill")[0].servers, plan.role("decode")[0].servers
     assert services["prefill"]["command"] == list(prefill.argv)
@@ -62,28 +49,33 @@ def test_onebox_runs_the_plan(tmp_path):
         assert env == server.env
         assert not services[name].get("privileged") and services[name]["network_mode"] == "host"
         assert "IPC_LOCK" in services[name]["cap_add"]
-        assert "--disaggregation-ib-device" not in services[name]["command"]  # Mooncake picks the devices
+        assert "--disaggregation-ib-device" not in services[name]["command"]  # the backend picks the devices
+        assert services[name]["healthcheck"]["test"][-1].endswith(f":{server.port}/health_generate', timeout=60)")
+        assert f"/logs/{name}.log" in services[name]["entrypoint"][-1]
     # Disjoint GPUs on the one node, and a router that waits for both servers.
     assert (prefill.gpus, decode.gpus) == ((0,), (1,))
     assert set(services["router"]["depends_on"]) == {"prefill", "decode"}
+    assert "depends_on" not in services["decode"]  # two GPUs: both load at once
     assert "--prefill http://127.0.0.1:30000 8998" in " ".join(services["router"]["command"])
 
 
 def test_rdma_when_the_node_has_it_tcp_otherwise(tmp_path):
-    env_file, _ = _render(tmp_path)
-    tcp = _config(env_file, BASE, extra_env={"MC_FORCE_TCP": "1"})
-    rdma = _config(env_file, BASE, RDMA)
+    out, _ = _render(tmp_path)
+    tcp_out, _ = _render(tmp_path / "tcp", "--force-tcp")
+    rdma = _config(out, onebox.COMPOSE_FILE, onebox.RDMA_FILE)
+    plain = _config(out, onebox.COMPOSE_FILE)
+    tcp = _config(tcp_out, onebox.COMPOSE_FILE)
     for name in ("prefill", "decode"):
-        assert "devices" not in tcp[name]  # nothing to map on a node without RDMA
+        assert "devices" not in plain[name] and "devices" not in tcp[name]  # nothing to map without RDMA
         assert tcp[name]["environment"]["MC_FORCE_TCP"] == "1"
         assert [d["source"] for d in rdma[name]["devices"]] == ["/dev/infiniband"]
         # Unset, Mooncake uses the HCA it finds.
-        assert rdma[name]["environment"].get("MC_FORCE_TCP") is None
+        assert "MC_FORCE_TCP" not in rdma[name]["environment"]
 
 
 def test_gpu_choice_and_address_reach_the_servers(tmp_path):
-    env_file, model = _render(tmp_path, "--gpus", "2,3", "--prefill-ip", "192.0.2.30")
-    services = config(BASE, env_file)["services"]
+    out, model = _render(tmp_path, "--gpus", "2,3", "--prefill-ip", "192.0.2.30")
+    services = _config(out, onebox.COMPOSE_FILE)
     assert services["prefill"]["environment"]["CUDA_VISIBLE_DEVICES"] == "2"
     assert services["decode"]["environment"]["CUDA_VISIBLE_DEVICES"] == "3"
     assert services["decode"]["environment"]["SGLANG_HOST_IP"] == "192.0.2.30"
@@ -96,7 +88,7 @@ def test_gpu_choice_and_address_reach_the_servers(tmp_path):
     (["--force-tcp", "--target", "compose"], "--force-tcp: only the one-box target takes it"),
     (["--prefill-ip", "192.0.2.30", "--decode-ip", "192.0.2.31"], "runs everything on one node"),
     (["--scenario", "h20-qwen3-235b-2p2d"], "runs one prefill and one decode server (1P1D); this one is 2P2D"),
-    (["--ib-devices", "/etc/pdrepro/ib_devices.json"], "lets Mooncake pick the RDMA devices itself"),
+    (["--ib-devices", "/etc/pdrepro/ib_devices.json"], "lets the transfer backend pick the RDMA devices itself"),
 ])
 def test_bad_onebox_input_is_one_line(args, expected, tmp_path, capsys):
     out = tmp_path / "o"
@@ -116,8 +108,8 @@ def test_make_onebox_asks_for_the_model():
 
 def test_one_gpu_is_shared_with_a_memory_fraction_each(tmp_path):
     extra = ["--gpus", "0", "--force-tcp", "--server-arg=--attention-backend triton"]
-    env_file, model = _render(tmp_path, *extra)
-    services = _config(env_file, BASE, REPO / onebox.ONE_GPU_FILE)
+    out, model = _render(tmp_path, *extra)
+    services = _config(out, onebox.COMPOSE_FILE)
     site = launch.Site(prefill_hosts=("127.0.0.1",), decode_hosts=("127.0.0.1",), model_path=str(model),
                        dataset_path=launch.DEFAULT_DATASET, ib_devices_file=None, gpus=(0,), image="unused",
                        extra_server_args=("--attention-backend", "triton"), transfer_backend="mooncake_tcp")
@@ -143,9 +135,14 @@ def test_a_shared_gpu_needs_a_fraction(tmp_path, capsys):
     assert "--mem-fraction-static 0.25" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("gpus, shared", [("0", True), ("0,1", False)])
-def test_make_onebox_adds_the_one_gpu_file_for_one_gpu(gpus, shared):
-    proc = subprocess.run(["make", "-n", "-o", "setup", "onebox", "MODEL=/models/x", f"ONEBOX_GPUS={gpus}"], cwd=REPO,
+@pytest.mark.parametrize("gpus", ["0", "0,1"])
+def test_make_onebox_starts_what_it_rendered(gpus, tmp_path):
+    deploy = tmp_path / "ob"
+    proc = subprocess.run(["make", "-n", "-o", "setup", "onebox", "MODEL=/models/x", f"ONEBOX_GPUS={gpus}",
+                           f"ONEBOX_DEPLOY={deploy}"], cwd=REPO,
                           capture_output=True, text=True, timeout=60, env={**os.environ, "MAKEFLAGS": ""})
     assert proc.returncode == 0, proc.stderr
-    assert (onebox.ONE_GPU_FILE in proc.stdout) == shared
+    # One render (the GPU choice and start order are in the file it writes), then compose on that file.
+    assert f"--gpus {gpus} $tcp --out {deploy}" in proc.stdout
+    assert f'cmd="docker compose -f {deploy}/onebox.yaml"' in proc.stdout or f"-f {deploy}/onebox.yaml" in proc.stdout
+    assert "compose/onebox" not in proc.stdout

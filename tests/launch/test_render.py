@@ -150,9 +150,9 @@ def test_regular_only_scenario_on_one_node(tmp_path, capsys):
     out = tmp_path / "deploy"
     assert main(["render", "--scenario", scenario, "--prefill-ip", "192.0.2.10", "--decode-ip", "192.0.2.10",
                  "--gpus", "0,1,2,3", "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["commands.txt", "regular.env"]
-    env = (out / "regular.env").read_text().splitlines()
-    assert "REGULAR_1_GPU_IDS=0,1" in env and "REGULAR_2_GPU_IDS=2,3" in env
+    assert sorted(p.name for p in out.iterdir()) == ["commands.txt", "regular.env", "regular.yaml"]
+    services = yaml.safe_load((out / "regular.yaml").read_text())["services"]
+    assert [services[n]["environment"]["CUDA_VISIBLE_DEVICES"] for n in ("regular-1", "regular-2")] == ["0,1", "2,3"]
     assert "--worker-urls http://192.0.2.10:30000 http://192.0.2.10:30001" in capsys.readouterr().out
 
 

@@ -16,6 +16,7 @@ from render_targets import LAUNCHED, cases, render_argv  # noqa: E402
 
 from pdrepro.cli import main  # noqa: E402
 from pdrepro.core.pins import load_pins  # noqa: E402
+from pdrepro.engines import engine  # noqa: E402
 from pdrepro.launch.targets import k8s  # noqa: E402
 from pdrepro.scenario.model import load_scenario  # noqa: E402
 
@@ -141,7 +142,7 @@ def test_commands_equal_the_compose_ones(name, target, tmp_path):
     for server, (argv, env) in reference.servers.items():
         got_argv, got_env = other.servers[server]
         assert got_argv == argv, server
-        decided = set(k8s.CLUSTER_ENV) if target == "k8s" else set()
+        decided = set(k8s.cluster_env(engine(scenario.launch.engine))) if target == "k8s" else set()
         left = {k: v for k, v in env.items() if k not in decided}
         assert {k: v for k, v in got_env.items() if k not in decided} == left, server
 

@@ -14,8 +14,6 @@ from pdrepro.launch import plan as launch
 from pdrepro.launch.targets import compose
 from pdrepro.scenario.model import load_scenario
 
-FILES = {name: REPO / rel for name, rel in compose.COMPOSE_FILES.items()}
-
 
 def _site(prefill, decode, gpus=8) -> launch.Site:
     return launch.Site(prefill_hosts=tuple(prefill), decode_hosts=tuple(decode), model_path="/m", dataset_path="/d",
@@ -65,7 +63,7 @@ def test_servers_per_node_get_own_ports_and_gpus(tmp_path):
         launch.Plan(scenario, _site(["10.0.0.1"], ["10.0.1.1"], gpus=8))
     # compose runs one server per node and says so.
     with pytest.raises(UserError, match="use --target k8s"):
-        compose.env_files(launch.Plan(scenario, _site(["10.0.0.1"], ["10.0.1.1"], gpus=16)))
+        compose.compose_files(launch.Plan(scenario, _site(["10.0.0.1"], ["10.0.1.1"], gpus=16)), "out")
 
 
 BAD_TOPOLOGY = {
@@ -132,7 +130,8 @@ def test_compose_runs_the_2p2d_plan(tmp_path):
         model_path="/models/Qwen3-235B-A22B-Instruct-2507", dataset_path=launch.DEFAULT_DATASET,
         ib_devices_file=launch.DEFAULT_IB_DEVICES, gpus=tuple(range(8)), image="unused")).launch_plan()
     for node in plan.nodes:
-        services = config(FILES[node.role], out / f"{node.name}.env")["services"]
+        services = config(out / f"{node.name}.yaml", out / f"{node.name}.env")["services"]
+        assert set(services) == ({node.role, "router"} if node.name == "decode-0" else {node.role}), node.name
         (server,) = node.servers
         assert services[node.role]["command"] == list(server.argv), node.name
         assert _set_env(services[node.role]) == server.env, node.name

@@ -1,4 +1,4 @@
-"""make up-prefill / up-decode on the nodes of an xPyD render: NODE picks the node's env file."""
+"""make up-prefill / up-decode on the nodes of an xPyD render: NODE picks the node's compose and env file."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ def test_each_node_starts_with_its_own_env_file():
     for target, role in (("up-prefill", "prefill"), ("up-decode", "decode")):
         proc = _make("-n", target, "NODE=1")
         assert proc.returncode == 0, proc.stderr
-        assert f"--env-file {XPYD}/{role}-1.env up -d --wait" in proc.stdout
+        assert f"-f {XPYD}/{role}-1.yaml --env-file {XPYD}/{role}-1.env up -d --wait" in proc.stdout
 
 
 def test_without_node_an_xpyd_render_says_to_give_it():
     proc = _make("up-prefill")
     assert proc.returncode == 2
-    assert "NODE=<i>" in proc.stderr and "prefill-0.env" in proc.stderr
+    assert "NODE=<i>" in proc.stderr and "prefill-0.yaml" in proc.stderr

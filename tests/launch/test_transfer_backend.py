@@ -41,8 +41,10 @@ def test_force_tcp_is_the_tcp_backend_by_name(tmp_path):
     plain = _render(tmp_path, "plain")
     assert alias == named
     assert alias != plain
-    env = next(name for name in alias if name.endswith(".env"))
-    assert "\nMC_FORCE_TCP=1\n" in alias[env] and "\nMC_FORCE_TCP=" not in plain[env]
+    # The servers' environment is in the rendered compose file, from the backend's plan_env.
+    assert '\n      MC_FORCE_TCP: "1"\n' in alias["onebox.yaml"] and "MC_FORCE_TCP" not in plain["onebox.yaml"]
+    # A TCP-only backend gets no override mapping the RDMA devices.
+    assert "onebox.rdma.yaml" in plain and "onebox.rdma.yaml" not in alias
 
 
 def _plan(backend: str | None) -> launch.LaunchPlan:

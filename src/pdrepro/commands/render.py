@@ -1,5 +1,5 @@
 """``pdrepro render``: the launch of a scenario, placed by a target: compose
-env files per node (default), Kubernetes manifests or a SLURM sbatch script. Every target renders
+files per node (default), Kubernetes manifests or a SLURM sbatch script. Every target renders
 the same ``launch.Plan`` through one interface (``targets.base.Target``), registered in
 ``targets.registry``; this command builds the site from its options and writes what the target renders."""
 
@@ -19,7 +19,7 @@ from ..launch.targets.registry import TARGETS
 from ..scenario import site as siteinput
 from ..scenario.model import load_scenario
 
-HELP = "write a scenario's launch for a target (compose env files per node, Kubernetes manifests, or a SLURM sbatch script)"
+HELP = "write a scenario's launch for a target (compose files per node, Kubernetes manifests, or a SLURM sbatch script)"
 
 # The one-box target places the one-box scenario unless told otherwise, the same default as `pdrepro stack up`
 # (which starts what `render --target onebox --launcher host` prints); the cluster targets place the published run.

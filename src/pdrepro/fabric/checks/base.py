@@ -18,7 +18,7 @@ from ...scenario.model import Scenario
 PASS, WARN, FAIL = "pass", "warn", "fail"
 
 # Ports the stack binds on a node, by role: the router runs next to the
-# decode server (compose/decode.yaml), the bootstrap server inside prefill.
+# decode server (the decode node's rendered compose file), the bootstrap server inside prefill.
 PORTS = {
     "prefill": [(30000, "prefill server HTTP"), (8998, "disaggregation bootstrap")],
     "decode": [(30001, "decode server HTTP"), (8000, "router")],

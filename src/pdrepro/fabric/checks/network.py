@@ -37,7 +37,8 @@ def check_ports_free(ctx: Context, f: Facts) -> Check:
     free = [str(p) for p, what in wanted if (p, what) not in held]
     if busy:
         return Check("ports", FAIL, "in use: " + ", ".join(busy),
-                     "stop what holds them (`ss -ltnp 'sport = :PORT'` names it) or change the ports in compose/example.env")
+                     "stop what holds them (`ss -ltnp 'sport = :PORT'` names it) or change the scenario's launch.ports "
+                     "and render again")
     parts = [f"free: {', '.join(free)}"] if free else []
     if running:
         parts.append("held by a running server answering /health (the stack is up): "

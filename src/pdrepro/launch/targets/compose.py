@@ -1,28 +1,28 @@
-"""The compose target: one env file per node for compose/prefill.yaml and
-compose/decode.yaml (or compose/regular.yaml), and the per-node recipe.
+"""The compose target: one compose file per node, written whole from the launch plan (each server's
+argv and environment as the plan has them, through the templates in ``templates/``), an env file per
+node, and the per-node recipe.
 
-The compose files spell the plan's commands with ``${VARS}``; the rows here
-give those variables their values. With one prefill and one decode node the
-two nodes share one set of values (prefill.env, decode.env); with more nodes
-each node gets its own file, and the router on decode-0 receives the other
-nodes' URLs through ROUTER_EXTRA_PREFILL / ROUTER_EXTRA_DECODE.
+The env file holds the stack's facts for the shell and the make targets (addresses, ports, paths, the
+image) and the two knobs compose reads at `up` (MEMLOCK, SERVER_START_PERIOD); nothing in it builds an
+argv. With one prefill and one decode node the files are prefill.yaml / decode.yaml; with more nodes
+each node gets its own (prefill-0.yaml, ...), and decode-0's runs the router.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
+from collections.abc import Sequence
 from pathlib import Path
 
 from ...core.errors import UserError
 from ...core.roles import SERVER_ROLES, Role
 from ...scenario import site as siteinput
-from ...scenario.launch_section import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES
 from ...scenario.model import Scenario
-from ..plan import DEFAULT_START_PERIOD, Plan, shell_line, url
+from ..plan import DEFAULT_START_PERIOD, LaunchPlan, Plan, ServerLaunch, shell_line
 from .base import Hosts, Rendered
+from .composefile import ComposeFile, Service, file_text
 
-COMPOSE_FILES = {"prefill": "compose/prefill.yaml", "decode": "compose/decode.yaml", "regular": "compose/regular.yaml"}
+PROJECTS = {"prefill": "pdrepro-prefill", "decode": "pdrepro-decode", "regular": "pdrepro-regular"}
 
 Rows = list[tuple[str, str, str]]
 
@@ -40,21 +40,16 @@ def check_expressible(plan: Plan) -> None:
 
 
 def common_vars(plan: Plan) -> Rows:
-    s, launch = plan.site, plan.launch
+    s = plan.site
     return [
-        ("GPU_IMAGE", s.image, "image with SGLang, Mooncake and the router (docker/versions.env)"),
+        ("GPU_IMAGE", s.image, "the image every service runs (docker/versions.env)"),
         ("MODEL_PATH", s.model_path, "model folder, mounted read-only at the same path"),
-        ("DATASET_PATH", s.dataset_path, "ShareGPT JSON for the bench client, mounted read-only"),
-        ("DTYPE", plan.scenario.model.dtype, ""),
-        ("STREAM_INTERVAL", str(launch.stream_interval), ""),
-        ("CHUNKED_PREFILL_SIZE", str(launch.chunked_prefill_size), "-1 turns chunked prefill off"),
-        ("SERVER_EXTRA_ARGS", shlex.join(plan.extra_server_args),
-         "appended to every server command; empty in the published launch"),
-        ("ROUTER_PORT", str(launch.ports.router), ""),
-        ("ROUTER_POLICY", launch.router_policy, ""),
+        ("DATASET_PATH", s.dataset_path, "ShareGPT JSON for the bench client"),
+        ("ROUTER_PORT", str(plan.launch.ports.router), ""),
         ("LOG_DIR", s.log_dir, "host folder receiving <service>.log; outlives the containers"),
-        ("MEMLOCK", str(s.memlock), "locked-memory limit in bytes; -1 = unlimited (RDMA needs it large)"),
-        ("SERVER_START_PERIOD", DEFAULT_START_PERIOD, "time a server may take to load before health checks count"),
+        ("MEMLOCK", str(s.memlock), "locked-memory limit in bytes; -1 = unlimited (RDMA needs it large); compose reads it"),
+        ("SERVER_START_PERIOD", DEFAULT_START_PERIOD, "time a server may take to load before health checks count; "
+         "compose reads it"),
     ]
 
 
@@ -62,31 +57,14 @@ def _pd_vars(plan: Plan, prefill_node: int, decode_node: int) -> Rows:
     s, ports = plan.site, plan.launch.ports
     if s.ib_devices_file is None:
         raise UserError("--target compose mounts the GPU-to-NIC map into the servers; give --ib-devices FILE")
-    out = [
+    return [
         ("PREFILL_IP", s.prefill_hosts[prefill_node], "prefill node, RDMA-reachable address"),
         ("DECODE_IP", s.decode_hosts[decode_node], "decode node (runs the router too)"),
         ("PREFILL_PORT", str(ports.prefill), ""),
         ("DECODE_PORT", str(ports.decode), ""),
-        ("BOOTSTRAP_PORT", str(ports.bootstrap), "prefill's KV-transfer bootstrap port, given to the router"),
-        ("PREFILL_TP", str(plan.tp("prefill")), ""),
-        ("DECODE_TP", str(plan.tp("decode")), ""),
-        ("PREFILL_GPU_IDS", ",".join(map(str, plan.server_gpus("prefill", prefill_node))),
-         "host GPU ids (CUDA_VISIBLE_DEVICES); SGLang numbers them 0..TP-1"),
-        ("DECODE_GPU_IDS", ",".join(map(str, plan.server_gpus("decode", decode_node))), ""),
+        ("BOOTSTRAP_PORT", str(ports.bootstrap), "prefill's KV-transfer bootstrap port"),
         ("IB_DEVICES_FILE", s.ib_devices_file, "GPU-to-RDMA-device map (JSON), mounted read-only at the same path"),
-        ("TRANSFER_BACKEND", plan.backend_flag, ""),
     ]
-    out += [(k, plan.launch.env[k], "") for k in LAUNCH_ENV_FIXED]
-    return out
-
-
-def _router_vars(plan: Plan) -> Rows:
-    ports = plan.launch.ports.pd()
-    prefill = [w for host in plan.site.prefill_hosts[1:] for w in ("--prefill", url(host, ports.prefill), str(ports.bootstrap))]
-    decode = [w for host in plan.site.decode_hosts[1:] for w in ("--decode", url(host, ports.decode))]
-    return [("ROUTER_EXTRA_PREFILL", " ".join(prefill),
-             "the router's other prefill servers (URL, bootstrap port), after PREFILL_IP's"),
-            ("ROUTER_EXTRA_DECODE", " ".join(decode), "the router's other decode servers, after DECODE_IP's")]
 
 
 def _regular_vars(plan: Plan) -> Rows:
@@ -97,14 +75,15 @@ def _regular_vars(plan: Plan) -> Rows:
         ("REGULAR_2_IP", ip2, "node of the second instance and the router"),
         ("REGULAR_1_PORT", str(p1), ""),
         ("REGULAR_2_PORT", str(p2), ""),
-        ("REGULAR_TP", str(plan.regular_tp), ""),
-        ("REGULAR_1_GPU_IDS", ",".join(map(str, plan.regular_gpus[0])), ""),
-        ("REGULAR_2_GPU_IDS", ",".join(map(str, plan.regular_gpus[1])), ""),
     ]
 
 
+def node_file_name(role: str, node: int, plan: Plan, ext: str) -> str:
+    return f"{role}.{ext}" if single_pair(plan) else f"{role}-{node}.{ext}"
+
+
 def env_file_name(role: str, node: int, plan: Plan) -> str:
-    return f"{role}.env" if single_pair(plan) else f"{role}-{node}.env"
+    return node_file_name(role, node, plan, "env")
 
 
 def env_files(plan: Plan) -> dict[str, Rows]:
@@ -112,18 +91,10 @@ def env_files(plan: Plan) -> dict[str, Rows]:
     check_expressible(plan)
     files = {}
     if plan.disaggregated:
-        tunables = [(k, v, "") for k, v in plan.launch.env.items() if k in LAUNCH_ENV_TUNABLES]
-        router = [] if single_pair(plan) else _router_vars(plan)
-        lp = None if single_pair(plan) else plan.launch_plan()
         for role in SERVER_ROLES:
             for node in range(len(plan.hosts(role))):
                 pair = {Role.PREFILL: (node, 0), Role.DECODE: (0, node)}[role]  # (prefill node, decode node)
-                rows = common_vars(plan) + _pd_vars(plan, *pair) + router + tunables
-                if lp is not None:
-                    # One server per node: its log name is the plan's for that node's server.
-                    log = lp.role(role)[node].servers[0].log_name
-                    rows.append((f"{role.upper()}_LOG", log, "this node's log file in LOG_DIR, unique over the nodes"))
-                files[env_file_name(role, node, plan)] = rows
+                files[env_file_name(role, node, plan)] = common_vars(plan) + _pd_vars(plan, *pair)
     if "regular" in plan.launch.stacks:
         files["regular.env"] = common_vars(plan) + _regular_vars(plan)
     return files
@@ -145,65 +116,113 @@ def env_value(key: str, value: str) -> str:
 
 def format_env_file(name: str, rows: Rows, scenario: Scenario) -> str:
     lines = [
-        f"# {name}: compose variables for scenario {scenario.name} (written by `pdrepro render`).",
-        "# Copy to the node and pass with --env-file; it also sources in a shell (set -a; . FILE).",
+        f"# {name}: this node's stack facts for scenario {scenario.name} (written by `pdrepro render`).",
+        "# Pass with --env-file (compose reads MEMLOCK and SERVER_START_PERIOD); it also sources in a shell",
+        "# (set -a; . FILE), as `make repro` does. The commands themselves are in the compose files.",
         "",
     ]
     for key, value, comment in rows:
         if comment:
             lines.append(f"# {comment}")
         lines.append(f"{key}={env_value(key, value)}")
-    unset = [k for k in LAUNCH_ENV_TUNABLES if k not in {r[0] for r in rows}]
-    if name != "regular.env" and unset:
-        lines += ["", "# Optional tunables, passed to the servers only when set here (unset = upstream default):"]
-        lines += [f"#{k}=" for k in unset]
     return "\n".join(lines) + "\n"
 
 
-def _up(role: str, env_file: str, services: str = "") -> str:
-    return f"docker compose -f {COMPOSE_FILES[role]} --env-file {env_file} up -d --wait{services}"
+# ---- the compose files ------------------------------------------------------
+
+def server_service(plan: Plan, server: ServerLaunch, name: str, container: str, **kw) -> Service:
+    return Service(name=name, container=container, argv=server.argv, port=server.port, env=dict(server.env),
+                   health_path=plan.engine.worker_health_paths[0], log=server.log_name, **kw)
 
 
-def commands_text(plan: Plan, env_dir: str) -> str:
+def router_service(plan: Plan, argv: tuple[str, ...] | list[str], name: str, container: str,
+                   depends_on: tuple[str, ...]) -> Service:
+    return Service(name=name, container=container, argv=tuple(argv), port=plan.launch.ports.router,
+                   health_path=plan.engine.router_health_paths[0], log=f"{name}.log", depends_on=depends_on,
+                   router=True)
+
+
+def _up(file: str, env_file: str, services: str = "") -> str:
+    return f"docker compose -f {file} --env-file {env_file} up -d --wait{services}"
+
+
+def _pd_files(plan: Plan, lp: LaunchPlan, out: str) -> dict[str, str]:
+    site = plan.site
+    mounts = tuple(p for p in (site.model_path, site.dataset_path, site.ib_devices_file) if p)
+    files = {}
+    for node in lp.nodes:
+        (server,) = node.servers
+        role = node.role
+        services = [server_service(plan, server, role, f"pdrepro-{role}", mounts=mounts, rdma=True)]
+        if role == "decode" and node.index == 0:
+            services.append(router_service(plan, lp.router_argv, "router", "pdrepro-router", (role,)))
+            title = f"{node.name} node {node.host}: the {role} server and the router"
+        else:
+            title = f"{node.name} node {node.host}: the {role} server"
+        name = node_file_name(role, node.index, plan, "yaml")
+        up = _up(f"{out}/{name}", f"{out}/{env_file_name(role, node.index, plan)}")
+        files[name] = file_text(ComposeFile(PROJECTS[role], title, up, tuple(services)), plan)
+    return files
+
+
+def _regular_file(plan: Plan, out: str) -> str:
+    site = plan.site
+    mounts = (site.model_path, site.dataset_path)
+    services = []
+    for i, port in enumerate(plan.launch.ports.regular):
+        name = f"regular-{i + 1}"
+        services.append(Service(name=name, container=f"pdrepro-{name}", argv=tuple(plan.regular_argv(i)), port=port,
+                                env=plan.server_env("regular", i), health_path=plan.engine.worker_health_paths[0],
+                                log=f"{name}.log", mounts=mounts))
+    # Only the instance that always shares its node is a compose dependency; the router's health check covers both.
+    services.append(router_service(plan, plan.regular_router_argv(), "regular-router", "pdrepro-regular-router",
+                                   ("regular-2",)))
+    up = _up(f"{out}/regular.yaml", f"{out}/regular.env")
+    return file_text(ComposeFile(PROJECTS["regular"], "the regular (comparison) stack: two instances and the router",
+                                 up, tuple(services)), plan)
+
+
+def compose_files(plan: Plan, out: str) -> dict[str, str]:
+    """File name -> compose file text, one per node of the disaggregated stack, and regular.yaml."""
+    check_expressible(plan)
+    files = _pd_files(plan, plan.launch_plan(), out) if plan.disaggregated else {}
+    if "regular" in plan.launch.stacks:
+        files["regular.yaml"] = _regular_file(plan, out)
+    return files
+
+
+def commands_text(plan: Plan, out: str) -> str:
     """The per-node recipe: what to start, and what each container runs."""
     blocks = []
 
-    def block(title: str, up: str, services: list[tuple[str, dict, list[str]]]) -> None:
-        out = [f"## {title}", f"$ {up}", ""]
+    def block(title: str, up: str, services: Sequence[tuple[str, dict, Sequence[str]]]) -> None:
+        lines = [f"## {title}", f"$ {up}", ""]
         for name, env, argv in services:
-            out += [f"# {name} runs:", shell_line(env, argv), ""]
-        blocks.append("\n".join(out))
+            lines += [f"# {name} runs:", shell_line(env, tuple(argv)), ""]
+        blocks.append("\n".join(lines))
 
-    if plan.disaggregated and single_pair(plan):
-        s = plan.site
-        block(f"prefill node {s.prefill_hosts[0]}", _up("prefill", f"{env_dir}/prefill.env"),
-              [("prefill", plan.server_env("prefill"), plan.prefill_argv())])
-        block(f"decode node {s.decode_hosts[0]} (after the prefill server is healthy)", _up("decode", f"{env_dir}/decode.env"),
-              [("decode", plan.server_env("decode"), plan.decode_argv()),
-               ("router", {}, plan.router_argv())])
-    elif plan.disaggregated:
+    if plan.disaggregated:
         lp = plan.launch_plan()
         decode = lp.role("decode")
         for node in (*lp.role("prefill"), *decode[1:], decode[0]):
-            env_file = f"{env_dir}/{env_file_name(node.role, node.index, plan)}"
             (server,) = node.servers
-            services = [(node.role, server.env, list(server.argv))]
+            services = [(node.role, server.env, server.argv)]
+            up = _up(f"{out}/{node_file_name(node.role, node.index, plan, 'yaml')}",
+                     f"{out}/{env_file_name(node.role, node.index, plan)}")
             if node is decode[0]:
-                title = f"{node.name} node {node.host} (last, once every other node is healthy; runs the router)"
-                services.append(("router", {}, list(lp.router_argv)))
-                up = _up("decode", env_file)
+                services.append(("router", {}, lp.router_argv))
+                title = (f"{node.name} node {node.host} (after the prefill server is healthy)" if single_pair(plan) else
+                         f"{node.name} node {node.host} (last, once every other node is healthy; runs the router)")
             elif node.role == "decode":
                 title = f"{node.name} node {node.host} (after the prefill servers are healthy)"
-                up = _up("decode", env_file, " decode")
             else:
                 title = f"{node.name} node {node.host}"
-                up = _up("prefill", env_file)
             block(title, up, services)
     if "regular" in plan.launch.stacks:
         if plan.disaggregated:
             blocks.append("# The two stacks share ports and GPUs: run one at a time (`make down` in between).\n")
         ip1, ip2 = plan.regular_ips()
-        base = _up("regular", f"{env_dir}/regular.env")
+        base = _up(f"{out}/regular.yaml", f"{out}/regular.env")
         if ip1 == ip2:
             block(f"regular stack, node {ip1}", base,
                   [("regular-1", plan.server_env("regular", 0), plan.regular_argv(0)),
@@ -219,7 +238,7 @@ def commands_text(plan: Plan, env_dir: str) -> str:
 
 
 class ComposeTarget:
-    """Env files per node for the compose stacks, and the per-node recipe (commands.txt)."""
+    """Compose files and env files per node for the compose stacks, and the per-node recipe (commands.txt)."""
 
     name = "compose"
 
@@ -231,7 +250,8 @@ class ComposeTarget:
         return prefill_ips, decode_ips
 
     def render(self, plan: Plan, options, out: str) -> Rendered:
-        files = {name: format_env_file(name, rows, plan.scenario) for name, rows in env_files(plan).items()}
+        files = compose_files(plan, out)
+        files.update({name: format_env_file(name, rows, plan.scenario) for name, rows in env_files(plan).items()})
         if options.ib_devices:
             # A reference copy, so the folder shipped to the nodes is complete.
             files["ib_devices.json"] = Path(options.ib_devices).expanduser().read_text()

@@ -6,8 +6,9 @@ node's own; RDMA devices through a device-plugin resource, GPUs through
 nvidia.com/gpu, CAP_IPC_LOCK and nothing privileged. The router is a
 Deployment behind a Service; a Job runs `pdrepro repro` (sweep, analysis, gates). Server and
 router argv are the plan's, unchanged; only the GPU choice (the device plugin
-assigns each container its GPUs) and SGLANG_HOST_IP (the pod's address, which
-is the node's on the host network) come from the cluster.
+assigns each container its GPUs) and the engine's host-address variable (the pod's
+address, which is the node's on the host network) come from the cluster; the probes
+ask the engine's health paths.
 """
 
 from __future__ import annotations
@@ -20,14 +21,16 @@ import yaml
 
 from ...core.errors import UserError
 from ...core.roles import SERVER_ROLES
+from ...engines import ServingEngine, engine
 from ...scenario.model import Scenario, resolve_path
 from ..plan import SERVER_START_SECONDS, LaunchPlan, NodeLaunch, Plan, ServerLaunch, url
 from .base import Hosts, Rendered
 
 APP = "pdrepro"
 GPU_RESOURCE = "nvidia.com/gpu"
-# The env the plan sets that the cluster decides instead (see the module doc).
-CLUSTER_ENV = ("SGLANG_HOST_IP", "CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES")
+# The GPU env the plan sets that the cluster decides instead (see the module doc); the engine's
+# host-address variable too (cluster_env).
+GPU_ENV = ("CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES")
 PROBE_PERIOD = 15
 SCENARIO_DIR = "/etc/pdrepro/scenario"
 
@@ -87,9 +90,14 @@ def _log_command(slot: list[ServerLaunch], shared: bool) -> str:
             'exec > >(tee -a "/logs/$log") 2>&1; exec "$0" "$@"')
 
 
-def _env(server: ServerLaunch) -> list[dict]:
-    env = [{"name": "SGLANG_HOST_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
-    env += [{"name": k, "value": v} for k, v in server.env.items() if k not in CLUSTER_ENV]
+def cluster_env(eng: ServingEngine) -> tuple[str, ...]:
+    """The variables of a server's plan environment that the cluster decides instead."""
+    return (eng.host_ip_env, *GPU_ENV)
+
+
+def _env(server: ServerLaunch, eng: ServingEngine) -> list[dict]:
+    env = [{"name": eng.host_ip_env, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+    env += [{"name": k, "value": v} for k, v in server.env.items() if k not in cluster_env(eng)]
     return env + [{"name": "PYTHONUNBUFFERED", "value": "1"}]
 
 
@@ -98,7 +106,7 @@ def _ports(server: ServerLaunch) -> list[dict]:
             + ([{"name": f"bootstrap-{server.index}", "containerPort": server.bootstrap_port}] if server.bootstrap_port else []))
 
 
-def _server_container(server: ServerLaunch, cluster: Cluster, log_command: str, shared: bool) -> dict:
+def _server_container(server: ServerLaunch, cluster: Cluster, log_command: str, shared: bool, eng: ServingEngine) -> dict:
     limits = {GPU_RESOURCE: len(server.gpus)}
     if cluster.rdma_resource:
         limits[cluster.rdma_resource] = 1
@@ -108,14 +116,17 @@ def _server_container(server: ServerLaunch, cluster: Cluster, log_command: str, 
         # Output also appended to the shared volume, where the sweep reads it.
         "command": ["bash", "-c", log_command],
         "args": list(server.argv),
-        "env": _env(server),
+        "env": _env(server, eng),
         "ports": _ports(server),
         "resources": {"limits": limits},
         "securityContext": {"privileged": False, "capabilities": {"add": ["IPC_LOCK"]}},
-        "startupProbe": {"httpGet": {"path": "/health_generate", "port": server.port},
+        # Started once the engine's first health path passes (it generates a token); ready while its last,
+        # cheapest one does.
+        "startupProbe": {"httpGet": {"path": eng.worker_health_paths[0], "port": server.port},
                          "periodSeconds": PROBE_PERIOD, "timeoutSeconds": 60,
                          "failureThreshold": SERVER_START_SECONDS // PROBE_PERIOD},
-        "readinessProbe": {"httpGet": {"path": "/health", "port": server.port}, "periodSeconds": 30, "timeoutSeconds": 10},
+        "readinessProbe": {"httpGet": {"path": eng.worker_health_paths[-1], "port": server.port}, "periodSeconds": 30,
+                           "timeoutSeconds": 10},
         "volumeMounts": [
             {"name": "model", "mountPath": cluster.model_path, "readOnly": True},
             {"name": "ib-devices", "mountPath": cluster.ib_devices_file, "readOnly": True},
@@ -126,7 +137,8 @@ def _server_container(server: ServerLaunch, cluster: Cluster, log_command: str, 
     }
 
 
-def _role_objects(role: str, nodes: tuple[NodeLaunch, ...], cluster: Cluster, shared: bool) -> list[dict]:
+def _role_objects(role: str, nodes: tuple[NodeLaunch, ...], cluster: Cluster, shared: bool,
+                  eng: ServingEngine) -> list[dict]:
     name = statefulset_name(role)
     servers = nodes[0].servers
     ports = [{"name": p["name"], "port": p["containerPort"]} for s in servers
@@ -137,7 +149,7 @@ def _role_objects(role: str, nodes: tuple[NodeLaunch, ...], cluster: Cluster, sh
                "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": _labels(role), "ports": ports}}
     containers = []
     for server in servers:
-        c = _server_container(server, cluster, _log_command([n.servers[server.index] for n in nodes], shared), shared)
+        c = _server_container(server, cluster, _log_command([n.servers[server.index] for n in nodes], shared), shared, eng)
         c["env"].insert(0, {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}})
         containers.append(c)
     pod = {
@@ -173,7 +185,8 @@ def _router_objects(plan: LaunchPlan, cluster: Cluster) -> list[dict]:
         "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
         "ports": [{"name": "http", "containerPort": plan.router_port}],
         # Ready once the router sees healthy workers; /health would pass with none.
-        "readinessProbe": {"httpGet": {"path": "/readiness", "port": plan.router_port}, "periodSeconds": 10, "timeoutSeconds": 5},
+        "readinessProbe": {"httpGet": {"path": engine(plan.engine).router_health_paths[0], "port": plan.router_port},
+                           "periodSeconds": 10, "timeoutSeconds": 5},
         "livenessProbe": {"httpGet": {"path": "/liveness", "port": plan.router_port}, "periodSeconds": 30, "timeoutSeconds": 5},
         "securityContext": {"privileged": False},
     }
@@ -259,8 +272,8 @@ def manifests(plan: LaunchPlan, cluster: Cluster) -> dict[str, list[dict]]:
         "00-namespace.yaml": [{"apiVersion": "v1", "kind": "Namespace",
                                "metadata": {"name": cluster.namespace, "labels": _labels("namespace")}}],
         "10-shared-claim.yaml": [claim],
-        "20-prefill.yaml": _role_objects("prefill", plan.role("prefill"), cluster, shared_log_folder(plan)),
-        "30-decode.yaml": _role_objects("decode", plan.role("decode"), cluster, shared_log_folder(plan)),
+        "20-prefill.yaml": _role_objects("prefill", plan.role("prefill"), cluster, shared_log_folder(plan), engine(plan.engine)),
+        "30-decode.yaml": _role_objects("decode", plan.role("decode"), cluster, shared_log_folder(plan), engine(plan.engine)),
         "40-router.yaml": _router_objects(plan, cluster),
         "50-sweep-job.yaml": [scenario, _job(plan, cluster)],
     }

@@ -1,5 +1,6 @@
-"""The one-box target: prefill, decode and router of a 1P1D plan on one node,
-for compose/onebox.yaml (one env file, onebox.env, and the recipe)."""
+"""The one-box target: prefill, decode and router of a 1P1D plan on one node, written whole into
+onebox.yaml from the launch plan (with onebox.rdma.yaml, the override that maps the RDMA devices), an
+env file (onebox.env) with the stack's facts, and the recipe."""
 
 from __future__ import annotations
 
@@ -8,17 +9,16 @@ import sys
 
 from ...core.errors import UserError
 from ...scenario import site as siteinput
-from ...scenario.launch_section import LAUNCH_ENV_FIXED, LAUNCH_ENV_TUNABLES
 from ...scenario.model import Scenario
 from ..plan import LaunchPlan, Plan, shell_line
 from .base import Hosts, Rendered
-from .compose import Rows, common_vars, format_env_file
+from .compose import Rows, common_vars, format_env_file, router_service, server_service
+from .composefile import ComposeFile, file_text, rdma_override_text
 
-COMPOSE_FILE = "compose/onebox.yaml"
-RDMA_FILE = "compose/onebox.rdma.yaml"
-# Both servers on one GPU: decode starts once prefill is healthy, as each takes a fraction of the free memory.
-ONE_GPU_FILE = "compose/onebox.onegpu.yaml"
+COMPOSE_FILE = "onebox.yaml"
+RDMA_FILE = "onebox.rdma.yaml"
 ENV_FILE = "onebox.env"
+PROJECT = "pdrepro-onebox"
 
 
 def check_scenario(scenario: Scenario) -> None:
@@ -39,24 +39,36 @@ def check(plan: Plan) -> LaunchPlan:
 
 def env_rows(plan: Plan) -> Rows:
     lp = check(plan)
-    prefill, decode = lp.role("prefill")[0].servers[0], lp.role("decode")[0].servers[0]
+    prefill = lp.role("prefill")[0].servers[0]
     ports = plan.launch.ports
-    rows = common_vars(plan) + [
+    return common_vars(plan) + [
         ("BOX_IP", prefill.host, "this node's address: both servers advertise it, the router reaches them at it"),
         ("PREFILL_PORT", str(ports.prefill), ""),
         ("DECODE_PORT", str(ports.decode), ""),
-        ("BOOTSTRAP_PORT", str(ports.bootstrap), "prefill's KV-transfer bootstrap port, given to the router"),
-        ("PREFILL_TP", str(plan.tp("prefill")), ""),
-        ("DECODE_TP", str(plan.tp("decode")), ""),
-        ("PREFILL_GPU_IDS", ",".join(map(str, prefill.gpus)), "host GPU ids of each server (CUDA_VISIBLE_DEVICES), disjoint"),
-        ("DECODE_GPU_IDS", ",".join(map(str, decode.gpus)), ""),
-        ("TRANSFER_BACKEND", plan.backend_flag, ""),
     ]
-    rows += [(k, plan.launch.env[k], "") for k in LAUNCH_ENV_FIXED]
-    if plan.backend.tcp_only:
-        rows.append(("MC_FORCE_TCP", "1", "KV over TCP (--force-tcp), also with RDMA devices present"))
-    rows += [(k, v, "") for k, v in plan.launch.env.items() if k in LAUNCH_ENV_TUNABLES]
-    return rows
+
+
+def rdma_capable(plan: Plan) -> bool:
+    """Whether the scenario's transfer backend may use RDMA devices (then the override is written)."""
+    return not plan.backend.tcp_only
+
+
+def compose_text(plan: Plan, out: str) -> str:
+    lp = check(plan)
+    prefill, decode = lp.role("prefill")[0].servers[0], lp.role("decode")[0].servers[0]
+    mounts = (plan.site.model_path,)
+    # Sharing one GPU, decode starts once prefill has loaded: each takes a fraction of the memory free when it starts.
+    services = (server_service(plan, prefill, "prefill", f"{PROJECT}-prefill", mounts=mounts),
+                server_service(plan, decode, "decode", f"{PROJECT}-decode", mounts=mounts,
+                               depends_on=("prefill",) if plan.shared_gpu else ()),
+                router_service(plan, lp.router_argv, "router", f"{PROJECT}-router", ("prefill", "decode")))
+    title = f"one box {prefill.host}: {placement(lp, plan)}, and the router"
+    return file_text(ComposeFile(PROJECT, title, up_command(plan, out), services), plan)
+
+
+def up_command(plan: Plan, out: str, rdma: bool = False) -> str:
+    files = f"-f {out}/{COMPOSE_FILE}" + (f" -f {out}/{RDMA_FILE}" if rdma else "")
+    return f"docker compose {files} --env-file {out}/{ENV_FILE} up -d --wait"
 
 
 def placement(lp: LaunchPlan, plan: Plan) -> str:
@@ -80,18 +92,15 @@ def host_commands_text(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def commands_text(plan: Plan, env_dir: str) -> str:
+def commands_text(plan: Plan, out: str) -> str:
     lp = check(plan)
     prefill, decode = lp.role("prefill")[0].servers[0], lp.role("decode")[0].servers[0]
-    up = f"docker compose -f {COMPOSE_FILE} --env-file {env_dir}/{ENV_FILE}"
-    if plan.shared_gpu:
-        up += f" -f {ONE_GPU_FILE}"
     lines = [f"## one box {prefill.host}: {placement(lp, plan)}"]
-    if plan.backend.tcp_only:
-        lines += ["# KV over TCP (--force-tcp: MC_FORCE_TCP=1 is in the env file):", f"$ {up} up -d --wait", ""]
+    if rdma_capable(plan):
+        lines += ["# with RDMA devices (/dev/infiniband):", f"$ {up_command(plan, out, rdma=True)}",
+                  "# without (render again with the TCP transfer backend first):", f"$ {up_command(plan, out)}", ""]
     else:
-        lines += ["# with RDMA devices (/dev/infiniband):", f"$ {up} -f {RDMA_FILE} up -d --wait",
-                  "# without (KV over TCP):", f"$ MC_FORCE_TCP=1 {up} up -d --wait", ""]
+        lines += ["# KV over TCP:", f"$ {up_command(plan, out)}", ""]
     for name, env, argv in (("prefill", prefill.env, prefill.argv), ("decode", decode.env, decode.argv),
                             ("router", {}, lp.router_argv)):
         lines += [f"# {name} runs:", shell_line(env, argv), ""]
@@ -99,7 +108,7 @@ def commands_text(plan: Plan, env_dir: str) -> str:
 
 
 class OneboxTarget:
-    """One env file for compose/onebox.yaml on one node with 2+ GPUs, and its recipe."""
+    """onebox.yaml (and its RDMA override) for one node, its env file and its recipe."""
 
     name = "onebox"
 
@@ -110,12 +119,13 @@ class OneboxTarget:
             raise UserError("--prefill-ip and --decode-ip: the one-box target runs everything on one node; "
                             "give one address (or neither)")
         if options.ib_devices:
-            raise UserError("--ib-devices: the one-box target lets Mooncake pick the RDMA devices itself; drop the option")
+            raise UserError("--ib-devices: the one-box target lets the transfer backend pick the RDMA devices itself; "
+                            "drop the option")
         ip = siteinput.parse_ip(given.pop() if given else "127.0.0.1", "--prefill-ip")
         return (ip,), (ip,)
 
     def render(self, plan: Plan, options, out: str) -> Rendered:
-        # Mooncake picks the RDMA devices itself on one box: no device file.
+        # The transfer backend picks the RDMA devices itself on one box: no device file.
         if options.launcher == "host":
             # What `pdrepro stack up` runs with these options: no compose, this Python in every argv.
             plan = Plan(plan.scenario, dataclasses.replace(plan.site, ib_devices_file=None, python=sys.executable))
@@ -123,7 +133,10 @@ class OneboxTarget:
             return Rendered(files={"commands.txt": text}, commands=text)
         plan = Plan(plan.scenario, dataclasses.replace(plan.site, ib_devices_file=None))
         text = commands_text(plan, out)
-        files = {ENV_FILE: format_env_file(ENV_FILE, env_rows(plan), plan.scenario), "commands.txt": text}
+        files = {COMPOSE_FILE: compose_text(plan, out)}
+        if rdma_capable(plan):
+            files[RDMA_FILE] = rdma_override_text(COMPOSE_FILE, RDMA_FILE, ("prefill", "decode"))
+        files |= {ENV_FILE: format_env_file(ENV_FILE, env_rows(plan), plan.scenario), "commands.txt": text}
         notes = () if options.model else (f"note: model path {plan.site.model_path} is a default, not checked: pass --model",)
         return Rendered(files=files, commands=text, notes=notes)
 

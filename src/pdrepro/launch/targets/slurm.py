@@ -26,6 +26,7 @@ from ...core.errors import UserError
 from ...core.roles import SERVER_ROLES, Role
 from ..plan import SERVER_START_SECONDS
 from .base import Hosts, Rendered
+from .templating import fill
 
 if TYPE_CHECKING:
     from ...scenario.model import Scenario
@@ -134,34 +135,18 @@ def _client(job: Job) -> str:
 
 
 def render(job: Job) -> str:
-    head = [
-        "#!/bin/bash",
-        f"# {job.title}",
-        "# Written by `pdrepro render --target slurm`; submit with: sbatch <this file>",
-        "# Settings below take their value from the environment when it has one",
-        "# (sbatch --export=ALL,RUNTIME=pyxis ...).",
-        f"#SBATCH --job-name={job.name}",
-        f"#SBATCH --nodes={job.prefill_nodes + job.decode_nodes}",
-        "#SBATCH --ntasks-per-node=1",
-        "#SBATCH --exclusive",
-        f"#SBATCH --time={job.time}",
-        "#SBATCH --output=%x-%j.out",
-    ]
-    if job.gres:
-        head.append(f"#SBATCH --gres={job.gres}")
-    head += ["set -euo pipefail",
-             '[ -n "${SLURM_JOB_NODELIST:-}" ] || '
-             '{ echo "no SLURM allocation here: submit this script with sbatch" >&2; exit 2; }',
-             "", "# ---- Settings ----"]
+    """The sbatch script: templates/slurm-job.sbatch.tmpl with the job's settings, placement and steps."""
+    settings = []
     for var, default, comment in job.settings:
         line = f'{var}=${{{var}:-{default}}}'
-        head.append(f"{line:<44} # {comment}" if comment else line)
-    mounts = " ".join(word(m) for m in job.mounts)
-    head.append(f"MOUNTS=({mounts})" + "  # bind-mounted read-only at the same path (docker, pyxis)")
-    runtime = files("pdrepro.launch.targets").joinpath("slurm_runtime.sh").read_text().rstrip("\n")
-    servers = ["# ---- Servers ----"] + [_command("launch", s) for s in job.servers]
-    ready = ["# ---- Ready ----", f"wait_ready {word(job.ready_url)}"]
-    return "\n\n".join(["\n".join(head), runtime, _placement(job), "\n".join(servers), "\n".join(ready), _client(job)]) + "\n"
+        settings.append(f"{line:<44} # {comment}" if comment else line)
+    return fill("slurm-job.sbatch.tmpl", title=job.title, job_name=job.name,
+                nodes=str(job.prefill_nodes + job.decode_nodes), time=job.time,
+                gres=f"#SBATCH --gres={job.gres}" if job.gres else "",
+                settings="\n".join(settings), mounts=" ".join(word(m) for m in job.mounts),
+                runtime=files("pdrepro.launch.targets").joinpath("slurm_runtime.sh").read_text().rstrip("\n"),
+                placement=_placement(job), servers="\n".join(_command("launch", s) for s in job.servers),
+                ready_url=word(job.ready_url), client=_client(job))
 
 
 # ---- the GPU job from the launch plan ----------------------------------------
