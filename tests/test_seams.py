@@ -13,8 +13,9 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "pdrepro"
 FOLDERS = ("launch", "sweep", "analysis", "verdicts", "report")
 NAMES = re.compile(r"sglang|mooncake|nixl|ucx", re.IGNORECASE)
-# Folders whose owner complies in a later merge; the lead empties this set when they do.
-PENDING = {"launch/targets"}
+# The smoke keeps its names (the issue says so): its SLURM renderer lives beside the targets but drives the
+# smoke's own agents, not a serving engine.
+SMOKE = {"launch/targets/slurm_smoke.py"}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -62,7 +63,7 @@ def _modules() -> list[Path]:
     for folder in FOLDERS:
         for path in sorted((SRC / folder).rglob("*.py")):
             rel = path.relative_to(SRC).as_posix()
-            if not any(rel.startswith(p + "/") for p in PENDING):
+            if rel not in SMOKE:
                 out.append(path)
     return out
 

@@ -128,8 +128,11 @@ def run(args: argparse.Namespace) -> int:
         prefill_url=args.prefill,
         decode_url=args.decode,
         worker_urls=tuple(args.worker),
+        # In place, the client runs with the Python running this sweep (the one provenance names), not whatever
+        # `python` is first on PATH: on the recorded H200 run a `python` without the serving packages failed it.
         target=BenchTarget(args.router, args.model_path, args.served_model_name or scenario.model.name,
-                           args.dataset_path, args.tokenizer),
+                           args.dataset_path, args.tokenizer,
+                           **({"python": sys.executable} if args.bench_in_place else {})),
         launcher=launcher,
         log_source=_log_source(args, _servers(scenario, args.configuration)),
         configuration=args.configuration,
