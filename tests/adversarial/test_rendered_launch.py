@@ -6,10 +6,12 @@ and environment, word for word.
 
 The Kubernetes manifests are held the same way: with those words, a model folder whose name holds any of
 them, and a scenario file that starts indented or blank and ends in blank lines, `render --target k8s` exits
-0 or 2, and on 0 every manifest reads back (YAML) to the plan's argv and environment (less what the cluster
-decides), the model path and the scenario file's text, byte for byte. Its strategies would have found what
-the k8s templates' writers guard: a word written plain that a YAML reader takes for a number or a boolean
-(`1e5`, `y`), a block whose first line starts with a space, blank lines lost at a template's end.
+0 or 2, and on 0 every manifest reads back (YAML, then the kubelet's `$(NAME)`/`$$` expansion) to the plan's
+argv and environment (less what the cluster decides), the model path and the scenario file's text, byte for
+byte. Its strategies would have found what the k8s writers guard: a word written plain that a YAML reader
+takes for a number or a boolean (`1e5`, `y`), a block whose first line starts with a space, blank lines lost
+at a template's end, and a `$$` or `$(POD_NAME)` in an argument that the kubelet rewrote (the dict version
+passed both on as they were, so the server got `$` or the pod's name).
 
 The strategies would have found what the templates fixed: the old compose files spliced the extra args into
 the command through an env variable, so a word with a space split in two and a `$`, a quote or a backslash
@@ -38,7 +40,7 @@ from pdrepro.scenario.model import load_scenario
 SHIPPED = "h20-qwen3-235b-1p1d"
 IPS = ("192.0.2.10", "192.0.2.20")
 # Text a shell, YAML or compose reads specially, with anything else hypothesis finds.
-AWKWARD = st.lists(st.sampled_from([*" $'\"\\\n\t{}[]:#&*!|>%@`,-=", "${X}", "$$", "é", "\u2028"]),
+AWKWARD = st.lists(st.sampled_from([*" $'\"\\\n\t{}[]:#&*!|>%@`,-=()", "${X}", "$$", "$(", "$(POD_NAME)", "é", "\u2028"]),
                    max_size=8).map("".join)
 WORD = st.one_of(AWKWARD, st.text(max_size=12))
 
@@ -116,6 +118,30 @@ def _plain_items(text: str) -> list[str]:
     return [i for i in items if i[:1] not in ("'", '"', "|") and ": " not in i and not i.endswith(":")]
 
 
+def _kubelet(word: str, defined: set[str]) -> str:
+    """WORD as the kubelet hands it to the process (its variable expansion, written from its documented rules:
+    `$$` is `$`, `$(NAME)` of a defined variable its value, anything else as it is)."""
+    out, i = [], 0
+    while i < len(word):
+        if word[i] == "$" and i + 1 < len(word):
+            nxt = word[i + 1]
+            if nxt == "$":
+                out.append("$")
+                i += 2
+                continue
+            if nxt == "(" and (close := word.find(")", i + 2)) != -1:
+                name = word[i + 2:close]
+                out.append(f"<value of {name}>" if name in defined else word[i:close + 1])
+                i = close + 1
+                continue
+            out.append(word[i:i + 2])
+            i += 2
+            continue
+        out.append(word[i])
+        i += 1
+    return "".join(out)
+
+
 def _render_k8s(tmp: Path, extra: list[str], env_value: str, folder: str, head: str, tail: str, comment: str):
     data = load_scenario(SHIPPED).to_dict()
     data["launch"]["extra_server_args"] = ["--served-model-name", *extra] if extra else []
@@ -141,8 +167,8 @@ def _objects(out: Path) -> dict[tuple[str, str], dict]:
 @settings(max_examples=12, deadline=None)
 @given(extra=st.lists(K8S_WORD, max_size=3), env_value=K8S_WORD, folder=FOLDER,
        head=st.sampled_from(["", "\n", "  # indented\n"]), tail=st.sampled_from(["", "\n", "\n\n\n"]), comment=WORD)
-@example(extra=["1e5", "y", "0o17", "a$HOME'b\"c\\d", "x\ny"], env_value="${MEMLOCK}", folder="qwen 1e5 'x'\n\"y\"",
-         head="  # indented\n", tail="\n\n", comment="é 'q': - [x] \\ $")
+@example(extra=["1e5", "y", "0o17", "a$HOME'b\"c\\d", "x\ny", "$$(POD_NAME)"], env_value="$(POD_NAME)$",
+         folder="qwen 1e5 'x'\n\"y\"", head="  # indented\n", tail="\n\n", comment="é 'q': - [x] \\ $")
 def test_any_word_reaches_the_k8s_manifests_unchanged(tmp_path_factory, extra, env_value, folder, head, tail, comment):
     tmp = tmp_path_factory.mktemp("k")
     rc, err, argv, scenario = _render_k8s(tmp, extra, env_value, folder, head, tail, comment)
@@ -164,17 +190,20 @@ def test_any_word_reaches_the_k8s_manifests_unchanged(tmp_path_factory, extra, e
     for server in lp.servers:
         sts = objects[("StatefulSet", k8s.statefulset_name(server.role))]["spec"]["template"]["spec"]
         (container,) = sts["containers"]
-        assert container["args"] == list(server.argv)
-        env = {e["name"]: e["value"] for e in container["env"] if "value" in e and e["name"] != "PYTHONUNBUFFERED"}
+        defined = {e["name"] for e in container["env"]}
+        assert [_kubelet(w, defined) for w in container["args"]] == list(server.argv)
+        env = {e["name"]: _kubelet(e["value"], defined) for e in container["env"]
+               if "value" in e and e["name"] != "PYTHONUNBUFFERED"}
         assert env == {k: v for k, v in server.env.items() if k not in decided}
         paths = {v["name"]: v["hostPath"]["path"] for v in sts["volumes"] if "hostPath" in v}
         assert paths["model"] == plan.site.model_path and folder in paths["model"]
     router = objects[("Deployment", "pdrepro-router")]["spec"]["template"]["spec"]["containers"][0]
-    assert router["command"] == list(lp.router_argv)
+    assert [_kubelet(w, set()) for w in router["command"]] == list(lp.router_argv)
     shipped = objects[("ConfigMap", "pdrepro-scenario")]["data"]["scenario.yaml"]
     assert shipped == scenario.read_text()
     job = objects[("Job", "pdrepro-sweep")]["spec"]["template"]["spec"]["containers"][0]
-    assert job["command"][:2] == ["bash", "-c"] and job["command"][2] == k8s.job_script(lp, _cluster(plan, scenario))
+    assert job["command"][:2] == ["bash", "-c"]
+    assert _kubelet(job["command"][2], set()) == k8s.job_script(lp, _cluster(plan, scenario))
 
 
 def _cluster(plan: launch.Plan, scenario: Path) -> k8s.Cluster:

@@ -92,6 +92,16 @@ def cluster_env(eng: ServingEngine) -> tuple[str, ...]:
     return (eng.host_ip_env, *GPU_ENV)
 
 
+# Kubernetes expands `$(NAME)` and reduces `$$` to `$` in a container's command, args and env values: a `$`
+# that starts either is doubled, so every word reaches the process as the plan has it (any other `$` is kept).
+_EXPANDED = re.compile(r"\$(?=[$(])")
+
+
+def unexpanded(word: str) -> str:
+    """WORD as a command, args or env value must be written for Kubernetes to pass it on unchanged."""
+    return _EXPANDED.sub("$$", word)
+
+
 def _meta(name: str, cluster: Cluster, component: str) -> dict[str, str]:
     """The placeholders of an object's metadata and its selector: what every template's head takes."""
     return {"name": yaml_scalar(name), "namespace": yaml_scalar(cluster.namespace), "app": yaml_scalar(APP),
@@ -100,7 +110,7 @@ def _meta(name: str, cluster: Cluster, component: str) -> dict[str, str]:
 
 def _env(server: ServerLaunch, eng: ServingEngine) -> str:
     """The plan's environment of SERVER, less what the cluster decides, as `env` entries."""
-    return "\n".join(f"        - name: {yaml_scalar(k)}\n          value: {yaml_scalar(v)}"
+    return "\n".join(f"        - name: {yaml_scalar(k)}\n          value: {yaml_scalar(unexpanded(v))}"
                      for k, v in server.env.items() if k not in cluster_env(eng))
 
 
@@ -114,7 +124,8 @@ def _server_container(server: ServerLaunch, cluster: Cluster, log_command: str, 
     return fill(
         "k8s-server-container.yaml.tmpl", container=yaml_scalar(_log_name(server)), image=yaml_scalar(cluster.image),
         # Output also appended to the shared volume, where the sweep reads it; then the plan's argv exec'd.
-        log_command=yaml_scalar(log_command), args=yaml_list(server.argv, indent=8), host_ip_env=yaml_scalar(eng.host_ip_env),
+        log_command=yaml_scalar(unexpanded(log_command)), args=yaml_list([unexpanded(w) for w in server.argv], indent=8),
+        host_ip_env=yaml_scalar(eng.host_ip_env),
         env=_env(server, eng), ports=ports, gpus=str(len(server.gpus)),
         rdma_limit=f"            {yaml_scalar(cluster.rdma_resource)}: 1" if cluster.rdma_resource else "",
         # Started once the engine's first health path passes (it generates a token); ready while its last,
@@ -149,7 +160,7 @@ def _router_objects(plan: LaunchPlan, cluster: Cluster) -> list[str]:
     meta = _meta(f"{APP}-router", cluster, "router")
     # Ready once the router sees healthy workers; a plain health path would pass with none.
     deployment = fill("k8s-router-deployment.yaml.tmpl", **meta, image=yaml_scalar(cluster.image),
-                      command=yaml_list(plan.router_argv, indent=8), port=str(plan.router_port),
+                      command=yaml_list([unexpanded(w) for w in plan.router_argv], indent=8), port=str(plan.router_port),
                       ready_path=yaml_scalar(engine(plan.engine).router_health_paths[0]))
     service = fill("k8s-router-service.yaml.tmpl", **meta, port=str(plan.router_port))
     return [deployment, service]
@@ -162,7 +173,7 @@ def router_url(plan: LaunchPlan) -> str:
 def job_script(plan: LaunchPlan, cluster: Cluster) -> str:
     """`pdrepro repro` (sweep, analyze, gates); the run folder lands on the shared volume."""
     prefill, decode = plan.role("prefill")[0].servers[0], plan.role("decode")[0].servers[0]
-    # The pod name: unique per Job run, and free of $(...), which Kubernetes would expand.
+    # The pod name: unique per Job run.
     run = "/shared/runs/$HOSTNAME"
     repro = ["pdrepro", "repro", "--scenario", f"{SCENARIO_DIR}/scenario.yaml", "--router", router_url(plan),
              "--prefill", prefill.url, "--decode", decode.url,
@@ -189,7 +200,7 @@ def _job(plan: LaunchPlan, cluster: Cluster) -> str:
     """`pdrepro repro` on a GPU node of the stack (beside a decode pod), where the model and the dataset are;
     the gates from their ConfigMap (kubectl create configmap pdrepro-gates --from-file=repro/)."""
     return fill("k8s-sweep-job.yaml.tmpl", **_meta(f"{APP}-sweep", cluster, "sweep"), near=yaml_scalar("decode"),
-                image=yaml_scalar(cluster.image), script=yaml_text(job_script(plan, cluster), indent=10),
+                image=yaml_scalar(cluster.image), script=yaml_text(unexpanded(job_script(plan, cluster)), indent=10),
                 model_path=yaml_scalar(cluster.model_path), dataset_path=yaml_scalar(cluster.dataset_path),
                 shared_claim=yaml_scalar(cluster.shared_claim), scenario_dir=yaml_scalar(SCENARIO_DIR),
                 gates_map=yaml_scalar(f"{APP}-gates"), scenario_map=yaml_scalar(f"{APP}-scenario"))
