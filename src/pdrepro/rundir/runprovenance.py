@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
+from ..core.roce import IbMtu
 from .summarybase import Scalar, _Open
 
 
@@ -30,11 +31,28 @@ class GpuFacts(_Open):
     error: str | None = None
 
 
+class NicPort(_Open):
+    """One port of an RDMA device as the sweep recorded it: sysfs's raw words and, on a RoCE port, the MTUs."""
+
+    rate: str | None = None
+    state: str | None = None
+    link_layer: str | None = None
+    netdev: str | None = None
+    netdev_mtu: int | None = Field(default=None, description="MTU of the port's netdev, bytes")
+    roce_mtu: IbMtu | None = Field(default=None, description="the RoCE MTU the kernel derives from it, bytes")
+
+
+class NicFacts(_Open):
+    fw_ver: str | None = None
+    board_id: str | None = None
+    ports: dict[str, NicPort] = Field(default_factory=dict)
+
+
 class HostFacts(_Open):
     hostname: str | None = "?"
     kernel: str | None = "?"
     gpu: GpuFacts = Field(default_factory=GpuFacts)
-    nics: dict[str, Any] | None = None
+    nics: dict[str, NicFacts] | None = None
 
 
 class ServerInfo(_Open):
