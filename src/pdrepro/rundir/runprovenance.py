@@ -34,15 +34,17 @@ class GpuFacts(_Open):
 class NicPort(_Open):
     """One port of an RDMA device as the sweep recorded it: sysfs's raw words and, on a RoCE port, the MTUs."""
 
-    rate: str | None = None
-    state: str | None = None
-    link_layer: str | None = None
-    netdev: str | None = None
+    rate: str | None = Field(default=None, description="sysfs's rate word, as printed")
+    state: str | None = Field(default=None, description="sysfs's state word, as printed")
+    link_layer: str | None = Field(default=None, description="Ethernet (RoCE) or InfiniBand")
+    netdev: str | None = Field(default=None, description="the netdev the port's GIDs sit on")
     netdev_mtu: int | None = Field(default=None, description="MTU of the port's netdev, bytes")
     roce_mtu: IbMtu | None = Field(default=None, description="the RoCE MTU the kernel derives from it, bytes")
 
 
 class NicFacts(_Open):
+    """One RDMA device as the sweep recorded it (provenance.json host.nics)."""
+
     fw_ver: str | None = None
     board_id: str | None = None
     ports: dict[str, NicPort] = Field(default_factory=dict)
