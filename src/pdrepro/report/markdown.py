@@ -18,6 +18,7 @@ from ..core.units import GB, MB, MiB, human_bytes
 from ..rundir.summarymodel import Metric, Reference, ReferenceRow, Row, Summary, Witness, as_summary
 from ..scenario.seams import summary_backend, summary_engine
 from ..verdicts.gates import NOT_APPLICABLE, tcp_without_rdma
+from .fabricceiling import ceiling_lines as fabric_ceiling_lines
 from .placement import no_fabric, placement_title
 from .provenance import provenance_section
 
@@ -146,6 +147,7 @@ def headline_lines(summary: Summary) -> list[str]:
         pub += f", {ref.peak_utilization_pct:g} %)" if util else ")"
     lines = [f"- Peak KV transfer bandwidth: **{h.peak_bandwidth_GB_s:.2f} GB/s** at {h.peak_bandwidth_prompt_len} "
              f"tokens{of_rate}{pub}."]
+    lines += fabric_ceiling_lines(summary)
     share = h.transfer_share_at_longest_pct
     if share is not None and h.longest_prompt_len is not None:
         L = h.longest_prompt_len
