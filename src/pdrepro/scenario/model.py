@@ -20,7 +20,7 @@ from pydantic import Field
 
 from ..core import runfile
 from ..core.errors import UserError
-from ..core.roles import Role, RoleSpec
+from ..core.roles import SERVER_ROLES, Role, RoleSpec
 from ..core.strictmodel import Record, load, tagged_union, to_plain
 from ..rundir import RunDir
 from . import configyaml
@@ -99,6 +99,9 @@ class Scenario(Record):
         """What this scenario says about one server role: TP, nodes, servers per node and, with a launch
         section, its ports (a site adds the hosts: launch.Launcher.spec)."""
         role = Role(role)
+        if role not in SERVER_ROLES:
+            # The regular stack's servers have no topology entry: they are the comparison's own (launch.ports.regular).
+            raise ValueError(f"{role} is not a disaggregated server role ({', '.join(SERVER_ROLES)})")
         nodes = self.topology.of(role)
         ports = self.launch.ports if self.launch is not None else None
         port = None if ports is None else {Role.PREFILL: ports.prefill, Role.DECODE: ports.decode}[role]
