@@ -4,8 +4,9 @@ Each arm runs the scenario with its backend set and its backend's variables only
 in RUN/scenarios/<backend>.yaml. One box: each backend is an arm of the arms runner (pdrepro.arms): `stack up`,
 the sweep, `stack down`, each arm in its own run folder RUN/<backend>; then the arms are judged
 (publish.abjudge) into RUN/ab-summary.json and RUN/report.md. A cluster: ``--render TARGET`` writes one job per
-arm (RUN/<backend>/job/) and runs nothing; once the scheduler ran them, ``--judge RUN`` judges their folders
-without starting anything.
+arm (RUN/<backend>/job/) whose run lands in RUN/<backend> itself (render's --run-dir; on Kubernetes through the
+arm's own namespace and claim) and runs nothing; once the scheduler ran them, ``--judge RUN`` judges those
+folders without starting anything.
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ def register(sub) -> None:
     p.add_argument("--sweep-args", metavar="WORDS",
                    help='more `pdrepro sweep` flags, one shell-quoted string: --sweep-args="--metrics --length-timeout 120"')
     p.add_argument("--render", metavar="TARGET", help="a cluster: write one job per arm with `pdrepro render --target "
-                                                      "TARGET` into RUN/<backend>/job/ and run nothing")
+                                                      "TARGET` into RUN/<backend>/job/, each writing its run into "
+                                                      "RUN/<backend>, and run nothing (it prints what to run next)")
     p.add_argument("--judge", type=Path, metavar="RUN", help="judge the arms' run folders in RUN (after the jobs "
                                                              "ran); starts nothing")
     p.set_defaults(func=run)
