@@ -112,6 +112,20 @@ class Row(_Open):
     socket_verified: bool | None = Field(default=None, description="every socket copy delivered the right bytes")
     mooncake_stall: Stall | None = Field(default=None, description="Mooncake's transfers split in two groups")
     socket_stall: Stall | None = Field(default=None, description="the socket copies split in two groups")
+    transfer_ms_all: list[float] | None = Field(default=None, description="every timed Mooncake transfer, milliseconds")
+    socket_ms_all: list[float] | None = Field(default=None, description="every timed socket copy, milliseconds")
+    # The smoke's NIXL arm (smoke/summary.py): present only in a run that asked for it (--backends ...,nixl).
+    nixl_ms_median: float | None = Field(default=None, description="NIXL transfer time, median, milliseconds")
+    nixl_ms_mean: float | None = Field(default=None, description="NIXL transfer time, mean, milliseconds")
+    nixl_ms_min: float | None = Field(default=None, description="NIXL transfer time, fastest, milliseconds")
+    nixl_ms_max: float | None = Field(default=None, description="NIXL transfer time, slowest, milliseconds")
+    nixl_ms_all: list[float] | None = Field(default=None, description="every timed NIXL transfer, milliseconds")
+    nixl_bandwidth_GB_s: float | None = Field(default=None,
+                                              description="kv_bytes / median NIXL transfer time, decimal GB/s")
+    nixl_verified: bool | None = Field(default=None, description="every NIXL transfer delivered the right bytes")
+    nixl_failed_checks: int | None = Field(default=None, description="NIXL transfers that delivered wrong bytes")
+    nixl_vs_socket: float | None = Field(default=None, description="NIXL's bandwidth over the socket's")
+    nixl_stall: Stall | None = Field(default=None, description="NIXL's transfers split in two groups")
 
 
 class Headline(_Closed):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 import yaml
 
@@ -48,6 +49,13 @@ class Cluster:
     shared_claim: str               # ReadWriteMany PVC: server logs and the run folder
     scenario_yaml: str              # the scenario file's text, handed to the Job
     configuration: str | None       # comparison scenarios: the configuration this stack is
+    run_dir: str | None = None      # where the Job writes its run (an A/B arm's folder), from the shared claim
+
+
+def run_subpath(run_dir: str) -> str:
+    """The shared claim's folder mounted at ``run_dir`` in the Job: runs/ and the last two names of it
+    (an A/B's folder and the arm), so two arms, or two A/Bs, never share one."""
+    return "/".join(("runs", *PurePosixPath(run_dir).parts[-2:]))
 
 
 def statefulset_name(role: str) -> str:
@@ -207,7 +215,7 @@ def job_script(plan: LaunchPlan, cluster: Cluster) -> str:
     """`pdrepro repro` (sweep, analyze, gates); the run folder lands on the shared volume."""
     prefill, decode = plan.role("prefill")[0].servers[0], plan.role("decode")[0].servers[0]
     # The pod name: unique per Job run, and free of $(...), which Kubernetes would expand.
-    run = "/shared/runs/$HOSTNAME"
+    run = cluster.run_dir or "/shared/runs/$HOSTNAME"
     repro = ["pdrepro", "repro", "--scenario", f"{SCENARIO_DIR}/scenario.yaml", "--router", router_url(plan),
              "--prefill", prefill.url, "--decode", decode.url,
              "--model-path", cluster.model_path, "--dataset-path", cluster.dataset_path,
@@ -224,7 +232,8 @@ def job_script(plan: LaunchPlan, cluster: Cluster) -> str:
         "set -uo pipefail",
         f'run="{run}"',
         f'{shlex.join(repro)} --out "$run"; status=$?',
-        'echo "run folder: $run (on the shared volume)"',
+        ('echo "run folder: $run (on the shared volume)"' if not cluster.run_dir else
+         f'echo "run folder: $run ({run_subpath(cluster.run_dir)} on the shared claim {cluster.shared_claim})"'),
         'exit "$status"',
     ])
 
@@ -241,6 +250,8 @@ def _job(plan: LaunchPlan, cluster: Cluster) -> dict:
             {"name": "shared", "mountPath": "/shared"},
             {"name": "gates", "mountPath": "/gates", "readOnly": True},
             {"name": "scenario", "mountPath": SCENARIO_DIR, "readOnly": True},
+            *([{"name": "shared", "mountPath": cluster.run_dir, "subPath": run_subpath(cluster.run_dir)}]
+              if cluster.run_dir else []),
         ],
     }
     pod = {
@@ -344,7 +355,8 @@ class K8sTarget:
                           shared_claim=options.shared_claim,
                           # The scenario file as written (load_scenario has read it already).
                           scenario_yaml=resolve_path(options.scenario).read_text(),
-                          configuration=scenario.launched_configuration(lp.topology))
+                          configuration=scenario.launched_configuration(lp.topology),
+                          run_dir=getattr(options, "run_dir", None))
         files = {name: dump(objects) for name, objects in manifests(lp, cluster).items()}
         text = steps_text(lp, cluster, out)
         files["steps.txt"] = text
