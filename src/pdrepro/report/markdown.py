@@ -20,6 +20,7 @@ from ..scenario.seams import summary_backend, summary_engine
 from ..verdicts.gates import NOT_APPLICABLE, tcp_without_rdma
 from .placement import no_fabric, placement_title
 from .provenance import provenance_section
+from .rails import rails_section
 
 DASH = "—"
 
@@ -315,6 +316,7 @@ def render_report(data: Summary | Mapping[str, Any]) -> str:
     parts += ceiling_section(summary)
     parts += transport_section(summary)
     parts += witness_section(summary)
+    parts += rails_section(summary)
     parts += ["## Issues", "", *issues_section(summary), ""]
     parts += provenance_section(summary)
     engine = summary_engine(summary)
