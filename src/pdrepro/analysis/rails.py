@@ -32,26 +32,28 @@ def rail_map(run_root: Path, gpus_in_use: dict[str, int]) -> tuple[dict[str, set
     """role -> the RDMA devices the run's ib_devices.json names for the GPUs that role uses on a node,
     or None and why the rails cannot be told apart from the other ports."""
     path = Path(run_root) / RAIL_MAP_FILE
-    fix = f"copy the ib_devices.json the servers were started with to {path}"
+    # Named relative to the run: the note travels into the report, which must read the same wherever the run lies.
+    shown = f"the run's {RAIL_MAP_FILE}"
+    fix = f"copy the {RAIL_MAP_FILE} the servers were started with into the run folder"
     try:
         if path.is_symlink() or (path.exists() and not path.is_file()):
-            return None, f"{path} is not a plain file; {fix}"
+            return None, f"{shown} is not a plain file; {fix}"
         if not path.exists():
             return None, f"the run holds no {RAIL_MAP_FILE}, so no port is known to carry KV; {fix}"
         if path.stat().st_size > _MAX_MAP_BYTES:
-            return None, f"{path} is larger than any GPU-to-NIC map ({_MAX_MAP_BYTES} bytes at most); {fix}"
+            return None, f"{shown} is larger than any GPU-to-NIC map ({_MAX_MAP_BYTES} bytes at most); {fix}"
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        return None, f"{path}: not readable JSON ({type(exc).__name__}); {fix}"
+        return None, f"{shown}: not readable JSON ({type(exc).__name__}); {fix}"
     if not isinstance(data, dict) or not data:
-        return None, f"{path}: not a JSON object of GPU id to device names such as {{\"0\": \"mlx5_0\"}}; {fix}"
+        return None, f"{shown}: not a JSON object of GPU id to device names such as {{\"0\": \"mlx5_0\"}}; {fix}"
     named: dict[str, set[str]] = {}
     for role, count in gpus_in_use.items():
         devices: set[str] = set()
         for gpu in range(count):
             value = data.get(str(gpu))
             if not isinstance(value, str) or not value.strip():
-                return None, (f"{path}: GPU {gpu} (used by the {role} servers) maps to no device names "
+                return None, (f"{shown}: GPU {gpu} (used by the {role} servers) maps to no device names "
                               f"({value!r}); {fix}")
             devices |= {d.strip() for d in value.split(",") if d.strip()}
         named[role] = devices

@@ -52,6 +52,10 @@ def rails_section(summary: Summary) -> list[str]:
            "read (prefill: transmitted, decode: received): its bytes over the mean per rail of its node must reach "
            f"{floor:g} (an even split is 1.00), and its rate over the window between the readings cannot exceed "
            "its own line rate. Other ports (storage, management) are listed, not judged.", ""]
+    if not any(r.judged for row in rows for r in row.nic_rails or []):
+        # Nothing judged at any length: one line says why rather than a table of unjudged ports per length.
+        why = next((row.nic_rails_note for row in rows if row.nic_rails_note), "no port is named as a rail")
+        return out[:2] + [f"No rail judged: {why}.", ""]
     for row in rows:
         out += _length_table(row, floor)
     return out
