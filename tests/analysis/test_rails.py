@@ -167,3 +167,24 @@ def test_the_default_floor_keeps_recorded_fingerprints_and_a_set_one_changes_it(
     same = SCENARIO.with_thresholds(SCENARIO.thresholds.model_copy(update={"min_rail_share": 0.5}))
     other = SCENARIO.with_thresholds(SCENARIO.thresholds.model_copy(update={"min_rail_share": 0.6}))
     assert same.fingerprint == SCENARIO.fingerprint != other.fingerprint
+
+
+def test_the_sweep_keeps_the_servers_map_in_the_run(tmp_path):
+    from pdrepro.commands.sweep import keep_rail_map
+    from pdrepro.core.errors import UserError
+
+    given = tmp_path / "ib_devices.json"
+    given.write_text(json.dumps({str(g): f"mlx5_{g // 2}" for g in range(8)}))
+    out = tmp_path / "run"
+    keep_rail_map(given, out, SCENARIO)
+    assert (out / "ib_devices.json").read_text() == given.read_text()
+    keep_rail_map(given, out, SCENARIO)  # a resume with the same map
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({str(g): "mlx5_0" for g in range(8)}))
+    with pytest.raises(UserError, match="differs from the map the run began with"):
+        keep_rail_map(other, out, SCENARIO)
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps({"0": "mlx5_0"}))  # TP 8 needs GPUs 0..7
+    with pytest.raises(UserError, match="GPU 1 has no device"):
+        keep_rail_map(short, tmp_path / "run2", SCENARIO)
+    assert not (tmp_path / "run2").exists()
