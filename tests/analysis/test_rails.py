@@ -188,3 +188,16 @@ def test_the_sweep_keeps_the_servers_map_in_the_run(tmp_path):
     with pytest.raises(UserError, match="GPU 1 has no device"):
         keep_rail_map(short, tmp_path / "run2", SCENARIO)
     assert not (tmp_path / "run2").exists()
+
+
+def test_a_named_port_that_is_down_fails_as_a_rail_not_measured(tmp_path):
+    run = fixture_run(tmp_path / "r", SCENARIO)
+    write_map(run, TWO_GPUS_A_NIC)
+    resplit(run, dict.fromkeys(FOUR, 0.25))
+    record = json.loads(run.counters_file(4096).read_text())
+    record["nodes"]["decode"]["before"]["ports"]["mlx5_3/1"]["state"] = "DOWN"
+    run.counters_file(4096).write_text(json.dumps(record))
+    _, results = _judge(run)
+    bad = [r for r in failed(results) if r.name == "rail_share"]
+    assert [(r.prompt_len, r.figure) for r in bad] == [(4096, None)]
+    assert "rail decode mlx5_3/1" in bad[0].detail and "not ACTIVE" in bad[0].detail

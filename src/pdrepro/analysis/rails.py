@@ -88,7 +88,7 @@ def rails_of_node(role: str, counter: str, ports: dict[str, int], listed: list[s
             entry["note"] = "named in ib_devices.json, but no port of it was in the readings"
             entry["share_of_mean"] = 0.0 if mean > 0 else None
         elif moved is None:
-            entry["note"] = "no counter difference for this port (see the node's problem)"
+            entry["note"] = "no bytes counted for this port (not ACTIVE, or its counters unreadable: see the node's problem)"
         elif mean > 0:
             entry["share_of_mean"] = moved / mean
         else:
