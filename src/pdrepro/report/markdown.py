@@ -21,6 +21,7 @@ from ..verdicts.gates import NOT_APPLICABLE, tcp_without_rdma
 from .fabricceiling import ceiling_lines as fabric_ceiling_lines
 from .placement import no_fabric, placement_title
 from .provenance import provenance_section
+from .rails import rails_section
 
 DASH = "—"
 
@@ -317,6 +318,7 @@ def render_report(data: Summary | Mapping[str, Any]) -> str:
     parts += ceiling_section(summary)
     parts += transport_section(summary)
     parts += witness_section(summary)
+    parts += rails_section(summary)
     parts += ["## Issues", "", *issues_section(summary), ""]
     parts += provenance_section(summary)
     engine = summary_engine(summary)

@@ -47,6 +47,9 @@ _FINGERPRINT_NEUTRAL = {"transport": "rdma", "pins_match": "gate"}
 _LAUNCH_FINGERPRINT_NEUTRAL = {"shared_gpu_mem_fraction": None, "engine": "sglang"}
 # Geometry keys added later (for `pdrepro offline-model`), likewise left out while unset.
 _GEOMETRY_FINGERPRINT_NEUTRAL = {"intermediate_size": None, "vocab_size": None}
+# Threshold keys added later, left out at their default, so runs recorded before them keep their fingerprint
+# (they are judged by the default, which the summary states).
+_THRESHOLDS_FINGERPRINT_NEUTRAL = {"min_rail_share": 0.5}
 # Top-level keys added later whose absence (None) leaves a scenario's fingerprint as it was.
 _ABSENT_NEUTRAL = ("ab",)
 
@@ -187,6 +190,9 @@ class Scenario(Record):
         if isinstance(data.get("launch"), dict):
             data["launch"] = {k: v for k, v in data["launch"].items()
                               if k not in _LAUNCH_FINGERPRINT_NEUTRAL or _LAUNCH_FINGERPRINT_NEUTRAL[k] != v}
+        if isinstance(data.get("thresholds"), dict):
+            data["thresholds"] = {k: v for k, v in data["thresholds"].items()
+                                  if k not in _THRESHOLDS_FINGERPRINT_NEUTRAL or _THRESHOLDS_FINGERPRINT_NEUTRAL[k] != v}
         model = data.get("model")
         if isinstance(model, dict) and isinstance(model.get("geometry"), dict):
             geometry = {k: v for k, v in model["geometry"].items()
