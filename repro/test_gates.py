@@ -33,7 +33,8 @@ def _present(checks, prompt_len):
 
 # Every check a gate below names; a failed check of any other name fails test_no_other_check_failed.
 GATED = {"length_present", "min_bandwidth", "max_ttft", "max_transfer_share", "completed", "request_errors",
-         "requests_logged", "output_tokens", "nic_witness", "nic_within_line_rate", "bandwidth_within_line_rate",
+         "requests_logged", "output_tokens", "nic_witness", "nic_within_line_rate", "rail_share", "rail_within_line_rate",
+         "bandwidth_within_line_rate",
          "ttft_positive", "ttft_covers_transfer", "kv_size_match", "peak_bandwidth", "peak_utilization",
          "logs_readable", "length_expected", "transport", "pins_match", "provenance_present", "configuration_present"}
 
@@ -96,6 +97,14 @@ def test_nics_witness_the_kv(checks, prompt_len):
     """The RDMA ports' own byte counters must show the KV the model says was sent, within the line rate."""
     _gate(checks, "nic_witness", prompt_len)
     _gate(checks, "nic_within_line_rate", prompt_len, required=False)
+
+
+@pytestmark_sweep
+def test_each_rail_carries_its_share(checks, prompt_len):
+    """Each RDMA port ib_devices.json names for the GPUs in use carries its share of the KV (at least
+    thresholds.min_rail_share of the mean per rail) within its own line rate; the failing rail is named."""
+    _gate(checks, "rail_share", prompt_len, required=False)
+    _gate(checks, "rail_within_line_rate", prompt_len, required=False)
 
 
 @pytestmark_sweep

@@ -44,6 +44,7 @@ READERS = {
     "image/versions.py::kernel_module": "/sys/module/NAME/version",
     # The repository's own build inputs and the package's resources (not a run's).
     "core/pins.py::parse_env_file": "versions.env, the repository's pins",
+    "launch/targets/templating.py::template": "the package's own job-file templates (resources, not a run's)",
     "image/build_inputs.py::check_locks": "the repository's GPU lock files",
     "image/build_inputs.py::check_sources": "the build's source stamp",
     "image/build_inputs.py::check_wheelhouse": "the repository's GPU lock file",

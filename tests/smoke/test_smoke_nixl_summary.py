@@ -10,12 +10,14 @@ from test_smoke_summary import _initiator, _measure
 from pdrepro.commands.smoke import as_run
 from pdrepro.core.errors import UserError
 from pdrepro.parsers.nixl_log import scan
+from pdrepro.rundir.summarymodel import Row, Summary
 from pdrepro.scenario.model import load_scenario
 from pdrepro.smoke.nixlpath import require_tcp
 from pdrepro.smoke.plan import make_plan
-from pdrepro.smoke.plot import MOONCAKE, NIXL, SOCKET, render_smoke_plots, ways_of
+from pdrepro.smoke.plot import render_smoke_plots
 from pdrepro.smoke.section import smoke_section
 from pdrepro.smoke.summary import build_summary
+from pdrepro.smoke.ways import MOONCAKE, NIXL, SOCKET, ways_of
 
 # As UCX 1.23 (nixl-cu13 1.5.1) writes them at UCX_LOG_LEVEL=info in the smoke's decode container.
 TCP_LANES = ("[1796170493.308134] [39ea04414c4d:1    :0]      ucp_worker.c:1997 UCX  INFO    decode inter-node "
@@ -70,9 +72,9 @@ def test_a_run_without_nixl_has_no_nixl_key_column_or_series(tmp_path, scenario,
     assert not [k for r in s["rows"] for k in r if k.startswith("nixl")]
     assert "nixl" not in s["smoke"] and s["smoke"]["backends"] == ["mooncake"]
     assert "NIXL" not in smoke_section(s)
-    assert ways_of(s) == (MOONCAKE, SOCKET)
+    assert ways_of(Summary.model_validate(s)) == (MOONCAKE, SOCKET)
     with_nixl = build_summary(scenario, _with_nixl(plan, [2.0, 50.0, 400.0]), {})
-    assert ways_of(with_nixl) == (MOONCAKE, NIXL, SOCKET)
+    assert ways_of(Summary.model_validate(with_nixl)) == (MOONCAKE, NIXL, SOCKET)
     assert len(render_smoke_plots(with_nixl, tmp_path / "plots")) == 2
 
 
@@ -111,3 +113,23 @@ def test_a_nixl_stall_is_not_blamed_on_mooncakes_transport(scenario, plan):
     init["rows"][1]["nixl"] = _measure([2.0, 2.1, 45.0])
     st = build_summary(scenario, init, {})["rows"][1]["nixl_stall"]
     assert st["stalled"] == 1 and "UCX's TCP" in st["likely_cause"] and "Mooncake" not in st["likely_cause"]
+
+
+def test_the_nixl_figures_are_typed_fields_of_the_row(scenario, plan):
+    """Declared in the summary model (not extras), with their units; absent from a run that did not ask."""
+    declared = {name for name in Row.model_fields if name.startswith("nixl_")}
+    with_nixl = Summary.model_validate(build_summary(scenario, _with_nixl(plan, [2.0, 50.0, 400.0]), {}))
+    for row in with_nixl.rows:
+        assert not [k for k in (row.model_extra or {}) if k.startswith("nixl")], "a NIXL figure the model lacks"
+        assert row.nixl_ms_min is not None and row.nixl_ms_all and row.nixl_verified is True
+    written = {k for r in build_summary(scenario, _with_nixl(plan, [2.0, 50.0, 400.0]), {})["rows"] for k in r
+               if k.startswith("nixl_")}
+    assert written == declared
+    without = Summary.model_validate(build_summary(scenario, _initiator(plan, [0.4, 8.0, 60.0], [0.3, 7.5, 55.0]),
+                                                   {}))
+    assert all(getattr(row, name) is None for row in without.rows for name in declared)
+    # A NIXL figure of the wrong type is refused where the summary is loaded, not deep inside the report.
+    bad = build_summary(scenario, _with_nixl(plan, [2.0, 50.0, 400.0]), {})
+    bad["rows"][0]["nixl_ms_min"] = "fast"
+    with pytest.raises(ValueError, match="nixl_ms_min"):
+        Summary.model_validate(bad)

@@ -13,6 +13,7 @@ from pdrepro.core.errors import UserError
 from pdrepro.core.pins import load_pins
 from pdrepro.fabric.limits import engine_memlock_cap
 from pdrepro.rundir import RunDir
+from pdrepro.rundir.summarymodel import Summary
 from pdrepro.scenario.model import load_scenario
 from pdrepro.smoke import run as smoke_run
 from pdrepro.smoke.plan import make_plan
@@ -118,7 +119,7 @@ def test_a_stalled_size_is_named_with_its_cause_in_summary_report_and_plot(tmp_p
     assert re.search(r"\| +3/5 +\|", report)
     assert [p.name for p in plots] == ["bandwidth.png", "transfers.png"]
     # The axis ends just above the fastest transfer (the socket's 55 ms for 134 MB = 2.44 GB/s), not at a line rate.
-    assert axis_top(s["rows"]) == pytest.approx(134_217_728 / 0.055 / 1e9 * 1.25)
+    assert axis_top(Summary.model_validate(s).rows) == pytest.approx(134_217_728 / 0.055 / 1e9 * 1.25)
     assert "line rate" not in report.split("## Smoke")[1]
 
 

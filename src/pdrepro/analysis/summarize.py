@@ -314,7 +314,7 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
         "headline": headline(rows),
         "issues": issues,
         "provenance": provenance,
-        "witness": describe_allowance(scenario.thresholds.min_nic_kv_share_pct),
+        "witness": describe_allowance(scenario.thresholds.min_nic_kv_share_pct, scenario.thresholds.min_rail_share),
         "analysis_code": analysis_code_stamp(),
     }
     # `pdrepro baseline --out RUN` leaves the fabric's measured ceiling here.

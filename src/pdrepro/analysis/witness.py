@@ -38,6 +38,7 @@ from ..rundir.counters import WORD_BYTES, is_wide, words_moved
 from ..rundir.issuekind import IssueKind
 from ..scenario.model import Scenario
 from ..scenario.sections import Thresholds
+from .rails import rail_map, rails_of_node
 
 ALLOWANCE = {
     # Ethernet, IPv4, UDP, BTH, RETH and ICRC around each 4096-byte RoCE payload,
@@ -53,11 +54,13 @@ DIRECTION = {"prefill": "port_xmit_data", "decode": "port_rcv_data"}
 _TROUBLE = ("retrans", "timeout", "seq_err", "out_of_sequence", "nak", "_err")
 
 
-def describe_allowance(min_kv_share_pct: float | None = None) -> dict:
+def describe_allowance(min_kv_share_pct: float | None = None, min_rail_share: float | None = None) -> dict:
     """The witness's bounds for the summary; without a scenario's figure, the thresholds' own default."""
     if min_kv_share_pct is None:
         min_kv_share_pct = Thresholds.model_fields["min_nic_kv_share_pct"].default
-    return {"min_kv_share_pct": min_kv_share_pct, **ALLOWANCE,
+    if min_rail_share is None:
+        min_rail_share = Thresholds.model_fields["min_rail_share"].default
+    return {"min_kv_share_pct": min_kv_share_pct, "min_rail_share": min_rail_share, **ALLOWANCE,
             "counted": {role: f"{name} (x {WORD_BYTES} bytes)" for role, name in DIRECTION.items()}}
 
 
@@ -68,7 +71,9 @@ class BadRecord(ValueError):
 def _node_bytes(role: str, node: dict) -> dict:
     """Bytes one node's active ports moved in the KV's direction, or why not."""
     before, after = node.get("before") or {}, node.get("after") or {}
-    out: dict = {"counter": DIRECTION[role], "bytes": None, "window_s": None, "problem": None, "trouble": {}}
+    # ports: each counted port's bytes, for the per-rail witness (rails.py); listed: every port read.
+    out: dict = {"counter": DIRECTION[role], "bytes": None, "window_s": None, "problem": None, "trouble": {},
+                 "ports": {}, "listed": [], "rates": {}}
     if node.get("error"):
         out["problem"] = node["error"]
         return out
@@ -86,8 +91,10 @@ def _node_bytes(role: str, node: dict) -> dict:
     total, problems, counted = 0, [], 0
     for name, b in (before.get("ports") or {}).items():
         a = (after.get("ports") or {}).get(name)
+        out["listed"].append(str(name))
         if a is None or b.get("state") not in (None, "ACTIVE"):
             continue
+        out["rates"][str(name)] = a.get("rate") if isinstance(a.get("rate"), str) else None
         counter = DIRECTION[role]
         if counter not in b or counter not in a:
             problems.append(f"{name} has no counters/{counter}")
@@ -103,6 +110,7 @@ def _node_bytes(role: str, node: dict) -> dict:
             problems.append(f"{name} {counter} {why}")
             continue
         total += words * WORD_BYTES
+        out["ports"][str(name)] = words * WORD_BYTES
         counted += 1
         for hw, value in (a.get("hw_counters") or {}).items():
             rise = value - (b.get("hw_counters") or {}).get(hw, value)
@@ -174,7 +182,8 @@ def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, 
     """Adds the NIC figures of row's length to it (nic_* keys); returns the problems found."""
     L = row["prompt_len"]
     issues: list[tuple[bool, IssueKind, str]] = []
-    row.update(nic_kv_share_pct=None, nic_rate_GB_s=None, nic_problem=None, nic_nodes={})
+    row.update(nic_kv_share_pct=None, nic_rate_GB_s=None, nic_problem=None, nic_nodes={}, nic_rails=[],
+               nic_rails_note=None)
     data = _load(run, L, issues)
     if data is None:
         row["nic_problem"] = issues[0][2] if issues else (
@@ -184,6 +193,10 @@ def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, 
     completed = row.get("requests") or 0
     extra_requests = scenario.sweep.warmup_requests + (row.get("request_errors") or 0)
     problems, shares, rates = [], [], []
+    # GPUs 0..n-1 of each node of a role serve it: TP of a server x servers on the node.
+    named, why_unnamed = rail_map(run.root, {
+        role: scenario.parallel.tp(role) * getattr(scenario.topology, role).servers_per_node for role in SERVER_ROLES})
+    row["nic_rails_note"] = why_unnamed
     for role in SERVER_ROLES:
         node = data["nodes"].get(role)
         if not isinstance(node, dict):
@@ -213,6 +226,10 @@ def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, 
         entry = {"counter": figures["counter"], "bytes": figures["bytes"], "window_s": figures["window_s"],
                  "source": node.get("source"), "problem": figures["problem"], "kv_share_pct": None, "rate_GB_s": None}
         row["nic_nodes"][role] = entry
+        if figures["listed"]:  # a node whose counters were not read has no rails to judge
+            row["nic_rails"] += rails_of_node(role, figures["counter"], figures["ports"], figures["listed"],
+                                              None if named is None else named.get(role, set()),
+                                              figures["window_s"], figures["rates"])
         if figures["trouble"]:
             worst = ", ".join(f"{k} +{v}" for k, v in sorted(figures["trouble"].items())[:4])
             issues.append((False, IssueKind.NIC_TROUBLE, f"length {L}: the {role} node's NICs counted drops or "

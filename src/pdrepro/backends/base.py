@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from ..core.seampart import SeamPart
+
 
 class TransportReading(Protocol):
     """What one server's start-up lines say of the transport its backend installed."""
@@ -23,31 +25,15 @@ class TransportReading(Protocol):
     def to_dict(self) -> dict: ...
 
 
-class TransferBackend(Protocol):
-    # Read-only members: the modules are frozen dataclasses.
-    # The scenario's value (launch.transfer_backend) and the registry's key.
-    @property
-    def name(self) -> str: ...
-    # For people: "Mooncake", "Mooncake over TCP", "NIXL (UCX)".
-    @property
-    def label(self) -> str: ...
-    # The environment variables a scenario's launch.env may set for it, by prefix (MC_, UCX_).
-    @property
-    def env_prefixes(self) -> tuple[str, ...]: ...
+class TransferBackend(SeamPart, Protocol):
+    # Read-only members: the modules are frozen dataclasses. Name, label, environment prefixes, modules,
+    # distributions and pin keys: see SeamPart.
     # Variables the disaggregated stack must set for it (the published launch's own).
     @property
     def required_env(self) -> tuple[str, ...]: ...
     # What the launch plan sets for it, not the scenario (MC_FORCE_TCP=1 for Mooncake over TCP).
     @property
     def plan_env(self) -> Mapping[str, str]: ...
-    # Modules a server imports for it, and the distributions provenance records (first found names it).
-    @property
-    def modules(self) -> tuple[str, ...]: ...
-    @property
-    def distributions(self) -> tuple[str, ...]: ...
-    # provenance.json's pins field -> the versions.env key holding its pinned commit.
-    @property
-    def pin_keys(self) -> Mapping[str, str]: ...
     # What-ran: the image's build arg naming the commit it built, the versions record's wheel label and import
     # probe key (None where the image and the versions record keep none for it).
     @property

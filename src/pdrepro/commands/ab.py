@@ -4,8 +4,9 @@ Each arm runs the scenario with its backend set and its backend's variables only
 in RUN/scenarios/<backend>.yaml. One box: each backend is an arm of the arms runner (pdrepro.arms): `stack up`,
 the sweep, `stack down`, each arm in its own run folder RUN/<backend>; then the arms are judged
 (publish.abjudge) into RUN/ab-summary.json and RUN/report.md. A cluster: ``--render TARGET`` writes one job per
-arm (RUN/<backend>/job/) and runs nothing; once the scheduler ran them, ``--judge RUN`` judges their folders
-without starting anything.
+arm (RUN/<backend>/job/) whose run lands in RUN/<backend> itself (render's --run-dir; on Kubernetes through the
+arm's own namespace and claim) and runs nothing; once the scheduler ran them, ``--judge RUN`` judges those
+folders without starting anything.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from . import run_command
 HELP = "A/B of transfer backends: the same stack and sweep once per backend, one after the other, side by side"
 DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
 SUMMARY, REPORT = "ab-summary.json", "report.md"
+NEXT = "NEXT.txt"  # in each arm's job folder: how to run it so that --judge finds its run
 # Site options passed to `stack up` (and `render`) as given: (flag, takes a value, help).
 SITE = (("--model", "model folder (also the sweep's --model-path)"),
         ("--dataset", "ShareGPT JSON (also the sweep's --dataset-path)"),
@@ -69,7 +71,8 @@ def register(sub) -> None:
     p.add_argument("--sweep-args", metavar="WORDS",
                    help='more `pdrepro sweep` flags, one shell-quoted string: --sweep-args="--metrics --length-timeout 120"')
     p.add_argument("--render", metavar="TARGET", help="a cluster: write one job per arm with `pdrepro render --target "
-                                                      "TARGET` into RUN/<backend>/job/ and run nothing")
+                                                      "TARGET` into RUN/<backend>/job/, each writing its run into "
+                                                      "RUN/<backend>, and run nothing (it prints what to run next)")
     p.add_argument("--judge", type=Path, metavar="RUN", help="judge the arms' run folders in RUN (after the jobs "
                                                              "ran); starts nothing")
     p.set_defaults(func=run)
@@ -173,18 +176,52 @@ def _render(args, out: Path, label: str, variants: dict[str, Scenario]) -> int:
     found = armsstate.read(out) if out.is_dir() else None
     if found is not None and found.label != label:
         armsstate.check_same(found, wanted, armsstate.path(out))
+    stack_words = split_words(args.stack_args, "--stack-args")
+    for word in stack_words:
+        if word.split("=", 1)[0] in ("--run-dir", "--out") or (args.render == "k8s" and word.startswith("--namespace")):
+            raise UserError(f"--stack-args: {word.split('=', 1)[0]} is set per arm by `pdrepro ab --render`; leave it "
+                            "out")
     make_folder(out, "pdrepro ab")
     paths = _write_variants(out, variants)
+    steps: list[str] = []
     for b in variants:
-        argv = ["render", "--target", args.render, "--scenario", str(paths[b]), *_site(args, False),
-                *split_words(args.stack_args, "--stack-args"), "--out", str(out / b / "job")]
+        # The job's run is the arm's folder itself (RUN/<arm>), where `--judge` reads it; on Kubernetes each arm
+        # gets its own namespace, so its claim (server logs appended per pod) is not the other arm's.
+        own = ["--namespace", _namespace(b)] if args.render == "k8s" else []
+        argv = ["render", "--target", args.render, "--scenario", str(paths[b]), *_site(args, False), *own,
+                *stack_words, "--run-dir", str(out / b), "--out", str(out / b / "job")]
         status = run_command(argv)
         if status:
             return status
+        steps.append(_next_step(args.render, out, b))
+        write_file(out / b / "job" / NEXT, f"{steps[-1]}\nwhen every arm's job is done: pdrepro ab --judge {out}\n",
+                   "pdrepro ab", out)
     armsstate.write(out, wanted)
-    print(f"ab: one job per arm in {out}/<backend>/job/ (its scenario in {out}/scenarios/); run each with its sweep "
-          f"into {out}/<backend>, then: pdrepro ab --judge {out}")
+    print(f"ab: one job per arm in {out}/<backend>/job/ (its scenario in {out}/scenarios/); each writes its run into "
+          f"{out}/<backend>, where the judging reads it. Run the arms one after the other:")
+    for line in steps:
+        print(f"  {line}")
+    print(f"then: pdrepro ab --judge {out}")
     return 0
+
+
+def _namespace(arm: str) -> str:
+    """An arm's Kubernetes namespace: a DNS label, so the arm name's '_' and '.' become '-'."""
+    return "pdrepro-" + arm.lower().replace("_", "-").replace(".", "-")
+
+
+def _next_step(target: str, out: Path, arm: str) -> str:
+    """What runs the arm's job so that its run lands in RUN/<arm> (in NEXT.txt and the closing message)."""
+    job = out / arm / "job"
+    if target == "slurm":
+        return (f"{arm}: from the bundle's checkout, with {out} on the filesystem the nodes share: "
+                f"sbatch {job}/*.sbatch; wait for it to end (its run: {out / arm})")
+    if target == "k8s":
+        return (f"{arm}: the steps in {job}/steps.txt (namespace {_namespace(arm)}); the Job writes its run into "
+                f"{out / arm} in its pod, which is runs/{out.name}/{arm} on the namespace's shared claim: copy that "
+                f"folder to {out / arm} here (or mount it there); then free the GPUs for the next arm, keeping the "
+                f"claim: kubectl -n {_namespace(arm)} delete statefulset,deployment,job -l app.kubernetes.io/name=pdrepro")
+    return f"{arm}: run the job in {job} with its run written into {out / arm}"
 
 
 def _judge(run: Path, args) -> int:

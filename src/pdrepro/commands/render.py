@@ -8,8 +8,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import shlex
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from .. import backends
 from ..core.errors import UserError
@@ -71,6 +72,10 @@ def register(subparsers) -> None:
     p.add_argument("--launcher", choices=("compose", "host"), default="compose",
                    help="onebox: compose (the GPU image) or host (what `pdrepro stack up` runs with this Python) "
                         "(default %(default)s)")
+    p.add_argument("--run-dir", metavar="PATH",
+                   help="slurm, k8s: the absolute folder the job's `pdrepro repro` writes its run into (slurm: on the "
+                        "filesystem the nodes share with the submit host; k8s: the Job mounts the shared claim's "
+                        "runs/<last two names of PATH> there) (default: slurm $JOB_DIR/run, k8s /shared/runs/<pod>)")
     p.add_argument("--out", default="deploy", help="folder for the rendered files (default %(default)s)")
     p.set_defaults(func=run)
 
@@ -107,6 +112,22 @@ def transfer_backend(args) -> str | None:
                             f"{TCP_BACKEND}; give one of them")
         return TCP_BACKEND
     return chosen
+
+
+# A run folder both a shell word and a Kubernetes mountPath carry as written: no quoting, no expansion.
+_RUN_DIR = re.compile(r"/[A-Za-z0-9._/+@-]*")
+
+
+def _check_run_dir(args) -> None:
+    given = getattr(args, "run_dir", None)
+    if given is None:
+        return
+    if args.target not in ("slurm", "k8s"):
+        raise UserError(f"--run-dir {given}: only a cluster job (--target slurm or k8s) takes it; drop it")
+    parts = PurePosixPath(given).parts
+    if not _RUN_DIR.fullmatch(given) or ".." in parts or len(parts) < 3:
+        raise UserError(f"--run-dir {given!r}: give an absolute folder at least two names deep, of letters, digits "
+                        "and . _ - + @ only (the job's shell and the Kubernetes mount take it as written)")
 
 
 def _fraction(text: str) -> float:
@@ -217,6 +238,7 @@ def run(args) -> int:
                               (args.launcher != "compose", "--launcher host")):
             if given:
                 raise UserError(f"{option}: only the one-box target takes it; use --target onebox or drop the option")
+    _check_run_dir(args)
     target = TARGETS[args.target]
     site = build_site(args, scenario, *target.hosts(scenario, args))
     rendered = target.render(launch.Plan(scenario, site), args, args.out)

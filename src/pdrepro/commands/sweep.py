@@ -63,6 +63,9 @@ def register(sub) -> None:
                         "is the difference (needs --enable-metrics)")
     p.add_argument("--no-transport-proof", action="store_true",
                    help="do not check the logs for RDMA (the run then fails the transport gate)")
+    p.add_argument("--ib-devices", metavar="FILE", type=Path,
+                   help="the GPU-to-NIC map (ib_devices.json) the servers were started with: kept in the run as "
+                        "RUN/ib_devices.json, so the NIC witness judges each RDMA port it names on its own")
     p.add_argument("--no-analyze", action="store_true", help="skip `pdrepro analyze` at the end")
     p.set_defaults(func=run)
 
@@ -101,6 +104,30 @@ def _servers(scenario, configuration: str | None) -> dict[str, int]:
     return {role: scenario.topology.servers(role) for role in SERVER_ROLES}
 
 
+def keep_rail_map(path: Path | None, out: Path, scenario) -> None:
+    """Copy the servers' GPU-to-NIC map into the run (the per-rail witness reads it there); a resumed run keeps
+    the map it began with, since its earlier lengths' rails were the ones that map names."""
+    from ..core.safewrite import make_folder, write_file
+    from ..scenario.site import check_ib_devices
+
+    if path is None:
+        return
+    path = path.expanduser()
+    gpus = max(scenario.parallel.tp(role) * getattr(scenario.topology, role).servers_per_node for role in SERVER_ROLES)
+    check_ib_devices(path, gpus)
+    text = path.read_text()
+    kept = out / "ib_devices.json"
+    if kept.is_symlink() or (kept.exists() and not kept.is_file()):
+        raise UserError(f"--out {out}: its ib_devices.json is not a plain file; move it aside and rerun")
+    if kept.is_file():
+        if kept.read_text(errors="replace") != text:
+            raise UserError(f"--ib-devices {path}: differs from the map the run began with ({kept}); resume with "
+                            "that map, or sweep into a new --out")
+        return
+    make_folder(out, "pdrepro sweep")
+    write_file(kept, text, "pdrepro sweep", root=out)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..publish.results import analyze_run
     from ..sweep.benchclient import BenchLauncher, DockerLauncher, InPlaceLauncher
@@ -112,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out}: is a file, not a run directory; give a folder (new, or a run to resume)")
     scenario = resolve_scenario(args.scenario, None, args.thresholds)
+    keep_rail_map(args.ib_devices, args.out, scenario)
     if is_disaggregated(args.configuration) and not (args.prefill and args.decode):
         raise UserError("pass --prefill URL and --decode URL (the PD servers behind the router) so their health is checked")
     # Model and dataset are mounted: the client has no reason to reach a model hub.

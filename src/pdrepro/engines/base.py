@@ -5,16 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from ..core.seampart import SeamPart
 from .spec import RouterSpec, ServerSpec
 
 
-class ServingEngine(Protocol):
-    # Read-only members: the modules are frozen dataclasses.
-    # The scenario's launch.engine and the registry's key; for people: "SGLang".
-    @property
-    def name(self) -> str: ...
-    @property
-    def label(self) -> str: ...
+class ServingEngine(SeamPart, Protocol):
+    # Read-only members: the modules are frozen dataclasses. Name, label, environment prefixes, modules,
+    # distributions and pin keys: see SeamPart.
     # The transfer backends it can run, each with the value its server flag takes.
     @property
     def backend_flags(self) -> Mapping[str, str]: ...
@@ -36,16 +33,6 @@ class ServingEngine(Protocol):
     # The variable that tells a server the address it advertises to its peers.
     @property
     def host_ip_env(self) -> str: ...
-    # Environment variables of its own a scenario may set (by prefix) and provenance records.
-    @property
-    def env_prefixes(self) -> tuple[str, ...]: ...
-    @property
-    def modules(self) -> tuple[str, ...]: ...
-    @property
-    def distributions(self) -> tuple[str, ...]: ...
-    # provenance.json's pins field -> the versions.env key holding its pinned commit.
-    @property
-    def pin_keys(self) -> Mapping[str, str]: ...
     @property
     def mem_fraction_flag(self) -> str: ...
     # What-ran rows: the versions.env keys of its nearest release and its router's version; the router's

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.roce import roce_mtu
 from ..rundir.counters import parse_rate
 
 DEFAULT_ROOT = Path("/sys")
@@ -216,7 +217,19 @@ def read_rdma_devices(root: Path = DEFAULT_ROOT) -> list[RdmaDevice]:
     return devices
 
 
+def _roce_mtu_facts(root: Path, port_dir: Path) -> dict:
+    """The netdev a RoCE port's GIDs sit on (the first named, by index), its MTU and the RoCE MTU that
+    MTU gives (None where a fact is unreadable, or no IB MTU fits)."""
+    ndevs = [g.ndev for g in _read_gids(port_dir) if g.ndev]
+    ndev = ndevs[0] if ndevs else None
+    mtu = netdev_mtu(root, ndev) if ndev else None
+    active = roce_mtu(mtu) if mtu is not None else 0
+    return {"netdev": ndev, "netdev_mtu": mtu, "roce_mtu": active or None}
+
+
 def netdev_mtu(root: Path, ndev: str) -> int | None:
+    if "/" in ndev or ndev in (".", ".."):  # a netdev name is one path component; anything else is not one
+        return None
     text = _read(Path(root) / "class" / "net" / ndev / "mtu")
     try:
         return int(text) if text is not None else None
@@ -246,7 +259,9 @@ def normalize_bus_id(bus_id: str) -> str:
 
 def nic_inventory(ib_dir: Path) -> dict:
     """Firmware, board and the raw port words (rate, state, link layer) of every device under IB_DIR
-    (ROOT/class/infiniband), as sysfs prints them: the record of what a run's host had."""
+    (ROOT/class/infiniband), as sysfs prints them: the record of what a run's host had. A RoCE port adds
+    its netdev, that netdev's MTU and the RoCE MTU the kernel derives from it (sysfs has no active_mtu
+    file), so a report can state the payload ceiling the run had."""
     found: dict = {}
     if not ib_dir.is_dir():
         return found
@@ -260,5 +275,7 @@ def nic_inventory(ib_dir: Path) -> dict:
                     "state": _read(port / "state"),
                     "link_layer": _read(port / "link_layer"),
                 }
+                if entry["ports"][port.name]["link_layer"] == "Ethernet":
+                    entry["ports"][port.name].update(_roce_mtu_facts(ib_dir.parent.parent, port))
         found[dev.name] = entry
     return found

@@ -18,8 +18,10 @@ from ..core.units import GB, MB, MiB, human_bytes
 from ..rundir.summarymodel import Metric, Reference, ReferenceRow, Row, Summary, Witness, as_summary
 from ..scenario.seams import summary_backend, summary_engine
 from ..verdicts.gates import NOT_APPLICABLE, tcp_without_rdma
+from .fabricceiling import ceiling_lines as fabric_ceiling_lines
 from .placement import no_fabric, placement_title
 from .provenance import provenance_section
+from .rails import rails_section
 
 DASH = "—"
 
@@ -146,6 +148,7 @@ def headline_lines(summary: Summary) -> list[str]:
         pub += f", {ref.peak_utilization_pct:g} %)" if util else ")"
     lines = [f"- Peak KV transfer bandwidth: **{h.peak_bandwidth_GB_s:.2f} GB/s** at {h.peak_bandwidth_prompt_len} "
              f"tokens{of_rate}{pub}."]
+    lines += fabric_ceiling_lines(summary)
     share = h.transfer_share_at_longest_pct
     if share is not None and h.longest_prompt_len is not None:
         L = h.longest_prompt_len
@@ -315,6 +318,7 @@ def render_report(data: Summary | Mapping[str, Any]) -> str:
     parts += ceiling_section(summary)
     parts += transport_section(summary)
     parts += witness_section(summary)
+    parts += rails_section(summary)
     parts += ["## Issues", "", *issues_section(summary), ""]
     parts += provenance_section(summary)
     engine = summary_engine(summary)

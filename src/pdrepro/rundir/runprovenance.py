@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
+from ..core.roce import IbMtu
 from .summarybase import Scalar, _Open
 
 
@@ -30,11 +31,30 @@ class GpuFacts(_Open):
     error: str | None = None
 
 
+class NicPort(_Open):
+    """One port of an RDMA device as the sweep recorded it: sysfs's raw words and, on a RoCE port, the MTUs."""
+
+    rate: str | None = Field(default=None, description="sysfs's rate word, as printed")
+    state: str | None = Field(default=None, description="sysfs's state word, as printed")
+    link_layer: str | None = Field(default=None, description="Ethernet (RoCE) or InfiniBand")
+    netdev: str | None = Field(default=None, description="the netdev the port's GIDs sit on")
+    netdev_mtu: int | None = Field(default=None, description="MTU of the port's netdev, bytes")
+    roce_mtu: IbMtu | None = Field(default=None, description="the RoCE MTU the kernel derives from it, bytes")
+
+
+class NicFacts(_Open):
+    """One RDMA device as the sweep recorded it (provenance.json host.nics)."""
+
+    fw_ver: str | None = None
+    board_id: str | None = None
+    ports: dict[str, NicPort] = Field(default_factory=dict)
+
+
 class HostFacts(_Open):
     hostname: str | None = "?"
     kernel: str | None = "?"
     gpu: GpuFacts = Field(default_factory=GpuFacts)
-    nics: dict[str, Any] | None = None
+    nics: dict[str, NicFacts] | None = None
 
 
 class ServerInfo(_Open):

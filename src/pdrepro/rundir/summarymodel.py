@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 from ..core.strictmodel import load
 from .contract import SummarySchemaVersion
 from .issuekind import IssueKind
+from .railmodel import NicRail
 from .runprovenance import (
     BenchImage,
     GpuFacts,
@@ -33,7 +34,7 @@ from .runprovenance import (
 from .summarybase import Scalar, _Closed, _Open
 
 # Re-exported: readers take every part of a summary from this module.
-__all__ = ["BenchImage", "GpuFacts", "HostFacts", "LogsFacts", "Pins", "ProofServer", "ProvenanceScenario",
+__all__ = ["BenchImage", "GpuFacts", "HostFacts", "LogsFacts", "NicRail", "Pins", "ProofServer", "ProvenanceScenario",
            "RunProvenance", "Scalar", "ServerInfo", "TransportProof"]
 
 class Issue(_Closed):
@@ -100,6 +101,8 @@ class Row(_Open):
     nic_rate_GB_s: float | None = Field(default=None, description="the NIC counters' average rate, decimal GB/s")
     nic_problem: str | None = Field(default=None, description="why the NIC figure is missing, if it is")
     nic_nodes: dict[str, NicNode] | None = Field(default=None, description="each node's counter figures, by role")
+    nic_rails: list[NicRail] | None = Field(default=None, description="each port's figures, the rails judged")
+    nic_rails_note: str | None = Field(default=None, description="why no port is judged as a rail, if none is")
     # The smoke's socket comparison (smoke/summary.py).
     socket_ms_median: float | None = Field(default=None, description="socket copy time, median, milliseconds")
     socket_bandwidth_GB_s: float | None = Field(default=None, description="socket copy bandwidth, decimal GB/s")
@@ -112,6 +115,20 @@ class Row(_Open):
     socket_verified: bool | None = Field(default=None, description="every socket copy delivered the right bytes")
     mooncake_stall: Stall | None = Field(default=None, description="Mooncake's transfers split in two groups")
     socket_stall: Stall | None = Field(default=None, description="the socket copies split in two groups")
+    transfer_ms_all: list[float] | None = Field(default=None, description="every timed Mooncake transfer, milliseconds")
+    socket_ms_all: list[float] | None = Field(default=None, description="every timed socket copy, milliseconds")
+    # The smoke's NIXL arm (smoke/summary.py): present only in a run that asked for it (--backends ...,nixl).
+    nixl_ms_median: float | None = Field(default=None, description="NIXL transfer time, median, milliseconds")
+    nixl_ms_mean: float | None = Field(default=None, description="NIXL transfer time, mean, milliseconds")
+    nixl_ms_min: float | None = Field(default=None, description="NIXL transfer time, fastest, milliseconds")
+    nixl_ms_max: float | None = Field(default=None, description="NIXL transfer time, slowest, milliseconds")
+    nixl_ms_all: list[float] | None = Field(default=None, description="every timed NIXL transfer, milliseconds")
+    nixl_bandwidth_GB_s: float | None = Field(default=None,
+                                              description="kv_bytes / median NIXL transfer time, decimal GB/s")
+    nixl_verified: bool | None = Field(default=None, description="every NIXL transfer delivered the right bytes")
+    nixl_failed_checks: int | None = Field(default=None, description="NIXL transfers that delivered wrong bytes")
+    nixl_vs_socket: float | None = Field(default=None, description="NIXL's bandwidth over the socket's")
+    nixl_stall: Stall | None = Field(default=None, description="NIXL's transfers split in two groups")
 
 
 class Headline(_Closed):
@@ -219,6 +236,7 @@ class Witness(_Open):
     """How the NIC counters were held against the KV: the floor and the allowance above the KV."""
 
     min_kv_share_pct: float | None = None
+    min_rail_share: float | None = None
     header_fraction: float | None = None
     control_bytes_per_request: int | None = None
 

@@ -20,7 +20,7 @@ from pydantic import Field
 
 from ..core import runfile
 from ..core.errors import UserError
-from ..core.roles import Role, RoleSpec
+from ..core.roles import SERVER_ROLES, Role, RoleSpec
 from ..core.strictmodel import Record, load, tagged_union, to_plain
 from ..rundir import RunDir
 from . import configyaml
@@ -47,6 +47,9 @@ _FINGERPRINT_NEUTRAL = {"transport": "rdma", "pins_match": "gate"}
 _LAUNCH_FINGERPRINT_NEUTRAL = {"shared_gpu_mem_fraction": None, "engine": "sglang"}
 # Geometry keys added later (for `pdrepro offline-model`), likewise left out while unset.
 _GEOMETRY_FINGERPRINT_NEUTRAL = {"intermediate_size": None, "vocab_size": None}
+# Threshold keys added later, left out at their default, so runs recorded before them keep their fingerprint
+# (they are judged by the default, which the summary states).
+_THRESHOLDS_FINGERPRINT_NEUTRAL = {"min_rail_share": 0.5}
 # Top-level keys added later whose absence (None) leaves a scenario's fingerprint as it was.
 _ABSENT_NEUTRAL = ("ab",)
 
@@ -99,6 +102,9 @@ class Scenario(Record):
         """What this scenario says about one server role: TP, nodes, servers per node and, with a launch
         section, its ports (a site adds the hosts: launch.Launcher.spec)."""
         role = Role(role)
+        if role not in SERVER_ROLES:
+            # The regular stack's servers have no topology entry: they are the comparison's own (launch.ports.regular).
+            raise ValueError(f"{role} is not a disaggregated server role ({', '.join(SERVER_ROLES)})")
         nodes = self.topology.of(role)
         ports = self.launch.ports if self.launch is not None else None
         port = None if ports is None else {Role.PREFILL: ports.prefill, Role.DECODE: ports.decode}[role]
@@ -184,6 +190,9 @@ class Scenario(Record):
         if isinstance(data.get("launch"), dict):
             data["launch"] = {k: v for k, v in data["launch"].items()
                               if k not in _LAUNCH_FINGERPRINT_NEUTRAL or _LAUNCH_FINGERPRINT_NEUTRAL[k] != v}
+        if isinstance(data.get("thresholds"), dict):
+            data["thresholds"] = {k: v for k, v in data["thresholds"].items()
+                                  if k not in _THRESHOLDS_FINGERPRINT_NEUTRAL or _THRESHOLDS_FINGERPRINT_NEUTRAL[k] != v}
         model = data.get("model")
         if isinstance(model, dict) and isinstance(model.get("geometry"), dict):
             geometry = {k: v for k, v in model["geometry"].items()

@@ -137,6 +137,10 @@ class Thresholds(Record):
         default=90.0,
         description="lowest share of the model's KV bytes the RDMA port counters must show at each length, percent "
                     "(an intact RDMA path shows all of it plus headers; a TCP fallback next to nothing)")
+    min_rail_share: Fraction = Field(
+        default=0.5,
+        description="lowest share of the KV bytes one RDMA port that ib_devices.json names for the GPUs in use may "
+                    "carry at each length, as a fraction of the mean per rail (an even split is 1.0 on every rail)")
     max_kv_size_mismatch_pct: NonNegative = Field(
         default=5.0,
         description="largest gap between the scenario's KV size and the one the server logs before a warning, percent")

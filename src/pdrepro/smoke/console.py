@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from ..core.units import GB
 from ..rundir import RunDir
+from ..rundir.summarymodel import Summary
+from .ways import MOONCAKE, NIXL, SOCKET, all_verified
 
 
 def say(msg: str) -> None:
@@ -21,17 +23,16 @@ def print_result(summary: dict, run: RunDir, seconds: float) -> None:
         + ("; TCP_NODELAY forced on (--tcp-nodelay)" if s.get("tcp_nodelay") else "")
         + ("; delayed ACKs off (--quickack)" if s.get("quickack") else ""))
     say("GB/s of the median transfer [slowest-fastest transfer]:")
-    for r in summary["rows"]:
-        n = r["kv_bytes"]
-        mark = "  STALLED " + f"{r['mooncake_stall']['stalled']}/{r['mooncake_stall']['of']}" if r.get("mooncake_stall") else ""
-        say(f"{r['prompt_len']:>6} tokens {n / 1e6:9.2f} MB: Mooncake {r['bandwidth_GB_s']:6.2f} "
-            f"[{_gbs(n, r['transfer_ms_max']):.2f}-{_gbs(n, r['transfer_ms_min']):.2f}], socket "
-            f"{r['socket_bandwidth_GB_s']:6.2f} [{_gbs(n, r['socket_ms_max']):.2f}-{_gbs(n, r['socket_ms_min']):.2f}]"
-            + (f", NIXL {r['nixl_bandwidth_GB_s']:6.2f} [{_gbs(n, r['nixl_ms_max']):.2f}-{_gbs(n, r['nixl_ms_min']):.2f}]"
-               if r.get("nixl_ms_min") is not None else "")
-            + f", ratio {r['mooncake_vs_socket']:.2f}, verified "
-            f"{'yes' if r['verified'] and r['socket_verified'] and r.get('nixl_verified', True) else 'NO'}"
-            + mark)
+    model = Summary.model_validate(summary)
+    for r in model.rows:
+        n = r.kv_bytes or 0
+        spans = [f"{way.short} {f.bandwidth_GB_s or 0:6.2f} [{_gbs(n, f.ms_max):.2f}-{_gbs(n, f.ms_min):.2f}]"
+                 for way in (MOONCAKE, SOCKET, NIXL) if (f := way.figures(r)) is not None and n]
+        st = r.mooncake_stall
+        say(f"{r.prompt_len:>6} tokens {n / 1e6:9.2f} MB: " + ", ".join(spans)
+            + (f", ratio {r.mooncake_vs_socket:.2f}" if r.mooncake_vs_socket is not None else "")
+            + f", verified {'yes' if all_verified(r) else 'NO'}"
+            + (f"  STALLED {st.stalled}/{st.of}" if st else ""))
     for i in summary["issues"]:
         if i["kind"] == "stall":
             say(f"stall: {i['message']}")

@@ -18,8 +18,9 @@ import sys
 import time
 from pathlib import Path
 
+from ..core import runfile
 from ..core.errors import UserError
-from ..parsers.nixl_log import NixlTransport, scan
+from ..parsers.nixl_log import NixlTransport, scan, scan_latest_start
 from .memory import Buffer
 from .plan import blocks
 
@@ -108,10 +109,10 @@ class NixlSide:
         # UCX writes its log through C stdio, fully buffered for a file: flush every stream of this process.
         ctypes.CDLL(None).fflush(None)
         try:
-            text = self.log.read_text(errors="replace")
-        except OSError:
-            text = ""
-        st = scan(role, text)
+            # Streamed through the one reader: a UCX log at info level can grow without bound.
+            st = scan_latest_start(role, runfile.lines(self.log))
+        except (OSError, UserError):
+            st = scan(role, "")
         st.backends.update(self.agent.backends)
         return st
 

@@ -11,7 +11,9 @@ as two clusters. matplotlib with the Agg backend: no display needed.
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -20,18 +22,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from ..core.safewrite import write_file  # noqa: E402
 from ..core.units import GB  # noqa: E402
+from ..rundir.summarymodel import Row, Summary  # noqa: E402
+from .ways import WAYS, Figures, Way, ways_of  # noqa: E402
 
-MOONCAKE = ("Mooncake", "transfer_ms", "transfer_ms_all", "mooncake_stall", "#1f77b4")
-NIXL = ("NIXL (UCX over TCP)", "nixl_ms", "nixl_ms_all", "nixl_stall", "#2ca02c")
-SOCKET = ("socket copy", "socket_ms", "socket_ms_all", "socket_stall", "#ff7f0e")
-WAYS = (MOONCAKE, SOCKET)
 SLOT = 0.72     # the share of a size's slot on the x axis that its bars fill
 HEADROOM = 1.25  # the bandwidth axis's top over the fastest transfer
-
-
-def ways_of(summary: dict) -> tuple:
-    """The ways this run measured: NIXL's series only when the run asked for it (absent, not empty, otherwise)."""
-    return (MOONCAKE, NIXL, SOCKET) if "nixl" in (summary.get("smoke") or {}).get("backends", []) else WAYS
 
 
 def _x(i: int, k: int, count: int) -> float:
@@ -43,32 +38,38 @@ def _gbs(nbytes: int, ms: float) -> float:
     return nbytes / (ms / 1000) / GB
 
 
-def _labels(rows: list[dict]) -> list[str]:
-    return [f"{r['prompt_len']}\n{r['kv_bytes'] / 1e6:.1f} MB" for r in rows]
+def _labels(rows: list[Row]) -> list[str]:
+    return [f"{r.prompt_len}\n{(r.kv_bytes or 0) / 1e6:.1f} MB" for r in rows]
 
 
-def axis_top(rows: list[dict], ways: tuple = WAYS) -> float:
+def _of(way: Way, r: Row) -> Figures:
+    f = way.figures(r)
+    assert f is not None, "render_smoke_plots keeps only the rows every way measured"
+    return f
+
+
+def axis_top(rows: list[Row], ways: tuple[Way, ...] = WAYS) -> float:
     """The bandwidth axis ends a little above the fastest transfer of any way (room for the one-row
     legend): scaled to the data."""
-    fastest = max((_gbs(r["kv_bytes"], r[f"{prefix}_min"]) for r in rows for _, prefix, *_ in ways), default=0.0)
+    fastest = max((_gbs(r.kv_bytes or 0, _of(way, r).ms_min) for r in rows for way in ways), default=0.0)
     return fastest * HEADROOM if fastest > 0 else 1.0
 
 
-def _bandwidth(summary: dict, rows: list[dict], path: Path) -> Path:
+def _bandwidth(summary: Summary, rows: list[Row], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(9, 5))
     ways = ways_of(summary)
-    for k, (name, prefix, _, stall_key, color) in enumerate(ways):
+    for k, way in enumerate(ways):
         x = [_x(i, k, len(ways)) for i in range(len(rows))]
-        med = [_gbs(r["kv_bytes"], r[f"{prefix}_median"]) for r in rows]
-        lo = [_gbs(r["kv_bytes"], r[f"{prefix}_max"]) for r in rows]    # the slowest transfer
-        hi = [_gbs(r["kv_bytes"], r[f"{prefix}_min"]) for r in rows]    # the fastest
-        ax.bar(x, med, width=SLOT / len(ways) * 0.9, color=color, alpha=0.85, label=f"{name} (median)")
+        figs = [_of(way, r) for r in rows]
+        med = [_gbs(r.kv_bytes or 0, f.ms_median) for r, f in zip(rows, figs)]
+        lo = [_gbs(r.kv_bytes or 0, f.ms_max) for r, f in zip(rows, figs)]    # the slowest transfer
+        hi = [_gbs(r.kv_bytes or 0, f.ms_min) for r, f in zip(rows, figs)]    # the fastest
+        ax.bar(x, med, width=SLOT / len(ways) * 0.9, color=way.color, alpha=0.85, label=f"{way.name} (median)")
         ax.errorbar(x, med, yerr=[[m - a for m, a in zip(med, lo)], [b - m for m, b in zip(med, hi)]],
                     fmt="none", ecolor="black", elinewidth=1, capsize=3)
-        for xi, r, top in zip(x, rows, hi):
-            st = r.get(stall_key)
-            if st:
-                ax.annotate(f"{st['stalled']}/{st['of']}\nstalled", (xi, top), textcoords="offset points",
+        for xi, f, top in zip(x, figs, hi):
+            if f.stall:
+                ax.annotate(f"{f.stall.stalled}/{f.stall.of}\nstalled", (xi, top), textcoords="offset points",
                             xytext=(0, 3), ha="center", fontsize=7, color="red")
     ax.set_xticks(range(len(rows)), _labels(rows), fontsize=8)
     ax.set_xlabel("prompt length (tokens) and KV bytes per transfer")
@@ -77,18 +78,17 @@ def _bandwidth(summary: dict, rows: list[dict], path: Path) -> Path:
     ax.grid(True, axis="y", alpha=0.3)
     ax.errorbar([], [], yerr=[], fmt="none", ecolor="black", label="slowest to fastest timed transfer")
     ax.legend(loc="upper center", ncol=3, fontsize=8)
-    s = summary.get("smoke") or {}
+    s = summary.smoke or {}
     ratio = s.get("mooncake_vs_socket_at_largest")
     extra = f"; Mooncake/socket at the largest sizes {ratio:.2f}" if ratio is not None else ""
     nodelay = (", TCP_NODELAY forced" if s.get("tcp_nodelay") else "") + (", delayed ACKs off" if s.get("quickack") else "")
     versus = " and NIXL" if len(ways) > 2 else ""
-    ax.set_title(f"Smoke: Mooncake{versus} vs a socket copy, same bytes, same containers ({summary.get('transport')}"
+    ax.set_title(f"Smoke: Mooncake{versus} vs a socket copy, same bytes, same containers ({summary.transport}"
                  f"{nodelay}){extra}", fontsize=9)
     fig.tight_layout()
     _save(fig, path)
     plt.close(fig)
     return path
-
 
 
 def _save(fig, path: Path) -> None:
@@ -98,16 +98,16 @@ def _save(fig, path: Path) -> None:
     write_file(path, buf.getvalue(), "smoke")
 
 
-def _transfers(summary: dict, rows: list[dict], path: Path) -> Path:
+def _transfers(summary: Summary, rows: list[Row], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(9, 5))
     ways = ways_of(summary)
-    for k, (name, _, all_key, _, color) in enumerate(ways):
+    for k, way in enumerate(ways):
         xs, ys = [], []
         for i, r in enumerate(rows):
-            for ms in r.get(all_key) or []:
+            for ms in _of(way, r).ms_all:
                 xs.append(_x(i, k, len(ways)))
                 ys.append(ms)
-        ax.scatter(xs, ys, s=18, color=color, alpha=0.8, label=f"{name}: each timed transfer")
+        ax.scatter(xs, ys, s=18, color=way.color, alpha=0.8, label=f"{way.name}: each timed transfer")
     ax.set_yscale("log")
     ax.set_xticks(range(len(rows)), _labels(rows), fontsize=8)
     ax.set_xlabel("prompt length (tokens) and KV bytes per transfer")
@@ -121,10 +121,10 @@ def _transfers(summary: dict, rows: list[dict], path: Path) -> Path:
     return path
 
 
-def render_smoke_plots(summary: dict, out_dir: Path) -> list[Path]:
+def render_smoke_plots(data: Summary | Mapping[str, Any], out_dir: Path) -> list[Path]:
     """Both figures, for the rows that have every way measured; returns their paths."""
-    rows = [r for r in summary.get("rows", []) if all(r.get(f"{prefix}_min") is not None
-                                                      for _, prefix, *_ in ways_of(summary))]
+    summary = data if isinstance(data, Summary) else Summary.model_validate(dict(data))
+    rows = [r for r in summary.rows if r.kv_bytes and all(way.figures(r) is not None for way in ways_of(summary))]
     if not rows:
         return []
     out_dir = Path(out_dir)

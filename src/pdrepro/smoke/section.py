@@ -3,8 +3,12 @@ the spread, the stalls, the verdicts and the transport proof; the shared report 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ..core.units import GB
-from .summary import STALL_WAYS
+from ..rundir.summarymodel import Summary
+from .ways import MOONCAKE, NIXL, SOCKET, Figures, all_verified, asked_nixl, ways_of
 
 SMOKE_NOTE = (
     "This is a smoke run, not a benchmark of SGLang: each \"request\" below is one KV-sized transfer "
@@ -14,17 +18,26 @@ SMOKE_NOTE = (
 )
 
 
-def _ms(r: dict, prefix: str) -> str:
-    return f"{r[prefix + '_min']:.2f} / {r[prefix + '_median']:.2f} / {r[prefix + '_max']:.2f}"
+def _ms(f: Figures | None) -> str:
+    return "—" if f is None else f"{f.ms_min:.2f} / {f.ms_median:.2f} / {f.ms_max:.2f}"
 
 
-def smoke_section(summary: dict) -> str:
+def _gbs(value: float | None) -> str:
+    return "—" if not value else f"{value:.2f}"
+
+
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def smoke_section(data: Summary | Mapping[str, Any]) -> str:
     """What the shared report lacks for the smoke: the socket comparison, the spread, the stalls, the verdicts."""
     from tabulate import tabulate
 
-    s = summary.get("smoke") or {}
-    rows = summary.get("rows", [])
-    with_nixl = "nixl" in s.get("backends", [])
+    summary = data if isinstance(data, Summary) else Summary.model_validate(dict(data))
+    s = summary.smoke or {}
+    rows = summary.rows
+    with_nixl = asked_nixl(summary)
     lines = ["## Smoke: Mooncake against a plain socket copy" + (", with NIXL beside them" if with_nixl else ""), "",
              ("All three" if with_nixl else "Both")
              + " move the same KV-sized bytes between the same two containers in the same run, taking turns; "
@@ -33,24 +46,21 @@ def smoke_section(summary: dict) -> str:
              "median in decimal GB/s.", ""]
     headers = ["Prompt Length", "KV (MB)", "Mooncake ms (min/med/max)", "Mooncake GB/s",
                "Socket ms (min/med/max)", "Socket GB/s", "Mooncake / socket", "Verified"]
-    table = [[str(r["prompt_len"]), f"{r['kv_bytes'] / 1e6:.2f}", _ms(r, "transfer_ms"), f"{r['bandwidth_GB_s']:.2f}",
-              _ms(r, "socket_ms"), f"{r['socket_bandwidth_GB_s']:.2f}", f"{r['mooncake_vs_socket']:.2f}",
-              "yes" if r["verified"] and r["socket_verified"] else "NO"]
+    table = [[str(r.prompt_len), f"{(r.kv_bytes or 0) / 1e6:.2f}", _ms(MOONCAKE.figures(r)), _gbs(r.bandwidth_GB_s),
+              _ms(SOCKET.figures(r)), _gbs(r.socket_bandwidth_GB_s), _ratio(r.mooncake_vs_socket),
+              "yes" if all_verified(r) else "NO"]
              for r in rows]
     if with_nixl:
         # Beside Mooncake's columns, only in a run that asked for NIXL: an arm not asked for is absent.
         headers[4:4] = ["NIXL ms (min/med/max)", "NIXL GB/s"]
         for cells, r in zip(table, rows):
-            cells[4:4] = [_ms(r, "nixl_ms") if r.get("nixl_ms_min") is not None else "—",
-                          f"{r['nixl_bandwidth_GB_s']:.2f}" if r.get("nixl_bandwidth_GB_s") else "—"]
-            if r.get("nixl_verified") is False:
-                cells[-1] = "NO"
-    if any(r.get("mooncake_stall") for r in rows):
+            cells[4:4] = [_ms(NIXL.figures(r)), _gbs(r.nixl_bandwidth_GB_s)]
+    if any(r.mooncake_stall for r in rows):
         # Only when a size stalled: a column of dashes says nothing (the Stalls line below says "none").
         headers.insert(-1, "Mooncake stalled")
         for cells, r in zip(table, rows):
-            st = r.get("mooncake_stall")
-            cells.insert(-1, f"{st['stalled']}/{st['of']}" if st else "—")
+            st = r.mooncake_stall
+            cells.insert(-1, f"{st.stalled}/{st.of}" if st else "—")
     lines.append(tabulate(table, headers=headers, tablefmt="github", disable_numparse=True,
                           colalign=("right",) * len(headers)))
     lines.append("")
@@ -66,20 +76,19 @@ def smoke_section(summary: dict) -> str:
     if below is not None:
         lines.append(f"- Sizes of 1 MB and more below {s['ratio_target']:.2f} of the socket: "
                      + (", ".join(map(str, below)) + " tokens" if below else "none") + ".")
-    stalls = [r for r in rows if any(r.get(key) for _, key in STALL_WAYS)]
-    if stalls:
+    ways = ways_of(summary)
+    stalled = [(r, way, f.stall) for r in rows for way in ways
+               if (f := way.figures(r)) is not None and f.stall is not None]
+    if stalled:
         lines.append("- Stalls (a size whose transfers split into a fast and a much slower group; the median "
                      "then says little):")
-        for r in stalls:
-            for way, key in STALL_WAYS:
-                st = r.get(key)
-                if st:
-                    lines.append(f"  - {r['prompt_len']} tokens, {way}: {st['stalled']} of {st['of']} took "
-                                 f"{st['slow_ms_median']:.1f} ms, the rest {st['fast_ms_median']:.2f} ms "
-                                 f"(+{st['extra_ms']:.0f} ms); likely {st['likely_cause']}.")
+        for r, way, st in stalled:
+            lines.append(f"  - {r.prompt_len} tokens, {way.short}: {st.stalled} of {st.of} took "
+                         f"{st.slow_ms_median:.1f} ms, the rest {st.fast_ms_median:.2f} ms "
+                         f"(+{st.extra_ms:.0f} ms); likely {st.likely_cause}.")
     else:
         lines.append("- Stalls: none (every size's transfers form one group).")
-    lines.append(f"- Transport: **{summary.get('transport')}** (requested: {s.get('requested_transport')}; "
+    lines.append(f"- Transport: **{summary.transport}** (requested: {s.get('requested_transport')}; "
                  f"HCAs the engine found: {s.get('hcas_found')}); TCP_NODELAY forced (--tcp-nodelay): "
                  f"{'yes' if s.get('tcp_nodelay') else 'no'}; delayed ACKs off (--quickack): "
                  f"{'yes' if s.get('quickack') else 'no'}.")

@@ -210,6 +210,34 @@ def _witness(L: int, row: Row, line_rate: float | None, floor: float, applies: b
     return out
 
 
+def _rails(L: int, row: Row, min_share: float, applies: bool = True) -> list[CheckResult]:
+    """Each rail (a port ib_devices.json names for the GPUs in use) on its own: its share of the KV bytes
+    against the mean per rail, and its rate against its own line rate (above it, the counters are wrong)."""
+    rails = [r for r in row.nic_rails or [] if r.judged]
+    if not applies:
+        return [_not_applicable("rail_share", L, min_share, "x the mean per rail", ">=")] if rails else []
+    out: list[CheckResult] = []
+    for r in rails:
+        what = f"rail {r.name} ({r.counter or 'no counter'}) share of its node's KV bytes:"
+        c = _check("rail_share", L, r.share_of_mean, ">=", min_share, "x the mean per rail", what)
+        if r.share_of_mean is None and r.note:
+            c = CheckResult(c.name, L, None, min_share, c.unit, False, f"{c.detail} ({r.note})", c.op)
+        elif not c.passed:
+            c = CheckResult(c.name, L, c.figure, min_share, c.unit, False,
+                            f"{c.detail} (the KV was not spread over the rails: check the GPU-to-NIC map and the "
+                            "transfer engine's device list)", c.op)
+        out.append(c)
+        if r.rate_GB_s is not None and r.line_rate_GB_s:
+            c = _check("rail_within_line_rate", L, r.rate_GB_s, "<=", r.line_rate_GB_s, "GB/s",
+                       f"rail {r.name} average rate against its own line rate:")
+            if not c.passed:
+                c = CheckResult(c.name, L, c.figure, c.bound, c.unit, False,
+                                f"{c.detail} (above its line rate is a contradiction: the readings are not of "
+                                "this port in this window)", c.op)
+            out.append(c)
+    return out
+
+
 def _row_checks(L: int, row: Row, summary: Summary, scenario: Scenario, line_rate: float | None,
                 witness_applies: bool) -> list[CheckResult]:
     """The bounds and the impossible figures of one measured length."""
@@ -260,6 +288,7 @@ def _row_checks(L: int, row: Row, summary: Summary, scenario: Scenario, line_rat
                           "errors", "failed requests"))
     if measures_ttft:
         out += _witness(L, row, line_rate, t.min_nic_kv_share_pct, witness_applies)
+        out += _rails(L, row, t.min_rail_share, witness_applies)
     mismatch = row.kv_size_mismatch_pct
     if mismatch is not None:
         out.append(_check("kv_size_match", L, abs(mismatch), "<=", t.max_kv_size_mismatch_pct, "%",

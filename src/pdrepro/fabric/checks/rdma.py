@@ -6,15 +6,13 @@ import os
 import re
 import stat
 
+from ...core.roce import FULL_MTU, payload_ceiling_GB_s, roce_mtu
 from ...host import sysfs
+from ...scenario.model import Scenario
 from .. import gid
 from .base import FAIL, PASS, WARN, Check, Context, Facts
 
-# RoCE carries this much header per packet; the kernel's RoCE MTU is the
-# largest IB MTU that fits in (netdev MTU - overhead).
-ROCE_OVERHEAD = 96
-IB_MTUS = (256, 512, 1024, 2048, 4096)
-MOONCAKE_MTU = 4096
+__all__ = ["roce_mtu"]  # doctor's callers and tests read the derivation from here too
 
 
 def check_devices(ctx: Context, f: Facts) -> Check:
@@ -139,13 +137,25 @@ def _check_forced_gid(ctx: Context, ports: list[sysfs.Port], index: int, origin:
     return Check("gid", PASS, detail)
 
 
-def roce_mtu(netdev_mtu: int) -> int:
-    fits = [m for m in IB_MTUS if m <= netdev_mtu - ROCE_OVERHEAD]
-    return fits[-1] if fits else 0
+def holds_published_run(scenario: Scenario | None) -> bool:
+    """Whether SCENARIO reproduces a published run over RDMA: its reference section states the published
+    per-length figures (reference.rows) and its KV must cross the fabric (transport rdma). Such a run was
+    published at RoCE MTU 4096, so a smaller one caps it below the published figure before it starts."""
+    return (scenario is not None and scenario.transport == "rdma" and scenario.reference is not None
+            and bool(scenario.reference.rows))
+
+
+def _used_devices(ctx: Context) -> set[str] | None:
+    """The RDMA devices the servers' transfer engine may use: MC_TE_FILTERS' list where it is set
+    (device names, comma separated), else None: every active port."""
+    value, _ = ctx.server_env("MC_TE_FILTERS")
+    names = {n for n in re.split(r"[,\s]+", value or "") if n}
+    return names or None
 
 
 def check_mtu(ctx: Context, f: Facts) -> Check:
-    lines, small = [], []
+    lines, small, short = [], [], []
+    used = _used_devices(ctx)
     for p in f.active_ports:
         if p.link_layer != "Ethernet":
             continue
@@ -157,16 +167,34 @@ def check_mtu(ctx: Context, f: Facts) -> Check:
             continue
         active = roce_mtu(mtu)
         lines.append(f"{p.name}: {ndev} MTU {mtu} -> RoCE MTU {active}")
-        if active < MOONCAKE_MTU:
+        if active < FULL_MTU:
             small.append(ndev)
+            if used is None or p.device in used:
+                short.append(_short_port(p, ndev or "?", mtu, active))
     if not lines:
         return Check("mtu", PASS, "no RoCE port (MTU set by the InfiniBand subnet manager)") if f.active_ports else \
             Check("mtu", ctx.need, "no active port", "see port-state")
+    fix = (f"set jumbo frames on the RDMA netdevs and on their switch ports: `ip link set dev {small[0]} mtu 9000` "
+           f"and MTU 9000 (or more) on the switch, so the RoCE MTU becomes {FULL_MTU}") if small else ""
+    if short and ctx.role and holds_published_run(ctx.scenario):
+        name = ctx.scenario.name if ctx.scenario is not None else "?"
+        return Check("mtu", FAIL, f"scenario {name} reproduces a run published at RoCE MTU {FULL_MTU}; "
+                     + "; ".join(short), fix)
     if small:
-        return Check("mtu", WARN, "; ".join(lines) + f" (Mooncake uses up to {MOONCAKE_MTU})",
-                     f"set jumbo frames on the RDMA netdevs and their switch ports: "
-                     f"`ip link set dev {small[0]} mtu 9000` (or MC_MTU to match)")
+        return Check("mtu", WARN, "; ".join(lines) + f" (Mooncake uses up to {FULL_MTU})", fix + " (or MC_MTU to match)")
     return Check("mtu", PASS, "; ".join(lines))
+
+
+def _short_port(p: sysfs.Port, ndev: str, mtu: int, active: int) -> str:
+    """One port below the full RoCE MTU, with what that costs it in payload (decimal GB/s)."""
+    if not active:
+        return f"{p.name}: {ndev} MTU {mtu} leaves no RoCE MTU at all"
+    cost = ""
+    if p.rate_Gb_s:
+        rate = p.rate_Gb_s / 8
+        cost = (f", payload ceiling {payload_ceiling_GB_s(rate, active):.1f} GB/s instead of "
+                f"{payload_ceiling_GB_s(rate, FULL_MTU):.1f} of its {rate:g} GB/s")
+    return f"{p.name}: {ndev} MTU {mtu} -> RoCE MTU {active}, below {FULL_MTU}{cost}"
 
 
 def check_dev_infiniband(ctx: Context, f: Facts) -> Check:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from ...core.errors import UserError
 from ...core.roles import SERVER_ROLES
@@ -53,6 +54,13 @@ class Cluster:
     shared_claim: str               # ReadWriteMany PVC: server logs and the run folder
     scenario_yaml: str              # the scenario file's text, handed to the Job
     configuration: str | None       # comparison scenarios: the configuration this stack is
+    run_dir: str | None = None      # where the Job writes its run (an A/B arm's folder), from the shared claim
+
+
+def run_subpath(run_dir: str) -> str:
+    """The shared claim's folder mounted at ``run_dir`` in the Job: runs/ and the last two names of it
+    (an A/B's folder and the arm), so two arms, or two A/Bs, never share one."""
+    return "/".join(("runs", *PurePosixPath(run_dir).parts[-2:]))
 
 
 def statefulset_name(role: str) -> str:
@@ -173,8 +181,8 @@ def router_url(plan: LaunchPlan) -> str:
 def job_script(plan: LaunchPlan, cluster: Cluster) -> str:
     """`pdrepro repro` (sweep, analyze, gates); the run folder lands on the shared volume."""
     prefill, decode = plan.role("prefill")[0].servers[0], plan.role("decode")[0].servers[0]
-    # The pod name: unique per Job run.
-    run = "/shared/runs/$HOSTNAME"
+    # An A/B arm's folder, else the pod name: unique per Job run.
+    run = cluster.run_dir or "/shared/runs/$HOSTNAME"
     repro = ["pdrepro", "repro", "--scenario", f"{SCENARIO_DIR}/scenario.yaml", "--router", router_url(plan),
              "--prefill", prefill.url, "--decode", decode.url,
              "--model-path", cluster.model_path, "--dataset-path", cluster.dataset_path,
@@ -191,7 +199,8 @@ def job_script(plan: LaunchPlan, cluster: Cluster) -> str:
         "set -uo pipefail",
         f'run="{run}"',
         f'{shlex.join(repro)} --out "$run"; status=$?',
-        'echo "run folder: $run (on the shared volume)"',
+        ('echo "run folder: $run (on the shared volume)"' if not cluster.run_dir else
+         f'echo "run folder: $run ({run_subpath(cluster.run_dir)} on the shared claim {cluster.shared_claim})"'),
         'exit "$status"',
     ])
 
@@ -203,7 +212,10 @@ def _job(plan: LaunchPlan, cluster: Cluster) -> str:
                 image=yaml_scalar(cluster.image), script=yaml_text(unexpanded(job_script(plan, cluster)), indent=10),
                 model_path=yaml_scalar(cluster.model_path), dataset_path=yaml_scalar(cluster.dataset_path),
                 shared_claim=yaml_scalar(cluster.shared_claim), scenario_dir=yaml_scalar(SCENARIO_DIR),
-                gates_map=yaml_scalar(f"{APP}-gates"), scenario_map=yaml_scalar(f"{APP}-scenario"))
+                gates_map=yaml_scalar(f"{APP}-gates"), scenario_map=yaml_scalar(f"{APP}-scenario"),
+                # An A/B arm's run folder: its own folder of the shared claim, mounted where the script writes.
+                run_mount=(f"        - name: shared\n          mountPath: {yaml_scalar(cluster.run_dir)}\n"
+                           f"          subPath: {yaml_scalar(run_subpath(cluster.run_dir))}") if cluster.run_dir else "")
 
 
 def manifests(plan: LaunchPlan, cluster: Cluster) -> dict[str, str]:
@@ -274,7 +286,8 @@ class K8sTarget:
                           shared_claim=options.shared_claim,
                           # The scenario file as written (load_scenario has read it already).
                           scenario_yaml=resolve_path(options.scenario).read_text(),
-                          configuration=scenario.launched_configuration(lp.topology))
+                          configuration=scenario.launched_configuration(lp.topology),
+                          run_dir=getattr(options, "run_dir", None))
         files = manifests(lp, cluster)
         text = steps_text(lp, cluster, out)
         files["steps.txt"] = text

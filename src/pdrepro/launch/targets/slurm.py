@@ -19,7 +19,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from importlib.resources import files
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
 from ...core.errors import UserError
@@ -158,7 +158,11 @@ def symbolic_hosts(scenario) -> tuple[tuple[str, ...], tuple[str, ...]]:
             tuple(host_ref("decode", i) for i in range(t.decode.nodes)))
 
 
-def gpu_job(plan: Plan, lp: LaunchPlan | None = None) -> Job:
+def gpu_job(plan: Plan, lp: LaunchPlan | None = None, run_dir: str | None = None,
+            scenario_file: str | None = None) -> Job:
+    """``run_dir``: where `pdrepro repro` writes its run (an A/B arm's folder), else $JOB_DIR/run.
+    ``scenario_file``: the scenario YAML the job's `pdrepro repro` reads (an A/B arm's variant, which shares
+    its name with the shipped scenario it varies), else the scenario by its name."""
     from ..plan import url
 
     lp = lp or plan.launch_plan()
@@ -169,10 +173,11 @@ def gpu_job(plan: Plan, lp: LaunchPlan | None = None) -> Job:
     first = {role: lp.role(role)[0].servers[0] for role in SERVER_ROLES}
     # The one pipeline (`pdrepro repro`: sweep, analyze, gates, first failing status) from the bundle's checkout.
     repro: tuple[str, ...] = (
-        "$BUNDLE/.venv/bin/pdrepro", "repro", "--scenario", scenario.name, "--router", url("${ROUTER_IP}", ports.router),
+        "$BUNDLE/.venv/bin/pdrepro", "repro", "--scenario", scenario_file or scenario.name,
+        "--router", url("${ROUTER_IP}", ports.router),
         "--prefill", first[Role.PREFILL].url, "--decode", first[Role.DECODE].url,
         "--model-path", site.model_path, "--dataset-path", site.dataset_path, "--image", "$IMAGE",
-        "--logs-from", "$JOB_DIR/logs", "--out", "$JOB_DIR/run",
+        "--logs-from", "$JOB_DIR/logs", "--out", run_dir or "$JOB_DIR/run",
         "--gates", "$BUNDLE/repro/", "--pytest", "$BUNDLE/.venv/bin/pytest")
     configuration = scenario.launched_configuration(lp.topology)
     if configuration is not None:
@@ -227,13 +232,18 @@ class SlurmTarget:
         return symbolic_hosts(scenario)
 
     def render(self, plan: Plan, options, out: str) -> Rendered:
-        job = gpu_job(plan)
+        run_dir = getattr(options, "run_dir", None)
+        given = getattr(options, "scenario", None)
+        # A scenario given as a file is read from that file on the nodes (the shared filesystem), not by its name.
+        scenario_file = str(Path(given).absolute()) if given and Path(given).is_file() else None
+        job = gpu_job(plan, run_dir=run_dir, scenario_file=scenario_file)
         name = f"{plan.scenario.name}.sbatch"
         return Rendered(
             files={name: render(job)}, executable=frozenset({name}),
             wrote=f": {job.prefill_nodes} prefill + {job.decode_nodes} decode node(s), router on the first decode node",
             notes=(f"submit from the bundle's checkout on a shared filesystem: sbatch {PurePath(out, name)}",
-                   "runtime: Docker on each node (default); sbatch --export=ALL,RUNTIME=pyxis for enroot/pyxis"))
+                   "runtime: Docker on each node (default); sbatch --export=ALL,RUNTIME=pyxis for enroot/pyxis",
+                   f"the run folder: {run_dir or '$JOB_DIR/run'} (the server logs stay in $JOB_DIR/logs)"))
 
 
 TARGET = SlurmTarget()
