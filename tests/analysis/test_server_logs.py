@@ -90,7 +90,7 @@ def test_k8s_pods_share_one_folder_under_plan_names(tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
     for role, file in (("prefill", "20-prefill.yaml"), ("decode", "30-decode.yaml")):
-        (statefulset,) = [o for o in files[file] if o["kind"] == "StatefulSet"]
+        (statefulset,) = [o for o in yaml.safe_load_all(files[file]) if o["kind"] == "StatefulSet"]
         (container,) = statefulset["spec"]["template"]["spec"]["containers"]
         mount = [m for m in container["volumeMounts"] if m["name"] == "shared"][0]
         assert mount == {"name": "shared", "mountPath": "/logs", "subPath": "logs"}

@@ -62,6 +62,8 @@ def test_missing_key(tmp_path):
 def test_bad_yaml_and_empty_file(tmp_path):
     assert "not valid YAML at line" in _error(tmp_path, "name: [unclosed\nkind: x\n")
     assert "empty" in _error(tmp_path, "")
+    # A control character is refused by YAML's reader before any parse: one line naming it, no traceback.
+    assert "character U+001F at offset 7, which YAML does not allow" in _error(tmp_path, "name: x\x1f\n")
 
 
 def test_threshold_for_a_length_outside_the_sweep(tmp_path):

@@ -97,7 +97,12 @@ def _expanded_size_exceeds(node, limit: int) -> bool:
 
 def parse(text: str, source: str) -> object:
     """The data in ``text`` (the file ``source``), or a UserError naming it; never a long line."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as exc:
+        # The reader checks every character before parsing: a control character fails here, outside the parse.
+        raise UserError(f"{source}: holds character U+{exc.character:04X} at offset {exc.position}, which YAML "
+                        "does not allow; remove it") from None
     try:
         node = loader.get_single_node()
         if node is None:

@@ -9,6 +9,11 @@ router argv are the plan's, unchanged; only the GPU choice (the device plugin
 assigns each container its GPUs) and the engine's host-address variable (the pod's
 address, which is the node's on the host network) come from the cluster; the probes
 ask the engine's health paths.
+
+Each manifest is written from its template in ``templates/`` (k8s-*.yaml.tmpl: what every stack's object
+of that kind holds the same way); what differs (argv, environment, ports, paths, names) comes from the
+launch plan and the cluster options, each value through templating's YAML writers, so a hostile word
+still reads back as itself. No argv is written here or in a template: each is the plan's, word for word.
 """
 
 from __future__ import annotations
@@ -18,17 +23,17 @@ import shlex
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-import yaml
-
 from ...core.errors import UserError
 from ...core.roles import SERVER_ROLES
 from ...engines import ServingEngine, engine
 from ...scenario.model import Scenario, resolve_path
 from ..plan import SERVER_START_SECONDS, LaunchPlan, NodeLaunch, Plan, ServerLaunch, url
 from .base import Hosts, Rendered
+from .templating import fill, yaml_list, yaml_scalar, yaml_text
 
 APP = "pdrepro"
-GPU_RESOURCE = "nvidia.com/gpu"
+# The shared volume's request: server logs and run folders.
+CLAIM_SIZE = "20Gi"
 # The GPU env the plan sets that the cluster decides instead (see the module doc); the engine's
 # host-address variable too (cluster_env).
 GPU_ENV = ("CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES")
@@ -67,14 +72,6 @@ def pod_host(role: str, node: int) -> str:
     return f"{statefulset_name(role)}-{node}.{statefulset_name(role)}"
 
 
-def _labels(component: str) -> dict:
-    return {"app.kubernetes.io/name": APP, "app.kubernetes.io/component": component}
-
-
-def _meta(name: str, cluster: Cluster, component: str) -> dict:
-    return {"name": name, "namespace": cluster.namespace, "labels": _labels(component)}
-
-
 def _log_name(server: ServerLaunch) -> str:
     # The container's name in its pod; further servers of a node add their index.
     return server.role if server.index == 0 else f"{server.role}-{server.index}"
@@ -103,107 +100,77 @@ def cluster_env(eng: ServingEngine) -> tuple[str, ...]:
     return (eng.host_ip_env, *GPU_ENV)
 
 
-def _env(server: ServerLaunch, eng: ServingEngine) -> list[dict]:
-    env = [{"name": eng.host_ip_env, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
-    env += [{"name": k, "value": v} for k, v in server.env.items() if k not in cluster_env(eng)]
-    return env + [{"name": "PYTHONUNBUFFERED", "value": "1"}]
+# Kubernetes expands `$(NAME)` and reduces `$$` to `$` in a container's command, args and env values: a `$`
+# that starts either is doubled, so every word reaches the process as the plan has it (any other `$` is kept).
+_EXPANDED = re.compile(r"\$(?=[$(])")
 
 
-def _ports(server: ServerLaunch) -> list[dict]:
-    return ([{"name": f"http-{server.index}", "containerPort": server.port}]
-            + ([{"name": f"bootstrap-{server.index}", "containerPort": server.bootstrap_port}] if server.bootstrap_port else []))
+def unexpanded(word: str) -> str:
+    """WORD as a command, args or env value must be written for Kubernetes to pass it on unchanged."""
+    return _EXPANDED.sub("$$", word)
 
 
-def _server_container(server: ServerLaunch, cluster: Cluster, log_command: str, shared: bool, eng: ServingEngine) -> dict:
-    limits = {GPU_RESOURCE: len(server.gpus)}
-    if cluster.rdma_resource:
-        limits[cluster.rdma_resource] = 1
-    return {
-        "name": _log_name(server),
-        "image": cluster.image,
-        # Output also appended to the shared volume, where the sweep reads it.
-        "command": ["bash", "-c", log_command],
-        "args": list(server.argv),
-        "env": _env(server, eng),
-        "ports": _ports(server),
-        "resources": {"limits": limits},
-        "securityContext": {"privileged": False, "capabilities": {"add": ["IPC_LOCK"]}},
+def _meta(name: str, cluster: Cluster, component: str) -> dict[str, str]:
+    """The placeholders of an object's metadata and its selector: what every template's head takes."""
+    return {"name": yaml_scalar(name), "namespace": yaml_scalar(cluster.namespace), "app": yaml_scalar(APP),
+            "component": yaml_scalar(component)}
+
+
+def _env(server: ServerLaunch, eng: ServingEngine) -> str:
+    """The plan's environment of SERVER, less what the cluster decides, as `env` entries."""
+    return "\n".join(f"        - name: {yaml_scalar(k)}\n          value: {yaml_scalar(unexpanded(v))}"
+                     for k, v in server.env.items() if k not in cluster_env(eng))
+
+
+def _ports(server: ServerLaunch) -> list[tuple[str, int]]:
+    return ([(f"http-{server.index}", server.port)]
+            + ([(f"bootstrap-{server.index}", server.bootstrap_port)] if server.bootstrap_port else []))
+
+
+def _server_container(server: ServerLaunch, cluster: Cluster, log_command: str, shared: bool, eng: ServingEngine) -> str:
+    ports = "\n".join(f"        - name: {yaml_scalar(name)}\n          containerPort: {port}" for name, port in _ports(server))
+    return fill(
+        "k8s-server-container.yaml.tmpl", container=yaml_scalar(_log_name(server)), image=yaml_scalar(cluster.image),
+        # Output also appended to the shared volume, where the sweep reads it; then the plan's argv exec'd.
+        log_command=yaml_scalar(unexpanded(log_command)), args=yaml_list([unexpanded(w) for w in server.argv], indent=8),
+        host_ip_env=yaml_scalar(eng.host_ip_env),
+        env=_env(server, eng), ports=ports, gpus=str(len(server.gpus)),
+        rdma_limit=f"            {yaml_scalar(cluster.rdma_resource)}: 1" if cluster.rdma_resource else "",
         # Started once the engine's first health path passes (it generates a token); ready while its last,
         # cheapest one does.
-        "startupProbe": {"httpGet": {"path": eng.worker_health_paths[0], "port": server.port},
-                         "periodSeconds": PROBE_PERIOD, "timeoutSeconds": 60,
-                         "failureThreshold": SERVER_START_SECONDS // PROBE_PERIOD},
-        "readinessProbe": {"httpGet": {"path": eng.worker_health_paths[-1], "port": server.port}, "periodSeconds": 30,
-                           "timeoutSeconds": 10},
-        "volumeMounts": [
-            {"name": "model", "mountPath": cluster.model_path, "readOnly": True},
-            {"name": "ib-devices", "mountPath": cluster.ib_devices_file, "readOnly": True},
-            {"name": "shm", "mountPath": "/dev/shm"},
-            # One folder for all servers (logs/prefill-1.log), or one per pod (logs/<pod>/prefill.log).
-            {"name": "shared", "mountPath": "/logs", **({"subPath": "logs"} if shared else {"subPathExpr": "logs/$(POD_NAME)"})},
-        ],
-    }
+        startup_path=yaml_scalar(eng.worker_health_paths[0]), ready_path=yaml_scalar(eng.worker_health_paths[-1]),
+        port=str(server.port), probe_period=str(PROBE_PERIOD), startup_failures=str(SERVER_START_SECONDS // PROBE_PERIOD),
+        model_path=yaml_scalar(cluster.model_path), ib_devices_file=yaml_scalar(cluster.ib_devices_file),
+        # One folder for all servers (logs/prefill-1.log), or one per pod (logs/<pod>/prefill.log).
+        log_mount="subPath: logs" if shared else "subPathExpr: logs/$(POD_NAME)")
 
 
 def _role_objects(role: str, nodes: tuple[NodeLaunch, ...], cluster: Cluster, shared: bool,
-                  eng: ServingEngine) -> list[dict]:
+                  eng: ServingEngine) -> list[str]:
+    """The headless Service (each pod a stable name, resolvable before it is ready, since the other side's
+    bootstrap may need it early) and the StatefulSet: one pod per node, prefill and decode alike kept apart
+    by pod anti-affinity, as on bare metal."""
     name = statefulset_name(role)
     servers = nodes[0].servers
-    ports = [{"name": p["name"], "port": p["containerPort"]} for s in servers
-             for p in _ports(s)]
-    service = {"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, cluster, role),
-               # Headless: each pod gets a stable name; resolvable before it is ready,
-               # since the other side's bootstrap may need it early.
-               "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": _labels(role), "ports": ports}}
-    containers = []
-    for server in servers:
-        c = _server_container(server, cluster, _log_command([n.servers[server.index] for n in nodes], shared), shared, eng)
-        c["env"].insert(0, {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}})
-        containers.append(c)
-    pod = {
-        "hostNetwork": True,
-        "dnsPolicy": "ClusterFirstWithHostNet",
-        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-            # One server pod per node, prefill and decode alike, as on bare metal.
-            "labelSelector": {"matchExpressions": [
-                {"key": "app.kubernetes.io/name", "operator": "In", "values": [APP]},
-                {"key": "app.kubernetes.io/component", "operator": "In", "values": ["prefill", "decode"]}]},
-            "topologyKey": "kubernetes.io/hostname"}]}},
-        "terminationGracePeriodSeconds": 60,
-        "containers": containers,
-        "volumes": [
-            {"name": "model", "hostPath": {"path": cluster.model_path, "type": "Directory"}},
-            {"name": "ib-devices", "hostPath": {"path": cluster.ib_devices_file, "type": "File"}},
-            {"name": "shm", "emptyDir": {"medium": "Memory"}},
-            {"name": "shared", "persistentVolumeClaim": {"claimName": cluster.shared_claim}},
-        ],
-    }
-    statefulset = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": _meta(name, cluster, role),
-                   "spec": {"serviceName": name, "replicas": len(nodes), "podManagementPolicy": "Parallel",
-                            "selector": {"matchLabels": _labels(role)},
-                            "template": {"metadata": {"labels": _labels(role)}, "spec": pod}}}
+    meta = _meta(name, cluster, role)
+    ports = "\n".join(f"  - name: {yaml_scalar(port_name)}\n    port: {port}" for s in servers for port_name, port in _ports(s))
+    service = fill("k8s-headless-service.yaml.tmpl", **meta, ports=ports)
+    containers = "".join(_server_container(server, cluster, _log_command([n.servers[server.index] for n in nodes], shared),
+                                           shared, eng) for server in servers)
+    statefulset = fill("k8s-statefulset.yaml.tmpl", **meta, replicas=str(len(nodes)),
+                       server_roles=yaml_list(SERVER_ROLES, indent=16), containers=containers.rstrip("\n"),
+                       model_path=yaml_scalar(cluster.model_path), ib_devices_file=yaml_scalar(cluster.ib_devices_file),
+                       shared_claim=yaml_scalar(cluster.shared_claim))
     return [service, statefulset]
 
 
-def _router_objects(plan: LaunchPlan, cluster: Cluster) -> list[dict]:
-    name = f"{APP}-router"
-    container = {
-        "name": "router", "image": cluster.image,
-        "command": list(plan.router_argv),
-        "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
-        "ports": [{"name": "http", "containerPort": plan.router_port}],
-        # Ready once the router sees healthy workers; /health would pass with none.
-        "readinessProbe": {"httpGet": {"path": engine(plan.engine).router_health_paths[0], "port": plan.router_port},
-                           "periodSeconds": 10, "timeoutSeconds": 5},
-        "livenessProbe": {"httpGet": {"path": "/liveness", "port": plan.router_port}, "periodSeconds": 30, "timeoutSeconds": 5},
-        "securityContext": {"privileged": False},
-    }
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(name, cluster, "router"),
-                  "spec": {"replicas": 1, "selector": {"matchLabels": _labels("router")},
-                           "template": {"metadata": {"labels": _labels("router")}, "spec": {"containers": [container]}}}}
-    service = {"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, cluster, "router"),
-               "spec": {"selector": _labels("router"),
-                        "ports": [{"name": "http", "port": plan.router_port, "targetPort": "http"}]}}
+def _router_objects(plan: LaunchPlan, cluster: Cluster) -> list[str]:
+    meta = _meta(f"{APP}-router", cluster, "router")
+    # Ready once the router sees healthy workers; a plain health path would pass with none.
+    deployment = fill("k8s-router-deployment.yaml.tmpl", **meta, image=yaml_scalar(cluster.image),
+                      command=yaml_list([unexpanded(w) for w in plan.router_argv], indent=8), port=str(plan.router_port),
+                      ready_path=yaml_scalar(engine(plan.engine).router_health_paths[0]))
+    service = fill("k8s-router-service.yaml.tmpl", **meta, port=str(plan.router_port))
     return [deployment, service]
 
 
@@ -214,7 +181,7 @@ def router_url(plan: LaunchPlan) -> str:
 def job_script(plan: LaunchPlan, cluster: Cluster) -> str:
     """`pdrepro repro` (sweep, analyze, gates); the run folder lands on the shared volume."""
     prefill, decode = plan.role("prefill")[0].servers[0], plan.role("decode")[0].servers[0]
-    # The pod name: unique per Job run, and free of $(...), which Kubernetes would expand.
+    # An A/B arm's folder, else the pod name: unique per Job run.
     run = cluster.run_dir or "/shared/runs/$HOSTNAME"
     repro = ["pdrepro", "repro", "--scenario", f"{SCENARIO_DIR}/scenario.yaml", "--router", router_url(plan),
              "--prefill", prefill.url, "--decode", decode.url,
@@ -238,73 +205,37 @@ def job_script(plan: LaunchPlan, cluster: Cluster) -> str:
     ])
 
 
-def _job(plan: LaunchPlan, cluster: Cluster) -> dict:
-    name = f"{APP}-sweep"
-    container = {
-        "name": "sweep", "image": cluster.image,
-        "command": ["bash", "-c", job_script(plan, cluster)],
-        "securityContext": {"privileged": False},
-        "volumeMounts": [
-            {"name": "model", "mountPath": cluster.model_path, "readOnly": True},
-            {"name": "dataset", "mountPath": cluster.dataset_path, "readOnly": True},
-            {"name": "shared", "mountPath": "/shared"},
-            {"name": "gates", "mountPath": "/gates", "readOnly": True},
-            {"name": "scenario", "mountPath": SCENARIO_DIR, "readOnly": True},
-            *([{"name": "shared", "mountPath": cluster.run_dir, "subPath": run_subpath(cluster.run_dir)}]
-              if cluster.run_dir else []),
-        ],
-    }
-    pod = {
-        "restartPolicy": "Never",
-        # On a GPU node of the stack, where the model and the dataset are.
-        "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-            "labelSelector": {"matchLabels": _labels("decode")}, "topologyKey": "kubernetes.io/hostname"}]}},
-        "containers": [container],
-        "volumes": [
-            {"name": "model", "hostPath": {"path": cluster.model_path, "type": "Directory"}},
-            {"name": "dataset", "hostPath": {"path": cluster.dataset_path, "type": "File"}},
-            {"name": "shared", "persistentVolumeClaim": {"claimName": cluster.shared_claim}},
-            # repro/'s conftest.py and test_gates.py: kubectl create configmap pdrepro-gates --from-file=repro/
-            {"name": "gates", "configMap": {"name": f"{APP}-gates"}},
-            {"name": "scenario", "configMap": {"name": f"{APP}-scenario"}},
-        ],
-    }
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta(name, cluster, "sweep"),
-            "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": _labels("sweep")}, "spec": pod}}}
+def _job(plan: LaunchPlan, cluster: Cluster) -> str:
+    """`pdrepro repro` on a GPU node of the stack (beside a decode pod), where the model and the dataset are;
+    the gates from their ConfigMap (kubectl create configmap pdrepro-gates --from-file=repro/)."""
+    return fill("k8s-sweep-job.yaml.tmpl", **_meta(f"{APP}-sweep", cluster, "sweep"), near=yaml_scalar("decode"),
+                image=yaml_scalar(cluster.image), script=yaml_text(unexpanded(job_script(plan, cluster)), indent=10),
+                model_path=yaml_scalar(cluster.model_path), dataset_path=yaml_scalar(cluster.dataset_path),
+                shared_claim=yaml_scalar(cluster.shared_claim), scenario_dir=yaml_scalar(SCENARIO_DIR),
+                gates_map=yaml_scalar(f"{APP}-gates"), scenario_map=yaml_scalar(f"{APP}-scenario"),
+                # An A/B arm's run folder: its own folder of the shared claim, mounted where the script writes.
+                run_mount=(f"        - name: shared\n          mountPath: {yaml_scalar(cluster.run_dir)}\n"
+                           f"          subPath: {yaml_scalar(run_subpath(cluster.run_dir))}") if cluster.run_dir else "")
 
 
-def manifests(plan: LaunchPlan, cluster: Cluster) -> dict[str, list[dict]]:
-    """File name -> the objects it holds, in the order `kubectl apply` should meet them."""
-    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _meta(cluster.shared_claim, cluster, "shared"),
-             "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "20Gi"}}}}
-    scenario = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(f"{APP}-scenario", cluster, "sweep"),
-                "data": {"scenario.yaml": cluster.scenario_yaml}}
-    return {
-        "00-namespace.yaml": [{"apiVersion": "v1", "kind": "Namespace",
-                               "metadata": {"name": cluster.namespace, "labels": _labels("namespace")}}],
+def manifests(plan: LaunchPlan, cluster: Cluster) -> dict[str, str]:
+    """File name -> its text, one YAML document per object, in the order `kubectl apply` should meet them."""
+    eng, shared = engine(plan.engine), shared_log_folder(plan)
+    namespace = fill("k8s-namespace.yaml.tmpl", namespace=yaml_scalar(cluster.namespace), app=yaml_scalar(APP),
+                     component=yaml_scalar("namespace"))
+    claim = fill("k8s-claim.yaml.tmpl", **_meta(cluster.shared_claim, cluster, "shared"), storage=CLAIM_SIZE)
+    # The scenario file as written, for `pdrepro repro` in the Job.
+    scenario = fill("k8s-scenario-configmap.yaml.tmpl", **_meta(f"{APP}-scenario", cluster, "sweep"),
+                    scenario=yaml_text(cluster.scenario_yaml, indent=4))
+    objects = {
+        "00-namespace.yaml": [namespace],
         "10-shared-claim.yaml": [claim],
-        "20-prefill.yaml": _role_objects("prefill", plan.role("prefill"), cluster, shared_log_folder(plan), engine(plan.engine)),
-        "30-decode.yaml": _role_objects("decode", plan.role("decode"), cluster, shared_log_folder(plan), engine(plan.engine)),
+        "20-prefill.yaml": _role_objects("prefill", plan.role("prefill"), cluster, shared, eng),
+        "30-decode.yaml": _role_objects("decode", plan.role("decode"), cluster, shared, eng),
         "40-router.yaml": _router_objects(plan, cluster),
         "50-sweep-job.yaml": [scenario, _job(plan, cluster)],
     }
-
-
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-def _str(dumper, value: str):
-    # Scripts and the scenario file stay readable as literal blocks.
-    block = "\n" in value and not any(line != line.rstrip() for line in value.splitlines())
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if block else None)
-
-
-_Dumper.add_representer(str, _str)
-
-
-def dump(objects: list[dict]) -> str:
-    return yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, width=120)
+    return {name: "---\n".join(docs) for name, docs in objects.items()}
 
 
 def steps_text(plan: LaunchPlan, cluster: Cluster, out: str) -> str:
@@ -357,7 +288,7 @@ class K8sTarget:
                           scenario_yaml=resolve_path(options.scenario).read_text(),
                           configuration=scenario.launched_configuration(lp.topology),
                           run_dir=getattr(options, "run_dir", None))
-        files = {name: dump(objects) for name, objects in manifests(lp, cluster).items()}
+        files = manifests(lp, cluster)
         text = steps_text(lp, cluster, out)
         files["steps.txt"] = text
         return Rendered(files=files, commands=text)

@@ -14,6 +14,8 @@ from functools import cache
 from importlib.resources import files
 from string import Template
 
+import yaml
+
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -81,3 +83,82 @@ def compose_map(values: dict[str, str], indent: int) -> str:
     pad = " " * indent
     return "\n".join(f"{pad}{key if _NAME.match(key) else compose_str(key)}: {compose_str(value)}"
                      for key, value in values.items())
+
+
+# ---- block YAML (the Kubernetes manifests) ----------------------------------
+
+# YAML 1.1's implicit types, as PyYAML resolves them: a plain word they match is read as no string.
+_RESOLVER = yaml.resolver.Resolver()
+# What other YAML readers (Kubernetes' reads YAML 1.1 the Go way) take for a boolean or a number that PyYAML
+# leaves a string: y/n, and whatever Go's number parsers accept (1e5, 0o17, inf, 0x1p-2).
+_GO_BOOL = {"y", "Y", "n", "N"}
+_GO_INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0[oObB]?[0-9]+|[0-9]+)$")
+_GO_HEX_FLOAT = re.compile(r"^[-+]?0[xX][0-9a-fA-F.]*[pP][-+]?[0-9]+$")
+
+
+def _number_elsewhere(value: str) -> bool:
+    bare = value.replace("_", "")
+    if _GO_INT.match(bare) or _GO_HEX_FLOAT.match(bare):
+        return True
+    try:
+        float(bare)
+    except ValueError:
+        return False
+    return True
+
+
+def _plain(value: str) -> bool:
+    """Whether VALUE reads back as this very string written plain, in block context."""
+    if not value or value[0] == " " or value[-1] == " " or not all(" " <= ch <= "~" for ch in value):
+        return False
+    if value.startswith(("---", "...")) or value[0] in "#,[]{}&*!|>'\"%@`":
+        return False
+    if value[0] in "?:-" and (len(value) == 1 or value[1] == " "):
+        return False
+    if ": " in value or value.endswith(":") or " #" in value:
+        return False
+    if _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) != "tag:yaml.org,2002:str":
+        return False
+    return value not in _GO_BOOL and not _number_elsewhere(value)
+
+
+def yaml_scalar(value: str) -> str:
+    """VALUE as one block-context YAML scalar on one line that reads back as the same string: plain when it
+    can be, in single quotes when it is printable ASCII, else through yaml_str."""
+    if _plain(value):
+        return value
+    if all(" " <= ch <= "~" for ch in value):
+        return "'" + value.replace("'", "''") + "'"
+    return yaml_str(value)
+
+
+def yaml_list(words: list[str] | tuple[str, ...], indent: int) -> str:
+    """A block sequence of strings, one `- word` per line at INDENT columns."""
+    pad = " " * indent
+    return "\n".join(f"{pad}- {yaml_scalar(w)}" for w in words)
+
+
+def _in_block(ch: str) -> bool:
+    # What a literal block holds as itself: no control character (a tab included: readers differ on it), no
+    # line break but LF, no byte-order mark, no lone surrogate.
+    code = ord(ch)
+    return ch == "\n" or (0x20 <= code < 0x7F) or (code >= 0xA0 and ch not in _BREAKS and not 0xD800 <= code <= 0xDFFF)
+
+
+def yaml_text(value: str, indent: int) -> str:
+    """VALUE, a script or a file's text, as a literal block (`|`) whose lines sit at INDENT columns, which
+    must be two past the column of its key or of its `-`; a value of one line, or one holding what a block
+    cannot, as yaml_scalar writes it."""
+    if "\n" not in value or not all(_in_block(ch) for ch in value):
+        return yaml_scalar(value)
+    # A first line starting with a space (or empty) would mislead the reader's guess of the indentation: say it.
+    hint = "2" if value[0] in " \n" else ""
+    chomp = "-" if not value.endswith("\n") else ("+" if value == "\n" or value.endswith("\n\n") else "")
+    lines = (value[:-1] if value.endswith("\n") else value).split("\n")
+    pad = " " * indent
+    # Trailing empty lines are kept (`+`) as lines of the indentation alone, so a template's end does not lose them.
+    last = len(lines)
+    while chomp == "+" and last > 0 and lines[last - 1] == "":
+        last -= 1
+    body = [pad + line if line else ("" if i < last else pad) for i, line in enumerate(lines)]
+    return f"|{hint}{chomp}\n" + "\n".join(body)
