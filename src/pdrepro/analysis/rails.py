@@ -17,9 +17,10 @@ without the file gets its ports listed and none judged, and says why.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from ..core import runfile
+from ..core.errors import UserError
 from ..core.units import GB
 from ..rundir.counters import parse_rate
 
@@ -42,7 +43,9 @@ def rail_map(run_root: Path, gpus_in_use: dict[str, int]) -> tuple[dict[str, set
             return None, f"the run holds no {RAIL_MAP_FILE}, so no port is known to carry KV; {fix}"
         if path.stat().st_size > _MAX_MAP_BYTES:
             return None, f"{shown} is larger than any GPU-to-NIC map ({_MAX_MAP_BYTES} bytes at most); {fix}"
-        data = json.loads(path.read_text())
+        data = runfile.read_json(path)
+    except UserError as exc:
+        return None, f"{shown}: {exc}; {fix}"
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         return None, f"{shown}: not readable JSON ({type(exc).__name__}); {fix}"
     if not isinstance(data, dict) or not data:

@@ -107,6 +107,7 @@ def _servers(scenario, configuration: str | None) -> dict[str, int]:
 def keep_rail_map(path: Path | None, out: Path, scenario) -> None:
     """Copy the servers' GPU-to-NIC map into the run (the per-rail witness reads it there); a resumed run keeps
     the map it began with, since its earlier lengths' rails were the ones that map names."""
+    from ..core import runfile
     from ..core.safewrite import make_folder, write_file
     from ..scenario.site import check_ib_devices
 
@@ -115,12 +116,12 @@ def keep_rail_map(path: Path | None, out: Path, scenario) -> None:
     path = path.expanduser()
     gpus = max(scenario.parallel.tp(role) * getattr(scenario.topology, role).servers_per_node for role in SERVER_ROLES)
     check_ib_devices(path, gpus)
-    text = path.read_text()
+    text = runfile.read_text(path)
     kept = out / "ib_devices.json"
     if kept.is_symlink() or (kept.exists() and not kept.is_file()):
         raise UserError(f"--out {out}: its ib_devices.json is not a plain file; move it aside and rerun")
     if kept.is_file():
-        if kept.read_text(errors="replace") != text:
+        if runfile.read_text(kept) != text:
             raise UserError(f"--ib-devices {path}: differs from the map the run began with ({kept}); resume with "
                             "that map, or sweep into a new --out")
         return
