@@ -7,13 +7,10 @@ import json
 import pytest
 from test_smoke_summary import _initiator, _measure
 
-from pdrepro.commands.smoke import as_run
 from pdrepro.core.errors import UserError
 from pdrepro.parsers.nixl_log import scan
 from pdrepro.rundir.summarymodel import Row, Summary
-from pdrepro.scenario.model import load_scenario
 from pdrepro.smoke.nixlpath import require_tcp
-from pdrepro.smoke.plan import make_plan
 from pdrepro.smoke.plot import render_smoke_plots
 from pdrepro.smoke.section import smoke_section
 from pdrepro.smoke.summary import build_summary
@@ -25,16 +22,6 @@ TCP_LANES = ("[1796170493.308134] [39ea04414c4d:1    :0]      ucp_worker.c:1997 
 # What UCX's default (no UCX_TLS) may pick between two processes that share a host: shared memory.
 SHM_LANES = ("[1796170493.308134] [vm:11164:0]      ucp_worker.c:1997 UCX  INFO    decode intra-node cfg#1 "
              "rma_am(posix/memory)  am(posix/memory tcp/eth0)  ka(tcp/eth0)")
-
-
-@pytest.fixture(scope="module")
-def plan():
-    return make_plan(load_scenario("smoke-tcp"), prompt_lens=[128, 4096, 32768], repeats=3)
-
-
-@pytest.fixture(scope="module")
-def scenario(plan):
-    return as_run(load_scenario("smoke-tcp"), plan)
 
 
 def _with_nixl(plan, nixl_ms, verified=True, first_ok=True):

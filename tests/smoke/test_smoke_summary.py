@@ -8,15 +8,12 @@ import sys
 
 import pytest
 
-from pdrepro.commands.smoke import as_run
 from pdrepro.core.errors import UserError
 from pdrepro.core.pins import load_pins
 from pdrepro.fabric.limits import engine_memlock_cap
 from pdrepro.rundir import RunDir
 from pdrepro.rundir.summarymodel import Summary
-from pdrepro.scenario.model import load_scenario
 from pdrepro.smoke import run as smoke_run
-from pdrepro.smoke.plan import make_plan
 from pdrepro.smoke.summary import build_summary
 from pdrepro.verdicts.gates import evaluate
 
@@ -41,17 +38,6 @@ def _initiator(plan, mooncake_ms, socket_ms, verified=True, error=None):
             "plan": json.loads(plan.to_json()), "memlock_bytes": 8388608, "rows": rows,
             "memory_peak": {"bytes": 300_000_000, "source": "/sys/fs/cgroup/memory.peak"},
             "target_memory_peak": {"bytes": 280_000_000, "source": "/sys/fs/cgroup/memory.peak"}}
-
-
-@pytest.fixture(scope="module")
-def plan():
-    return make_plan(load_scenario("smoke-tcp"), prompt_lens=[128, 4096, 32768], repeats=3)
-
-
-@pytest.fixture(scope="module")
-def scenario(plan):
-    # As `pdrepro smoke --prompt-lens 128,4096,32768 --repeats 3` records it.
-    return as_run(load_scenario("smoke-tcp"), plan)
 
 
 def test_summary_follows_the_shared_contract(scenario, plan):
