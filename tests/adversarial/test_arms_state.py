@@ -46,7 +46,10 @@ def bent_states(draw) -> bytes:
     data = _valid()
     for _ in range(draw(st.integers(1, 3))):
         where = draw(st.sampled_from(["arm", "top"]))
-        if where == "arm":
+        # An earlier bend may have replaced the arms list itself: then only the top can be bent further.
+        arms_left = isinstance(data.get("arms"), list) and len(data["arms"]) == 2 and \
+            all(isinstance(a, dict) for a in data["arms"])
+        if where == "arm" and arms_left:
             arm = data["arms"][draw(st.integers(0, 1))]
             arm[draw(FIELDS)] = draw(HOSTILE)
         else:
