@@ -15,7 +15,6 @@ name>, which saves a GPU box one stack start per configuration and scenario.
 from __future__ import annotations
 
 import argparse
-import shlex
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from ..core import runfile
 from ..core.errors import UserError
 from ..launch.stack import record
 from ..launch.stack.regular import STACKS
-from ..pipeline import STOPPED
+from ..pipeline import STOPPED, split_words
 from ..rundir.contract import write_json_atomic
 from ..rundir.layout import STACK_FILE
 from ..scenario.model import ComparisonScenario, load_scenario
@@ -93,10 +92,7 @@ def _site_words(args) -> list[str]:
 
 
 def _sweep_extra(text: str | None) -> tuple[str, ...]:
-    try:
-        words = shlex.split(text or "")
-    except ValueError as exc:
-        raise UserError(f"--sweep-args {text!r}: {exc}; quote it as a shell would") from None
+    words = split_words(text, "--sweep-args")
     for word in words:
         if word.split("=", 1)[0] in OWN_SWEEP_FLAGS:
             raise UserError(f"--sweep-args sets {word.split('=', 1)[0]}, which `pdrepro compare` sets itself; leave it out")
