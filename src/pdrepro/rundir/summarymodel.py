@@ -32,10 +32,20 @@ from .runprovenance import (
     TransportProof,
 )
 from .summarybase import Scalar, _Closed, _Open
+from .summaryscenario import (
+    Reference,
+    ReferenceHeadline,
+    ReferenceRow,
+    RolePlan,
+    ScenarioModelName,
+    SummaryScenario,
+    TopologyPlan,
+)
 
 # Re-exported: readers take every part of a summary from this module.
 __all__ = ["BenchImage", "GpuFacts", "HostFacts", "LogsFacts", "NicRail", "Pins", "ProofServer", "ProvenanceScenario",
-           "RunProvenance", "Scalar", "ServerInfo", "TransportProof"]
+           "Reference", "ReferenceHeadline", "ReferenceRow", "RolePlan", "RunProvenance", "Scalar",
+           "ScenarioModelName", "ServerInfo", "SummaryScenario", "TopologyPlan", "TransportProof"]
 
 class Issue(_Closed):
     """Something the analysis found wrong or doubtful; errors mean incomplete or unreadable inputs (exit 2)."""
@@ -140,68 +150,6 @@ class Headline(_Closed):
     longest_prompt_len: int | None = Field(default=None, description="longest measured prompt length, tokens")
     transfer_share_at_longest_pct: float | None = Field(default=None,
                                                         description="transfer share of TTFT at that length, percent")
-
-
-class ReferenceRow(_Open):
-    """One row of the published table the scenario names."""
-
-    prompt_len: int
-    ttft_ms: float | None = None
-    transfer_ms: float | None = None
-    bandwidth_GB_s: float | None = None
-    utilization_pct: float | None = None
-
-
-class ReferenceHeadline(_Open):
-    """The published headline; its transfer share is named per length (transfer_share_of_ttft_at_<L>_pct)."""
-
-    peak_bandwidth_GB_s: float | None = None
-    peak_utilization_pct: float | None = None
-
-    def transfer_share_at(self, prompt_len: int) -> float | None:
-        """The published transfer share of TTFT at ``prompt_len``, percent (None when not published)."""
-        value = (self.model_extra or {}).get(f"transfer_share_of_ttft_at_{prompt_len}_pct")
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-class Reference(_Open):
-    source: str | None = None
-    rows: list[ReferenceRow] = Field(default_factory=list)
-    headline: ReferenceHeadline = Field(default_factory=ReferenceHeadline)
-
-
-class ScenarioModelName(_Open):
-    """The scenario's model, as far as a report names it."""
-
-    name: str | None = Field(default=None, description="the model the scenario serves, as its title names it")
-
-
-class RolePlan(_Open):
-    """How many servers of one role the scenario planned."""
-
-    nodes: int | None = None
-    servers_per_node: int | None = None
-
-    def servers(self) -> int | None:
-        return self.nodes * self.servers_per_node if self.nodes and self.servers_per_node else None
-
-
-class TopologyPlan(_Open):
-    """The scenario's planned servers per role (the run's records may hold only those the sweep reached)."""
-
-    prefill: RolePlan | None = None
-    decode: RolePlan | None = None
-
-
-class SummaryScenario(_Open):
-    """The parts of the scenario as run (scenario.schema.json) that the report and the verdicts read."""
-
-    name: str | None = None
-    title: str | None = None
-    model: ScenarioModelName | None = None
-    topology: TopologyPlan | None = None
-    transport: str = "rdma"
-    reference: Reference | None = None
 
 
 class RdmaDevices(_Open):
