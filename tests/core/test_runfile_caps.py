@@ -57,3 +57,17 @@ def test_bytes_are_capped_too(tmp_path):
     _sparse(tmp_path / "blob", runfile.METRICS.cap + 1)
     with pytest.raises(runfile.TooLarge, match="/metrics scrape"):
         runfile.read_bytes(tmp_path / "blob", runfile.METRICS)
+
+
+def test_a_bench_line_is_as_long_as_its_requests_make_it_and_a_log_line_is_not(tmp_path):
+    # The bench client's --output-details line carries every request's inter-token latencies: on the H200,
+    # 200 requests of 512 tokens wrote one line of 2.9 MB (tests/recorded/h200-compare-*). Built here to
+    # that size (a fixture); the same line in a server log is still no line a server writes.
+    record = '{"completed": 200, "itls": [' + ", ".join(["0.0125"] * 300_000) + "]}\n"
+    assert len(record) > 2 * runfile.MAX_LINE
+    bench, log = tmp_path / "result-2048.jsonl", tmp_path / "prefill.log"
+    bench.write_text(record)
+    log.write_text(record)
+    assert runfile.read_text(bench, kind=runfile.BENCH) == record
+    with pytest.raises(UserError, match=r"line 1 is longer than 1\.0 MiB, which no server log line is"):
+        runfile.read_text(log, kind=runfile.LOG)

@@ -53,7 +53,7 @@ def test_each_json_record_reader_refuses_a_2_gb_file_by_its_size(run, name, read
 @pytest.mark.parametrize("name, command, needle", [
     ("provenance.json", "analyze", "larger than any JSON record"),
     ("bench/result-128.jsonl", "analyze", "larger than any bench result"),
-    ("logs/prefill.log", "analyze", "longer than 1 MiB"),
+    ("logs/prefill.log", "analyze", "longer than 1.0 MiB"),
     ("scenario.yaml", "analyze", "larger than any scenario file"),
     ("summary.json", "check", "larger than any JSON record"),
 ])
