@@ -1,9 +1,10 @@
 """The first real `pdrepro ab` (tests/recorded/h200-ab-mooncake-tcp-vs-nixl-*, see its SOURCE): both arms ran
-on one H200 through the arms runner; the NIXL arm lost its last length when the GPU time ran out. Judged here
-as a user would (`pdrepro ab --judge` on a copy): the Mooncake arm passes on every length, the NIXL arm fails
-naming the missing length and passes every check of the lengths it has, the arms' folders are not written
-into, the README's table is what the raw bench files give, and each arm's logs prove the transport its
-backend used (TCP only: one box, no NIC)."""
+on one H200 through the arms runner; the NIXL arm lost its last length when the first session's GPU time ran
+out, and the same command resumed it on a fresh machine in a second session. Judged here as a user would
+(`pdrepro ab --judge` on a copy): both arms pass on every length, the arms' folders are not written into,
+the README's table is what the raw bench files give, each arm's logs prove the transport its backend used
+(TCP only: one box, no NIC), and the resume is what the files say it was (the first session's three lengths
+kept, the fourth measured by a stack on another boot)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from pdrepro.rundir.absummary import AbSummary
 
 RECORDED = Path(__file__).resolve().parents[1] / "recorded" / "h200-ab-mooncake-tcp-vs-nixl-sglang-0.5.15.post1"
 ARMS = ("mooncake_tcp", "nixl")
-MEASURED = {"mooncake_tcp": (128, 1024, 4096, 16384), "nixl": (128, 1024, 4096)}
+LENGTHS = (128, 1024, 4096, 16384)
+MEASURED = {"mooncake_tcp": LENGTHS, "nixl": LENGTHS}
 
 
 def _client(arm: str, length: int) -> dict:
@@ -51,36 +53,57 @@ def test_the_bench_files_hold_what_each_arm_measured():
 
 
 def test_the_readme_table_is_the_raw_files():
-    rows = re.findall(r"^\| (\d+) \| ([\d.]+) \| ([\d.]+|not measured) \|$", (RECORDED / "README.md").read_text(), re.M)
-    assert [int(r[0]) for r in rows] == [128, 1024, 4096, 16384]
+    rows = re.findall(r"^\| (\d+) \| ([\d.]+) \| ([\d.]+) \|$", (RECORDED / "README.md").read_text(), re.M)
+    assert [int(r[0]) for r in rows] == list(LENGTHS)
     for length, mooncake, nixl in rows:
         assert float(mooncake) == round(_client("mooncake_tcp", int(length))["mean_ttft_ms"], 1)
-        if int(length) in MEASURED["nixl"]:
-            assert float(nixl) == round(_client("nixl", int(length))["mean_ttft_ms"], 1)
-        else:
-            assert nixl == "not measured"
+        assert float(nixl) == round(_client("nixl", int(length))["mean_ttft_ms"], 1)
 
 
-def test_the_judge_passes_mooncake_and_fails_nixl_for_its_missing_length(judged):
+def test_the_judge_passes_both_arms_on_every_length(judged):
     run, done, before, after = judged
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
     assert before == after, "judging wrote into an arm's folder"
     summary = AbSummary.model_validate_json((run / "ab-summary.json").read_text())
-    verdicts = {arm.name: arm.verdict for arm in summary.arms}
-    assert verdicts["mooncake_tcp"].passed and not verdicts["nixl"].passed
-    assert "result-16384.jsonl" in (verdicts["nixl"].input_error or "")
-    # What the NIXL arm did measure passes every check.
-    nixl = verdicts["nixl"]
-    assert nixl.all_completed and nixl.kv_sizes_match and nixl.ttft_covers_transfer
-    assert not summary.passed
+    assert [length.prompt_len for length in summary.lengths] == list(LENGTHS)
+    for arm in summary.arms:
+        v = arm.verdict
+        assert v.passed and v.input_error is None, (arm.name, v)
+        assert v.all_completed and v.kv_sizes_match and v.ttft_covers_transfer
+    assert summary.passed
+    # The judge's summary is the one `ab` wrote on the machine when the last arm ended.
+    assert summary == AbSummary.model_validate_json((RECORDED / "ab" / "ab-summary.json").read_text())
+
+
+def test_the_nixl_arm_was_resumed_on_a_fresh_machine():
+    first = json.loads((RECORDED / "first-session" / "arms-state.json").read_text())
+    now = json.loads((RECORDED / "ab" / "arms-state.json").read_text())
+    assert [(a["name"], a["status"]) for a in first["arms"]] == [("mooncake_tcp", "done"), ("nixl", "running")]
+    assert [(a["name"], a["status"], a["exit"]) for a in now["arms"]] == [("mooncake_tcp", "done", 0), ("nixl", "done", 0)]
+    assert first["label"] == now["label"]  # the same arms, judged as one A/B
+    # The first session's lengths were kept, not measured again: the resumed sweep began at 16384.
+    done_first = json.loads((RECORDED / "first-session" / "nixl-sweep-state.json").read_text())
+    done_now = json.loads((RECORDED / "ab" / "nixl" / "sweep-state.json").read_text())
+    def done(state: dict) -> list[int]:
+        return sorted(int(k) for k, v in state["lengths"].items() if v["status"] == "done")
+    assert done(done_first) == [128, 1024, 4096] and done(done_now) == list(LENGTHS)
+    console = (RECORDED / "console" / "ab-resume.console.txt").read_text()
+    assert "== arm mooncake_tcp: done already, skipped" in console
+    assert "resuming: 3 length(s) already complete (128, 1024, 4096), skipped" in console
+    # A stack on another boot measured it: the record names the second machine, the first one's named the first.
+    boot_now = json.loads((RECORDED / "ab" / "nixl" / "stack.json").read_text())["boot_id"]
+    boot_first = json.loads((RECORDED / "first-session" / "nixl-stack.json").read_text())["boot_id"]
+    assert boot_now == (RECORDED / "boot_id-resume.txt").read_text().strip() != boot_first
+    # Its logs hold both sessions' server starts, appended (SGLang logs its arguments once per start).
+    for role in ("prefill", "decode"):
+        text = (RECORDED / "ab" / "nixl" / "logs" / f"{role}.log").read_text(errors="replace")
+        assert text.count("server_args=ServerArgs(") == 2, role
 
 
 def test_ttft_ratios_are_nixl_over_mooncake_from_the_bench_files(judged):
     run = judged[0]
     summary = AbSummary.model_validate_json((run / "ab-summary.json").read_text())
     for length in summary.lengths:
-        if length.prompt_len not in MEASURED["nixl"]:
-            continue
         want = _client("nixl", length.prompt_len)["mean_ttft_ms"] / _client("mooncake_tcp", length.prompt_len)["mean_ttft_ms"]
         assert length.ratios[0].mean == pytest.approx(want, rel=1e-3)
         # On this box NIXL over UCX TCP was slower at every length it measured.
