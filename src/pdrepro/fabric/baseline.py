@@ -92,19 +92,19 @@ def run_client(plan: BaselinePlan) -> BaselineFile:
     else:
         result.baseline_GB_s, result.baseline_source = None, None
     where = RunDir(plan.out).baseline_outputs_dir if plan.out is not None else "the tool's output"
-    refusals = []
+    # A port first: its name says where to look, where the sum over the ports would not.
+    bad = [v for v in judge_ports(result.ports(), plan.min_port_fraction) if v.state in ("unmeasured", "contradiction")]
+    refusals = [f"{v.detail}; its output is under {where}" for v in bad]
     problem = ceiling_problem(result.baseline_GB_s, plan.line_rate_GB_s)
     if problem is not None:
         # Kept for whoever reads the raw outputs, but as no ceiling: the analysis must not draw one.
         result.baseline_GB_s, result.refused = None, f"{result.baseline_source}: {problem}"
         refusals.append(f"{result.baseline_source} measured {problem}; no ceiling recorded: check the NICs it used "
                         f"and the tool's raw output ({where})")
-    bad = [v for v in judge_ports(result.ports(), plan.min_port_fraction) if v.state in ("unmeasured", "contradiction")]
     impossible = [v for v in bad if v.state == "contradiction"]
     if impossible and result.baseline_source == "ib_write_bw" and result.baseline_GB_s is not None:
         # A sum that holds a figure no port gives is no ceiling either.
         result.baseline_GB_s, result.refused = None, f"ib_write_bw: {impossible[0].detail}"
-    refusals += [f"{v.detail}; its output is under {where}" for v in bad]
     _write(plan.out, result)
     if refusals:
         more = f" (and {len(refusals) - 1} more)" if len(refusals) > 1 else ""

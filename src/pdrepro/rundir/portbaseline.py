@@ -70,7 +70,9 @@ def judge_port(p: BaselinePort, phase: str, fraction: float) -> PortVerdict:
     head = f"port {p.port} {PHASE_WORDS[phase]}:"
 
     def verdict(state: str, detail: str) -> PortVerdict:
-        return PortVerdict(p.port, phase, figure, line, bound, state, f"{head} {detail}")
+        # One printable line: the port's name and a tool's error come from a record, which may hold anything.
+        text = "".join(c if c.isprintable() else "?" for c in f"{head} {detail}")
+        return PortVerdict(p.port, phase, figure, line, bound, state, text)
 
     if figure is None or not math.isfinite(figure) or figure <= 0:
         why = note or ("no figure recorded" if figure is None else f"{figure} GB/s, which is no measurement")
