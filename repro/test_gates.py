@@ -34,6 +34,7 @@ def _present(checks, prompt_len):
 # Every check a gate below names; a failed check of any other name fails test_no_other_check_failed.
 GATED = {"length_present", "min_bandwidth", "max_ttft", "max_transfer_share", "completed", "request_errors",
          "requests_logged", "output_tokens", "nic_witness", "nic_within_line_rate", "rail_share", "rail_within_line_rate",
+         "port_baseline_alone", "port_baseline_together",
          "bandwidth_within_line_rate",
          "ttft_positive", "ttft_covers_transfer", "kv_size_match", "peak_bandwidth", "peak_utilization",
          "logs_readable", "length_expected", "transport", "pins_match", "provenance_present", "configuration_present"}
@@ -105,6 +106,14 @@ def test_each_rail_carries_its_share(checks, prompt_len):
     thresholds.min_rail_share of the mean per rail) within its own line rate; the failing rail is named."""
     _gate(checks, "rail_share", prompt_len, required=False)
     _gate(checks, "rail_within_line_rate", prompt_len, required=False)
+
+
+@pytestmark_sweep
+def test_each_port_reaches_its_line_rate_in_the_baseline(checks):
+    """Where the run holds `pdrepro baseline`'s figures: each port at least thresholds.min_port_baseline_fraction
+    of its own line rate, alone and with all ports at once; the port that falls short is named."""
+    _gate(checks, "port_baseline_alone", required=False)
+    _gate(checks, "port_baseline_together", required=False)
 
 
 @pytestmark_sweep

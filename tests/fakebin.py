@@ -60,19 +60,29 @@ esac
 """)
 
 
-def ib_write_bw(bin_dir: Path, table: str = "ib_write_bw-client-gbits.txt", log: Path | None = None,
-                fail_on: str | None = None) -> Path:
-    """Prints TABLE (a fixture, or a recording where no fixture has that name) with the -d device put
-    in; logs its argv to LOG when given."""
+def _perftest_table(table: str) -> str:
     base = FIXTURES if (FIXTURES / "perftest" / table).exists() else RECORDED
-    src = shlex.quote(str(base / "perftest" / table))
+    return shlex.quote(str(base / "perftest" / table))
+
+
+def ib_write_bw(bin_dir: Path, table: str = "ib_write_bw-client-gbits.txt", log: Path | None = None,
+                fail_on: str | None = None, tables: dict[str, str] | None = None) -> Path:
+    """Prints TABLE (a fixture, or a recording where no fixture has that name) with the -d device put
+    in; logs its argv to LOG when given. TABLES picks another table by "<device>:<-p port>" or
+    "<device>" (the first that matches), as one port's run alone or all at once prints its own."""
     log_cmd = f'echo "$*" >> {shlex.quote(str(log))}\n' if log else ""
     fail = (f'if [ "$dev" = "{fail_on}" ]; then echo " Couldn\'t connect to 192.168.100.12:18516"; '
             'echo "Unable to open file descriptor for socket connection Unable to init the socket connection"; exit 1; fi\n'
             if fail_on else "")
-    return install(bin_dir, "ib_write_bw", log_cmd + """dev=""
-while [ $# -gt 0 ]; do [ "$1" = "-d" ] && dev="$2"; shift; done
-""" + fail + f'sed -e "/^# /d" -e "s/mlx5_0/$dev/" {src}\n')
+    pick = "".join(f"  {shlex.quote(key)}) src={_perftest_table(name)};;\n" for key, name in (tables or {}).items()
+                   if ":" in key)
+    pick += "".join(f"  {shlex.quote(key)}:*) src={_perftest_table(name)};;\n" for key, name in (tables or {}).items()
+                    if ":" not in key)
+    return install(bin_dir, "ib_write_bw", log_cmd + f"""dev="" port="" src={_perftest_table(table)}
+while [ $# -gt 0 ]; do [ "$1" = "-d" ] && dev="$2"; [ "$1" = "-p" ] && port="$2"; shift; done
+case "$dev:$port" in
+{pick}esac
+""" + fail + 'sed -e "/^# /d" -e "s/mlx5_0/$dev/" "$src"\n')
 
 
 def transfer_engine_bench(bin_dir: Path, log: Path | None = None, broken: bool = False,

@@ -56,38 +56,58 @@ def test_client_measures_and_writes_baseline_json(node, capsys):
     fakebin.transfer_engine_bench(bin_dir, log=tmp_path / "te.log")
     assert main(_argv(tmp_path)) == 0
     data = json.loads((tmp_path / "run" / "baseline.json").read_text())
-    pairs = data["ib_write_bw"]["pairs"]
-    assert [(p["local"], p["remote"]) for p in pairs] == [(f"mlx5_{i}", f"mlx5_{i}") for i in range(4)]
-    assert pairs[0]["bw_average_GB_s"] == pytest.approx(46.176, abs=1e-3)
+    ports = data["ib_write_bw"]["ports"]
+    assert [(p["local"], p["remote"]) for p in ports] == [(f"mlx5_{i}", f"mlx5_{i}") for i in range(4)]
+    assert ports[0]["alone"]["bw_average_GB_s"] == pytest.approx(46.176, abs=1e-3)
+    assert ports[0]["together"]["bw_average_GB_s"] == pytest.approx(46.176, abs=1e-3)
+    assert ports[0]["line_rate_GB_s"] == 50.0
     assert data["ib_write_bw"]["aggregate_GB_s"] == pytest.approx(4 * 46.176, abs=0.01)
     assert data["transfer_engine_bench"]["throughput_GB_s"] == 178.64
     assert data["baseline_GB_s"] == 178.64 and data["baseline_source"] == "transfer_engine_bench"
     assert data["line_rate_GB_s"] == 200.0
     calls = (tmp_path / "ib.log").read_text().splitlines()
-    assert len(calls) == 4
+    assert len(calls) == 8  # each port alone, then all four at once
     assert all("-x 3" in c and "--report_gbits" in c and c.endswith(PEER) for c in calls)
-    assert sorted(c.split("-p ")[1].split()[0] for c in calls) == ["18515", "18516", "18517", "18518"]
+    # alone: 18515.. in turn; all at once: the next four, so no run meets a listener still busy with another
+    assert [c.split("-p ")[1].split()[0] for c in calls[:4]] == ["18515", "18516", "18517", "18518"]
+    assert sorted(c.split("-p ")[1].split()[0] for c in calls[4:]) == ["18519", "18520", "18521", "18522"]
     te = (tmp_path / "te.log").read_text()
     assert "--mode initiator" in te and f"--segment_id {PEER}:16999" in te and "--use_vram" in te
     # Every GPU's buffer needs a NIC: discovery maps each GPU to its nearest, limited to the measured NICs.
     assert "--auto_discovery" in te and "--gpu_id -1" in te and "MC_TE_FILTERS=mlx5_0,mlx5_1,mlx5_2,mlx5_3" in te
-    assert (tmp_path / "run" / "baseline" / "ib_write_bw-mlx5_2.txt").read_text().count("mlx5_2") == 1
+    assert (tmp_path / "run" / "baseline" / "ib_write_bw-alone-mlx5_2.txt").read_text().count("mlx5_2") == 1
+    assert (tmp_path / "run" / "baseline" / "ib_write_bw-together-mlx5_2.txt").read_text().count("mlx5_2") == 1
     out = capsys.readouterr().out
-    assert "aggregate: 184.70 GB/s" in out and "89.3 % of the 200.0 GB/s line rate" in out
+    assert "aggregate, all at once: 184.70 GB/s" in out and "89.3 % of the 200.0 GB/s line rate" in out
+    assert "every port at least 90 % of its line rate" in out
 
 
-def test_failed_pair_and_broken_te_fall_back_to_perftest(node, capsys):
+def test_broken_te_falls_back_to_the_perftest_aggregate(node, capsys):
     tmp_path, bin_dir = node
-    fakebin.ib_write_bw(bin_dir, fail_on="mlx5_1")
+    fakebin.ib_write_bw(bin_dir)
     fakebin.transfer_engine_bench(bin_dir, broken=True)
     assert main(_argv(tmp_path)) == 0
     data = json.loads((tmp_path / "run" / "baseline.json").read_text())
-    assert len(data["ib_write_bw"]["pairs"]) == 3
-    assert "mlx5_1: exit 1" in data["ib_write_bw"]["errors"][0]
     assert data["transfer_engine_bench"]["throughput_GB_s"] is None
     assert "Unable to get target segment ID" in data["transfer_engine_bench"]["error"]
     assert data["baseline_source"] == "ib_write_bw"
-    assert data["baseline_GB_s"] == pytest.approx(3 * 46.176, abs=0.01)
+    assert data["baseline_GB_s"] == pytest.approx(4 * 46.176, abs=0.01)
+
+
+def test_failed_pair_is_refused_naming_it_and_what_was_measured_is_kept(node, capsys):
+    tmp_path, bin_dir = node
+    fakebin.ib_write_bw(bin_dir, fail_on="mlx5_1")
+    fakebin.transfer_engine_bench(bin_dir, broken=True)
+    assert main(_argv(tmp_path)) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "port mlx5_1 alone: not measured (exit 1: " in err
+    assert "Couldn't connect" in err and "baseline.json" in err
+    data = json.loads((tmp_path / "run" / "baseline.json").read_text())
+    ports = {p["local"]: p for p in data["ib_write_bw"]["ports"]}
+    assert ports["mlx5_1"]["alone"]["bw_average_GB_s"] is None and "exit 1" in ports["mlx5_1"]["alone"]["error"]
+    assert ports["mlx5_0"]["alone"]["bw_average_GB_s"] == pytest.approx(46.176, abs=1e-3)
+    # a sum missing a port is no aggregate, so no ceiling of the four ports either
+    assert data["ib_write_bw"]["aggregate_GB_s"] is None and data["baseline_GB_s"] is None
 
 
 def test_missing_tools_say_what_to_install(node, capsys, monkeypatch):
@@ -122,9 +142,12 @@ def test_server_side_starts_both_and_reports_segment(node, capsys):
                  "--duration", "1", "--serve-seconds", "1", "--nics", "mlx5_0,mlx5_1"]) == 0
     out = capsys.readouterr().out
     assert "segment 192.168.100.12:16999" in out
-    assert "ib_write_bw mlx5_1: finished (exit 0)" in out
+    assert "ib_write_bw mlx5_1 alone: finished (exit 0)" in out
+    assert "ib_write_bw mlx5_1 with all ports at once: finished (exit 0)" in out
     calls = (tmp_path / "ib.log").read_text().splitlines()
-    assert len(calls) == 2 and not any(c.endswith("192.168.100.11") for c in calls)  # servers take no peer
+    assert len(calls) == 4 and not any(c.endswith("192.168.100.11") for c in calls)  # servers take no peer
+    # one listener per pair and run, on the ports the client takes: alone 18515..18516, all at once 18517..18518
+    assert sorted(c.split("-p ")[1].split()[0] for c in calls) == ["18515", "18516", "18517", "18518"]
     te = (tmp_path / "te.log").read_text()
     assert "--mode target" in te and "--auto_discovery" in te and "MC_TE_FILTERS=mlx5_0,mlx5_1" in te
 
@@ -144,13 +167,13 @@ def test_load_ceiling(node):
         run.baseline_ceiling()
 
 
-def test_serial_runs_pairs_one_after_another(node):
+def test_named_nics_only_are_measured(node):
     tmp_path, bin_dir = node
     fakebin.ib_write_bw(bin_dir, log=tmp_path / "ib.log")
-    assert main(_argv(tmp_path, "--serial", "--skip-te", "--nics", "mlx5_2,mlx5_3")) == 0
+    assert main(_argv(tmp_path, "--skip-te", "--nics", "mlx5_2,mlx5_3")) == 0
     data = json.loads((tmp_path / "run" / "baseline.json").read_text())
-    assert data["ib_write_bw"]["mode"] == "serial"
-    assert [p["local"] for p in data["ib_write_bw"]["pairs"]] == ["mlx5_2", "mlx5_3"]
+    assert [p["local"] for p in data["ib_write_bw"]["ports"]] == ["mlx5_2", "mlx5_3"]
+    assert len((tmp_path / "ib.log").read_text().splitlines()) == 4
     assert data["baseline_source"] == "ib_write_bw" and "transfer_engine_bench" not in data
     assert data["line_rate_GB_s"] == 100.0
 

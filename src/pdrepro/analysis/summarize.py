@@ -317,10 +317,16 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
         "witness": describe_allowance(scenario.thresholds.min_nic_kv_share_pct, scenario.thresholds.min_rail_share),
         "analysis_code": analysis_code_stamp(),
     }
-    # `pdrepro baseline --out RUN` leaves the fabric's measured ceiling here.
-    baseline = run.baseline_ceiling(scenario.line_rate_GB_s)
+    # `pdrepro baseline --out RUN` leaves the fabric's measured ceiling here, and each port's figures.
+    record = run.read_baseline()
+    baseline = None if record is None else record.ceiling(run.baseline_file, run.root, scenario.line_rate_GB_s)
     if baseline is not None:
         summary["baseline_GB_s"] = baseline
+    perftest = None if record is None else record.ib_write_bw
+    if record is not None and perftest is not None and perftest.ports:
+        summary["baseline_ports"] = {"min_port_fraction": scenario.thresholds.min_port_baseline_fraction,
+                                     "aggregate_GB_s": perftest.aggregate_GB_s,
+                                     "ports": [p.model_dump() for p in record.ports()]}
     metrics = _metrics(run, scenario, issues)
     if metrics is not None:
         summary["metrics"] = metrics

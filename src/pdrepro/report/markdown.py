@@ -20,6 +20,7 @@ from ..scenario.seams import summary_backend, summary_engine
 from ..verdicts.gates import NOT_APPLICABLE, tcp_without_rdma
 from .fabricceiling import ceiling_lines as fabric_ceiling_lines
 from .placement import no_fabric, placement_title
+from .portbaseline import port_baseline_section
 from .provenance import provenance_section
 from .rails import rails_section
 
@@ -319,6 +320,7 @@ def render_report(data: Summary | Mapping[str, Any]) -> str:
     parts += transport_section(summary)
     parts += witness_section(summary)
     parts += rails_section(summary)
+    parts += port_baseline_section(summary)
     parts += ["## Issues", "", *issues_section(summary), ""]
     parts += provenance_section(summary)
     engine = summary_engine(summary)

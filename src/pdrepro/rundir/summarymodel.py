@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 from ..core.strictmodel import load
 from .contract import SummarySchemaVersion
 from .issuekind import IssueKind
+from .portbaseline import BaselinePort, BaselinePorts
 from .railmodel import NicRail
 from .runprovenance import (
     BenchImage,
@@ -43,7 +44,8 @@ from .summaryscenario import (
 )
 
 # Re-exported: readers take every part of a summary from this module.
-__all__ = ["BenchImage", "GpuFacts", "HostFacts", "LogsFacts", "NicRail", "Pins", "ProofServer", "ProvenanceScenario",
+__all__ = ["BaselinePort", "BaselinePorts", "BenchImage", "GpuFacts", "HostFacts", "LogsFacts", "NicRail", "Pins",
+           "ProofServer", "ProvenanceScenario",
            "Reference", "ReferenceHeadline", "ReferenceRow", "RolePlan", "RunProvenance", "Scalar",
            "ScenarioModelName", "ServerInfo", "SummaryScenario", "TopologyPlan", "TransportProof"]
 
@@ -255,6 +257,9 @@ class Summary(_Open):
     analysis_code: str | None = Field(default=None, description="the pdrepro release and summary version that wrote it")
     inputs_signature: str | None = Field(default=None, description="hash of the raw inputs the summary was made from")
     baseline_GB_s: float | None = Field(default=None, description="measured fabric ceiling, decimal GB/s")
+    baseline_ports: BaselinePorts | None = Field(
+        default=None, description="`pdrepro baseline`'s ib_write_bw figures per port, alone and all at once, "
+                                  "against each port's own line rate")
     metrics: list[Metric] | None = Field(
         default=None, description="the servers' /metrics transfer figures, one entry per scraped file")
     engine_ceiling: dict[str, CeilingRow] | None = Field(

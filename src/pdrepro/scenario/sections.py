@@ -141,6 +141,10 @@ class Thresholds(Record):
         default=0.5,
         description="lowest share of the KV bytes one RDMA port that ib_devices.json names for the GPUs in use may "
                     "carry at each length, as a fraction of the mean per rail (an even split is 1.0 on every rail)")
+    min_port_baseline_fraction: Fraction = Field(
+        default=0.9,
+        description="lowest share of its own line rate each RDMA port must reach in `pdrepro baseline`'s "
+                    "ib_write_bw, measured alone and with all ports at once")
     max_kv_size_mismatch_pct: NonNegative = Field(
         default=5.0,
         description="largest gap between the scenario's KV size and the one the server logs before a warning, percent")

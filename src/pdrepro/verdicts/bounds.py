@@ -13,7 +13,7 @@ from ..scenario.sections import Thresholds
 
 # Bounds where a higher figure passes (a lower bound loosens them); the rest are ceilings.
 _FLOORS = {"min_bandwidth_GB_s", "min_peak_bandwidth_GB_s", "min_peak_utilization_pct", "min_completed_fraction",
-           "min_nic_kv_share_pct", "min_rail_share"}
+           "min_nic_kv_share_pct", "min_rail_share", "min_port_baseline_fraction"}
 
 
 def _flat(t: Thresholds) -> dict[str, float | None]:

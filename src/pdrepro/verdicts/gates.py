@@ -20,6 +20,7 @@ from typing import Any
 from ..analysis.whatran import unjudged
 from ..rundir.engineceiling import CONTRADICTION_RATIO
 from ..rundir.issuekind import IssueKind
+from ..rundir.portbaseline import judge_ports
 from ..rundir.summarymodel import Issue, Row, RunProvenance, Summary, TransportEvidence, TransportProof, as_summary
 from ..scenario.model import ComparisonScenario, Scenario
 from ..scenario.seams import backend_of, engine_of
@@ -354,6 +355,10 @@ def evaluate(summary: Summary | Mapping[str, Any], scenario: Scenario) -> list[C
                                    f"engine alone on the same box ({c.engine_GB_s or 0:.2f} GB/s, ratio "
                                    f"{c.ratio or 0:.2f} > {CONTRADICTION_RATIO:g}): the transfer times or the ceiling "
                                    "are not of this run", "<="))
+
+    # `pdrepro baseline`'s ib_write_bw per port, alone and all at once, each against its own line rate.
+    for v in judge_ports(s.baseline_ports.ports if s.baseline_ports else [], t.min_port_baseline_fraction):
+        out.append(CheckResult(f"port_baseline_{v.phase}", None, v.figure, v.bound, "GB/s", v.passed, v.detail, ">="))
 
     head = s.headline
     if t.min_peak_bandwidth_GB_s is not None:
