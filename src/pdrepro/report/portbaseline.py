@@ -26,7 +26,7 @@ def port_baseline_section(summary: Summary) -> list[str]:
         return []
     floor = found.min_port_fraction
     if floor is None:
-        floor = Thresholds.model_fields["min_port_baseline_fraction"].default
+        floor = Thresholds().min_port_baseline_fraction
     table = []
     for p in found.ports:
         verdicts = [judge_port(p, phase, floor) for phase in PHASES]
