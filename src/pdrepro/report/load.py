@@ -44,7 +44,7 @@ def _server(step: LoadStepFigures, field: str) -> str:
 
 def step_table(summary: LoadSummary) -> str:
     headers = ["step", "concurrency", "rate (req/s)", "failed (client)", "failed /generate (servers)",
-               "#retries (prefill log)", "session recoveries", "retracted", "TTFT p50 (ms)", "TTFT p99 (ms)",
+               "#retries (prefill log)", "peer recoveries", "retracted", "TTFT p50 (ms)", "TTFT p99 (ms)",
                "transfer p50 (ms)", "transfer p99 (ms)", "p99/p50", "verdict"]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for step in summary.steps:
