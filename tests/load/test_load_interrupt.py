@@ -12,6 +12,7 @@ import pytest
 from fakecluster import FakeCluster
 from sweephelp import config, short_scenario
 
+from pdrepro.core.errors import UserError
 from pdrepro.rundir import loadstate
 from pdrepro.rundir.loadstate import LoadPlan, LoadStep
 from pdrepro.sweep.loadrun import run_load
@@ -76,3 +77,15 @@ def test_a_step_stopped_mid_write_is_set_aside_and_resumed_alone(setup):
     assert json.loads(c4.bench_file(L).read_text())["max_concurrency"] == 4
     final = loadstate.read(out)
     assert final is not None and all(final.step(s.name).status == "done" for s in STEPS)
+
+
+def test_a_link_planted_where_a_step_writes_is_refused_and_nothing_lands_outside(setup):
+    tmp_path, cluster, plan = setup
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "run" / "steps").mkdir(parents=True)
+    (tmp_path / "run" / "steps" / "c1").symlink_to(elsewhere)
+    client = _Client()
+    with pytest.raises(UserError, match="not a folder of the run"):
+        run_load(config(tmp_path, cluster, client, prove_transport=False), plan)
+    assert client.runs == [] and list(elsewhere.iterdir()) == []

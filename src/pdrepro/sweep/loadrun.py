@@ -105,12 +105,22 @@ class _State:
         loadstate.write(top.root, self.state)
 
 
+def _own_step_run(top: RunDir, step: LoadStep) -> RunDir:
+    """The step's folder, refused when something there is no folder of the run: a link planted where a step's
+    results go would have them read from, set aside into or written outside the run."""
+    run = step_run(top.root, step)
+    for folder in (run.root.parent, run.root, run.bench_dir, run.metrics_dir, run.raw_metrics_dir):
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            raise UserError(f"{folder}: not a folder of the run (a link or a file); move it away and rerun")
+    return run
+
+
 def _steps_to_run(top: RunDir, plan: LoadPlan, state: _State) -> tuple[list[LoadStep], list[LoadStep]]:
     """(to run, already measured): a step is measured when its state says so and its result holds; a result
     that does not hold is set aside, and the step runs again."""
     todo, skipped = [], []
     for step in plan.steps:
-        run = step_run(top.root, step)
+        run = _own_step_run(top, step)
         path = run.bench_file(plan.prompt_len)
         problem = result_problem(path, plan, step)
         record = state.state.step(step.name)
@@ -131,7 +141,7 @@ def _steps_to_run(top: RunDir, plan: LoadPlan, state: _State) -> tuple[list[Load
 def _run_step(cfg: SweepConfig, top: RunDir, plan: LoadPlan, step: LoadStep, state: _State) -> str | None:
     """Runs the bench client for one step; the reason it failed, or None. KeyboardInterrupt leaves as it came,
     the step recorded unfinished and its partial result set aside."""
-    run = step_run(top.root, step)
+    run = _own_step_run(top, step)
     run.bench_dir.mkdir(parents=True, exist_ok=True)
     scenario = step_scenario(cfg.scenario, plan, step)
     scfg = dataclasses.replace(cfg, scenario=scenario)
