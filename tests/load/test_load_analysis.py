@@ -137,3 +137,14 @@ def test_a_step_not_measured_fails_and_no_figures_are_made_up(run):
     checks = step_checks(summary, c2)
     assert [(r.name, r.verdict) for r in checks] == [("step_measured", "FAIL")]
     assert "SIGTERM" in checks[0].detail
+
+
+def test_analyze_writes_the_summary_report_and_plot_of_a_load_run(run):
+    done = subprocess.run([sys.executable, "-m", "pdrepro", "analyze", str(run.root)], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads((run.root / "load-summary.json").read_text())
+    assert [s["name"] for s in data["steps"]] == ["c1", "c2"] and str(run.root) not in json.dumps(data)
+    report = (run.root / "report.md").read_text()
+    assert "| c1 | 1 | inf | 0 of 10 |" in report and "FAIL: transfer_tail" in report
+    assert (run.root / "plots" / "load.png").stat().st_size > 0
