@@ -148,3 +148,11 @@ def test_analyze_writes_the_summary_report_and_plot_of_a_load_run(run):
     report = (run.root / "report.md").read_text()
     assert "| c1 | 1 | inf | 0 of 10 |" in report and "FAIL: transfer_tail" in report
     assert (run.root / "plots" / "load.png").stat().st_size > 0
+
+
+def test_the_default_tail_bound_keeps_recorded_fingerprints_and_a_set_one_changes_it():
+    recorded = load_scenario(ARM / "scenario.yaml")  # written before the bound existed
+    assert recorded.thresholds.max_transfer_p99_over_p50 == 3.0
+    assert recorded.fingerprint == json.loads((ARM / "summary.json").read_text())["scenario_fingerprint"]
+    other = recorded.with_thresholds(recorded.thresholds.model_copy(update={"max_transfer_p99_over_p50": 4.0}))
+    assert other.fingerprint != recorded.fingerprint
