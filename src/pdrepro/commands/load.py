@@ -18,6 +18,8 @@ EXIT_FAILED = 1
 # Upper bounds of what a person means: longer prompts than any released model reads, more requests per step
 # than any load sweep sends.
 MAX_LENGTH, MAX_PROMPTS = 10_000_000, 1_000_000
+# The thresholds the load gates read (verdicts.load): a judgement by other values of these is named.
+LOAD_BOUNDS = ("max_request_errors", "max_transfer_p99_over_p50")
 
 
 def register(sub) -> None:
@@ -104,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
 def check_load(run_dir: RunDir, args: argparse.Namespace) -> int:
     """`pdrepro check RUN` of a load run: the load gates per step, judged from a fresh analysis in memory."""
     from ..analysis.load import compute_load_summary
+    from ..scenario.recorded import own_scenario
+    from ..verdicts.bounds import bound_changes
     from ..verdicts.load import failed, step_checks
 
     scenario = resolve_scenario(args.scenario, args.run, args.thresholds)
@@ -121,6 +125,12 @@ def check_load(run_dir: RunDir, args: argparse.Namespace) -> int:
     for i in summary.issues:
         if i.severity == "warning":
             print(f"WARN {i.message}")
+    own = own_scenario(run_dir) if run_dir.root.is_dir() else None
+    if own is not None and (args.scenario is not None or args.thresholds is not None):
+        # Judged by other bounds than the run's own, as asked: say which of the load's.
+        for line in bound_changes(own, scenario):
+            if line.startswith(LOAD_BOUNDS):
+                print(f"BOUND {line}")
     print(f"{len(results) - len(bad)} passed, {len(bad)} failed", file=sys.stderr)
     errors = summary.input_errors()
     if errors:
