@@ -8,7 +8,7 @@ from pathlib import Path
 from ..core.errors import UserError
 from ..publish.results import analyze_run
 from ..report.markdown import measured_table
-from ..rundir import RunDir
+from ..rundir import RunDir, loadstate
 from ..rundir.summarymodel import as_summary
 from ..scenario.model import resolve_scenario
 
@@ -25,6 +25,13 @@ def register(subparsers) -> None:
 def run(args) -> int:
     run_dir = RunDir(args.run)
     scenario = resolve_scenario(args.scenario, args.run)
+    if loadstate.present(run_dir.root):  # a load sweep's run: its summary, report and plot
+        from ..publish.loadresults import summary_path, write_load_results
+        from ..report.load import step_table
+
+        print(step_table(write_load_results(run_dir, scenario)))
+        print(f"summary: {summary_path(run_dir)}\nreport:  {run_dir.report_file}")
+        return 0
     print(f"analysing {run_dir.root} with scenario {scenario.name} ...", file=sys.stderr)
     summary = as_summary(analyze_run(run_dir, scenario))
     if summary.rows:

@@ -10,7 +10,7 @@ from tabulate import tabulate
 from ..core.errors import UserError
 from ..publish.verdictsource import judged_summary
 from ..report.markdown import ceiling_lines
-from ..rundir import RunDir
+from ..rundir import RunDir, loadstate
 from ..rundir.issuekind import IssueKind
 from ..scenario.model import resolve_scenario
 from ..scenario.recorded import own_scenario
@@ -41,6 +41,10 @@ def _fmt(value: float | None, unit: str) -> str:
 
 def run(args) -> int:
     run_dir = RunDir(args.run)
+    if loadstate.present(run_dir.root):
+        from .load import check_load  # a load sweep's run: its own gates, per step
+
+        return check_load(run_dir, args)
     scenario = resolve_scenario(args.scenario, args.run, args.thresholds)
     own = own_scenario(run_dir) if run_dir.root.is_dir() else None
     judged = judged_summary(run_dir, scenario)

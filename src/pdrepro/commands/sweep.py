@@ -23,16 +23,27 @@ def register(sub) -> None:
             "Rerunning with the same --out resumes: complete lengths are skipped."
         ),
     )
+    add_stack_options(p, what="prompt length")
+    p.add_argument("--worker", metavar="URL", action="append", default=[],
+                   help="a regular (non-PD) server URL; repeat per server")
+    p.add_argument("--configuration", help="comparison scenarios: which configuration this stack is (e.g. 1P1D, 2-regular)")
+    p.add_argument("--ib-devices", metavar="FILE", type=Path,
+                   help="the GPU-to-NIC map (ib_devices.json) the servers were started with: kept in the run as "
+                        "RUN/ib_devices.json, so the NIC witness judges each RDMA port it names on its own")
+    p.add_argument("--no-analyze", action="store_true", help="skip `pdrepro analyze` at the end")
+    p.set_defaults(func=run)
+
+
+def add_stack_options(p, what: str) -> None:
+    """The options of a measurement against a running stack, declared once: `pdrepro sweep` and `pdrepro load`
+    take them alike (``what``: what one run of the bench client measures, for the help texts)."""
     p.add_argument("--scenario", required=True, help="shipped scenario name or path to a scenario YAML")
     p.add_argument("--thresholds",
                    help="YAML file of thresholds laid over the scenario's (keys it names win; kept in RUN/scenario.yaml)")
     p.add_argument("--router", required=True, metavar="URL", help="router URL the bench client sends to, e.g. http://10.0.0.2:8000")
     p.add_argument("--prefill", metavar="URL", help="prefill server URL (health check, /metrics)")
     p.add_argument("--decode", metavar="URL", help="decode server URL (health check, /metrics)")
-    p.add_argument("--worker", metavar="URL", action="append", default=[],
-                   help="a regular (non-PD) server URL; repeat per server")
     p.add_argument("--out", required=True, metavar="RUN", type=Path, help="run directory (created; reused to resume)")
-    p.add_argument("--configuration", help="comparison scenarios: which configuration this stack is (e.g. 1P1D, 2-regular)")
     p.add_argument("--model-path", required=True,
                    help="model folder (its tokenizer is used); mounted at the same path in the image")
     p.add_argument("--served-model-name", help="name the servers serve the model under (default: the scenario's model name)")
@@ -53,21 +64,16 @@ def register(sub) -> None:
     p.add_argument("--decode-container", default="pdrepro-decode", help="decode container name for --logs-from docker")
     p.add_argument("--router-container", default="pdrepro-router",
                    help="router container name (its image and environment go in the provenance)")
-    p.add_argument("--length-timeout", type=seconds, metavar="SEC", help="stop a prompt length's client after SEC seconds")
+    p.add_argument("--length-timeout", type=seconds, metavar="SEC", help=f"stop a {what}'s client after SEC seconds")
     p.add_argument("--wait-timeout", type=seconds, default=DEFAULT_WAIT_S, metavar="SEC",
                    help=f"how long to wait for the stack to be healthy (default {DEFAULT_WAIT_S:g})")
     p.add_argument("--on-failure", choices=FAILURE_POLICIES, default=FAILURE_POLICIES[0],
-                   help=f"after a failed length (default: {FAILURE_POLICIES[0]})")
+                   help=f"after a failed {what} (default: {FAILURE_POLICIES[0]})")
     p.add_argument("--metrics", action="store_true",
-                   help="scrape the servers' /metrics before and after each length; RUN/metrics/<role>-<L>.prom "
+                   help=f"scrape the servers' /metrics before and after each {what}; its metrics/<role>-<L>.prom "
                         "is the difference (needs --enable-metrics)")
     p.add_argument("--no-transport-proof", action="store_true",
                    help="do not check the logs for RDMA (the run then fails the transport gate)")
-    p.add_argument("--ib-devices", metavar="FILE", type=Path,
-                   help="the GPU-to-NIC map (ib_devices.json) the servers were started with: kept in the run as "
-                        "RUN/ib_devices.json, so the NIC witness judges each RDMA port it names on its own")
-    p.add_argument("--no-analyze", action="store_true", help="skip `pdrepro analyze` at the end")
-    p.set_defaults(func=run)
 
 
 def default_image() -> str:
@@ -129,11 +135,48 @@ def keep_rail_map(path: Path | None, out: Path, scenario) -> None:
     write_file(kept, text, "pdrepro sweep", root=out)
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..publish.results import analyze_run
+def stack_config(args: argparse.Namespace, scenario, *, configuration: str | None = None,
+                 worker_urls: tuple[str, ...] = (), analyze=None):
+    """The SweepConfig the options of ``add_stack_options`` ask for (the sweep's and the load's alike)."""
     from ..sweep.benchclient import BenchLauncher, DockerLauncher, InPlaceLauncher
     from ..sweep.benchcmd import BenchTarget
-    from ..sweep.config import SweepConfig, is_disaggregated
+    from ..sweep.config import SweepConfig
+
+    # Model and dataset are mounted: the client has no reason to reach a model hub.
+    offline = {"HF_HUB_OFFLINE": "1"} if Path(args.model_path).is_dir() else {}
+    launcher: BenchLauncher
+    if args.bench_in_place:
+        launcher = InPlaceLauncher(env=offline)
+    else:
+        launcher = DockerLauncher(args.image or default_image(), env=offline)
+    return SweepConfig(
+        scenario=scenario,
+        out=args.out,
+        router_url=args.router,
+        prefill_url=args.prefill,
+        decode_url=args.decode,
+        worker_urls=worker_urls,
+        # In place, the client runs with the Python running this sweep (the one provenance names), not whatever
+        # `python` is first on PATH: on the recorded H200 run a `python` without the serving packages failed it.
+        target=BenchTarget(args.router, args.model_path, args.served_model_name or scenario.model.name,
+                           args.dataset_path, args.tokenizer,
+                           **({"python": sys.executable} if args.bench_in_place else {})),
+        launcher=launcher,
+        log_source=_log_source(args, _servers(scenario, configuration)),
+        configuration=configuration,
+        length_timeout_s=args.length_timeout,
+        wait_timeout_s=args.wait_timeout,
+        on_failure=args.on_failure,
+        prove_transport=not args.no_transport_proof,
+        scrape_metrics=args.metrics,
+        analyze=analyze,
+        bench_image=launcher.image_digest(),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..publish.results import analyze_run
+    from ..sweep.config import is_disaggregated
     from ..sweep.runner import run_sweep
     from ..sweep.signals import stop_on_signals
 
@@ -143,36 +186,8 @@ def run(args: argparse.Namespace) -> int:
     keep_rail_map(args.ib_devices, args.out, scenario)
     if is_disaggregated(args.configuration) and not (args.prefill and args.decode):
         raise UserError("pass --prefill URL and --decode URL (the PD servers behind the router) so their health is checked")
-    # Model and dataset are mounted: the client has no reason to reach a model hub.
-    offline = {"HF_HUB_OFFLINE": "1"} if Path(args.model_path).is_dir() else {}
-    launcher: BenchLauncher
-    if args.bench_in_place:
-        launcher = InPlaceLauncher(env=offline)
-    else:
-        launcher = DockerLauncher(args.image or default_image(), env=offline)
-    cfg = SweepConfig(
-        scenario=scenario,
-        out=args.out,
-        router_url=args.router,
-        prefill_url=args.prefill,
-        decode_url=args.decode,
-        worker_urls=tuple(args.worker),
-        # In place, the client runs with the Python running this sweep (the one provenance names), not whatever
-        # `python` is first on PATH: on the recorded H200 run a `python` without the serving packages failed it.
-        target=BenchTarget(args.router, args.model_path, args.served_model_name or scenario.model.name,
-                           args.dataset_path, args.tokenizer,
-                           **({"python": sys.executable} if args.bench_in_place else {})),
-        launcher=launcher,
-        log_source=_log_source(args, _servers(scenario, args.configuration)),
-        configuration=args.configuration,
-        length_timeout_s=args.length_timeout,
-        wait_timeout_s=args.wait_timeout,
-        on_failure=args.on_failure,
-        prove_transport=not args.no_transport_proof,
-        scrape_metrics=args.metrics,
-        analyze=None if args.no_analyze else analyze_run,
-        bench_image=launcher.image_digest(),
-    )
+    cfg = stack_config(args, scenario, configuration=args.configuration, worker_urls=tuple(args.worker),
+                       analyze=None if args.no_analyze else analyze_run)
     with stop_on_signals():
         outcome = run_sweep(cfg)
     if outcome.failed:

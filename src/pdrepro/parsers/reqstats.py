@@ -47,6 +47,8 @@ class ReqStat:
     retries: int | None = None
     timestamp: str | None = None
     bootstrap_room: int | None = None
+    # When the request entered the server, seconds since the epoch (the server's clock, millisecond digits).
+    entry_time_s: float | None = None
 
     @property
     def is_health_check(self) -> bool:
@@ -103,6 +105,7 @@ def parse_line(line: str, line_no: int = 0) -> ReqStat | None:
     durations: dict[str, float] = {}
     speed = total = None
     retries = None
+    entry = None
     for item in _BODY_ITEM.finditer(m.group("body")):
         key, num, unit = item.group("key"), float(item.group("num")), item.group("unit")
         if key == "transfer_speed":
@@ -111,6 +114,8 @@ def parse_line(line: str, line_no: int = 0) -> ReqStat | None:
             total = num
         elif key in ("#retries", "retries"):
             retries = int(num)
+        elif key == "entry_time" and unit is None:
+            entry = num
         elif unit == "ms":
             durations[key] = num / 1000.0
         elif unit == "s":
@@ -129,6 +134,7 @@ def parse_line(line: str, line_no: int = 0) -> ReqStat | None:
         retries=retries,
         timestamp=ts.group("ts") if ts else None,
         bootstrap_room=_int(head.get("bootstrap_room")),
+        entry_time_s=entry,
     )
 
 

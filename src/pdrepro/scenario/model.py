@@ -49,7 +49,8 @@ _LAUNCH_FINGERPRINT_NEUTRAL = {"shared_gpu_mem_fraction": None, "engine": "sglan
 _GEOMETRY_FINGERPRINT_NEUTRAL = {"intermediate_size": None, "vocab_size": None}
 # Threshold keys added later, left out at their default, so runs recorded before them keep their fingerprint
 # (they are judged by the default, which the summary states).
-_THRESHOLDS_FINGERPRINT_NEUTRAL = {"min_rail_share": 0.5, "min_port_baseline_fraction": 0.9}
+_THRESHOLDS_FINGERPRINT_NEUTRAL = {"min_rail_share": 0.5, "min_port_baseline_fraction": 0.9,
+                                   "max_transfer_p99_over_p50": 3.0}
 # Top-level keys added later whose absence (None) leaves a scenario's fingerprint as it was.
 _ABSENT_NEUTRAL = ("ab",)
 

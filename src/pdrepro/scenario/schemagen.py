@@ -17,14 +17,15 @@ from pydantic import TypeAdapter
 from ..core.safewrite import write_file
 from ..rundir.absummary import AbSummary
 from ..rundir.baseline import BaselineFile
+from ..rundir.loadsummary import LoadSummary
 from ..rundir.summarymodel import Summary
 from .model import ScenarioFile
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
-# A scenario is one of its kinds (a union told apart by ``kind``); a summary is one record, as is an A/B's and
-# the fabric baseline's.
+# A scenario is one of its kinds (a union told apart by ``kind``); a summary is one record, as are an A/B's, the
+# fabric baseline's and a load sweep's.
 MODELS: dict[str, Any] = {"scenario": ScenarioFile, "summary": Summary, "ab-summary": AbSummary,
-                          "baseline": BaselineFile}
+                          "baseline": BaselineFile, "load-summary": LoadSummary}
 
 
 def file_name(name: str) -> str:

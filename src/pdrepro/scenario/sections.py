@@ -132,7 +132,8 @@ class Thresholds(Record):
     min_peak_utilization_pct: Percent | None = Field(
         default=None, description="lowest peak share of the link's line rate, percent")
     min_completed_fraction: Fraction = Field(default=1.0, description="share of requests that must complete")
-    max_request_errors: CountInt = Field(default=0, description="failed requests allowed per length")
+    max_request_errors: CountInt = Field(
+        default=0, description="failed requests allowed per length (per load step in `pdrepro load`)")
     min_nic_kv_share_pct: Percent = Field(
         default=90.0,
         description="lowest share of the model's KV bytes the RDMA port counters must show at each length, percent "
@@ -145,6 +146,10 @@ class Thresholds(Record):
         default=0.9,
         description="lowest share of its own line rate each RDMA port must reach in `pdrepro baseline`'s "
                     "ib_write_bw, measured alone and with all ports at once")
+    max_transfer_p99_over_p50: Annotated[float, NumberBounds(ge=1)] = Field(
+        default=3.0,
+        description="`pdrepro load`: highest per-request KV transfer time p99 over its p50 at any load step (a tail "
+                    "grown past this under load is queueing, not the fabric)")
     max_kv_size_mismatch_pct: NonNegative = Field(
         default=5.0,
         description="largest gap between the scenario's KV size and the one the server logs before a warning, percent")
