@@ -9,6 +9,7 @@ option that sets them, so a scenario cannot change what runs behind the plan's b
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 
 from .. import backends, engines
@@ -19,6 +20,9 @@ from . import knobs
 
 # Read by the collective library under every engine and backend: not any one module's to name.
 SHARED_TUNABLES = ("NCCL_IB_GID_INDEX",)
+# What a process environment can carry as a name (POSIX: letters, digits, _, no leading digit): anything else
+# breaks the env files and scripts the targets render, or never reaches the server as that name.
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 GPU_OPTION = "--gpus"
 BACKEND_OPTION = "--transfer-backend"
 ADDRESS_OPTION = "--prefill-ip/--decode-ip"
@@ -62,6 +66,12 @@ def check(env: Mapping[str, str], engine_name: str, backend_name: str, source: s
     engine, backend = engines.engine(engine_name), backends.backend(backend_name)
     owned = plan_owned(engine)
     for key in sorted(env):
+        if not NAME.fullmatch(key):
+            raise UserError(f"{source}: launch.env key {ascii(key)} is not an environment variable name; use "
+                            "letters, digits and _ (not starting with a digit), e.g. SGLANG_DISAGGREGATION_QUEUE_SIZE")
+        if "\0" in str(env[key]):
+            raise UserError(f"{source}: launch.env.{key} holds a NUL character, which no process environment can "
+                            "carry; give the value without it")
         if key in owned:
             raise UserError(f"{source}: launch.env.{key} is set by the launch plan, not the scenario; "
                             f"drop it and use {owned[key]}")
