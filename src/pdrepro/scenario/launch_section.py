@@ -76,7 +76,11 @@ class Launch(Record):
     # Each server's --mem-fraction-static when servers share one GPU (a box with one GPU):
     # a fraction of the memory free when that server starts. Unset: such a box needs --mem-fraction.
     shared_gpu_mem_fraction: Annotated[float, NumberBounds(0.01, 0.95)] | None = None
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict, description=(
+        "variables every server gets: the knobs `pdrepro knobs` lists (generated from the pinned SGLang's and "
+        "Mooncake's source; a name under a listed prefix that the list lacks is refused), any name under a "
+        "prefix without a list (UCX_*, NIXL_*, other SGLANG_*), the backend's required ones; not those the "
+        "launch plan sets (--gpus, --transfer-backend, --prefill-ip/--decode-ip)"))
 
     def check(self, source: str) -> None:
         if not self.stacks or len(set(self.stacks)) != len(self.stacks):
