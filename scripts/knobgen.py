@@ -57,6 +57,12 @@ def _literal(text: str | None) -> str | None:
     return None
 
 
+def _tree_kind(root: Path) -> str:
+    """What the tree read was: an unpacked release wheel (named by its metadata folder) or a source checkout."""
+    wheels = sorted(p.name for p in root.glob("*.dist-info"))
+    return f"the release wheel, unpacked ({wheels[0]})" if wheels else "a source checkout"
+
+
 # --- SGLang ---------------------------------------------------------------------------------------------
 
 def _sglang_srt(root: Path) -> Path:
@@ -132,7 +138,8 @@ def sglang(root: Path, repo: str, ref: str) -> dict:
         knobs.append({"name": name, "file": readers[name], "type": kind, "default": default, "rdma_only": False,
                       "only_in": [],
                       "evidence": "read by SGLang's disaggregation code whatever the transport"})
-    return {"reader": "sglang", "source": {"repo": repo, "ref": ref}, "listed_prefixes": list(SGLANG_LISTED),
+    return {"reader": "sglang", "source": {"repo": repo, "ref": ref, "tree": _tree_kind(srt.parent.parent)},
+            "listed_prefixes": list(SGLANG_LISTED),
             "knobs": knobs}
 
 
@@ -205,7 +212,8 @@ def mooncake(root: Path, repo: str, ref: str) -> dict:
         knobs.append({"name": name, "file": where[0], "type": kind, "default": default, "rdma_only": rdma_only,
                       "only_in": only_in,
                       "evidence": what + (f" and {len(judged) - 4} more" if len(judged) > 4 else "")})
-    return {"reader": "mooncake", "source": {"repo": repo, "ref": ref}, "listed_prefixes": list(MOONCAKE_LISTED),
+    return {"reader": "mooncake", "source": {"repo": repo, "ref": ref, "tree": _tree_kind(root)},
+            "listed_prefixes": list(MOONCAKE_LISTED),
             "knobs": knobs}
 
 

@@ -64,6 +64,8 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 
 def _generate(tmp_path: Path, sglang_layout: str = "python/sglang") -> dict[str, dict]:
     sglang = _tree(tmp_path / "fixture-sglang", {f"{sglang_layout}/{k}": v for k, v in FIXTURE_SGLANG.items()})
+    if sglang_layout == "sglang":  # a wheel carries its metadata folder beside the package
+        _tree(sglang, {"sglang-0.0.1.dist-info/METADATA": "Name: fixture\n"})
     mooncake = _tree(tmp_path / "fixture-mooncake", FIXTURE_MOONCAKE)
     out = tmp_path / "knobdata"
     done = subprocess.run([sys.executable, str(KNOBGEN), "--sglang-src", str(sglang), "--sglang-ref", "v0.0.1",
@@ -80,7 +82,9 @@ def _by_name(data: dict) -> dict[str, dict]:
 @pytest.mark.parametrize("layout", ["python/sglang", "sglang"])  # a git checkout, an unpacked wheel
 def test_sglang_list_from_the_settings_module_and_the_transfer_path(layout, tmp_path):
     data = _generate(tmp_path, layout)["sglang"]
-    assert data["source"] == {"repo": "sgl-project/sglang", "ref": "v0.0.1"} and data["reader"] == "sglang"
+    tree = "a source checkout" if layout.startswith("python/") else "the release wheel, unpacked (sglang-0.0.1.dist-info)"
+    assert data["source"] == {"repo": "sgl-project/sglang", "ref": "v0.0.1", "tree": tree}
+    assert data["reader"] == "sglang"
     got = _by_name(data)
     assert sorted(got) == ["SGLANG_DISAGGREGATION_FIXTURE_POOL", "SGLANG_DISAGGREGATION_FIXTURE_UNUSED",
                            "SGLANG_DISAGG_FIXTURE_COMPUTED", "SGLANG_FIXTURE_DIRECT", "SGLANG_FIXTURE_READ_IN_PATH",
@@ -97,7 +101,8 @@ def test_sglang_list_from_the_settings_module_and_the_transfer_path(layout, tmp_
 
 def test_mooncake_list_and_its_rdma_judgement(tmp_path):
     data = _generate(tmp_path)["mooncake"]
-    assert data["source"] == {"repo": "kvcache-ai/Mooncake", "ref": "f" * 40} and data["listed_prefixes"] == ["MC_"]
+    assert data["source"] == {"repo": "kvcache-ai/Mooncake", "ref": "f" * 40, "tree": "a source checkout"}
+    assert data["listed_prefixes"] == ["MC_"]
     got = _by_name(data)
     assert sorted(got) == ["MC_FIXTURE_FILTER", "MC_FIXTURE_LOG", "MC_FIXTURE_OTHER", "MC_FIXTURE_QP",
                            "MC_FIXTURE_SGE", "MC_FIXTURE_TCP_POOL", "MC_FIXTURE_TIMEOUT"]
