@@ -17,11 +17,13 @@ from pydantic import TypeAdapter
 from ..core.safewrite import write_file
 from ..rundir.absummary import AbSummary
 from ..rundir.summarymodel import Summary
+from ..rundir.tunesummary import TuneSummary
 from .model import ScenarioFile
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
-# A scenario is one of its kinds (a union told apart by ``kind``); a summary is one record, as is an A/B's.
-MODELS: dict[str, Any] = {"scenario": ScenarioFile, "summary": Summary, "ab-summary": AbSummary}
+# A scenario is one of its kinds (a union told apart by ``kind``); a summary is one record, as are an A/B's and a tune's.
+MODELS: dict[str, Any] = {"scenario": ScenarioFile, "summary": Summary, "ab-summary": AbSummary,
+                          "tune-summary": TuneSummary}
 
 
 def file_name(name: str) -> str:
