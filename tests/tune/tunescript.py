@@ -61,8 +61,8 @@ def main(argv: list[str]) -> int:
 
     real = arms.run_arms
 
-    def run_arms(run, label, given, *, cli_=None, **kw):
-        return real(run, label, given, cli=cli, **{k: v for k, v in kw.items() if k != "cli"})
+    def run_arms(run, label, given, **kw):
+        return real(run, label, given, **{**kw, "cli": cli})
 
     arms.run_arms = run_arms  # type: ignore[assignment]
     return run_command(argv)
