@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -44,7 +45,7 @@ def site(tmp_path):
     (bin_dir / "python").symlink_to(sys.executable)  # the bench client's argv starts with the image's `python`
     made["dataset"], made["path"] = dataset, f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
     yield made
-    for folder in made["run"].glob("*/"):
+    for folder in [*made["run"].glob("*/"), *(tmp_path / "moved").glob("*/")]:
         if record.path(folder).is_file() and record.read(folder).stopped_at is None:
             _pdrepro("stack", "down", str(folder), "--grace", "1")
 
@@ -198,7 +199,7 @@ def test_an_interrupted_tune_resumes_at_the_run_it_reached_also_on_a_fresh_machi
     assert kept
 
     # The machine goes away mid-run: the tune is killed outright, its servers with the machine, and the run
-    # folder comes back on a fresh boot with the stack record of the old one.
+    # folder comes back on a fresh boot, at another path, with the stack record of the old boot.
     proc = subprocess.Popen(argv, env=_env(site), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     _stop_when(proc, run / "baseline-2", signal.SIGKILL)
@@ -206,23 +207,32 @@ def test_an_interrupted_tune_resumes_at_the_run_it_reached_also_on_a_fresh_machi
     path = record.path(run / "baseline-2")
     old = json.loads(path.read_text())
     path.write_text(json.dumps({**old, "boot_id": "0" * 8 + old["boot_id"][8:], "stopped_at": None}))
-    assert [a.status for a in (armsstate.read(run) or state).arms][:3] == ["done", "done", "running"]
+    state = armsstate.read(run)
+    assert state is not None and [a.status for a in state.arms][:3] == ["done", "done", "running"]
+    moved = site["tmp"] / "moved"
+    shutil.move(str(run), str(moved))
+    argv[argv.index(str(run))] = str(moved)
 
     again = subprocess.run(argv, env=_env(site), cwd=REPO, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
+    assert "started with other paths (moved, or on another machine)" in again.stdout
     assert "== arm baseline-1: done already, skipped" in again.stdout
     assert "== arm s1: done already, skipped" in again.stdout
     # The sweep's own resume kept what the first attempt measured: the same bytes, not measured again.
-    assert {L: (run / "s1" / "bench" / f"result-{L}.jsonl").read_bytes() for L in kept} == kept
-    rec = record.read(run / "baseline-2")
+    assert {L: (moved / "s1" / "bench" / f"result-{L}.jsonl").read_bytes() for L in kept} == kept
+    rec = record.read(moved / "baseline-2")
     assert rec.boot_id == ownership.boot_id() and rec.stopped_at is not None
-    summary = _summary(run)
+    summary = _summary(moved)
     assert all(r.passed for s in summary.settings for r in s.runs)
     assert all(len(length.baseline.runs_GB_s) == 3 for length in summary.lengths)
+    # Another tune's options on the same folder are still refused (only the paths may move).
+    other = subprocess.run([*argv[:-1], str(moved), "--baseline-repeats", "4"], env=_env(site), cwd=REPO,
+                           capture_output=True, text=True, timeout=120)
+    assert "holds the tune" in _one_line(other)
+    report = (moved / "tune-report.md").read_text()
     # Over TCP, the knob data names the grid's knobs such a box cannot judge (MC_NUM_QP_PER_EP acts on RDMA only).
     assert summary.transport == "tcp"
     expected = knobs.tcp_cannot_judge(["MC_NUM_QP_PER_EP", "--page-size"])
-    report = (run / "tune-report.md").read_text()
     if expected is None:
         assert summary.tcp_cannot_judge is None and "the knob data is missing" in report
     else:

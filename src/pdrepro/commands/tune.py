@@ -33,6 +33,7 @@ from .ab import RENDER_ONLY, SITE
 HELP = "try tuning knobs: the sweep once per setting of a grid, ranked against the scenario's own setting run 3 times"
 DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
 MIN_REPEATS = 3
+PATHS = ("--model", "--dataset")  # where the files are on this machine: a moved run keeps its tune
 
 
 def register(sub) -> None:
@@ -72,10 +73,12 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _site(args, onebox: bool) -> list[str]:
+def _site(args, onebox: bool, paths: bool = True) -> list[str]:
     words: list[str] = []
     for flag, _ in SITE:
         value = getattr(args, flag[2:].replace("-", "_"))
+        if not paths and flag in PATHS:
+            continue
         if value is not None and onebox and flag in RENDER_ONLY:
             raise UserError(f"{flag}: one box runs both servers on this host; drop it (or give --render slurm)")
         if value is not None:
@@ -101,7 +104,11 @@ def _plan(args, scenario: Scenario) -> tuple[TunePlan, dict[str, Scenario]]:
     variants = {grid.BASELINE: scenario, **{s.name: grid.variant(scenario, s, knobs) for s in points}}
     mode: Literal["full grid", "one at a time"] = "one at a time" if args.one_at_a_time else "full grid"
     repeats = tuple(f"{grid.BASELINE}-{i}" for i in range(1, args.baseline_repeats + 1))
-    digest = hashlib.sha256(" ".join([mode, *args.grid, *(v.fingerprint for v in variants.values())]).encode())
+    # Which tune this is: the grid, the settings' scenarios and every option but the paths (model, dataset, the
+    # run's own), so a copy of the run on another machine resumes (``_moved``) and any other change is refused.
+    same = [mode, *args.grid, *(v.fingerprint for v in variants.values()), *_site(args, False, paths=False),
+            args.stack_args or "", args.sweep_args or ""]
+    digest = hashlib.sha256("\0".join(same).encode())
     plan = TunePlan(
         label=f"tune {scenario.name}, {mode}, {len(points)} setting(s), baseline x{len(repeats)} "
               f"(grid {digest.hexdigest()[:12]})", scenario=scenario.name, mode=mode,
@@ -141,6 +148,21 @@ def _same_plan(out: Path, plan: TunePlan) -> None:
                         "--out, or rerun the same tune to resume it")
 
 
+def _moved(out: Path, label: str, arms: list[runner.Arm]) -> None:
+    """A tune resumed from a copy of its folder at another path, or with the model and dataset elsewhere (a fresh
+    machine): the state holds the old paths in its arms' words. Its label says it is this tune (every option
+    but the paths), so its arms take this run's words and keep how far each got."""
+    found = armsstate.read(out) if out.is_dir() else None
+    if found is None or found.label != label or [a.name for a in found.arms] != [a.name for a in arms]:
+        return  # none, or another run's: runner.start refuses it
+    if all((f.stack, f.sweep) == (a.stack, a.sweep) for f, a in zip(found.arms, arms)):
+        return
+    armsstate.write(out, found.model_copy(update={"arms": tuple(
+        f.model_copy(update={"stack": a.stack, "sweep": a.sweep}) for f, a in zip(found.arms, arms))}))
+    print(f"tune: {out} was started with other paths (moved, or on another machine); it resumes with this run's",
+          flush=True)
+
+
 def run(args) -> int:
     if args.collect is not None:
         return _collect(args.collect)
@@ -171,6 +193,7 @@ def run(args) -> int:
                        sweep=("--scenario", files[name], "--model-path", model, "--dataset-path", dataset,
                               "--bench-in-place", "--logs-from", str(out / run_ / "logs"), *extra))
             for run_, name in order]
+    _moved(out, plan.label, arms)
     runner.start(out, plan.label, arms)  # refuses another tune's (or A/B's) folder before a file is touched
     _write_scenarios(out, variants)
     tuneplan.write(out, plan)
