@@ -26,7 +26,7 @@ from ..rundir.tuneplan import PlanKnob, PlanSetting, TunePlan
 from ..scenario.model import Scenario, load_scenario
 from ..tune import grid
 from ..tune import slurm as slurm_render
-from ..tune.collect import collect
+from ..tune.collect import check_outputs, collect
 from . import run_command
 from .ab import RENDER_ONLY, SITE
 
@@ -193,6 +193,7 @@ def run(args) -> int:
                        sweep=("--scenario", files[name], "--model-path", model, "--dataset-path", dataset,
                               "--bench-in-place", "--logs-from", str(out / run_ / "logs"), *extra))
             for run_, name in order]
+    check_outputs(out)
     _moved(out, plan.label, arms)
     runner.start(out, plan.label, arms)  # refuses another tune's (or A/B's) folder before a file is touched
     _write_scenarios(out, variants)

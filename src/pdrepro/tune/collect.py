@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from ..core.safewrite import write_file
+from ..core.safewrite import refusal, write_file
 from ..report.tune import render as render_report
 from ..rundir.contract import dumps_json
 from ..rundir.tuneplan import TunePlan
@@ -50,9 +50,19 @@ def _overlay(run: Path, summary: TuneSummary, best: TuneBest | None) -> str:
     return "\n".join(lines)
 
 
+def check_outputs(run: Path) -> None:
+    """All three or none: a link (or a folder) where one of them goes is refused before any is written (and
+    before a tune spends its GPU time), so a summary never stands beside a report of another collection."""
+    for name in (SUMMARY, REPORT, OVERLAY):
+        refused = refusal(Path(run) / name, "pdrepro tune")
+        if refused is not None:
+            raise refused
+
+
 def collect(run: Path, plan: TunePlan, say_report: bool = True) -> TuneSummary:
     """Judge the tune in ``run``, pick its best, write the summary, the report and the overlay into ``run``."""
     run = Path(run)
+    check_outputs(run)
     summary = judge(run, plan)
     pick = pick_best(summary)
     if pick is not None:
