@@ -19,7 +19,7 @@ RULE = ("a setting is better at a length when its per-request KV bandwidth excee
         "below the mean by more than that spread, else within the noise; settings are ranked per length by "
         "bandwidth, and the client's mean TTFT breaks ties (bandwidths equal to 0.01 GB/s); the best setting is "
         "better at the most lengths and worse at none, its runs passing their checks, the larger mean gain over "
-        "the baseline breaking ties")
+        "the baseline breaking ties, then the lower mean TTFT")
 
 Standing = Literal["better", "worse", "within the noise", "not judged"]
 

@@ -136,11 +136,12 @@ class Pick:
     setting: str
     better_at: list[int]
     mean_gain_pct: float
+    mean_ttft_ms: float
 
 
 def pick_best(summary: TuneSummary) -> Pick | None:
     """The setting better than the baseline at the most lengths and worse at none, its runs passing their
-    checks, the larger mean gain breaking ties; None when no setting is."""
+    checks, the larger mean gain breaking ties, then the lower mean TTFT; None when no setting is."""
     picks: list[Pick] = []
     for s in summary.settings:
         if s.baseline or not all(r.passed for r in s.runs):
@@ -152,5 +153,7 @@ def pick_best(summary: TuneSummary) -> Pick | None:
         if not better or "worse" in standing.values():
             continue
         gains = [f.gain_pct for f in mine if f.gain_pct is not None]
-        picks.append(Pick(s.name, better, round(statistics.fmean(gains), 2) if gains else 0.0))
-    return max(picks, key=lambda p: (len(p.better_at), p.mean_gain_pct), default=None)
+        ttft = [f.ttft_ms_mean for f in mine if f.ttft_ms_mean is not None]
+        picks.append(Pick(s.name, better, round(statistics.fmean(gains), 2) if gains else 0.0,
+                          statistics.fmean(ttft) if ttft else float("inf")))
+    return max(picks, key=lambda p: (len(p.better_at), p.mean_gain_pct, -p.mean_ttft_ms), default=None)
