@@ -24,6 +24,8 @@ class Mooncake:
     label: str = "Mooncake"
     env_prefixes: tuple[str, ...] = ("MC_", "MOONCAKE_")
     required_env: tuple[str, ...] = ("MOONCAKE_PROTOCOL", "WITH_NVIDIA_PEERMEM")
+    # Every MC_* variable the pinned transfer engine reads, generated from its source (make knobs).
+    knob_file: str | None = "mooncake.json"
     plan_env: Mapping[str, str] = field(default_factory=dict)
     modules: tuple[str, ...] = ("mooncake.engine",)
     distributions: tuple[str, ...] = ENGINE_DISTRIBUTIONS

@@ -28,6 +28,8 @@ class Nixl:
     label: str = "NIXL (UCX)"
     env_prefixes: tuple[str, ...] = ("UCX_", "NIXL_")
     required_env: tuple[str, ...] = ()
+    # UCX reads hundreds of UCX_* variables: the prefix stands for them, no list is kept.
+    knob_file: str | None = None
     plan_env: Mapping[str, str] = field(default_factory=dict)
     modules: tuple[str, ...] = ("nixl",)
     distributions: tuple[str, ...] = DISTRIBUTIONS

@@ -25,3 +25,7 @@ class SeamPart(Protocol):
     # provenance.json's pins field -> the versions.env key holding its pinned commit.
     @property
     def pin_keys(self) -> Mapping[str, str]: ...
+    # Its knobs as data generated from its pinned source (`make knobs`): the file under pdrepro/knobdata/, or
+    # None where no list is kept (a prefix then stands for all its variables).
+    @property
+    def knob_file(self) -> str | None: ...

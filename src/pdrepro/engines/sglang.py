@@ -28,6 +28,8 @@ class SGLang:
     info_path: str = "/get_server_info"
     host_ip_env: str = "SGLANG_HOST_IP"
     env_prefixes: tuple[str, ...] = ("SGLANG_",)
+    # The variables its disaggregation transfer path reads, generated from the pinned release (make knobs).
+    knob_file: str | None = "sglang.json"
     modules: tuple[str, ...] = ("sglang.launch_server", "sglang_router.launch_router")
     distributions: tuple[str, ...] = ("sglang", "sglang-router")
     # provenance.json's pins field -> the versions.env key holding the pinned commit.

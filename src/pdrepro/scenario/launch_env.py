@@ -8,15 +8,21 @@ option that sets them, so a scenario cannot change what runs behind the plan's b
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Mapping
 
 from .. import backends, engines
 from ..backends import TransferBackend
 from ..core.errors import UserError
 from ..engines import ServingEngine
+from . import knobs
 
 # Read by the collective library under every engine and backend: not any one module's to name.
 SHARED_TUNABLES = ("NCCL_IB_GID_INDEX",)
+# What a process environment can carry as a name (POSIX: letters, digits, _, no leading digit): anything else
+# breaks the env files and scripts the targets render, or never reaches the server as that name.
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 GPU_OPTION = "--gpus"
 BACKEND_OPTION = "--transfer-backend"
 ADDRESS_OPTION = "--prefill-ip/--decode-ip"
@@ -30,9 +36,15 @@ def plan_owned(engine: ServingEngine) -> dict[str, str]:
     return owned
 
 
+def unknown(key: str) -> knobs.KnobList | None:
+    """The generated list that should name ``key`` and does not (a typo, or a variable of another release)."""
+    listed = knobs.covering(key)
+    return listed if listed is not None and knobs.lookup(key) is None else None
+
+
 def reads(engine: ServingEngine, backend: TransferBackend, key: str) -> bool:
     """Whether a server of this engine running this backend reads ``key`` (and the plan leaves it to the scenario)."""
-    if key in plan_owned(engine):
+    if key in plan_owned(engine) or unknown(key) is not None:
         return False
     return (key in SHARED_TUNABLES or key in backend.required_env
             or key.startswith((*engine.env_prefixes, *backend.env_prefixes)))
@@ -54,9 +66,19 @@ def check(env: Mapping[str, str], engine_name: str, backend_name: str, source: s
     engine, backend = engines.engine(engine_name), backends.backend(backend_name)
     owned = plan_owned(engine)
     for key in sorted(env):
+        if not NAME.fullmatch(key):
+            raise UserError(f"{source}: launch.env key {ascii(key)} is not an environment variable name; use "
+                            "letters, digits and _ (not starting with a digit), e.g. SGLANG_DISAGGREGATION_QUEUE_SIZE")
+        if "\0" in str(env[key]):
+            raise UserError(f"{source}: launch.env.{key} holds a NUL character, which no process environment can "
+                            "carry; give the value without it")
         if key in owned:
             raise UserError(f"{source}: launch.env.{key} is set by the launch plan, not the scenario; "
                             f"drop it and use {owned[key]}")
+        listed = unknown(key)
+        if listed is not None:
+            raise UserError(f"{source}: launch.env.{key} is no variable {listed.source} reads ({nearest(key, listed)}; "
+                            f"the list is {listed.file}, `pdrepro knobs` prints it)")
         if reads(engine, backend, key):
             continue
         other = reader(key)
@@ -68,6 +90,12 @@ def check(env: Mapping[str, str], engine_name: str, backend_name: str, source: s
                         f"use {prefixes} or {', '.join(SHARED_TUNABLES)}")
     if disaggregated:
         missing(env, backend, f"{source}: launch.env", "the disaggregated stack")
+
+
+def nearest(key: str, listed: knobs.KnobList) -> str:
+    """The known names closest to a mistyped one, for the error."""
+    close = difflib.get_close_matches(key, [k.name for k in listed.knobs], n=3, cutoff=0.6)
+    return f"did you mean {', '.join(close)}?" if close else f"none of its {len(listed.knobs)} names is close"
 
 
 def missing(env: Mapping[str, str], backend: TransferBackend, where: str, why: str) -> None:

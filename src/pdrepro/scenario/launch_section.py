@@ -25,18 +25,6 @@ Engine = Literal["sglang"]
 TransferBackendName = Literal["mooncake", "mooncake_tcp", "nixl"]
 RouterPolicy = Literal["round_robin", "random", "cache_aware", "power_of_two"]
 ROUTER_POLICIES: tuple[str, ...] = get_args(RouterPolicy)
-# The environment the compose files hand to the servers (until they render ServerLaunch.env, the plan's):
-# the first two are Mooncake's required_env; the rest are optional tunables the compose files pass through
-# only when set, so an unset one keeps the upstream default. What a scenario may set is launch_env's rule.
-LAUNCH_ENV_FIXED = ("MOONCAKE_PROTOCOL", "WITH_NVIDIA_PEERMEM")
-LAUNCH_ENV_TUNABLES = (
-    "MC_SLICE_SIZE", "MC_NUM_QP_PER_EP", "MC_RETRY_CNT", "MC_MAX_WR", "MC_WORKERS_PER_CTX",
-    "MC_MTU", "MC_GID_INDEX", "MC_IB_PORT", "MC_IB_TC", "MC_IB_SL", "MC_PATH_ROUNDROBIN",
-    "MC_LOG_LEVEL", "MC_HANDSHAKE_PORT", "MC_MIN_RPC_PORT", "MC_MAX_RPC_PORT", "MC_TE_FILTERS",
-    "MC_CUSTOM_TOPO_JSON", "MC_TRANSFER_TIMEOUT", "MC_TE_METRIC", "NCCL_IB_GID_INDEX",
-    "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT", "SGLANG_DISAGGREGATION_WAITING_TIMEOUT",
-    "SGLANG_DISAGGREGATION_HEARTBEAT_MAX_FAILURE",
-)
 
 
 class PdPorts(NamedTuple):
@@ -88,7 +76,11 @@ class Launch(Record):
     # Each server's --mem-fraction-static when servers share one GPU (a box with one GPU):
     # a fraction of the memory free when that server starts. Unset: such a box needs --mem-fraction.
     shared_gpu_mem_fraction: Annotated[float, NumberBounds(0.01, 0.95)] | None = None
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict, description=(
+        "variables every server gets: the knobs `pdrepro knobs` lists (generated from the pinned SGLang's and "
+        "Mooncake's source; a name under a listed prefix that the list lacks is refused), any name under a "
+        "prefix without a list (UCX_*, NIXL_*, other SGLANG_*), the backend's required ones; not those the "
+        "launch plan sets (--gpus, --transfer-backend, --prefill-ip/--decode-ip)"))
 
     def check(self, source: str) -> None:
         if not self.stacks or len(set(self.stacks)) != len(self.stacks):

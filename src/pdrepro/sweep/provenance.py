@@ -22,6 +22,7 @@ from ..host.tools import ToolFailed, ToolMissing, capture
 from ..image.versions import collect_versions
 from ..rundir import Provenance, RunDir
 from ..scenario.seams import backend_of, engine_of
+from . import knobrecord
 
 # Read by the collective library under every engine and backend; each engine and backend adds its own.
 SHARED_ENV_PREFIXES = ("NCCL_",)
@@ -99,7 +100,7 @@ def versions() -> dict:
 
 def collect(*, scenario, endpoints: dict[str, str], bench_image: dict | None, containers: dict,
             transport: dict | None, log_source: dict | None, configuration: str | None,
-            sysfs: Path, servers: bool = True) -> dict:
+            sysfs: Path, servers: bool = True, run_root: Path | None = None) -> dict:
     return {
         "schema_version": 1,
         "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -120,6 +121,8 @@ def collect(*, scenario, endpoints: dict[str, str], bench_image: dict | None, co
         "endpoints": endpoints,
         "server_info": servers_info(endpoints, engine_of(scenario).info_path) if servers else None,
         "environment": environment(env_prefixes(scenario)),
+        # The settings the scenario gave the servers and, where stack up started them here, what each got.
+        "knobs": knobrecord.collect(scenario, run_root),
         "transport": transport,
         "logs": log_source,
         "versions": versions(),
@@ -153,7 +156,7 @@ class ProvenanceRecord:
             containers=cfg.log_source.containers() if cfg.log_source is not None else {},
             transport=None,
             log_source=cfg.log_source.describe() if cfg.log_source is not None else None,
-            configuration=cfg.configuration, sysfs=cfg.sysfs, servers=servers,
+            configuration=cfg.configuration, sysfs=cfg.sysfs, servers=servers, run_root=self.run.root,
         )
 
     def prefetch(self) -> None:
