@@ -25,9 +25,9 @@ from pdrepro.launch.stack import ownership, record
 from pdrepro.rundir import armsstate, tuneplan
 from pdrepro.rundir.summarymodel import Summary
 from pdrepro.rundir.tunesummary import TuneSummary
+from pdrepro.scenario import knobs as knob_data
 from pdrepro.scenario import schemagen
 from pdrepro.scenario.model import load_scenario, scenario_from_dict
-from pdrepro.tune import knobs
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tests" / "tune" / "tunescript.py"
@@ -152,6 +152,9 @@ def test_a_grid_of_two_knobs_ranks_the_faster_setting_first_and_writes_it_as_the
     assert merged.fingerprint == load_scenario(run / "scenarios" / f"{fast}.yaml").fingerprint
     report = (run / "tune-report.md").read_text()
     assert f"Best: **{fast}**" in report and summary.rule in report
+    # Over TCP: neither knob is one the knob data marks RDMA-only, so none is named as one the box cannot judge.
+    assert summary.transport == "tcp" and summary.tcp_cannot_judge == []
+    assert "marks none of the grid's knobs as RDMA-only" in report
 
     # Collecting again judges the folders without writing into them, and ranks them the same.
     before = {f: tree_hash(run / f) for f in passed}
@@ -230,14 +233,13 @@ def test_an_interrupted_tune_resumes_at_the_run_it_reached_also_on_a_fresh_machi
                            capture_output=True, text=True, timeout=120)
     assert "holds the tune" in _one_line(other)
     report = (moved / "tune-report.md").read_text()
-    # Over TCP, the knob data names the grid's knobs such a box cannot judge (MC_NUM_QP_PER_EP acts on RDMA only).
+    # Over TCP, the knob data names the grid's knobs such a box cannot judge (MC_NUM_QP_PER_EP acts on RDMA only),
+    # and only those: the page size acts whatever the transport.
     assert summary.transport == "tcp"
-    expected = knobs.tcp_cannot_judge(["MC_NUM_QP_PER_EP", "--page-size"])
-    if expected is None:
-        assert summary.tcp_cannot_judge is None and "the knob data is missing" in report
-    else:
-        assert summary.tcp_cannot_judge == list(expected) and "MC_NUM_QP_PER_EP" in expected
-        assert "MC_NUM_QP_PER_EP only act on an RDMA transfer" in report
+    assert [k.name for k in summary.tcp_cannot_judge] == ["MC_NUM_QP_PER_EP"]
+    why = knob_data.tcp_cannot_judge("MC_NUM_QP_PER_EP")
+    assert why and summary.tcp_cannot_judge[0].why == why and knob_data.tcp_cannot_judge("--page-size") is None
+    assert "this box cannot judge MC_NUM_QP_PER_EP" in report and why in report
 
 
 def _golden_text(run: Path) -> str:

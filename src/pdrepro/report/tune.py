@@ -38,13 +38,12 @@ def _length(summary: TuneSummary, length: TuneLength) -> list[str]:
 def _tcp(summary: TuneSummary) -> list[str]:
     if summary.transport is None or not summary.transport.lower().startswith("tcp"):
         return []
-    if summary.tcp_cannot_judge is None:
-        return ["The KV moved over TCP. Which grid knobs only an RDMA transfer exercises is not known to this build "
-                "(the knob data is missing): read every Mooncake knob's result on this box with care.", ""]
     if not summary.tcp_cannot_judge:
-        return ["The KV moved over TCP; every grid knob is one a TCP transfer exercises.", ""]
-    return [f"The KV moved over TCP: {', '.join(summary.tcp_cannot_judge)} only act on an RDMA transfer, so this box "
-            "cannot judge them; their settings differ from the baseline by noise alone. Tune them on an RDMA box.", ""]
+        return ["The KV moved over TCP; the knob data marks none of the grid's knobs as RDMA-only.", ""]
+    names = ", ".join(k.name for k in summary.tcp_cannot_judge)
+    return [f"The KV moved over TCP, so this box cannot judge {names}: the knob data marks them as acting on an RDMA "
+            "transfer only, and their settings differ from the baseline by noise alone here. Tune them on an RDMA "
+            "box.", "", *(f"- {k.why}" for k in summary.tcp_cannot_judge), ""]
 
 
 def render(summary: TuneSummary) -> str:

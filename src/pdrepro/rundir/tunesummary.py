@@ -24,6 +24,13 @@ RULE = ("a setting is better at a length when its per-request KV bandwidth excee
 Standing = Literal["better", "worse", "within the noise", "not judged"]
 
 
+class TcpBlind(_Closed):
+    """A grid knob a TCP transfer does not exercise, and why (from the knob data)."""
+
+    name: str
+    why: str
+
+
 class TuneKnob(_Closed):
     name: str = Field(description="an environment variable, or a server flag with its dashes")
     kind: Literal["env", "flag"]
@@ -99,9 +106,9 @@ class TuneSummary(_Closed):
     best: TuneBest | None = Field(default=None, description="null: no setting beats the baseline by more than its "
                                                             "spread without losing at a length")
     transport: str | None = Field(default=None, description="the transport the baseline's servers stated")
-    tcp_cannot_judge: list[str] | None = Field(
-        default=None, description="grid knobs a TCP transfer does not exercise (RDMA-only), from the knob data, when "
-                                  "the KV moved over TCP; null when the knob data is not in this build")
+    tcp_cannot_judge: list[TcpBlind] = Field(
+        default_factory=list, description="when the KV moved over TCP: the grid knobs a TCP transfer does not "
+                                          "exercise (RDMA-only ones), from the knob data, with why")
     problems: list[str] = Field(default_factory=list, description="runs not judged in full, each named")
 
     def setting(self, name: str) -> TuneSetting:

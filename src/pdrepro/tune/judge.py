@@ -19,15 +19,16 @@ from ..rundir.tunesummary import (
     BaselineLength,
     SettingFigure,
     Standing,
+    TcpBlind,
     TuneKnob,
     TuneLength,
     TuneRun,
     TuneSetting,
     TuneSummary,
 )
+from ..scenario import knobs as knob_data
 from ..scenario.model import resolve_scenario
 from ..verdicts.gates import evaluate, failed
-from .knobs import tcp_cannot_judge
 
 TIE_GB_S = 0.01  # bandwidths this close are a tie, which TTFT breaks
 
@@ -120,13 +121,14 @@ def judge(run: Path, plan: TunePlan) -> TuneSummary:
     lengths = sorted({L for j in judged.values() for L in j.rows})
     table = [_length(L, plan, judged) for L in lengths]
     transport = next((judged[f].run.transport for f in plan.baseline.runs if judged[f].run.transport), None)
-    keys = [k.name for k in plan.knobs]
     over_tcp = transport is not None and transport.lower().startswith("tcp")
+    # Over TCP, the knobs only an RDMA transfer uses can differ from the baseline by noise alone: named, with why.
+    blind = [TcpBlind(name=k.name, why=why) for k in plan.knobs if (why := knob_data.tcp_cannot_judge(k.name))]
     summary = TuneSummary(
         label=plan.label, scenario=plan.scenario, mode=plan.mode, rule=RULE,
         knobs=[TuneKnob(name=k.name, kind=k.kind, values=list(k.values), baseline=k.baseline) for k in plan.knobs],
         settings=settings, lengths=table, transport=transport,
-        tcp_cannot_judge=(list(found) if (found := tcp_cannot_judge(keys)) is not None else None) if over_tcp else [],
+        tcp_cannot_judge=blind if over_tcp else [],
         problems=[f"{r.folder}: {r.problem}" for s in settings for r in s.runs if r.problem])
     return summary
 
