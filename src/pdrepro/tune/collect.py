@@ -72,10 +72,12 @@ def collect(run: Path, plan: TunePlan, say_report: bool = True) -> TuneSummary:
                         evidence=[r.folder for r in setting.runs] + [r.folder for s in summary.settings if s.baseline
                                                                      for r in s.runs])
         summary = summary.model_copy(update={"best": best})
-    text = render_report(summary)
+    # Every text made before any is written: one that cannot be made (the best setting's scenario file gone)
+    # leaves the three files of the last collection as they were, never a mix.
+    text, overlay = render_report(summary), _overlay(run, summary, summary.best)
     write_file(run / SUMMARY, dumps_json(summary.model_dump(mode="json"), run / SUMMARY, indent=2), "pdrepro tune", run)
     write_file(run / REPORT, text, "pdrepro tune", run)
-    write_file(run / OVERLAY, _overlay(run, summary, summary.best), "pdrepro tune", run)
+    write_file(run / OVERLAY, overlay, "pdrepro tune", run)
     if say_report:
         print(text)
     print(f"summary: {run / SUMMARY}\nreport:  {run / REPORT}\noverlay: {run / OVERLAY}", file=sys.stderr)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from .. import backends, engines
+from .. import engines
 from ..core.errors import UserError
 from ..engines.spec import ServerSpec
 from ..scenario import launch_env
@@ -181,7 +181,3 @@ def describe(setting: Setting) -> str:
         return "the scenario's own setting"
     return ", ".join(f"{k}={v}" for k, v in setting.values)
 
-
-def backend_label(scenario: Scenario) -> str:
-    assert scenario.launch is not None
-    return backends.backend(scenario.launch.transfer_backend).label
