@@ -26,6 +26,7 @@ from guidetext import GUIDE_PAGES, ROOT, Block, blocks
 from pdrepro.cli import main
 from pdrepro.commands import build_parser
 from pdrepro.scenario.model import shipped_names
+from pdrepro.tune.slurm import ARRAY as TUNE_ARRAY
 
 # Tools a checked block may name that the bundle does not own (their options are theirs to check).
 FOREIGN = {"cd", "cp", "ls", "cat", "mkdir", "export", "source", "docker", "ssh", "ip", "ibv_devinfo",
@@ -135,6 +136,8 @@ def _check(words: list[str], database: str) -> str | None:
         return None
     if tool == "sbatch":
         path = next((w for w in words[1:] if w.endswith(".sbatch")), "")
+        if Path(path).name == TUNE_ARRAY:  # `pdrepro tune --render slurm` writes it beside the runs' own jobs
+            return None
         return None if Path(path).stem in shipped_names() else f"{path}: `render --target slurm` writes no such file"
     if tool == "kubectl":
         # `apply -f FILE` names a rendered file; `logs -f` means follow.

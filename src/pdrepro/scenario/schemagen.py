@@ -19,13 +19,14 @@ from ..rundir.absummary import AbSummary
 from ..rundir.baseline import BaselineFile
 from ..rundir.loadsummary import LoadSummary
 from ..rundir.summarymodel import Summary
+from ..rundir.tunesummary import TuneSummary
 from .model import ScenarioFile
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 # A scenario is one of its kinds (a union told apart by ``kind``); a summary is one record, as are an A/B's, the
-# fabric baseline's and a load sweep's.
+# fabric baseline's, a load sweep's and a tune's.
 MODELS: dict[str, Any] = {"scenario": ScenarioFile, "summary": Summary, "ab-summary": AbSummary,
-                          "baseline": BaselineFile, "load-summary": LoadSummary}
+                          "baseline": BaselineFile, "load-summary": LoadSummary, "tune-summary": TuneSummary}
 
 
 def file_name(name: str) -> str:

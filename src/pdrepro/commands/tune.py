@@ -1,0 +1,222 @@
+"""``pdrepro tune``: a grid of knobs run as settings of one scenario, ranked against a repeated baseline.
+
+One box: each run is an arm of the arms runner (pdrepro.arms): `stack up` of its setting's scenario
+(RUN/scenarios/<setting>.yaml: the variables in launch.env, the flags in launch.extra_server_args), the sweep,
+`stack down`, into RUN/<run>. The baseline (the scenario's own setting) runs --baseline-repeats times, each on a
+fresh stack: every other setting restarts the servers (variables and flags need it), so the baseline's spread
+must hold the start-to-start noise too, and a second sweep on one stack would find the first one's requests in
+the servers' log, which the analysis rightly refuses as not its own. Its runs are spread over the order (first,
+last, between), so a drift of the box over the hours shows in the spread rather than in one setting. Then the
+runs are judged and ranked (tune.collect): RUN/tune-summary.json, RUN/tune-report.md, RUN/best-overlay.yaml.
+A cluster: ``--render slurm`` writes a job per run and a job array over them; ``--collect RUN`` ranks them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Literal
+
+from .. import arms as runner
+from ..core.errors import UserError
+from ..core.safewrite import make_folder, write_file
+from ..pipeline import split_words
+from ..rundir import armsstate, tuneplan
+from ..rundir.tuneplan import PlanKnob, PlanSetting, TunePlan
+from ..scenario.model import Scenario, load_scenario
+from ..tune import grid
+from ..tune import slurm as slurm_render
+from ..tune.collect import check_outputs, collect
+from . import run_command
+from .ab import RENDER_ONLY, SITE
+
+HELP = "try tuning knobs: the sweep once per setting of a grid, ranked against the scenario's own setting run 3 times"
+DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
+MIN_REPEATS = 3
+PATHS = ("--model", "--dataset")  # where the files are on this machine: a moved run keeps its tune
+
+
+def register(sub) -> None:
+    p = sub.add_parser("tune", help=HELP, description=(
+        "Run the scenario's one-box stack once per setting of a grid of knobs (--grid, repeatable: an environment "
+        "variable by name, or a server flag with its dashes), one after the other: `pdrepro stack up`, `pdrepro "
+        "sweep`, `pdrepro stack down`, each run in RUN/<run>, its setting's scenario in RUN/scenarios/. The "
+        "scenario's own setting (the baseline) runs --baseline-repeats times to measure its spread. Then rank the "
+        "settings per prompt length by per-request KV bandwidth (TTFT breaks ties); a setting is better only when "
+        "it beats the baseline's mean by more than the baseline's spread. Writes RUN/tune-summary.json, "
+        "RUN/tune-report.md and RUN/best-overlay.yaml (the best setting as a scenario overlay). Rerunning with the "
+        "same options resumes at the run (and the length) it reached. Exit 0: every run passes its checks; 1: a "
+        "run fails; 2: bad input; 130/143: stopped by a signal."))
+    p.add_argument("--scenario", default=DEFAULT_SCENARIO, help="shipped scenario name or YAML path "
+                                                                "(default %(default)s)")
+    p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
+                   help="a knob and its values, repeatable: an environment variable the servers read "
+                        "(--grid SGLANG_DISAGGREGATION_THREAD_POOL_SIZE=4,16) or a server flag, given with '=' so "
+                        "that its dashes stay a value (--grid=--page-size=1,16)")
+    p.add_argument("--one-at-a-time", action="store_true",
+                   help="vary one knob at a time from the scenario's own setting instead of the full grid")
+    p.add_argument("--baseline-repeats", type=int, default=MIN_REPEATS, metavar="N",
+                   help=f"runs of the scenario's own setting, at least {MIN_REPEATS} (default %(default)s)")
+    p.add_argument("--out", type=Path, metavar="RUN", help="the tune's run folder (reused to resume)")
+    for flag, text in SITE:
+        p.add_argument(flag, help=f"{text}: passed to `stack up` (and `render`)" if flag not in RENDER_ONLY else text)
+    p.add_argument("--server-arg", action="append", default=[], metavar="'FLAG [VALUE]'",
+                   help="extra server flags for every setting, repeatable: passed to `stack up` (and `render`)")
+    p.add_argument("--stack-args", metavar="WORDS", help="more `pdrepro stack up` flags, one shell-quoted string")
+    p.add_argument("--sweep-args", metavar="WORDS",
+                   help='more `pdrepro sweep` flags, one shell-quoted string: --sweep-args="--length-timeout 120"')
+    p.add_argument("--render", choices=("slurm",), metavar="slurm",
+                   help="a cluster: write one SLURM job per run (RUN/<run>/job/) and a job array over them "
+                        "(RUN/tune-array.sbatch), each writing its run into RUN/<run>; runs nothing")
+    p.add_argument("--collect", type=Path, metavar="RUN",
+                   help="rank the runs of the tune in RUN (after its jobs ran); starts nothing")
+    p.set_defaults(func=run)
+
+
+def _site(args, onebox: bool, paths: bool = True) -> list[str]:
+    words: list[str] = []
+    for flag, _ in SITE:
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if not paths and flag in PATHS:
+            continue
+        if value is not None and onebox and flag in RENDER_ONLY:
+            raise UserError(f"{flag}: one box runs both servers on this host; drop it (or give --render slurm)")
+        if value is not None:
+            words += [flag, str(Path(value).expanduser().absolute()) if flag in ("--model", "--dataset") else value]
+    return words + [f"--server-arg={v}" for v in args.server_arg]
+
+
+def _site_server_words(args) -> tuple[str, ...]:
+    words: list[str] = []
+    for value in args.server_arg:
+        words += split_words(value, "--server-arg")
+    return tuple(words)
+
+
+def _plan(args, scenario: Scenario) -> tuple[TunePlan, dict[str, Scenario]]:
+    """The plan (settings, their run folders) and each setting's scenario, by setting name."""
+    if args.baseline_repeats < MIN_REPEATS or args.baseline_repeats > 20:
+        raise UserError(f"--baseline-repeats {args.baseline_repeats}: give {MIN_REPEATS} to 20 (the spread needs "
+                        f"at least {MIN_REPEATS} runs of the baseline)")
+    knobs = [grid.parse(text) for text in args.grid]
+    grid.check(knobs, scenario, _site_server_words(args))
+    points = grid.settings(knobs, scenario, args.one_at_a_time)
+    variants = {grid.BASELINE: scenario, **{s.name: grid.variant(scenario, s, knobs) for s in points}}
+    mode: Literal["full grid", "one at a time"] = "one at a time" if args.one_at_a_time else "full grid"
+    repeats = tuple(f"{grid.BASELINE}-{i}" for i in range(1, args.baseline_repeats + 1))
+    # Which tune this is: the grid, the settings' scenarios and every option but the paths (model, dataset, the
+    # run's own), so a copy of the run on another machine resumes (``_moved``) and any other change is refused.
+    same = [mode, *args.grid, *(v.fingerprint for v in variants.values()), *_site(args, False, paths=False),
+            args.stack_args or "", args.sweep_args or ""]
+    digest = hashlib.sha256("\0".join(same).encode())
+    plan = TunePlan(
+        label=f"tune {scenario.name}, {mode}, {len(points)} setting(s), baseline x{len(repeats)} "
+              f"(grid {digest.hexdigest()[:12]})", scenario=scenario.name, mode=mode,
+        knobs=tuple(PlanKnob(name=k.name, kind=k.kind, values=k.values, baseline=grid.baseline_value(scenario, k))
+                    for k in knobs),
+        settings=(PlanSetting(name=grid.BASELINE, runs=repeats),
+                  *(PlanSetting(name=s.name, values=dict(s.values), runs=(s.name,)) for s in points)))
+    plan.check("the tune asked for")
+    return plan, variants
+
+
+def _order(plan: TunePlan) -> list[tuple[str, str]]:
+    """(run folder, setting) in the order they run: the baseline's repeats spread over it, first and last."""
+    others = [(s.runs[0], s.name) for s in plan.settings if s.values]
+    base = [(r, plan.baseline.name) for r in plan.baseline.runs]
+    # Repeat j goes before the j/(R-1) share of the settings: the first before them all, the last after them.
+    slot = [round(j * len(others) / (len(base) - 1)) for j in range(len(base))]
+    out: list[tuple[str, str]] = []
+    for i in range(len(others) + 1):
+        out += [base[j] for j in range(len(base)) if slot[j] == i]
+        out += others[i:i + 1]
+    return out
+
+
+def _write_scenarios(out: Path, variants: dict[str, Scenario]) -> dict[str, Path]:
+    make_folder(out / "scenarios", "pdrepro tune")
+    paths = {name: out / "scenarios" / f"{name}.yaml" for name in variants}
+    for name, variant in variants.items():
+        write_file(paths[name], variant.to_yaml(), "pdrepro tune", out)
+    return paths
+
+
+def _same_plan(out: Path, plan: TunePlan) -> None:
+    found = tuneplan.read(out) if out.is_dir() else None
+    if found is not None and found.label != plan.label:
+        raise UserError(f"{tuneplan.path(out)}: holds the tune {found.label!r}, not {plan.label!r}; give another "
+                        "--out, or rerun the same tune to resume it")
+
+
+def _moved(out: Path, label: str, arms: list[runner.Arm]) -> None:
+    """A tune resumed from a copy of its folder at another path, or with the model and dataset elsewhere (a fresh
+    machine): the state holds the old paths in its arms' words. Its label says it is this tune (every option
+    but the paths), so its arms take this run's words and keep how far each got."""
+    found = armsstate.read(out) if out.is_dir() else None
+    if found is None or found.label != label or [a.name for a in found.arms] != [a.name for a in arms]:
+        return  # none, or another run's: runner.start refuses it
+    if all((f.stack, f.sweep) == (a.stack, a.sweep) for f, a in zip(found.arms, arms)):
+        return
+    armsstate.write(out, found.model_copy(update={"arms": tuple(
+        f.model_copy(update={"stack": a.stack, "sweep": a.sweep}) for f, a in zip(found.arms, arms))}))
+    print(f"tune: {out} was started with other paths (moved, or on another machine); it resumes with this run's",
+          flush=True)
+
+
+def run(args) -> int:
+    if args.collect is not None:
+        return _collect(args.collect)
+    if args.out is None:
+        raise UserError("give the tune's run folder: --out RUN")
+    scenario = load_scenario(args.scenario)
+    plan, variants = _plan(args, scenario)
+    out = args.out.absolute()
+    if any(ord(c) < 32 or ord(c) == 127 for c in str(out)):
+        raise UserError("--out: the path holds a control character; give a plain path")
+    _same_plan(out, plan)
+    order = _order(plan)
+    if args.render:
+        make_folder(out, "pdrepro tune")
+        paths = _write_scenarios(out, variants)
+        tuneplan.write(out, plan)
+        return slurm_render.render(out, scenario.name, [(run_, paths[name]) for run_, name in order],
+                                   _site(args, False), split_words(args.stack_args, "--stack-args"), run_command)
+    if not (args.model and args.dataset):
+        raise UserError("one box: give --model MODEL_DIR and --dataset SHAREGPT_JSON (the stack serves the model, "
+                        "the sweep draws its prompts from the dataset)")
+    stack = ["--target", "onebox", "--launcher", "host", *_site(args, True),
+             *split_words(args.stack_args, "--stack-args")]
+    extra = split_words(args.sweep_args, "--sweep-args")
+    model, dataset = (str(Path(p).expanduser().absolute()) for p in (args.model, args.dataset))
+    files = {name: str(out / "scenarios" / f"{name}.yaml") for name in variants}
+    arms = [runner.Arm(name=run_, stack=("--scenario", files[name], *stack),
+                       sweep=("--scenario", files[name], "--model-path", model, "--dataset-path", dataset,
+                              "--bench-in-place", "--logs-from", str(out / run_ / "logs"), *extra))
+            for run_, name in order]
+    check_outputs(out)
+    _moved(out, plan.label, arms)
+    runner.start(out, plan.label, arms)  # refuses another tune's (or A/B's) folder before a file is touched
+    _write_scenarios(out, variants)
+    tuneplan.write(out, plan)
+    status = runner.run_arms(out, plan.label, arms, cli=run_command)
+    if status in runner.STOPPED:
+        return status
+    summary = collect(out, plan)
+    passed = all(r.passed for s in summary.settings for r in s.runs)
+    return status if status == runner.EXIT_BAD_INPUT else 0 if status == 0 and passed else runner.EXIT_FAILED
+
+
+def _collect(run: Path) -> int:
+    run = run.absolute()
+    if not run.is_dir():
+        raise UserError(f"--collect {run}: no such folder; give the tune's run folder")
+    plan = tuneplan.read(run)
+    if plan is None:
+        raise UserError(f"{tuneplan.path(run)}: no tune plan there; give the folder `pdrepro tune --out` (or "
+                        "--render) wrote")
+    state = armsstate.read(run)
+    if state is not None and state.label != plan.label:
+        raise UserError(f"{armsstate.path(run)}: holds {state.label!r}, not this tune's {plan.label!r}; the folder "
+                        "mixes two runs: give the tune's own folder")
+    summary = collect(run, plan)
+    return 0 if all(r.passed for s in summary.settings for r in s.runs) else runner.EXIT_FAILED

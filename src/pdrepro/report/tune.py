@@ -1,0 +1,74 @@
+"""RUN/tune-report.md of a tune, from the typed tune summary (rundir.tunesummary) alone: the rule, the knobs,
+each length's ranking against the baseline's mean and spread, the best setting with its overlay, the knobs a
+TCP box cannot judge, and the runs not judged in full."""
+
+from __future__ import annotations
+
+from ..rundir.tunesummary import TuneLength, TuneSummary
+
+
+def _f(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.1f} %"
+
+
+def _what(summary: TuneSummary, name: str) -> str:
+    s = summary.setting(name)
+    return "baseline (the scenario's own)" if s.baseline else ", ".join(f"{k}={v}" for k, v in s.values.items())
+
+
+def _length(summary: TuneSummary, length: TuneLength) -> list[str]:
+    b = length.baseline
+    runs = ", ".join(_f(x) for x in b.runs_GB_s) or "none"
+    out = [f"## {length.prompt_len} prompt tokens", "",
+           f"Baseline: {len(b.runs_GB_s)} run(s) at {runs} GB/s; mean {_f(b.mean_GB_s)} GB/s, spread "
+           f"{_f(b.spread_GB_s)} GB/s.", "",
+           "| rank | setting | changes | KV bandwidth per request (GB/s) | against the baseline | TTFT mean (ms) "
+           "| standing |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    for f in length.ranking:
+        out.append(f"| {f.rank or '—'} | {f.setting} | {_what(summary, f.setting)} | {_f(f.bandwidth_GB_s)} "
+                   f"| {_pct(f.gain_pct)} | {_f(f.ttft_ms_mean, 1)} | {f.standing} |")
+    return [*out, ""]
+
+
+def _tcp(summary: TuneSummary) -> list[str]:
+    if summary.transport is None or not summary.transport.lower().startswith("tcp"):
+        return []
+    if not summary.tcp_cannot_judge:
+        return ["The KV moved over TCP; the knob data marks none of the grid's knobs as RDMA-only.", ""]
+    names = ", ".join(k.name for k in summary.tcp_cannot_judge)
+    return [f"The KV moved over TCP, so this box cannot judge {names}: the knob data marks them as acting on an RDMA "
+            "transfer only, and their settings differ from the baseline by noise alone here. Tune them on an RDMA "
+            "box.", "", *(f"- {k.why}" for k in summary.tcp_cannot_judge), ""]
+
+
+def render(summary: TuneSummary) -> str:
+    knobs = "; ".join(f"{k.name} over {', '.join(k.values)} (the scenario's own: "
+                      f"{k.baseline if k.baseline is not None else 'the engine default'})" for k in summary.knobs)
+    runs = sum(len(s.runs) for s in summary.settings)
+    out = [f"# Tune: {summary.label}", "",
+           f"Scenario {summary.scenario}, {summary.mode}: {len(summary.settings) - 1} setting(s) besides the "
+           f"baseline, {runs} run(s). Knobs: {knobs}.", "",
+           f"Rule: {summary.rule}.", "",
+           "The figure is the per-request KV bandwidth each run's summary gives (the model's KV bytes over the median "
+           "transfer time the prefill server logged), decimal GB/s.", ""]
+    if summary.best is not None:
+        b = summary.best
+        out += [f"Best: **{b.setting}** ({_what(summary, b.setting)}), better at "
+                f"{', '.join(map(str, b.better_at))} prompt tokens, mean gain {b.mean_gain_pct:+.2f} %; overlay "
+                f"{b.overlay}, whole scenario {b.scenario_file}; evidence: {', '.join(b.evidence)}.", ""]
+    else:
+        out += ["Best: none. No setting beats the baseline by more than its spread without losing at a length; the "
+                "scenario's own setting stands.", ""]
+    out += _tcp(summary)
+    for length in summary.lengths:
+        out += _length(summary, length)
+    if not summary.lengths:
+        out += ["No run measured a prompt length.", ""]
+    if summary.problems:
+        out += ["## Runs not judged in full", "", *(f"- {p}" for p in summary.problems), ""]
+    return "\n".join(out)

@@ -1,0 +1,115 @@
+"""RUN/tune-summary.json as a typed model: a tuning grid's settings ranked per prompt length against the baseline.
+
+Each setting's figures are read from its run's summary as the model gives them (``Row.bandwidth_GB_s``, the
+per-request KV bandwidth: the model's KV bytes over the median transfer time; ``Row.ttft_ms_mean``), never by
+keys of a dict. The baseline ran several times: its mean and its spread (the range of its runs) are the bar a
+setting must clear. The report (report/tune.py) reads this model only.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .summarybase import _Closed
+
+RULE = ("a setting is better at a length when its per-request KV bandwidth exceeds the baseline's mean by more "
+        "than the baseline's spread (the highest minus the lowest of its repeated runs), worse when it falls "
+        "below the mean by more than that spread, else within the noise; settings are ranked per length by "
+        "bandwidth, and the client's mean TTFT breaks ties (bandwidths equal to 0.01 GB/s); the best setting is "
+        "better at the most lengths and worse at none, its runs passing their checks, the larger mean gain over "
+        "the baseline breaking ties, then the lower mean TTFT")
+
+Standing = Literal["better", "worse", "within the noise", "not judged"]
+
+
+class TcpBlind(_Closed):
+    """A grid knob a TCP transfer does not exercise, and why (from the knob data)."""
+
+    name: str
+    why: str
+
+
+class TuneKnob(_Closed):
+    name: str = Field(description="an environment variable, or a server flag with its dashes")
+    kind: Literal["env", "flag"]
+    values: list[str] = Field(description="the values the grid gives it")
+    baseline: str | None = Field(default=None, description="the scenario's own value; null: the engine's default")
+
+
+class TuneRun(_Closed):
+    """One run folder of a setting (the baseline has several)."""
+
+    folder: str = Field(description="the run's folder in the tune's run, RUN/<folder>")
+    passed: bool = Field(description="the run's checks passed (as `pdrepro check` judges it) and its inputs are whole")
+    problem: str | None = Field(default=None, description="why the run is not judged in full, if so")
+    transport: str | None = Field(default=None, description="the transport the run's servers stated")
+
+
+class TuneSetting(_Closed):
+    name: str = Field(description="the setting's name (its run folder; the baseline's runs are baseline-<n>)")
+    baseline: bool = Field(description="the scenario's own setting")
+    values: dict[str, str] = Field(default_factory=dict, description="the knobs it changes, with their values")
+    scenario_file: str = Field(description="the scenario the setting ran, in RUN/scenarios/")
+    runs: list[TuneRun]
+
+
+class SettingFigure(_Closed):
+    """One setting at one length."""
+
+    setting: str
+    rank: int | None = Field(default=None, description="1 is the highest bandwidth; null: no figure")
+    bandwidth_GB_s: float | None = Field(default=None, description="per-request KV bandwidth (the baseline: the mean "
+                                                                   "of its runs), decimal GB/s")
+    ttft_ms_mean: float | None = Field(default=None, description="client TTFT, mean (the baseline: mean of its "
+                                                                 "runs), milliseconds")
+    gain_pct: float | None = Field(default=None, description="bandwidth over the baseline's mean, percent (signed)")
+    standing: Standing = Field(description="against the baseline, by the summary's rule")
+
+
+class BaselineLength(_Closed):
+    runs_GB_s: list[float] = Field(description="each baseline run's per-request KV bandwidth, decimal GB/s")
+    mean_GB_s: float | None = Field(default=None, description="their mean, decimal GB/s")
+    spread_GB_s: float | None = Field(default=None, description="their range (highest minus lowest), decimal GB/s; "
+                                                                "null with fewer than two runs")
+    ttft_ms_mean: float | None = Field(default=None, description="the runs' mean client TTFT, milliseconds")
+
+
+class TuneLength(_Closed):
+    prompt_len: int = Field(description="prompt length, tokens")
+    baseline: BaselineLength
+    ranking: list[SettingFigure] = Field(description="every setting, best first; the baseline among them")
+
+
+class TuneBest(_Closed):
+    setting: str
+    values: dict[str, str] = Field(description="the knobs it changes, with their values")
+    better_at: list[int] = Field(description="the prompt lengths where it beats the baseline by more than its spread")
+    mean_gain_pct: float = Field(description="its mean bandwidth gain over the baseline across the lengths, percent")
+    overlay: str = Field(description="the scenario overlay written for it")
+    scenario_file: str = Field(description="the whole scenario it ran")
+    evidence: list[str] = Field(description="the run folders its figures and the baseline's are drawn from")
+
+
+class TuneSummary(_Closed):
+    """tune-summary.json of `pdrepro tune`."""
+
+    schema_version: Literal[1] = 1
+    label: str = Field(description="which tune this is (scenario and grid)")
+    scenario: str = Field(description="the scenario tuned")
+    mode: Literal["full grid", "one at a time"]
+    rule: str = Field(description="how a setting is called better, in words")
+    knobs: list[TuneKnob]
+    settings: list[TuneSetting]
+    lengths: list[TuneLength]
+    best: TuneBest | None = Field(default=None, description="null: no setting beats the baseline by more than its "
+                                                            "spread without losing at a length")
+    transport: str | None = Field(default=None, description="the transport the baseline's servers stated")
+    tcp_cannot_judge: list[TcpBlind] = Field(
+        default_factory=list, description="when the KV moved over TCP: the grid knobs a TCP transfer does not "
+                                          "exercise (RDMA-only ones), from the knob data, with why")
+    problems: list[str] = Field(default_factory=list, description="runs not judged in full, each named")
+
+    def setting(self, name: str) -> TuneSetting:
+        return next(s for s in self.settings if s.name == name)

@@ -1,0 +1,84 @@
+"""A tune's results written: RUN/tune-summary.json, RUN/tune-report.md and RUN/best-overlay.yaml, next to the
+settings' run folders and never inside one (the judging reads those folders, it does not write into them).
+
+The overlay is the best setting as a scenario overlay: the launch keys to put over the scenario's own (the
+variables it changes, and the servers' extra flags as that setting ran them), with its evidence in comments.
+With no setting better than the baseline by more than its spread, the overlay is an empty mapping that says so
+(a stale overlay from an earlier collection is replaced, never left behind).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import yaml
+
+from ..core.safewrite import refusal, write_file
+from ..report.tune import render as render_report
+from ..rundir.contract import dumps_json
+from ..rundir.tuneplan import TunePlan
+from ..rundir.tunesummary import TuneBest, TuneSummary
+from ..scenario.model import load_scenario
+from .judge import judge, pick_best
+
+SUMMARY, REPORT, OVERLAY = "tune-summary.json", "tune-report.md", "best-overlay.yaml"
+
+
+def _overlay(run: Path, summary: TuneSummary, best: TuneBest | None) -> str:
+    head = [f"# pdrepro tune: {summary.label}", f"# rule: {summary.rule}"]
+    if best is None:
+        return "\n".join([*head, "# No setting beat the baseline by more than its spread without losing at a length: "
+                          "nothing to change.", "{}", ""])
+    setting = summary.setting(best.setting)
+    scenario = load_scenario(run / setting.scenario_file)
+    assert scenario.launch is not None  # a setting's scenario is a launch scenario (grid.check)
+    kinds = {k.name: k.kind for k in summary.knobs}
+    launch: dict = {}
+    env = {k: v for k, v in setting.values.items() if kinds.get(k) == "env"}
+    if env:
+        launch["env"] = env
+    if any(kinds.get(k) == "flag" for k in setting.values):
+        launch["extra_server_args"] = list(scenario.launch.extra_server_args)
+    changes = ", ".join(f"{k}={v}" for k, v in setting.values.items())
+    lines = [*head, f"# best: {best.setting} ({changes}), better than the baseline at "
+             f"{', '.join(map(str, best.better_at))} prompt tokens, mean bandwidth gain {best.mean_gain_pct:+.2f} %",
+             f"# evidence: {run / SUMMARY}; runs {', '.join(str(run / f) for f in best.evidence)}",
+             f"# the whole scenario it ran: {run / best.scenario_file}",
+             "# Put these keys over the scenario's launch section (env merges; extra_server_args replaces the list).",
+             yaml.safe_dump({"launch": launch}, sort_keys=False, default_flow_style=False).rstrip("\n"), ""]
+    return "\n".join(lines)
+
+
+def check_outputs(run: Path) -> None:
+    """All three or none: a link (or a folder) where one of them goes is refused before any is written (and
+    before a tune spends its GPU time), so a summary never stands beside a report of another collection."""
+    for name in (SUMMARY, REPORT, OVERLAY):
+        refused = refusal(Path(run) / name, "pdrepro tune")
+        if refused is not None:
+            raise refused
+
+
+def collect(run: Path, plan: TunePlan, say_report: bool = True) -> TuneSummary:
+    """Judge the tune in ``run``, pick its best, write the summary, the report and the overlay into ``run``."""
+    run = Path(run)
+    check_outputs(run)
+    summary = judge(run, plan)
+    pick = pick_best(summary)
+    if pick is not None:
+        setting = summary.setting(pick.setting)
+        best = TuneBest(setting=pick.setting, values=dict(setting.values), better_at=pick.better_at,
+                        mean_gain_pct=pick.mean_gain_pct, overlay=OVERLAY, scenario_file=setting.scenario_file,
+                        evidence=[r.folder for r in setting.runs] + [r.folder for s in summary.settings if s.baseline
+                                                                     for r in s.runs])
+        summary = summary.model_copy(update={"best": best})
+    # Every text made before any is written: one that cannot be made (the best setting's scenario file gone)
+    # leaves the three files of the last collection as they were, never a mix.
+    text, overlay = render_report(summary), _overlay(run, summary, summary.best)
+    write_file(run / SUMMARY, dumps_json(summary.model_dump(mode="json"), run / SUMMARY, indent=2), "pdrepro tune", run)
+    write_file(run / REPORT, text, "pdrepro tune", run)
+    write_file(run / OVERLAY, overlay, "pdrepro tune", run)
+    if say_report:
+        print(text)
+    print(f"summary: {run / SUMMARY}\nreport:  {run / REPORT}\noverlay: {run / OVERLAY}", file=sys.stderr)
+    return summary

@@ -1,0 +1,161 @@
+"""A tune judged from its run folders: each run's summary drawn afresh from its raw inputs in memory (what
+`pdrepro check` judges; nothing is written into a run), the settings ranked per prompt length by per-request
+KV bandwidth (TTFT breaks ties), each held against the baseline's mean and spread (rundir.tunesummary.RULE).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import UserError
+from ..publish.verdictsource import judged_summary
+from ..rundir import RunDir
+from ..rundir.summarymodel import Row, Summary
+from ..rundir.tuneplan import TunePlan
+from ..rundir.tunesummary import (
+    RULE,
+    BaselineLength,
+    SettingFigure,
+    Standing,
+    TcpBlind,
+    TuneKnob,
+    TuneLength,
+    TuneRun,
+    TuneSetting,
+    TuneSummary,
+)
+from ..scenario import knobs as knob_data
+from ..scenario.model import resolve_scenario
+from ..verdicts.gates import evaluate, failed
+
+TIE_GB_S = 0.01  # bandwidths this close are a tie, which TTFT breaks
+
+
+@dataclass(frozen=True)
+class _Judged:
+    run: TuneRun
+    rows: dict[int, Row]
+
+
+def _judge_run(run: Path, folder: str) -> _Judged:
+    where = run / folder
+    if not where.is_dir():
+        return _Judged(TuneRun(folder=folder, passed=False, problem=f"{where}: no such run folder; run its setting "
+                                                                      "(or its job) first"), {})
+    try:
+        scenario = resolve_scenario(None, where)
+        summary: Summary = judged_summary(RunDir(where), scenario).summary
+    except UserError as exc:
+        return _Judged(TuneRun(folder=folder, passed=False, problem=str(exc)), {})
+    errors = summary.input_errors()
+    results = evaluate(summary, scenario)
+    broken = failed(results)
+    problem = errors[0].message if errors else (f"check {broken[0].name} fails: {broken[0].detail}" if broken else None)
+    return _Judged(TuneRun(folder=folder, passed=not errors and not broken, problem=problem,
+                           transport=summary.transport), summary.rows_by_length())
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(statistics.fmean(values), 4) if values else None
+
+
+def _baseline(L: int, runs: list[_Judged]) -> BaselineLength:
+    rows = [j.rows[L] for j in runs if L in j.rows]
+    bw = [r.bandwidth_GB_s for r in rows if r.bandwidth_GB_s is not None]
+    ttft = [r.ttft_ms_mean for r in rows if r.ttft_ms_mean is not None]
+    spread = round(max(bw) - min(bw), 4) if len(bw) >= 2 else None
+    return BaselineLength(runs_GB_s=bw, mean_GB_s=_mean(bw), spread_GB_s=spread, ttft_ms_mean=_mean(ttft))
+
+
+def _standing(bw: float | None, base: BaselineLength) -> Standing:
+    if bw is None or base.mean_GB_s is None or base.spread_GB_s is None:
+        return "not judged"
+    if bw > base.mean_GB_s + base.spread_GB_s:
+        return "better"
+    if bw < base.mean_GB_s - base.spread_GB_s:
+        return "worse"
+    return "within the noise"
+
+
+def _gain(bw: float | None, base: BaselineLength) -> float | None:
+    return None if bw is None or not base.mean_GB_s else round(100 * (bw / base.mean_GB_s - 1), 2)
+
+
+def _rank(figures: list[SettingFigure]) -> list[SettingFigure]:
+    """Best first: bandwidth (to TIE_GB_S), then the lower TTFT; settings without a figure last."""
+    def key(f: SettingFigure) -> tuple:
+        if f.bandwidth_GB_s is None:
+            return (1, 0.0, 0.0, f.setting)
+        return (0, -round(f.bandwidth_GB_s / TIE_GB_S), f.ttft_ms_mean if f.ttft_ms_mean is not None
+                else float("inf"), f.setting)
+    ordered = sorted(figures, key=key)
+    return [f.model_copy(update={"rank": i if f.bandwidth_GB_s is not None else None})
+            for i, f in enumerate(ordered, 1)]
+
+
+def _length(L: int, plan: TunePlan, judged: dict[str, _Judged]) -> TuneLength:
+    base = _baseline(L, [judged[f] for f in plan.baseline.runs])
+    figures = [SettingFigure(setting=plan.baseline.name, bandwidth_GB_s=base.mean_GB_s, ttft_ms_mean=base.ttft_ms_mean,
+                             gain_pct=0.0 if base.mean_GB_s else None, standing="within the noise"
+                             if base.spread_GB_s is not None else "not judged")]
+    for s in plan.settings:
+        if not s.values:
+            continue
+        row = judged[s.runs[0]].rows.get(L)
+        bw = row.bandwidth_GB_s if row is not None else None
+        figures.append(SettingFigure(setting=s.name, bandwidth_GB_s=bw, gain_pct=_gain(bw, base),
+                                     ttft_ms_mean=row.ttft_ms_mean if row is not None else None,
+                                     standing=_standing(bw, base)))
+    return TuneLength(prompt_len=L, baseline=base, ranking=_rank(figures))
+
+
+def judge(run: Path, plan: TunePlan) -> TuneSummary:
+    """The tune of ``plan`` judged from the folders in ``run``, without its best (``pick_best``). Writes nothing."""
+    run = Path(run)
+    judged = {f: _judge_run(run, f) for s in plan.settings for f in s.runs}
+    settings = [TuneSetting(name=s.name, baseline=not s.values, values=dict(s.values),
+                            scenario_file=f"scenarios/{s.name}.yaml", runs=[judged[f].run for f in s.runs])
+                for s in plan.settings]
+    lengths = sorted({L for j in judged.values() for L in j.rows})
+    table = [_length(L, plan, judged) for L in lengths]
+    transport = next((judged[f].run.transport for f in plan.baseline.runs if judged[f].run.transport), None)
+    over_tcp = transport is not None and transport.lower().startswith("tcp")
+    # Over TCP, the knobs only an RDMA transfer uses can differ from the baseline by noise alone: named, with why.
+    blind = [TcpBlind(name=k.name, why=why) for k in plan.knobs if (why := knob_data.tcp_cannot_judge(k.name))]
+    summary = TuneSummary(
+        label=plan.label, scenario=plan.scenario, mode=plan.mode, rule=RULE,
+        knobs=[TuneKnob(name=k.name, kind=k.kind, values=list(k.values), baseline=k.baseline) for k in plan.knobs],
+        settings=settings, lengths=table, transport=transport,
+        tcp_cannot_judge=blind if over_tcp else [],
+        problems=[f"{r.folder}: {r.problem}" for s in settings for r in s.runs if r.problem])
+    return summary
+
+
+@dataclass(frozen=True)
+class Pick:
+    setting: str
+    better_at: list[int]
+    mean_gain_pct: float
+    mean_ttft_ms: float
+
+
+def pick_best(summary: TuneSummary) -> Pick | None:
+    """The setting better than the baseline at the most lengths and worse at none, its runs passing their
+    checks, the larger mean gain breaking ties, then the lower mean TTFT; None when no setting is."""
+    picks: list[Pick] = []
+    for s in summary.settings:
+        if s.baseline or not all(r.passed for r in s.runs):
+            continue
+        mine = [f for length in summary.lengths for f in length.ranking if f.setting == s.name]
+        standing = {length.prompt_len: f.standing for length in summary.lengths for f in length.ranking
+                    if f.setting == s.name}
+        better = [L for L, st in standing.items() if st == "better"]
+        if not better or "worse" in standing.values():
+            continue
+        gains = [f.gain_pct for f in mine if f.gain_pct is not None]
+        ttft = [f.ttft_ms_mean for f in mine if f.ttft_ms_mean is not None]
+        picks.append(Pick(s.name, better, round(statistics.fmean(gains), 2) if gains else 0.0,
+                          statistics.fmean(ttft) if ttft else float("inf")))
+    return max(picks, key=lambda p: (len(p.better_at), p.mean_gain_pct, -p.mean_ttft_ms), default=None)

@@ -1,0 +1,63 @@
+"""A tune for a cluster: every run of the grid rendered as its own SLURM job, and one job array over them.
+
+Each run (the baseline's repeats and each setting) gets `pdrepro render --target slurm` of its setting's
+scenario into RUN/<run>/job/, its run written into RUN/<run> (render's --run-dir), as `pdrepro ab --render`
+does per arm. RUN/tune-array.sbatch (from templates/tune-array.sbatch.tmpl) is the job array: task i runs
+run i's script. Nothing is started; `pdrepro tune --collect RUN` ranks the folders once the tasks ended.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Sequence
+from importlib.resources import files
+from pathlib import Path
+from string import Template
+
+from ..core.errors import UserError
+from ..core.safewrite import write_file
+
+ARRAY = "tune-array.sbatch"
+# The allocation each run's own script asks for, carried onto the array (its name and output are the array's).
+_ALLOCATION = re.compile(r"^#SBATCH --(nodes|ntasks-per-node|exclusive|time|gres)\b.*$", re.M)
+
+
+class _At(Template):
+    delimiter = "@"
+
+
+def _template() -> _At:
+    return _At(files("pdrepro.tune").joinpath("templates").joinpath("tune-array.sbatch.tmpl").read_text())
+
+
+def render(out: Path, scenario_name: str, runs: Sequence[tuple[str, Path]], site: Sequence[str],
+           stack_words: Sequence[str], cli: Callable[[list[str]], int]) -> int:
+    """``runs``: (run folder name, its setting's scenario file), in array order."""
+    for word in stack_words:
+        if word.split("=", 1)[0] in ("--run-dir", "--out", "--target"):
+            raise UserError(f"--stack-args: {word.split('=', 1)[0]} is set per run by `pdrepro tune --render`; "
+                            "leave it out")
+    jobs: list[Path] = []
+    for name, scenario in runs:
+        job = out / name / "job"
+        status = cli(["render", "--target", "slurm", "--scenario", str(scenario), *site, *stack_words,
+                      "--run-dir", str(out / name), "--out", str(job)])
+        if status:
+            return status
+        scripts = sorted(job.glob("*.sbatch"))
+        if len(scripts) != 1:
+            raise UserError(f"{job}: `pdrepro render --target slurm` left {len(scripts)} sbatch scripts there, not "
+                            "one; clear the folder and render again")
+        jobs.append(scripts[0])
+    allocation = "\n".join(m.group(0) for m in _ALLOCATION.finditer(jobs[0].read_text()))
+    text = _template().substitute(
+        title=f"pdrepro tune: scenario {scenario_name}, {len(runs)} runs as one SLURM job array",
+        job_name=f"pdrepro-tune-{scenario_name}", last=str(len(runs) - 1), allocation=allocation,
+        run=shlex.quote(str(out)), runs=" ".join(shlex.quote(n) for n, _ in runs),
+        jobs=" ".join(shlex.quote(str(j)) for j in jobs))
+    write_file(out / ARRAY, text, "pdrepro tune", out, mode=0o755)
+    print(f"tune: one job per run in {out}/<run>/job/ and the array {out / ARRAY} over them ({len(runs)} tasks); "
+          f"nothing started. From the bundle's checkout, with {out} on the filesystem the nodes share:\n"
+          f"  sbatch {out / ARRAY}\nwhen every task has ended: pdrepro tune --collect {out}")
+    return 0

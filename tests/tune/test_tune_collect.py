@@ -1,0 +1,120 @@
+"""`pdrepro tune --collect` on the folders a cluster's job array leaves: the grid rendered with `--render slurm`,
+each run folder then written as a job would leave it (tests/runbuilder.py, in the formats SGLang writes, with the
+engine's start-up lines), its transfer times chosen so that the rule's edges are crossed on purpose: a tie in
+bandwidth that TTFT breaks, a setting just inside the baseline's spread, one better at three lengths but worse at
+the fourth. The rule is held as the report states it, and the judging writes nothing into a run folder."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fakecluster import mooncake_startup
+from runbuilder import Row, build_run
+from runkinds import tree_hash
+from stackhelp import env, make_site
+
+from pdrepro.rundir import tuneplan
+from pdrepro.rundir.summarymodel import Summary
+from pdrepro.rundir.tunesummary import RULE, TuneSummary
+from pdrepro.scenario.model import load_scenario
+
+REPO = Path(__file__).resolve().parents[2]
+POOL = "SGLANG_DISAGGREGATION_THREAD_POOL_SIZE"
+# Bandwidth of each run against the first baseline run's (transfer time divides by it), per length; TTFT factor.
+BASELINE = {"baseline-1": 1.0, "baseline-2": 1.04, "baseline-3": 0.96}     # mean 1.0, spread 0.08
+PLANNED = {"2": ({}, 1.20, 1.0),                  # better everywhere
+           "4": ({}, 1.20, 0.9),                  # as fast as "2", lower TTFT: ranks above it, and is the best
+           "8": ({}, 1.04, 1.0),                  # above the mean, inside its spread: within the noise
+           "16": ({128: 0.8}, 1.5, 1.0)}          # far better at three lengths, worse at 128: never the best
+
+
+def _pdrepro(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pdrepro", *args], env=env(), cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+
+
+def _write_run(folder: Path, scenario_file: Path, speed: dict[int, float], ttft: float) -> None:
+    scenario = load_scenario(scenario_file)
+    rows = [Row(L, (20.0 + L / 50) * ttft, (4.0 + L / 200) / speed[L]) for L in scenario.sweep.prompt_lens]
+    build_run(folder, scenario, rows=rows)
+    for role in ("prefill", "decode"):  # the engine's start-up lines, after the server's own first line
+        log = folder / "logs" / f"{role}.log"
+        lines = log.read_text().splitlines(keepends=True)
+        lines[1:1] = [line + "\n" for line in mooncake_startup("rdma", nics=1)]
+        log.write_text("".join(lines))
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("collect")
+    site = make_site(tmp)
+    run = tmp / "tune"
+    rendered = _pdrepro("tune", "--render", "slurm", "--scenario", site["options"][1], "--one-at-a-time",
+                        "--grid", f"{POOL}={','.join(PLANNED)}", "--out", str(run))
+    assert rendered.returncode == 0, rendered.stderr
+    plan = tuneplan.read(run)
+    assert plan is not None
+    lens = load_scenario(site["options"][1]).sweep.prompt_lens
+    name = {}
+    for setting in plan.settings:
+        scenario_file = run / "scenarios" / f"{setting.name}.yaml"
+        if not setting.values:
+            for folder in setting.runs:
+                _write_run(run / folder, scenario_file, dict.fromkeys(lens, BASELINE[folder]), 1.0)
+            continue
+        value = setting.values[POOL]
+        name[value] = setting.name
+        odd, speed, ttft = PLANNED[value]
+        _write_run(run / setting.runs[0], scenario_file, {L: odd.get(L, speed) for L in lens}, ttft)
+    before = {f: tree_hash(run / f) for s in plan.settings for f in s.runs}
+    done = _pdrepro("tune", "--collect", str(run))
+    summary = TuneSummary.model_validate_json((run / "tune-summary.json").read_text())
+    return {"run": run, "plan": plan, "done": done, "summary": summary, "name": name, "before": before}
+
+
+def test_every_run_passes_its_checks_and_no_folder_is_written_into(collected):
+    run, summary = collected["run"], collected["summary"]
+    assert collected["done"].returncode == 0, collected["done"].stderr
+    assert all(r.passed and r.problem is None for s in summary.settings for r in s.runs)
+    assert {f: tree_hash(run / f) for f in collected["before"]} == collected["before"]
+
+
+def test_the_ranking_follows_the_stated_rule_at_each_length(collected):
+    summary, name = collected["summary"], collected["name"]
+    assert summary.rule == RULE and RULE in (collected["run"] / "tune-report.md").read_text()
+    for length in summary.lengths:
+        b = length.baseline
+        assert b.spread_GB_s == pytest.approx(max(b.runs_GB_s) - min(b.runs_GB_s), abs=1e-3)
+        assert b.spread_GB_s > 0 and b.mean_GB_s == pytest.approx(sum(b.runs_GB_s) / 3, abs=1e-3)
+        standing = {f.setting: f.standing for f in length.ranking}
+        order = [f.setting for f in length.ranking]
+        assert standing[name["2"]] == standing[name["4"]] == "better"
+        assert standing[name["8"]] == "within the noise"  # above the mean, inside the spread
+        # A tie in bandwidth goes to the lower TTFT.
+        assert order.index(name["4"]) == order.index(name["2"]) - 1
+        if length.prompt_len == 128:
+            assert standing[name["16"]] == "worse" and order[-1] == name["16"]
+        else:
+            assert standing[name["16"]] == "better" and order[0] == name["16"]
+        assert [f.rank for f in length.ranking] == list(range(1, len(order) + 1))
+
+
+def test_the_best_is_better_at_the_most_lengths_and_worse_at_none(collected):
+    summary, name, run = collected["summary"], collected["name"], collected["run"]
+    assert summary.best is not None and summary.best.setting == name["4"]
+    assert summary.best.better_at == [128, 1024, 4096, 16384]
+    assert summary.best.mean_gain_pct == pytest.approx(20.0, abs=0.5)
+    # Its figures are its run's own: the summary its folder gives (`pdrepro analyze` into a copy elsewhere).
+    figures = {f.setting: f for length in summary.lengths for f in length.ranking if length.prompt_len == 4096}
+    copy = run.parent / "copy"
+    subprocess.run(["cp", "-r", str(run / name["4"]), str(copy)], check=True)
+    assert _pdrepro("analyze", str(copy)).returncode == 0
+    own = Summary.model_validate_json((copy / "summary.json").read_text()).rows_by_length()[4096]
+    assert figures[name["4"]].bandwidth_GB_s == pytest.approx(own.bandwidth_GB_s)
+    overlay = (run / "best-overlay.yaml").read_text()
+    assert f"{POOL}: '16'" not in overlay and f"{POOL}: '4'" in overlay
+    assert json.loads((run / "tune-summary.json").read_text())["best"]["overlay"] == "best-overlay.yaml"
