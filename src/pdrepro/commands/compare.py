@@ -24,10 +24,12 @@ from ..core.errors import UserError
 from ..launch.stack import record
 from ..launch.stack.regular import STACKS
 from ..pipeline import STOPPED, split_words
+from ..rundir import RunDir
 from ..rundir.contract import write_json_atomic
 from ..rundir.layout import STACK_FILE
 from ..scenario.model import ComparisonScenario, load_scenario
 from ..sweep.config import is_disaggregated
+from ..sweep.state import result_problem
 from . import run_command
 from .render import add_site_options, transfer_backend
 
@@ -173,6 +175,31 @@ def _keep_stack_records(out: Path, run: Path, configurations: list[str]) -> None
             write_json_atomic(run / name / STACK_FILE, runfile.read_json(source), indent=2)
 
 
+def complete(run: Path, scenario: ComparisonScenario, configurations: list[str]) -> str | None:
+    """None when every configuration of ``scenario`` in ``run`` holds a complete bench result for each length,
+    else the first that does not and why."""
+    for name in configurations:
+        sub = RunDir(run).configuration(name)
+        for length in scenario.sweep.prompt_lens:
+            problem = result_problem(sub.bench_file(length), scenario.sweep.num_prompts, length)
+            if problem:
+                return f"{name} at {length} tokens: {problem}"
+    return None
+
+
+def _judge_complete(out: Path, scenarios: list[ComparisonScenario], configurations: list[str]) -> None:
+    """After an arm failed: each scenario whose configurations all finished is judged all the same, so what was
+    measured is reported (one rate's comparison does not wait on the other's); the rest say what they lack."""
+    for scenario in scenarios:
+        run = out / scenario.name
+        missing = complete(run, scenario, configurations)
+        if missing:
+            _say(f"{scenario.name}: not judged ({missing}); the rerun measures it")
+            continue
+        _keep_stack_records(out, run, configurations)
+        _judge(run)
+
+
 def _stop_leftovers(out: Path, configurations: list[str]) -> int:
     """A run killed outright (SIGKILL, a lost machine) leaves its stack's record unstopped, and `stack up`
     would refuse the folder: what such a record names is stopped first (`stack down` proves each process
@@ -214,6 +241,8 @@ def run(args: argparse.Namespace) -> int:
     status = runner.run_arms(Path(out), _label(scenarios), arms, cli=_stage_runner(args.scenario, names, Path(out)),
                              say=print)
     if status:
+        if len(scenarios) > 1 and status not in STOPPED:
+            _judge_complete(Path(out), scenarios, [c for c, _ in configurations])
         _say(f"stopped with status {status}; run the same command again to resume at the configuration it reached")
         return status if status == EXIT_BAD_INPUT or status in STOPPED else runner.EXIT_FAILED
     if len(scenarios) == 1:
