@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ RECORDED = ROOT / "tests" / "recorded"
 HOST_RUN = RECORDED / "h200-onebox-host-sglang-0.5.15.post1"
 HOST_RERUN = RECORDED / "h200-onebox-host-sglang-0.5.15.post1-rerun"
 HAND_RUN = RECORDED / "h200-onebox-sglang-0.5.15.post1"
+COMPARE_RUN = RECORDED / "h200-compare-7b-sglang-0.5.15.post1"
 
 # Words about how the bundle was made or who made it, not about using it: a reader cannot act on them.
 BUILD_WORDS = [
@@ -80,6 +82,27 @@ def _minutes(path: Path) -> str:
     return f"{seconds // 60} min {seconds % 60} s"
 
 
+def _m_s(seconds: float) -> str:
+    seconds = round(seconds)
+    return f"{seconds // 60} min {seconds % 60} s"
+
+
+def _compare_times() -> list[tuple[str, str, str]]:
+    """The comparison page's times: the whole command from its job log's step stamps, each stack's start from
+    its record (first process started to the router healthy)."""
+    stamps = {step: int(at) for at, step in re.findall(r"^== \[(\d+) s\] \S+ (compare start|compare end)$",
+                                                      (COMPARE_RUN / "console" / "jobs.out").read_text(), re.M)}
+    out = [("docs/guide/comparison.md", _m_s(int(stamps["compare end"]) - int(stamps["compare start"])),
+            f"{COMPARE_RUN.name}/console/jobs.out")]
+    for config in ("1P1D", "2-regular"):
+        rec = json.loads((COMPARE_RUN / "cmp" / config / "stack.json").read_text())
+        first, last = rec["processes"][0], rec["processes"][-1]
+        up = (datetime.fromisoformat(last["started_at"]) + timedelta(seconds=last["healthy_after_s"])
+              - datetime.fromisoformat(first["started_at"])).total_seconds()
+        out.append(("docs/guide/comparison.md", _m_s(up), f"{COMPARE_RUN.name}/cmp/{config}/stack.json"))
+    return out
+
+
 def _check_counts(path: Path) -> str:
     match = re.search(r"^(\d+ passed, \d+ failed(, \d+ not applicable)?)$", path.read_text(), re.M)
     assert match, f"{path}: no count line"
@@ -126,7 +149,7 @@ def _figures() -> list[tuple[str, str, str]]:
     gates = re.search(r"(\d+ passed, \d+ skipped)", (HOST_RUN / "console" / "gates.out").read_text())
     assert gates
     out.append(("docs/onebox-verdict.md", gates.group(1), f"{HOST_RUN.name}/console/gates.out"))
-    return out
+    return out + _compare_times()
 
 
 def _gpu_check_rows() -> list[tuple[str, str, str]]:
