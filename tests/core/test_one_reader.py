@@ -52,6 +52,8 @@ READERS = {
     "image/gpulock.py::lock_problems": "the repository's lock file",
     "analysis/whatran.py::_locked_torch": "the repository's GPU lock (beside versions.env), not a run file",
     "launch/targets/slurm.py::render": "a resource of the package (slurm_runtime.sh)",
+    "scenario/knobs.py::_load": "the package's own knob lists (resources generated from upstream source)",
+    "tune/slurm.py::_template": "the package's own job-array template (a resource, not a run's)",
     # Inputs people give on the command line, each validated by its own loader (not a run folder's file).
     "scenario/kvsize.py::geometry_from_config": "a model's config.json named by a scenario",
     "scenario/site.py::check_ib_devices": "the site's ib_devices.json given to render",
@@ -65,6 +67,7 @@ READERS = {
 WRITERS = {
     "smoke/plot.py::_save": "savefig into memory (a BytesIO); the PNG is written by core.safewrite.write_file",
     "report/plots.py::_finish": "savefig into memory (a BytesIO); the PNG is written by core.safewrite.write_file",
+    "report/load.py::plot": "savefig into memory (a BytesIO); the PNG is written by core.safewrite.write_file",
 }
 
 

@@ -15,6 +15,7 @@ from importlib.resources import files
 from pathlib import Path
 from string import Template
 
+from ..core import runfile
 from ..core.errors import UserError
 from ..core.safewrite import write_file
 
@@ -50,7 +51,8 @@ def render(out: Path, scenario_name: str, runs: Sequence[tuple[str, Path]], site
             raise UserError(f"{job}: `pdrepro render --target slurm` left {len(scripts)} sbatch scripts there, not "
                             "one; clear the folder and render again")
         jobs.append(scripts[0])
-    allocation = "\n".join(m.group(0) for m in _ALLOCATION.finditer(jobs[0].read_text()))
+    # Read back through the one reader: the folder is the user's run, and a link planted there is refused.
+    allocation = "\n".join(m.group(0) for m in _ALLOCATION.finditer(runfile.read_text(jobs[0])))
     text = _template().substitute(
         title=f"pdrepro tune: scenario {scenario_name}, {len(runs)} runs as one SLURM job array",
         job_name=f"pdrepro-tune-{scenario_name}", last=str(len(runs) - 1), allocation=allocation,
