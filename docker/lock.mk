@@ -10,9 +10,9 @@ UV := $(BIN)/uv
 # no Python package), for its Python and glibc, PyPI as it
 # stood at the pin (--upgrade: the answer depends on the inputs only, not on
 # the lock being replaced).
-# NIXL came out after that date (nixl 1.5.1's wheels are dated 2026-10-21): its two wheels alone are taken
-# as PyPI stood when the bundle took them up (their pins are exact), and the CUDA 12 backend its meta
-# package names is overridden away (docker/gpu-overrides.txt).
+# NIXL came out after that date (nixl 1.5.1's wheels were uploaded to PyPI on 2026-10-26): its two
+# wheels alone are taken as PyPI stood when the bundle took them up (their pins are exact), and the
+# CUDA 12 backend its meta package names is overridden away (docker/gpu-overrides.txt).
 GPU_LOCK_NIXL_NEWER := 2026-12-01T00:00:00Z
 GPU_OVERRIDES := docker/gpu-overrides.txt
 UV_LOCK_FLAGS := --quiet --upgrade --generate-hashes --only-binary :all: --custom-compile-command "make lock" \

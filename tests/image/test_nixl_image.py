@@ -21,7 +21,9 @@ DOCKER = ROOT / "docker"
 PINS = parse_env_file(DOCKER / "versions.env")
 LOCK = gpulock.parse_lock((DOCKER / "gpu-requirements.lock").read_text())
 DECLARED = {d.name: d for d in gpulock.read_requirements_in(DOCKER / "gpu-requirements.in")}
-# What `pip download --no-deps nixl-cu13==1.5.1 nixl==1.5.1` (cp312, manylinux_2_28) fetched from PyPI.
+# What `pip download --no-deps nixl-cu13==1.5.1 nixl==1.5.1` (cp312, manylinux_2_28) fetched from PyPI: the
+# wheels the image installs. `make lock` (uv) lists the hash of every wheel of a version, so the backend's
+# entry holds one per Python and architecture; --require-hashes then takes the one that matches.
 PYPI_SHA256 = {"nixl": "aa90914d7df16fb586e57be633972917c6c2489b004ad241913ecda02207eaab",
                "nixl-cu13": "ce48b601bad4c4503a5d9d418e6f4b1289a3a68e407af99f0f7e377f8371f49b"}
 
@@ -31,7 +33,7 @@ def test_the_pin_the_resolver_input_and_the_lock_agree():
     for name in ("nixl", "nixl-cu13"):
         assert DECLARED[name].exact == PINS["NIXL_VERSION"]
         assert LOCK[name].version == PINS["NIXL_VERSION"]
-        assert LOCK[name].hashes == (PYPI_SHA256[name],)
+        assert PYPI_SHA256[name] in LOCK[name].hashes
     assert "nixl-cu12" not in LOCK  # another CUDA major than the image's
     assert gpulock.nixl_problems(LOCK, PINS) == []
     # The backend wheel's own requirements (torch, numpy) are in the lock: --no-deps adds nothing.
