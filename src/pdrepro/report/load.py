@@ -5,6 +5,7 @@ its model (rundir.loadsummary.LoadSummary) and the verdicts as `pdrepro check` d
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -13,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..core.safewrite import write_file  # noqa: E402
-from ..rundir.loadsummary import LoadStepFigures, LoadSummary  # noqa: E402
+from ..rundir.loadsummary import LoadStepFigures, LoadSummary, ServerFailures  # noqa: E402
 from ..verdicts.gates import CheckResult  # noqa: E402
 from ..verdicts.load import step_checks  # noqa: E402
 
@@ -37,8 +38,9 @@ def _verdict(results: list[CheckResult]) -> str:
     return "PASS" if not bad else "FAIL: " + ", ".join(bad)
 
 
-def _server(step: LoadStepFigures, field: str) -> str:
-    found = [getattr(s, field) for s in step.servers.values() if getattr(s, field) is not None]
+def _server(step: LoadStepFigures, figure: Callable[[ServerFailures], float | None]) -> str:
+    """One /metrics figure summed over the step's servers (— when none recorded it)."""
+    found = [v for s in step.servers.values() if (v := figure(s)) is not None]
     return "—" if not found else _n(sum(found))
 
 
@@ -50,8 +52,8 @@ def step_table(summary: LoadSummary) -> str:
     for step in summary.steps:
         cells = [step.name, _n(step.concurrency), _rate(step),
                  "—" if step.failed_requests is None else f"{step.failed_requests} of {step.requests}",
-                 _server(step, "generate_failed"), _n(step.retries), _server(step, "session_recoveries"),
-                 _server(step, "retracted"), _f(step.ttft_ms_p50), _f(step.ttft_ms_p99), _f(step.transfer_ms_p50),
+                 _server(step, lambda s: s.generate_failed), _n(step.retries), _server(step, lambda s: s.session_recoveries),
+                 _server(step, lambda s: s.retracted), _f(step.ttft_ms_p50), _f(step.ttft_ms_p99), _f(step.transfer_ms_p50),
                  _f(step.transfer_ms_p99), _f(step.transfer_p99_over_p50), _verdict(step_checks(summary, step))]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -90,9 +92,11 @@ def plot(summary: LoadSummary, path: Path) -> Path | None:
         return None
     x = list(range(len(steps)))
     fig, ax = plt.subplots(figsize=(8, 4.8))
-    for field, label, style in (("transfer_ms_p50", "KV transfer p50", "o-"), ("transfer_ms_p99", "KV transfer p99", "s--"),
-                                ("ttft_ms_p99", "TTFT p99", "^:")):
-        ys = [getattr(s, field) for s in steps]
+    lines: tuple[tuple[Callable[[LoadStepFigures], float | None], str, str], ...] = (
+        (lambda s: s.transfer_ms_p50, "KV transfer p50", "o-"), (lambda s: s.transfer_ms_p99, "KV transfer p99", "s--"),
+        (lambda s: s.ttft_ms_p99, "TTFT p99", "^:"))
+    for figure, label, style in lines:
+        ys = [figure(s) for s in steps]
         if any(y is not None for y in ys):
             ax.plot([i for i, y in zip(x, ys) if y is not None], [y for y in ys if y is not None], style, label=label)
     failed = [i for i, s in zip(x, steps) if s.failed_requests]
