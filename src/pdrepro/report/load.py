@@ -14,8 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from ..core.safewrite import write_file  # noqa: E402
 from ..rundir.loadsummary import LoadStepFigures, LoadSummary  # noqa: E402
-from ..verdicts.gates import CheckResult  # noqa: E402
 from ..verdicts.load import step_checks  # noqa: E402
+from ..verdicts.result import CheckResult  # noqa: E402
 
 PLOT = "load.png"
 
