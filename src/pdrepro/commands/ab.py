@@ -162,7 +162,7 @@ def run(args) -> int:
                               "--bench-in-place", "--logs-from", str(out / b / "logs"), *extra)) for b in picked]
     runner.start(out, label, arms)  # refuses another A/B's folder before its files are touched
     _write_variants(out, variants)
-    status = runner.run_arms(out, label, arms, cli=run_command)
+    status = runner.run_arms(out, label, arms, command="ab", cli=run_command)
     if status in runner.STOPPED:
         return status
     state = armsstate.read(out)

@@ -211,8 +211,8 @@ def run(args: argparse.Namespace) -> int:
     status = _stop_leftovers(Path(out), [c for c, _ in configurations])
     if status:
         return status
-    status = runner.run_arms(Path(out), _label(scenarios), arms, cli=_stage_runner(args.scenario, names, Path(out)),
-                             say=print)
+    status = runner.run_arms(Path(out), _label(scenarios), arms, command="compare",
+                             cli=_stage_runner(args.scenario, names, Path(out)), say=print)
     if status:
         _say(f"stopped with status {status}; run the same command again to resume at the configuration it reached")
         return status if status == EXIT_BAD_INPUT or status in STOPPED else runner.EXIT_FAILED

@@ -198,7 +198,7 @@ def run(args) -> int:
     runner.start(out, plan.label, arms)  # refuses another tune's (or A/B's) folder before a file is touched
     _write_scenarios(out, variants)
     tuneplan.write(out, plan)
-    status = runner.run_arms(out, plan.label, arms, cli=run_command)
+    status = runner.run_arms(out, plan.label, arms, command="tune", cli=run_command)
     if status in runner.STOPPED:
         return status
     summary = collect(out, plan)
