@@ -89,6 +89,9 @@ def test_two_backends_run_one_after_the_other_and_are_set_side_by_side(site):
         assert arm.verdict.ttft_covers_transfer is True and arm.verdict.transport
     assert done.returncode == (0 if summary.passed else 1)
     report = (run / "report.md").read_text()
+    # The title says "A/B" once: the label's own "ab" word (which keeps an A/B's folder apart) is left out of it.
+    assert summary.label.startswith("ab onebox-qwen25-0.5b: mooncake_tcp, nixl")
+    assert report.splitlines()[0].startswith("# A/B: onebox-qwen25-0.5b: mooncake_tcp, nixl (arm scenarios ")
     for arm in summary.arms:
         assert f"measures: {arm.timing}" in report
     assert "| nixl / mooncake_tcp | 2.00x | 2.00x |" in report

@@ -75,10 +75,11 @@ def write(run: Path, state: ArmsState) -> None:
 
 
 def check_same(found: ArmsState, wanted: ArmsState, source: Path) -> None:
-    """A state left by another A/B is refused: resuming it would mix two experiments in one folder."""
+    """A state left by another run of arms (an A/B, a tune, a comparison) is refused: resuming it would mix two
+    experiments in one folder. The labels say which run each is (each opens with its command's word)."""
     if found.label != wanted.label:
-        raise UserError(f"{source}: holds the A/B {found.label!r}, not {wanted.label!r}; give another --out, or "
-                        "rerun the same A/B to resume it")
+        raise UserError(f"{source}: holds {found.label!r}, not {wanted.label!r}; give another --out, or "
+                        "rerun the same command to resume it")
     plan = [(a.name, a.backend, a.configuration, a.stack, a.sweep) for a in found.arms]
     asked = [(a.name, a.backend, a.configuration, a.stack, a.sweep) for a in wanted.arms]
     if plan != asked:
