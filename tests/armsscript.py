@@ -88,7 +88,8 @@ def main() -> int:
     spec = json.loads(Path(sys.argv[3]).read_text())
     given = [arms.Arm(name=a["name"], stack=tuple(a["stack"]), sweep=tuple(a["sweep"])) for a in spec["arms"]]
     try:
-        return arms.run_arms(Path(sys.argv[2]), spec["label"], given, cli=run_command)
+        return arms.run_arms(Path(sys.argv[2]), spec["label"], given, command=spec.get("command", "ab"),
+                              cli=run_command)
     except Exception as exc:  # the CLI's own translation of a refused input, as run_command does it
         from pdrepro.core.errors import UserError
 

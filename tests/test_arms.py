@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from stackhelp import env, make_site
 
+from pdrepro import arms
 from pdrepro.launch.stack import ownership, record
 from pdrepro.rundir import armsstate
 
@@ -163,7 +164,7 @@ def test_a_state_of_another_ab_is_refused_by_name(site):
     other = _run(site, _spec(site, label="another AB"))
     assert other.returncode == 2
     lines = other.stderr.strip().splitlines()
-    assert len(lines) == 1 and "holds the A/B 'test AB', not 'another AB'" in lines[0], other.stderr
+    assert len(lines) == 1 and "holds 'test AB', not 'another AB'" in lines[0], other.stderr
     changed = _run(site, _spec(site, plain_second=False))
     assert changed.returncode == 2 and "started with other words than this run's" in changed.stderr
     assert armsstate.path(site["run"]).read_bytes() == before
@@ -190,3 +191,24 @@ def test_a_tampered_state_is_refused_on_one_line(site, tamper):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and str(path) in lines[0] and "Traceback" not in done.stderr, done.stderr
     assert _sweeps(site) == [] and not record.path(site["run"] / "tcp").exists()
+
+
+@pytest.mark.parametrize("command", ["ab", "tune", "compare"])
+def test_an_arms_error_line_names_the_command_that_runs_it(tmp_path, command):
+    # A stack that says it came up but left no stack.json: the runner cannot read where to sweep, and says so
+    # as the command the user ran, not as another command that shares the runner.
+    said: list[str] = []
+    calls: list[list[str]] = []
+
+    def cli(argv: list[str]) -> int:
+        calls.append(argv)
+        return 0
+
+    arm = arms.Arm(name="x", stack=("--scenario", "s"), sweep=("--scenario", "s"))
+    status = arms.run_arms(tmp_path / "run", f"{command} s", [arm], command=command, cli=cli, say=said.append)
+    assert status == 2 and [c[:2] for c in calls] == [["stack", "up"]]
+    errors = [line for line in said if ": error: " in line]
+    assert len(errors) == 1 and errors[0].startswith(f"pdrepro {command}: error: arm x: "), said
+    assert f"{tmp_path / 'run' / 'x'}: no stack.json there" in errors[0]
+    state = armsstate.read(tmp_path / "run")
+    assert state is not None and state.arm("x").status == "failed" and state.arm("x").exit == 2

@@ -138,7 +138,8 @@ def _ignoring() -> Iterator[None]:
 
 
 def start(run: Path, label: str, arms: Sequence[Arm]) -> ArmsState:
-    """The state to run ``arms`` under in ``run``: the one found there when it is this A/B's, else a fresh one."""
+    """The state to run ``arms`` under in ``run``: the one found there when it is this run's (its label), else a
+    fresh one."""
     if not arms:
         raise UserError("no arms to run; name at least one")
     for arm in arms:
@@ -154,10 +155,12 @@ def start(run: Path, label: str, arms: Sequence[Arm]) -> ArmsState:
     return found
 
 
-def run_arms(run: Path, label: str, arms: Sequence[Arm], *, cli: Callable[[list[str]], int],
+def run_arms(run: Path, label: str, arms: Sequence[Arm], *, command: str, cli: Callable[[list[str]], int],
              say: Callable[[str], None] = lambda line: print(line, flush=True)) -> int:
     """Every arm not done yet, in order; returns 0 when all are done, the signal's status when one stopped
-    them (the arms after it are not started), else the worst arm's: 2 when one's input was refused, else 1."""
+    them (the arms after it are not started), else the worst arm's: 2 when one's input was refused, else 1.
+    ``command`` is the CLI command running the arms (`ab`, `tune`, `compare`): an arm's error line names it,
+    as the CLI names the command in its own."""
     state = start(run, label, arms)
     worst = 0
     with _noting() as noted:
@@ -167,7 +170,7 @@ def run_arms(run: Path, label: str, arms: Sequence[Arm], *, cli: Callable[[list[
                 continue
             if noted.signum is not None:
                 return 128 + noted.signum
-            status, state = _one(run, arm, state, cli, say, noted)
+            status, state = _one(run, arm, state, cli, say, noted, command)
             if status in STOPPED:
                 return status
             if noted.signum is not None:
@@ -184,7 +187,7 @@ def _save(run: Path, state: ArmsState, arm: ArmRecord, **update) -> ArmsState:
     return state
 
 
-def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: _Noted) -> tuple[int, ArmsState]:
+def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: _Noted, command: str) -> tuple[int, ArmsState]:
     """One arm: up, sweep, down. It is done when its sweep ended 0 and its stack went down; a signal noted
     while its sweep ran lets it finish so (the runner stops after it), one noted before the sweep stops it."""
     folder = run / arm.name
@@ -205,7 +208,7 @@ def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: _Noted) -> tupl
             why = f"`pdrepro stack up` ended with status {status}"
     except UserError as exc:
         status, why = EXIT_BAD_INPUT, str(exc)
-        say(f"pdrepro ab: error: arm {arm.name}: {exc}")
+        say(f"pdrepro {command}: error: arm {arm.name}: {exc}")
     finally:
         # Once a signal came, the clean-up is not cut short by the next one (docker stop's grace, a second ^C).
         with _ignoring() if status in STOPPED or noted.signum is not None else contextlib.nullcontext():

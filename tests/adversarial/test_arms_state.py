@@ -106,7 +106,7 @@ def _resume(run: Path) -> tuple[int | None, str | None, list[list[str]]]:
         return 1  # every stack fails to start: the runner records it and goes on to the next arm
 
     try:
-        return arms.run_arms(run, LABEL, ARMS, cli=cli, say=lambda _line: None), None, calls
+        return arms.run_arms(run, LABEL, ARMS, command="ab", cli=cli, say=lambda _line: None), None, calls
     except UserError as exc:
         return None, str(exc), calls
 

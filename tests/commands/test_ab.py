@@ -18,7 +18,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from runkinds import tree_hash
-from stackhelp import env, make_site
+from stackhelp import env, make_site, one_line, pdrepro
 
 from pdrepro.backends.registry import backend
 from pdrepro.launch.stack import ownership, record
@@ -38,15 +38,6 @@ def _ab(*args: str, fake: dict[str, str] | None = None, timeout: float = 240) ->
                           capture_output=True, text=True, timeout=timeout)
 
 
-def _pdrepro(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pdrepro", *args], env=env(), cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
-
-
-def _one_line(proc: subprocess.CompletedProcess) -> str:
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    return lines[0]
 
 
 @pytest.fixture
@@ -56,7 +47,7 @@ def site(tmp_path):
     for arm in ("mooncake_tcp", "nixl"):
         folder = made["run"] / arm
         if record.path(folder).is_file() and record.read(folder).stopped_at is None:
-            _pdrepro("stack", "down", str(folder), "--grace", "1")
+            pdrepro("stack", "down", str(folder), "--grace", "1")
 
 
 def test_two_backends_run_one_after_the_other_and_are_set_side_by_side(site):
@@ -93,11 +84,14 @@ def test_two_backends_run_one_after_the_other_and_are_set_side_by_side(site):
     for arm in summary.arms:
         assert arm.timing == backend(arm.backend or "").timing and arm.backend_label == backend(arm.backend or "").label
         # Each arm's verdict is the one `pdrepro check` draws from the arm's own folder.
-        assert arm.verdict.passed == (_pdrepro("check", str(run / arm.name)).returncode == 0)
+        assert arm.verdict.passed == (pdrepro("check", str(run / arm.name)).returncode == 0)
         assert arm.verdict.all_completed is True and arm.verdict.kv_sizes_match is True
         assert arm.verdict.ttft_covers_transfer is True and arm.verdict.transport
     assert done.returncode == (0 if summary.passed else 1)
     report = (run / "report.md").read_text()
+    # The title says "A/B" once: the label's own "ab" word (which keeps an A/B's folder apart) is left out of it.
+    assert summary.label.startswith("ab onebox-qwen25-0.5b: mooncake_tcp, nixl")
+    assert report.splitlines()[0].startswith("# A/B: onebox-qwen25-0.5b: mooncake_tcp, nixl (arm scenarios ")
     for arm in summary.arms:
         assert f"measures: {arm.timing}" in report
     assert "| nixl / mooncake_tcp | 2.00x | 2.00x |" in report
@@ -134,7 +128,7 @@ def test_ab_runs_the_real_sweep_on_each_arm_and_judges_them_as_check_does(site):
     schema = json.loads((schemagen.shipped_dir() / schemagen.file_name("ab-summary")).read_text())
     jsonschema.Draft202012Validator(schema).validate(written)  # the shipped schema holds what ab writes
     summary = AbSummary.model_validate(written)
-    checked = {arm.name: _pdrepro("check", str(run / arm.name)).returncode for arm in summary.arms}
+    checked = {arm.name: pdrepro("check", str(run / arm.name)).returncode for arm in summary.arms}
     for arm in summary.arms:
         assert arm.verdict.passed == (checked[arm.name] == 0), (arm.name, arm.verdict)
     # The base arm measured every length of the scenario, from its own bench files.
@@ -207,12 +201,12 @@ def test_the_recorded_arms_are_judged_without_writing_into_them(tmp_path):
     for folder, arm in RECORDED_ARMS.items():
         shutil.copytree(RECORDED / folder, run / arm)
     before = {arm: tree_hash(run / arm) for arm in RECORDED_ARMS.values()}
-    judged = _pdrepro("ab", "--judge", str(run), "--backends", "mooncake_tcp,nixl")
+    judged = pdrepro("ab", "--judge", str(run), "--backends", "mooncake_tcp,nixl")
     assert judged.returncode in (0, 1), judged.stdout + judged.stderr
     assert {arm: tree_hash(run / arm) for arm in RECORDED_ARMS.values()} == before
     summary = AbSummary.model_validate_json((run / "ab-summary.json").read_text())
     for arm in summary.arms:
-        assert arm.verdict.passed == (_pdrepro("check", str(run / arm.name)).returncode == 0)
+        assert arm.verdict.passed == (pdrepro("check", str(run / arm.name)).returncode == 0)
     for length in summary.lengths:
         for figures in length.arms:
             lines = (run / figures.arm / "bench" / f"result-{length.prompt_len}.jsonl").read_text().splitlines()
@@ -226,7 +220,7 @@ def test_the_recorded_arms_are_judged_without_writing_into_them(tmp_path):
 
 def test_render_writes_one_job_per_arm_and_starts_nothing(tmp_path):
     run = tmp_path / "ab"
-    done = _pdrepro("ab", "--render", "slurm", "--scenario", "h20-qwen3-235b-1p1d", "--backends", "mooncake,nixl",
+    done = pdrepro("ab", "--render", "slurm", "--scenario", "h20-qwen3-235b-1p1d", "--backends", "mooncake,nixl",
                     "--out", str(run))
     assert done.returncode == 0, done.stderr
     for arm in ("mooncake", "nixl"):
@@ -237,7 +231,7 @@ def test_render_writes_one_job_per_arm_and_starts_nothing(tmp_path):
     assert state is not None and [(a.name, a.status) for a in state.arms] == [("mooncake", "rendered"),
                                                                            ("nixl", "rendered")]
     # Before the jobs ran, judging names what is missing per arm and fails.
-    judged = _pdrepro("ab", "--judge", str(run))
+    judged = pdrepro("ab", "--judge", str(run))
     assert judged.returncode == 1
     summary = AbSummary.model_validate_json((run / "ab-summary.json").read_text())
     assert all(not a.verdict.passed and a.verdict.input_error for a in summary.arms)
@@ -251,13 +245,13 @@ def test_render_writes_one_job_per_arm_and_starts_nothing(tmp_path):
     (["--backends", "mooncake_tcp,nixl"], "give --model MODEL_DIR and --dataset SHAREGPT_JSON"),
     (["--backends", "mooncake_tcp,nixl", "--sweep-args", "'unclosed"], "--sweep-args"),
 ])
-def test_bad_input_is_one_line(tmp_path, args, says):
+def test_bad_input_isone_line(tmp_path, args, says):
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
     extra = ["--model", str(model), "--dataset", str(model / "config.json")] if "--sweep-args" in args else []
-    done = _pdrepro("ab", *args, *extra, "--out", str(tmp_path / "run"))
-    assert says in _one_line(done)
+    done = pdrepro("ab", *args, *extra, "--out", str(tmp_path / "run"))
+    assert says in one_line(done)
     assert not (tmp_path / "run" / "arms-state.json").exists()
 
 
@@ -268,14 +262,14 @@ def test_a_scenario_that_names_its_arms_needs_no_backends(tmp_path):
     scenario = tmp_path / "ab-scenario.yaml"
     scenario.write_text(text.replace("\nlaunch:", "\nab: {backends: [nixl, mooncake]}\nlaunch:", 1))
     run = tmp_path / "ab"
-    done = _pdrepro("ab", "--render", "slurm", "--scenario", str(scenario), "--out", str(run))
+    done = pdrepro("ab", "--render", "slurm", "--scenario", str(scenario), "--out", str(run))
     assert done.returncode == 0, done.stderr
     state = armsstate.read(run)
     assert state is not None and [a.backend for a in state.arms] == ["nixl", "mooncake"]
     twice = tmp_path / "twice.yaml"
     twice.write_text(text.replace("\nlaunch:", "\nab: {backends: [nixl, nixl]}\nlaunch:", 1))
-    refused = _pdrepro("ab", "--scenario", str(twice), "--out", str(tmp_path / "other"))
-    assert "ab.backends names a backend twice" in _one_line(refused)
+    refused = pdrepro("ab", "--scenario", str(twice), "--out", str(tmp_path / "other"))
+    assert "ab.backends names a backend twice" in one_line(refused)
 
 
 @pytest.mark.parametrize("arm_env, says", [
@@ -284,6 +278,6 @@ def test_a_scenario_that_names_its_arms_needs_no_backends(tmp_path):
     ("mooncake_tcp:UCX_TLS=tcp", "launch.env.UCX_TLS is read by"),
 ])
 def test_an_arm_variable_its_backend_does_not_read_is_refused(tmp_path, arm_env, says):
-    done = _pdrepro("ab", "--backends", "mooncake_tcp,nixl", "--arm-env", arm_env, "--out", str(tmp_path / "run"))
-    assert says in _one_line(done)
+    done = pdrepro("ab", "--backends", "mooncake_tcp,nixl", "--arm-env", arm_env, "--out", str(tmp_path / "run"))
+    assert says in one_line(done)
     assert not (tmp_path / "run").exists()

@@ -75,6 +75,17 @@ def test_the_judge_passes_both_arms_on_every_length(judged):
     assert summary == AbSummary.model_validate_json((RECORDED / "ab" / "ab-summary.json").read_text())
 
 
+def test_the_report_is_the_recorded_one_with_its_title_saying_ab_once(judged):
+    # The machine's report predates the title fix: its first line said "A/B: ab ...". Every other line is the same.
+    run, done, _, _ = judged
+    assert done.returncode == 0, done.stdout + done.stderr
+    title, *rest = (run / "report.md").read_text().splitlines()
+    recorded_title, *recorded_rest = (RECORDED / "ab" / "report.md").read_text().splitlines()
+    assert recorded_title == "# A/B: ab onebox-qwen25-0.5b: mooncake_tcp, nixl (arm scenarios 8047caa9fa1c)"
+    assert title == "# A/B: onebox-qwen25-0.5b: mooncake_tcp, nixl (arm scenarios 8047caa9fa1c)"
+    assert rest == recorded_rest and len(rest) > 10
+
+
 def test_the_nixl_arm_was_resumed_on_a_fresh_machine():
     first = json.loads((RECORDED / "first-session" / "arms-state.json").read_text())
     now = json.loads((RECORDED / "ab" / "arms-state.json").read_text())

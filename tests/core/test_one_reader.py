@@ -66,8 +66,7 @@ READERS = {
 
 WRITERS = {
     "smoke/plot.py::_save": "savefig into memory (a BytesIO); the PNG is written by core.safewrite.write_file",
-    "report/plots.py::_finish": "savefig into memory (a BytesIO); the PNG is written by core.safewrite.write_file",
-    "report/load.py::plot": "savefig into memory (a BytesIO); the PNG is written by core.safewrite.write_file",
+    "report/plots.py::finish": "savefig into memory (a BytesIO); the PNG is written by core.safewrite.write_file",
 }
 
 

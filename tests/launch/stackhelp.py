@@ -140,3 +140,16 @@ def one_line_error(proc: subprocess.CompletedProcess) -> str:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     return lines[0]
+
+
+def pdrepro(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """A `pdrepro` command as a user runs it, with the stand-in packages on the path."""
+    return subprocess.run([sys.executable, "-m", "pdrepro", *args], env=env(), cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def one_line(proc: subprocess.CompletedProcess) -> str:
+    """The one error line of a command refused for its input (exit 2, no traceback)."""
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    return lines[0]

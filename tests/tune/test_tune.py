@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 import yaml
 from runkinds import tree_hash
-from stackhelp import env, make_site
+from stackhelp import env, make_site, one_line, pdrepro
 
 from pdrepro.launch.stack import ownership, record
 from pdrepro.rundir import armsstate, tuneplan
@@ -47,7 +47,7 @@ def site(tmp_path):
     yield made
     for folder in [*made["run"].glob("*/"), *(tmp_path / "moved").glob("*/")]:
         if record.path(folder).is_file() and record.read(folder).stopped_at is None:
-            _pdrepro("stack", "down", str(folder), "--grace", "1")
+            pdrepro("stack", "down", str(folder), "--grace", "1")
 
 
 def _argv(site: dict, *grid: str, one_at_a_time: bool = False) -> list[str]:
@@ -61,15 +61,6 @@ def _env(site: dict, **extra: str) -> dict[str, str]:
     return env(PATH=site["path"], **extra)
 
 
-def _pdrepro(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pdrepro", *args], env=env(), cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
-
-
-def _one_line(proc: subprocess.CompletedProcess) -> str:
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    return lines[0]
 
 
 def _summary(run: Path) -> TuneSummary:
@@ -140,7 +131,7 @@ def test_a_grid_of_two_knobs_ranks_the_faster_setting_first_and_writes_it_as_the
 
     # Each run's verdict is the one `pdrepro check` gives its folder, and the exit status follows them.
     passed = {r.folder: r.passed for s in summary.settings for r in s.runs}
-    assert passed == {f: _pdrepro("check", str(run / f)).returncode == 0 for f in passed}
+    assert passed == {f: pdrepro("check", str(run / f)).returncode == 0 for f in passed}
     assert done.returncode == (0 if all(passed.values()) else 1)
 
     # The overlay over the scenario is the best setting's own scenario, and loads as a scenario.
@@ -158,7 +149,7 @@ def test_a_grid_of_two_knobs_ranks_the_faster_setting_first_and_writes_it_as_the
 
     # Collecting again judges the folders without writing into them, and ranks them the same.
     before = {f: tree_hash(run / f) for f in passed}
-    again = _pdrepro("tune", "--collect", str(run))
+    again = pdrepro("tune", "--collect", str(run))
     assert again.returncode == done.returncode, again.stderr
     assert {f: tree_hash(run / f) for f in passed} == before
     assert _summary(run) == summary
@@ -206,7 +197,7 @@ def test_an_interrupted_tune_resumes_at_the_run_it_reached_also_on_a_fresh_machi
     proc = subprocess.Popen(argv, env=_env(site), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     _stop_when(proc, run / "baseline-2", signal.SIGKILL)
-    assert _pdrepro("stack", "down", str(run / "baseline-2"), "--grace", "1").returncode == 0
+    assert pdrepro("stack", "down", str(run / "baseline-2"), "--grace", "1").returncode == 0
     path = record.path(run / "baseline-2")
     old = json.loads(path.read_text())
     path.write_text(json.dumps({**old, "boot_id": "0" * 8 + old["boot_id"][8:], "stopped_at": None}))
@@ -231,7 +222,7 @@ def test_an_interrupted_tune_resumes_at_the_run_it_reached_also_on_a_fresh_machi
     # Another tune's options on the same folder are still refused (only the paths may move).
     other = subprocess.run([*argv[:-1], str(moved), "--baseline-repeats", "4"], env=_env(site), cwd=REPO,
                            capture_output=True, text=True, timeout=120)
-    assert "holds the tune" in _one_line(other)
+    assert "holds the tune" in one_line(other)
     report = (moved / "tune-report.md").read_text()
     # Over TCP, the knob data names the grid's knobs such a box cannot judge (MC_NUM_QP_PER_EP acts on RDMA only),
     # and only those: the page size acts whatever the transport.
@@ -248,7 +239,7 @@ def _golden_text(run: Path) -> str:
 
 def test_render_slurm_writes_a_job_array_over_one_job_per_run_and_starts_nothing(tmp_path):
     run = tmp_path / "tune"
-    done = _pdrepro("tune", "--render", "slurm", "--scenario", "h20-qwen3-235b-1p1d", "--grid", f"{POOL}=4,16",
+    done = pdrepro("tune", "--render", "slurm", "--scenario", "h20-qwen3-235b-1p1d", "--grid", f"{POOL}=4,16",
                     "--grid=--page-size=16", "--out", str(run))
     assert done.returncode == 0, done.stderr
     plan = tuneplan.read(run)
@@ -281,7 +272,7 @@ def test_render_slurm_writes_a_job_array_over_one_job_per_run_and_starts_nothing
                 assert POOL not in body and "--page-size" not in body
             assert not (run / folder / "stack.json").exists() and not (run / folder / "bench").exists()
     # Before the tasks ran, collecting names each missing run and fails; nothing is called best.
-    judged = _pdrepro("tune", "--collect", str(run))
+    judged = pdrepro("tune", "--collect", str(run))
     assert judged.returncode == 1
     summary = _summary(run)
     assert summary.best is None and len(summary.problems) == len(folders)
@@ -321,19 +312,19 @@ def _model(tmp: Path) -> list[str]:
     (["--grid", f"{POOL}=4", "--decode-ip", "10.0.0.2"], "--decode-ip: one box runs both servers"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, args, says):
-    done = _pdrepro("tune", *args, *_model(tmp_path), "--out", str(tmp_path / "run"))
-    assert says in _one_line(done)
+    done = pdrepro("tune", *args, *_model(tmp_path), "--out", str(tmp_path / "run"))
+    assert says in one_line(done)
     assert not (tmp_path / "run").exists()
 
 
 def test_a_run_folder_of_another_tune_or_none_is_refused(tmp_path):
     run = tmp_path / "run"
-    assert _pdrepro("tune", "--render", "slurm", "--scenario", "h20-qwen3-235b-1p1d", "--grid", f"{POOL}=4",
+    assert pdrepro("tune", "--render", "slurm", "--scenario", "h20-qwen3-235b-1p1d", "--grid", f"{POOL}=4",
                     "--out", str(run)).returncode == 0
     before = tree_hash(run)
-    other = _pdrepro("tune", "--grid", f"{POOL}=16", *_model(tmp_path), "--out", str(run))
-    assert "holds the tune" in _one_line(other) and "give another --out" in _one_line(other)
+    other = pdrepro("tune", "--grid", f"{POOL}=16", *_model(tmp_path), "--out", str(run))
+    assert "holds the tune" in one_line(other) and "give another --out" in one_line(other)
     assert tree_hash(run) == before
-    assert "no such folder" in _one_line(_pdrepro("tune", "--collect", str(tmp_path / "nowhere")))
-    assert "no tune plan there" in _one_line(_pdrepro("tune", "--collect", str(tmp_path)))
-    assert "give the tune's run folder: --out RUN" in _one_line(_pdrepro("tune", "--grid", f"{POOL}=4"))
+    assert "no such folder" in one_line(pdrepro("tune", "--collect", str(tmp_path / "nowhere")))
+    assert "no tune plan there" in one_line(pdrepro("tune", "--collect", str(tmp_path)))
+    assert "give the tune's run folder: --out RUN" in one_line(pdrepro("tune", "--grid", f"{POOL}=4"))

@@ -85,7 +85,13 @@ def test_every_run_passes_its_checks_and_no_folder_is_written_into(collected):
 
 def test_the_ranking_follows_the_stated_rule_at_each_length(collected):
     summary, name = collected["summary"], collected["name"]
-    assert summary.rule == RULE and RULE in (collected["run"] / "tune-report.md").read_text()
+    report = (collected["run"] / "tune-report.md").read_text()
+    assert summary.rule == RULE and RULE in report
+    # The titles say "tune" once: the label's own "tune" word (which keeps a tune's folder apart) is left out.
+    assert summary.label.startswith("tune ") and summary.scenario in summary.label
+    assert report.splitlines()[0] == f"# Tune: {summary.label.removeprefix('tune ')}"
+    assert (collected["run"] / "best-overlay.yaml").read_text().splitlines()[0] == \
+        f"# pdrepro tune: {summary.label.removeprefix('tune ')}"
     for length in summary.lengths:
         b = length.baseline
         assert b.spread_GB_s == pytest.approx(max(b.runs_GB_s) - min(b.runs_GB_s), abs=1e-3)

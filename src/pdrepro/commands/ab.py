@@ -23,7 +23,7 @@ from ..pipeline import split_words
 from ..publish.abjudge import ArmInput, judge
 from ..report.ab import render as render_report
 from ..rundir import armsstate
-from ..rundir.absummary import AbSummary
+from ..rundir.absummary import AbSummary, ab_label
 from ..rundir.armsstate import ArmRecord, ArmsState
 from ..rundir.contract import dumps_json, write_atomic
 from ..scenario.armvariant import for_backend
@@ -106,7 +106,7 @@ def _site(args, onebox: bool) -> list[str]:
 def _label(scenario: str, picked: tuple[str, ...], variants: dict[str, Scenario] | None = None) -> str:
     """Which A/B this is: its scenario and backends, and (a run's) the arms' scenarios as fingerprints, so a
     rerun with another scenario or other arm variables is another A/B, refused rather than resumed."""
-    label = f"ab {scenario}: {', '.join(picked)}"
+    label = ab_label(f"{scenario}: {', '.join(picked)}")
     if variants:
         both = hashlib.sha256(" ".join(v.fingerprint for v in variants.values()).encode()).hexdigest()
         label += f" (arm scenarios {both[:12]})"
@@ -162,7 +162,7 @@ def run(args) -> int:
                               "--bench-in-place", "--logs-from", str(out / b / "logs"), *extra)) for b in picked]
     runner.start(out, label, arms)  # refuses another A/B's folder before its files are touched
     _write_variants(out, variants)
-    status = runner.run_arms(out, label, arms, cli=run_command)
+    status = runner.run_arms(out, label, arms, command="ab", cli=run_command)
     if status in runner.STOPPED:
         return status
     state = armsstate.read(out)

@@ -238,8 +238,8 @@ def run(args: argparse.Namespace) -> int:
     status = _stop_leftovers(Path(out), [c for c, _ in configurations])
     if status:
         return status
-    status = runner.run_arms(Path(out), _label(scenarios), arms, cli=_stage_runner(args.scenario, names, Path(out)),
-                             say=print)
+    status = runner.run_arms(Path(out), _label(scenarios), arms, command="compare",
+                             cli=_stage_runner(args.scenario, names, Path(out)), say=print)
     if status:
         if len(scenarios) > 1 and status not in STOPPED:
             _judge_complete(Path(out), scenarios, [c for c, _ in configurations])

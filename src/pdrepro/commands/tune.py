@@ -23,6 +23,7 @@ from ..core.safewrite import make_folder, write_file
 from ..pipeline import split_words
 from ..rundir import armsstate, tuneplan
 from ..rundir.tuneplan import PlanKnob, PlanSetting, TunePlan
+from ..rundir.tunesummary import tune_label
 from ..scenario.model import Scenario, load_scenario
 from ..tune import grid
 from ..tune import slurm as slurm_render
@@ -110,8 +111,8 @@ def _plan(args, scenario: Scenario) -> tuple[TunePlan, dict[str, Scenario]]:
             args.stack_args or "", args.sweep_args or ""]
     digest = hashlib.sha256("\0".join(same).encode())
     plan = TunePlan(
-        label=f"tune {scenario.name}, {mode}, {len(points)} setting(s), baseline x{len(repeats)} "
-              f"(grid {digest.hexdigest()[:12]})", scenario=scenario.name, mode=mode,
+        label=tune_label(f"{scenario.name}, {mode}, {len(points)} setting(s), baseline x{len(repeats)} "
+                         f"(grid {digest.hexdigest()[:12]})"), scenario=scenario.name, mode=mode,
         knobs=tuple(PlanKnob(name=k.name, kind=k.kind, values=k.values, baseline=grid.baseline_value(scenario, k))
                     for k in knobs),
         settings=(PlanSetting(name=grid.BASELINE, runs=repeats),
@@ -198,7 +199,7 @@ def run(args) -> int:
     runner.start(out, plan.label, arms)  # refuses another tune's (or A/B's) folder before a file is touched
     _write_scenarios(out, variants)
     tuneplan.write(out, plan)
-    status = runner.run_arms(out, plan.label, arms, cli=run_command)
+    status = runner.run_arms(out, plan.label, arms, command="tune", cli=run_command)
     if status in runner.STOPPED:
         return status
     summary = collect(out, plan)

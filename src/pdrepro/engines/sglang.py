@@ -23,6 +23,8 @@ class SGLang:
     bench_backend: str = "sglang"
     # /readiness answers only with workers behind the router; older routers 404 it, /health_generate stands in.
     router_health_paths: tuple[str, ...] = ("/readiness", "/health_generate")
+    # Answers while the router process runs, with or without workers: what a restart probe may ask.
+    router_liveness_path: str = "/liveness"
     # Newer workers serve /health_generate (runs one token); /health is the fallback.
     worker_health_paths: tuple[str, ...] = ("/health_generate", "/health")
     info_path: str = "/get_server_info"

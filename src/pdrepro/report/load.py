@@ -4,7 +4,6 @@ its model (rundir.loadsummary.LoadSummary) and the verdicts as `pdrepro check` d
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,10 +12,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ..core.safewrite import write_file  # noqa: E402
 from ..rundir.loadsummary import LoadStepFigures, LoadSummary, ServerFailures  # noqa: E402
-from ..verdicts.gates import CheckResult  # noqa: E402
 from ..verdicts.load import step_checks  # noqa: E402
+from ..verdicts.result import CheckResult  # noqa: E402
+from .plots import finish  # noqa: E402
 
 PLOT = "load.png"
 
@@ -108,12 +107,5 @@ def plot(summary: LoadSummary, path: Path) -> Path | None:
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title(f"Load at {summary.prompt_len} tokens ({summary.scenario})", fontsize=10)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    try:
-        fig.savefig(buf, format="png", dpi=110)
-    finally:
-        plt.close(fig)
-    write_file(path, buf.getvalue(), "the load report")
+    finish(fig, ax, f"Load at {summary.prompt_len} tokens ({summary.scenario})", path)
     return path

@@ -34,7 +34,7 @@ def _line_rate(summary: Summary) -> float | None:
     return None if no_fabric(summary) else summary.line_rate_GB_s
 
 
-def _finish(fig, ax, title: str, path: Path) -> None:
+def finish(fig, ax, title: str, path: Path) -> None:
     """Every plot ends the same way: titled, laid out, written, closed. The PNG is made in memory and written
     by the safe writer: savefig given the path would open it itself and follow a link planted there."""
     ax.set_title(title, fontsize=10)
@@ -88,7 +88,7 @@ def _bandwidth(summary: Summary, path: Path) -> Path | None:
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
-    _finish(fig, ax, f"KV transfer bandwidth vs prompt length {_title(summary)}", path)
+    finish(fig, ax, f"KV transfer bandwidth vs prompt length {_title(summary)}", path)
     return path
 
 
@@ -112,7 +112,7 @@ def _ttft_split(summary: Summary, path: Path) -> Path | None:
     ax.set_ylabel("mean TTFT (ms)")
     ax.set_ylim(bottom=0)
     ax.legend(loc="upper left", fontsize=8)
-    _finish(fig, ax, f"TTFT split: KV transfer vs the rest {_title(summary)}", path)
+    finish(fig, ax, f"TTFT split: KV transfer vs the rest {_title(summary)}", path)
     return path
 
 
@@ -137,7 +137,7 @@ def _transfer_vs_size(summary: Summary, path: Path) -> Path | None:
     ax.set_ylabel("transfer time (ms)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    _finish(fig, ax, f"KV transfer time vs KV size {_title(summary)}", path)
+    finish(fig, ax, f"KV transfer time vs KV size {_title(summary)}", path)
     return path
 
 

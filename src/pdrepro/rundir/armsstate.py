@@ -15,11 +15,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ..core import runfile
 from ..core.errors import UserError
-from ..core.safewrite import refusal, write_file
-from ..core.strictmodel import IntBounds, Record, load
-from .contract import dumps_json
+from ..core.strictmodel import IntBounds, Record
+from .statefile import read_state, write_state
 
 FILE = "arms-state.json"
 # An arm's name is the name of its folder in RUN: no path separator, no dot-name, no shell surprises.
@@ -69,31 +67,19 @@ def path(run: Path) -> Path:
 
 def read(run: Path) -> ArmsState | None:
     """The state in ``run``, None when there is none; anything else that is no state: one line, exit 2."""
-    p = path(run)
-    try:
-        data = runfile.read_json(p)
-    except FileNotFoundError:
-        return None
-    except (ValueError, RecursionError) as exc:  # not JSON (UnicodeDecodeError is one too), or nested past reason
-        why = str(exc)[:120] if isinstance(exc, ValueError) else "nested too deep"
-        raise UserError(f"{p}: is not JSON ({why}); it is no arms state: move it away (or give another --out)") from None
-    return load(ArmsState, data, str(p), fix="it is no arms state this release wrote: move it away (or give another "
-                                              "--out)")
+    return read_state(path(run), ArmsState, "arms state")
 
 
 def write(run: Path, state: ArmsState) -> None:
-    p = path(run)
-    refused = refusal(p, "the arms runner")
-    if refused is not None:
-        raise refused
-    write_file(p, dumps_json(state.model_dump(mode="json"), p, indent=2), "the arms runner", Path(run))
+    write_state(path(run), state, "the arms runner", run)
 
 
 def check_same(found: ArmsState, wanted: ArmsState, source: Path) -> None:
-    """A state left by another A/B is refused: resuming it would mix two experiments in one folder."""
+    """A state left by another run of arms (an A/B, a tune, a comparison) is refused: resuming it would mix two
+    experiments in one folder. The labels say which run each is (each opens with its command's word)."""
     if found.label != wanted.label:
-        raise UserError(f"{source}: holds the A/B {found.label!r}, not {wanted.label!r}; give another --out, or "
-                        "rerun the same A/B to resume it")
+        raise UserError(f"{source}: holds {found.label!r}, not {wanted.label!r}; give another --out, or "
+                        "rerun the same command to resume it")
     plan = [(a.name, a.backend, a.configuration, a.stack, a.sweep) for a in found.arms]
     asked = [(a.name, a.backend, a.configuration, a.stack, a.sweep) for a in wanted.arms]
     if plan != asked:

@@ -16,12 +16,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ..core import runfile
 from ..core.errors import UserError
-from ..core.safewrite import refusal, write_file
-from ..core.strictmodel import IntBounds, NumberBounds, Record, load
-from .contract import dumps_json
+from ..core.strictmodel import IntBounds, NumberBounds, Record
 from .layout import RunDir
+from .statefile import read_state, write_state
 
 FILE = "load-state.json"
 # A step's name is its folder in RUN/steps/: c<concurrency>, r<rate> or both joined by '-'.
@@ -137,24 +135,11 @@ def present(run: Path) -> bool:
 
 def read(run: Path) -> LoadState | None:
     """The state in ``run``, None when there is none; anything else that is no state: one line, exit 2."""
-    p = path(run)
-    fix = "it is no load state this release wrote: move it away (or give another --out)"
-    try:
-        data = runfile.read_json(p)
-    except FileNotFoundError:
-        return None
-    except (ValueError, RecursionError) as exc:  # not JSON (UnicodeDecodeError is one too), or nested past reason
-        why = str(exc)[:120] if isinstance(exc, ValueError) else "nested too deep"
-        raise UserError(f"{p}: is not JSON ({why}); {fix}") from None
-    return load(LoadState, data, str(p), fix=fix)
+    return read_state(path(run), LoadState, "load state")
 
 
 def write(run: Path, state: LoadState) -> None:
-    p = path(run)
-    refused = refusal(p, "pdrepro load")
-    if refused is not None:
-        raise refused
-    write_file(p, dumps_json(state.model_dump(mode="json"), p, indent=2), "pdrepro load", Path(run))
+    write_state(path(run), state, "pdrepro load", run)
 
 
 def check_same(found: LoadState, wanted: LoadPlan, source: Path) -> None:

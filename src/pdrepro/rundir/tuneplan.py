@@ -13,12 +13,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ..core import runfile
 from ..core.errors import UserError
-from ..core.safewrite import refusal, write_file
-from ..core.strictmodel import Record, load
+from ..core.strictmodel import Record
 from .armsstate import ARM_NAME
-from .contract import dumps_json
+from .statefile import read_state, write_state
 
 FILE = "tune-plan.json"
 Name = Annotated[str, Field(pattern=ARM_NAME)]
@@ -74,22 +72,11 @@ def path(run: Path) -> Path:
 def read(run: Path) -> TunePlan | None:
     """The plan in ``run``; None when there is none; anything that is no plan: one line, exit 2."""
     p = path(run)
-    try:
-        data = runfile.read_json(p)
-    except FileNotFoundError:
-        return None
-    except (ValueError, RecursionError) as exc:
-        why = str(exc)[:120] if isinstance(exc, ValueError) else "nested too deep"
-        raise UserError(f"{p}: is not JSON ({why}); it is no tune plan: move it away (or give another --out)") from None
-    plan = load(TunePlan, data, str(p), fix="it is no tune plan this release wrote: move it away (or give another "
-                                            "--out)")
-    plan.check(str(p))
+    plan = read_state(p, TunePlan, "tune plan")
+    if plan is not None:
+        plan.check(str(p))
     return plan
 
 
 def write(run: Path, plan: TunePlan) -> None:
-    p = path(run)
-    refused = refusal(p, "pdrepro tune")
-    if refused is not None:
-        raise refused
-    write_file(p, dumps_json(plan.model_dump(mode="json"), p, indent=2), "pdrepro tune", Path(run))
+    write_state(path(run), plan, "pdrepro tune", run)

@@ -25,7 +25,6 @@ from ..rundir import RunDir, loadstate
 from ..rundir.loadstate import LoadPlan, LoadState, LoadStep, StepRecord, step_run
 from ..scenario.model import Scenario
 from . import signals
-from .benchclient import LengthTimeout
 from .benchcmd import bench_argv
 from .config import SweepConfig
 from .progress import fmt_s
@@ -34,7 +33,7 @@ from .runlock import RunLock
 from .runner import _check_inputs, _ready, _write_scenario
 from .signals import signal_name
 from .state import SweepState
-from .step import client_target, collect_logs, scrape
+from .step import client_target, collect_logs, run_client, scrape
 
 log = logging.getLogger(__name__)
 
@@ -158,13 +157,8 @@ def _run_step(cfg: SweepConfig, top: RunDir, plan: LoadPlan, step: LoadStep, sta
     started = time.time()
     # Recorded before the client starts: a sweep killed outright (-9) leaves the step unfinished, not pending.
     state.record(top, step, status="unfinished", started_at=started, reason="its bench client was running")
-    reason = None
     try:
-        rc = cfg.launcher.run(argv, mounts=mounts, timeout_s=cfg.length_timeout_s)
-        if rc != 0:
-            reason = f"bench client exited with status {rc}"
-    except LengthTimeout as exc:
-        reason = f"timed out: {exc}"
+        reason = run_client(cfg, argv, mounts)
     except KeyboardInterrupt as exc:
         why = f"stopped by {signal_name(exc)} while its bench client ran; rerun to measure it"
         if partial.exists():

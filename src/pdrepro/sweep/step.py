@@ -98,11 +98,7 @@ def run_length(cfg: SweepConfig, run: RunDir, mount_root: Path, length: int, cou
     reason = None
     ticker = Heartbeat(length, expected_s, cfg.heartbeat_s)
     try:
-        rc = cfg.launcher.run(argv, mounts=mounts, timeout_s=cfg.length_timeout_s)
-        if rc != 0:
-            reason = f"bench client exited with status {rc}"
-    except LengthTimeout as exc:
-        reason = f"timed out: {exc}"
+        reason = run_client(cfg, argv, mounts)
     except KeyboardInterrupt:
         ticker.stop()
         partial.unlink(missing_ok=True)
@@ -125,6 +121,16 @@ def run_length(cfg: SweepConfig, run: RunDir, mount_root: Path, length: int, cou
     elif partial.exists():
         os.replace(partial, run.set_aside_bench_file(length, "failed"))
     return LengthOutcome(reason, elapsed, client_s)
+
+
+def run_client(cfg: SweepConfig, argv: list[str], mounts: dict) -> str | None:
+    """The bench client run once by the sweep's launcher: None when it ended 0, else why not (its status, or
+    the length's time limit). A signal still stops it as KeyboardInterrupt, for the caller to record."""
+    try:
+        rc = cfg.launcher.run(argv, mounts=mounts, timeout_s=cfg.length_timeout_s)
+    except LengthTimeout as exc:
+        return f"timed out: {exc}"
+    return None if rc == 0 else f"bench client exited with status {rc}"
 
 
 def record_outcome(state: SweepState, length: int, outcome: LengthOutcome) -> None:

@@ -18,7 +18,7 @@ from ..core.safewrite import refusal, write_file
 from ..report.tune import render as render_report
 from ..rundir.contract import dumps_json
 from ..rundir.tuneplan import TunePlan
-from ..rundir.tunesummary import TuneBest, TuneSummary
+from ..rundir.tunesummary import TuneBest, TuneSummary, label_without_head
 from ..scenario.model import load_scenario
 from .judge import judge, pick_best
 
@@ -26,7 +26,7 @@ SUMMARY, REPORT, OVERLAY = "tune-summary.json", "tune-report.md", "best-overlay.
 
 
 def _overlay(run: Path, summary: TuneSummary, best: TuneBest | None) -> str:
-    head = [f"# pdrepro tune: {summary.label}", f"# rule: {summary.rule}"]
+    head = [f"# pdrepro tune: {label_without_head(summary.label)}", f"# rule: {summary.rule}"]
     if best is None:
         return "\n".join([*head, "# No setting beat the baseline by more than its spread without losing at a length: "
                           "nothing to change.", "{}", ""])

@@ -14,7 +14,6 @@ without any RDMA device has no RDMA path to prove. N/A is never a pass
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..analysis.whatran import unjudged
@@ -24,32 +23,11 @@ from ..rundir.portbaseline import judge_ports
 from ..rundir.summarymodel import Issue, Row, RunProvenance, Summary, TransportEvidence, TransportProof, as_summary
 from ..scenario.model import ComparisonScenario, Scenario
 from ..scenario.seams import backend_of, engine_of
+from .nicchecks import rail_checks, witness_checks
+from .result import NOT_APPLICABLE, CheckResult, check, failed, not_applicable, not_applicable_result
 
-
-@dataclass(frozen=True)
-class CheckResult:
-    name: str
-    prompt_len: int | None
-    figure: float | None
-    bound: float | None
-    unit: str
-    passed: bool
-    detail: str
-    op: str = ""          # how figure is compared with bound: ">=", "<=", "=="
-    applicable: bool = True
-
-    @property
-    def verdict(self) -> str:
-        return "N/A" if not self.applicable else "PASS" if self.passed else "FAIL"
-
-
-# Why the transport and the NIC witness do not apply to a run (transport: any, TCP, no RDMA device).
-NOT_APPLICABLE = "not applicable: TCP, allowed by the scenario, no RDMA device on the node"
-
-
-def _not_applicable(name: str, L: int | None, bound: float | None = None, unit: str = "", op: str = "") -> CheckResult:
-    where = f"length {L}: " if L is not None else "KV transport: "
-    return CheckResult(name, L, None, bound, unit, False, where + NOT_APPLICABLE, op, applicable=False)
+# Re-exported: the readers of verdicts import these from here.
+__all__ = ["NOT_APPLICABLE", "CheckResult", "evaluate", "failed", "not_applicable", "tcp_without_rdma"]
 
 
 def _evidence(summary: Summary) -> TransportEvidence:
@@ -93,7 +71,7 @@ def _transport(summary: Summary, scenario: Scenario) -> CheckResult:
                                f"KV transport not proven to be RDMA: {_servers(summary)}")
         return CheckResult("transport", None, None, None, "", True, f"KV transport proven RDMA: {_servers(summary)}")
     if tcp_without_rdma(summary, scenario.transport):
-        return _not_applicable("transport", None)
+        return not_applicable_result("transport", None)
     found = "; ".join(evidence.servers.values()) or "no server log in the run"
     if used == "rdma":
         return CheckResult("transport", None, None, None, "", True, f"the engines used RDMA: {found}")
@@ -107,20 +85,6 @@ def _transport(summary: Summary, scenario: Scenario) -> CheckResult:
         return CheckResult("transport", None, None, None, "", True, f"the engines used TCP, allowed by the scenario; {why}")
     return CheckResult("transport", None, None, None, "", False,
                        f"the servers' logs do not show one working transport ({used or 'no logs'}): {found}")
-
-
-def _cmp(figure: float | None, op: str, bound: float) -> bool:
-    if figure is None:
-        return False
-    return figure >= bound if op == ">=" else figure <= bound if op == "<=" else figure == bound
-
-
-def _check(name: str, L: int | None, figure: float | None, op: str, bound: float, unit: str, what: str) -> CheckResult:
-    passed = _cmp(figure, op, bound)
-    shown = "not measured" if figure is None else f"{figure:.2f} {unit}".rstrip()
-    where = f"length {L}: " if L is not None else ""
-    detail = f"{where}{what} {shown} {'meets' if passed else 'fails'} {op} {bound:g} {unit}".rstrip()
-    return CheckResult(name, L, figure, bound, unit, passed, detail, op)
 
 
 def _issue_kinds(summary: Summary) -> dict[IssueKind, list[Issue]]:
@@ -177,65 +141,13 @@ def _evaluate_comparison(summary: Summary, scenario: Scenario) -> list[CheckResu
         if not m:
             continue
         expected = scenario.sweep.num_prompts
-        out.append(_check("completed", L, m.completed / expected, ">=", t.min_completed_fraction, "of prompts",
+        out.append(check("completed", L, m.completed / expected, ">=", t.min_completed_fraction, "of prompts",
                           f"{name}: {m.completed}/{expected} completed:"))
-        out.append(_check("request_errors", L, float(m.errors), "<=", float(t.max_request_errors), "errors",
+        out.append(check("request_errors", L, float(m.errors), "<=", float(t.max_request_errors), "errors",
                           f"{name}: failed requests"))
     if not out:
         out.append(CheckResult("configuration_present", None, None, None, "", False, "the summary names no configuration"))
     out.append(_provenance(summary, scenario))
-    return out
-
-
-def _witness(L: int, row: Row, line_rate: float | None, floor: float, applies: bool = True) -> list[CheckResult]:
-    """The NICs' own byte counts (witness.py): they must show the KV the model says was sent,
-    and cannot have run faster than the line."""
-    if not applies:
-        return [_not_applicable("nic_witness", L, floor, "% of KV", ">=")]
-    share = row.nic_kv_share_pct
-    nodes = ", ".join(f"{role} {n.counter}" for role, n in (row.nic_nodes or {}).items() if n.kv_share_pct is not None)
-    if share is None:
-        detail = f"length {L}: NIC byte counts not measured: {row.nic_problem or 'no counter record'}"
-        out = [CheckResult("nic_witness", L, None, floor, "% of KV", False, detail, ">=")]
-    else:
-        c = _check("nic_witness", L, share, ">=", floor, "% of KV",
-                   f"bytes the NICs moved ({nodes}) as a share of the model's KV bytes:")
-        if not c.passed:
-            c = CheckResult(c.name, L, share, c.bound, c.unit, False,
-                            c.detail + " (the KV did not cross the RDMA ports: TCP fallback or a dead path?)", c.op)
-        out = [c]
-    rate = row.nic_rate_GB_s
-    if rate is not None and line_rate:
-        out.append(_check("nic_within_line_rate", L, rate, "<=", line_rate, "GB/s",
-                          "NIC counters' average rate (above the line rate no counter is right)"))
-    return out
-
-
-def _rails(L: int, row: Row, min_share: float, applies: bool = True) -> list[CheckResult]:
-    """Each rail (a port ib_devices.json names for the GPUs in use) on its own: its share of the KV bytes
-    against the mean per rail, and its rate against its own line rate (above it, the counters are wrong)."""
-    rails = [r for r in row.nic_rails or [] if r.judged]
-    if not applies:
-        return [_not_applicable("rail_share", L, min_share, "x the mean per rail", ">=")] if rails else []
-    out: list[CheckResult] = []
-    for r in rails:
-        what = f"rail {r.name} ({r.counter or 'no counter'}) share of its node's KV bytes:"
-        c = _check("rail_share", L, r.share_of_mean, ">=", min_share, "x the mean per rail", what)
-        if r.share_of_mean is None and r.note:
-            c = CheckResult(c.name, L, None, min_share, c.unit, False, f"{c.detail} ({r.note})", c.op)
-        elif not c.passed:
-            c = CheckResult(c.name, L, c.figure, min_share, c.unit, False,
-                            f"{c.detail} (the KV was not spread over the rails: check the GPU-to-NIC map and the "
-                            "transfer engine's device list)", c.op)
-        out.append(c)
-        if r.rate_GB_s is not None and r.line_rate_GB_s:
-            c = _check("rail_within_line_rate", L, r.rate_GB_s, "<=", r.line_rate_GB_s, "GB/s",
-                       f"rail {r.name} average rate against its own line rate:")
-            if not c.passed:
-                c = CheckResult(c.name, L, c.figure, c.bound, c.unit, False,
-                                f"{c.detail} (above its line rate is a contradiction: the readings are not of "
-                                "this port in this window)", c.op)
-            out.append(c)
     return out
 
 
@@ -247,9 +159,9 @@ def _row_checks(L: int, row: Row, summary: Summary, scenario: Scenario, line_rat
     out: list[CheckResult] = []
     bw = row.bandwidth_GB_s
     if L in t.min_bandwidth_GB_s:
-        out.append(_check("min_bandwidth", L, bw, ">=", t.min_bandwidth_GB_s[L], "GB/s", "bandwidth"))
+        out.append(check("min_bandwidth", L, bw, ">=", t.min_bandwidth_GB_s[L], "GB/s", "bandwidth"))
     if line_rate:
-        out.append(_check("bandwidth_within_line_rate", L, bw, "<=", line_rate, "GB/s",
+        out.append(check("bandwidth_within_line_rate", L, bw, "<=", line_rate, "GB/s",
                           "bandwidth (above the line rate is impossible: wrong TP or link in the scenario?)"))
     ttft = row.ttft_ms_mean
     if measures_ttft:
@@ -262,37 +174,37 @@ def _row_checks(L: int, row: Row, summary: Summary, scenario: Scenario, line_rat
         if first is not None and transfer is not None:
             # The first token is decoded after the KV arrived: a TTFT shorter than the transfer is
             # impossible in any scenario (the two figures are not of the same requests).
-            out.append(_check("ttft_covers_transfer", L, first, ">=", transfer, "ms",
+            out.append(check("ttft_covers_transfer", L, first, ">=", transfer, "ms",
                               "median TTFT (it includes the KV transfer, median shown as the bound)"))
         if L in t.max_ttft_ms:
-            out.append(_check("max_ttft", L, ttft, "<=", t.max_ttft_ms[L], "ms", "mean TTFT"))
+            out.append(check("max_ttft", L, ttft, "<=", t.max_ttft_ms[L], "ms", "mean TTFT"))
         if t.max_transfer_share_pct is not None:
-            out.append(_check("max_transfer_share", L, row.transfer_share_of_ttft_pct, "<=",
+            out.append(check("max_transfer_share", L, row.transfer_share_of_ttft_pct, "<=",
                               t.max_transfer_share_pct, "%", "KV transfer share of TTFT"))
     expected = row.expected_requests or scenario.sweep.num_prompts
     if row.requests is not None:
         fraction = row.requests / expected if expected else None
-        out.append(_check("completed", L, fraction, ">=", t.min_completed_fraction, "of prompts",
+        out.append(check("completed", L, fraction, ">=", t.min_completed_fraction, "of prompts",
                           f"{row.requests}/{expected} completed:"))
     if row.requested_output_len_min is not None:
         tokens = row.output_tokens_min
         basis = row.output_tokens_basis or "not reported by the bench client"
-        out.append(_check("output_tokens", L, None if tokens is None else float(tokens), ">=",
+        out.append(check("output_tokens", L, None if tokens is None else float(tokens), ">=",
                           float(row.requested_output_len_min), "tokens", f"generated output ({basis}):"))
     logged = row.logged_requests
     if measures_ttft and logged is not None and row.requests is not None:
         # A log short of the client's requests: the figures would be of some requests, not the run's.
-        out.append(_check("requests_logged", L, float(logged), ">=", float(row.requests), "requests",
+        out.append(check("requests_logged", L, float(logged), ">=", float(row.requests), "requests",
                           f"requests the prefill logs hold after the warm-up (the client completed {row.requests}):"))
     if row.request_errors is not None:
-        out.append(_check("request_errors", L, float(row.request_errors), "<=", float(t.max_request_errors),
+        out.append(check("request_errors", L, float(row.request_errors), "<=", float(t.max_request_errors),
                           "errors", "failed requests"))
     if measures_ttft:
-        out += _witness(L, row, line_rate, t.min_nic_kv_share_pct, witness_applies)
-        out += _rails(L, row, t.min_rail_share, witness_applies)
+        out += witness_checks(L, row, line_rate, t.min_nic_kv_share_pct, witness_applies)
+        out += rail_checks(L, row, t.min_rail_share, witness_applies)
     mismatch = row.kv_size_mismatch_pct
     if mismatch is not None:
-        out.append(_check("kv_size_match", L, abs(mismatch), "<=", t.max_kv_size_mismatch_pct, "%",
+        out.append(check("kv_size_match", L, abs(mismatch), "<=", t.max_kv_size_mismatch_pct, "%",
                           "|logged KV size - model KV size|"))
     return out
 
@@ -362,17 +274,9 @@ def evaluate(summary: Summary | Mapping[str, Any], scenario: Scenario) -> list[C
 
     head = s.headline
     if t.min_peak_bandwidth_GB_s is not None:
-        out.append(_check("peak_bandwidth", head.peak_bandwidth_prompt_len, head.peak_bandwidth_GB_s,
+        out.append(check("peak_bandwidth", head.peak_bandwidth_prompt_len, head.peak_bandwidth_GB_s,
                           ">=", t.min_peak_bandwidth_GB_s, "GB/s", "peak bandwidth"))
     if t.min_peak_utilization_pct is not None:
-        out.append(_check("peak_utilization", head.peak_bandwidth_prompt_len, head.peak_utilization_pct,
+        out.append(check("peak_utilization", head.peak_bandwidth_prompt_len, head.peak_utilization_pct,
                           ">=", t.min_peak_utilization_pct, "%", "peak utilization"))
     return out
-
-
-def failed(results: list[CheckResult]) -> list[CheckResult]:
-    return [r for r in results if r.applicable and not r.passed]
-
-
-def not_applicable(results: list[CheckResult]) -> list[CheckResult]:
-    return [r for r in results if not r.applicable]

@@ -13,7 +13,7 @@ Each result is a gates.CheckResult, so `pdrepro check` prints them as it prints 
 from __future__ import annotations
 
 from ..rundir.loadsummary import LoadStepFigures, LoadSummary
-from .gates import CheckResult
+from .result import CheckResult
 
 
 def _bound(name: str, step: LoadStepFigures, figure: float | None, bound: float, unit: str, what: str) -> CheckResult:

@@ -167,9 +167,11 @@ def _role_objects(role: str, nodes: tuple[NodeLaunch, ...], cluster: Cluster, sh
 def _router_objects(plan: LaunchPlan, cluster: Cluster) -> list[str]:
     meta = _meta(f"{APP}-router", cluster, "router")
     # Ready once the router sees healthy workers; a plain health path would pass with none.
+    eng = engine(plan.engine)
     deployment = fill("k8s-router-deployment.yaml.tmpl", **meta, image=yaml_scalar(cluster.image),
                       command=yaml_list([unexpanded(w) for w in plan.router_argv], indent=8), port=str(plan.router_port),
-                      ready_path=yaml_scalar(engine(plan.engine).router_health_paths[0]))
+                      ready_path=yaml_scalar(eng.router_health_paths[0]),
+                      live_path=yaml_scalar(eng.router_liveness_path))
     service = fill("k8s-router-service.yaml.tmpl", **meta, port=str(plan.router_port))
     return [deployment, service]
 
