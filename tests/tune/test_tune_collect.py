@@ -7,6 +7,7 @@ the fourth. The rule is held as the report states it, and the judging writes not
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -124,3 +125,20 @@ def test_the_best_is_better_at_the_most_lengths_and_worse_at_none(collected):
     overlay = (run / "best-overlay.yaml").read_text()
     assert f"{POOL}: '16'" not in overlay and f"{POOL}: '4'" in overlay
     assert json.loads((run / "tune-summary.json").read_text())["best"]["overlay"] == "best-overlay.yaml"
+
+
+def test_a_baseline_run_that_fails_its_checks_stays_out_of_the_mean_and_the_spread(collected, tmp_path):
+    run = tmp_path / "tune"
+    shutil.copytree(collected["run"], run)
+    failing = collected["plan"].baseline.runs[1]       # the one at 1.04: without it the spread narrows
+    (run / failing / "provenance.json").unlink()       # a run the sweep did not make fails provenance_present
+    done = _pdrepro("tune", "--collect", str(run))
+    assert done.returncode in (0, 1), done.stderr
+    summary = TuneSummary.model_validate_json((run / "tune-summary.json").read_text())
+    runs = {r.folder: r for s in summary.settings for r in s.runs}
+    assert not runs[failing].passed and "provenance" in (runs[failing].problem or "")
+    for length, before in zip(summary.lengths, collected["summary"].lengths):
+        b = length.baseline
+        assert len(b.runs_GB_s) == 2 and len(before.baseline.runs_GB_s) == 3
+        assert b.spread_GB_s == pytest.approx(max(b.runs_GB_s) - min(b.runs_GB_s), abs=1e-3)
+        assert b.spread_GB_s < before.baseline.spread_GB_s

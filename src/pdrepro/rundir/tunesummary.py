@@ -15,8 +15,8 @@ from pydantic import Field
 from .summarybase import _Closed
 
 RULE = ("a setting is better at a length when its per-request KV bandwidth exceeds the baseline's mean by more "
-        "than the baseline's spread (the highest minus the lowest of its repeated runs), worse when it falls "
-        "below the mean by more than that spread, else within the noise; settings are ranked per length by "
+        "than the baseline's spread (the highest minus the lowest of its repeated runs that pass their checks), "
+        "worse when it falls below the mean by more than that spread, else within the noise; settings are ranked per length by "
         "bandwidth, and the client's mean TTFT breaks ties (bandwidths equal to 0.01 GB/s); the best setting is "
         "better at the most lengths and worse at none, its runs passing their checks, the larger mean gain over "
         "the baseline breaking ties, then the lower mean TTFT")

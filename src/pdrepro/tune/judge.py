@@ -96,7 +96,9 @@ def _rank(figures: list[SettingFigure]) -> list[SettingFigure]:
 
 
 def _length(L: int, plan: TunePlan, judged: dict[str, _Judged]) -> TuneLength:
-    base = _baseline(L, [judged[f] for f in plan.baseline.runs])
+    # A baseline run that fails its checks measured something else than the setting (errors, a wrong transport):
+    # it stays out of the mean and the spread, and its problem is shown with the run.
+    base = _baseline(L, [judged[f] for f in plan.baseline.runs if judged[f].run.passed])
     figures = [SettingFigure(setting=plan.baseline.name, bandwidth_GB_s=base.mean_GB_s, ttft_ms_mean=base.ttft_ms_mean,
                              gain_pct=0.0 if base.mean_GB_s else None, standing="within the noise"
                              if base.spread_GB_s is not None else "not judged")]
