@@ -229,6 +229,13 @@ def _tagged(tp: Any) -> tuple[str, dict[Any, type[BaseModel]]] | None:
     return tag, members
 
 
+def _step(step: Any) -> str:
+    """One step of a key path as a message shows it: a key of a file is anyone's text, so one with a line break,
+    a control character or megabytes of length is shown cut and escaped, never as itself."""
+    text = str(step)
+    return text if text.isprintable() and len(text) <= 60 else _show(step)
+
+
 def _walk(cls: Any, loc: tuple, where: str) -> tuple[str, Any, Any, Any]:
     """The dotted path of ``loc`` (list items as [i], a bad mapping key as `key 'k'`), the type
     holding its last step, the type at its end, and that type as declared (not unwrapped)."""
@@ -236,7 +243,7 @@ def _walk(cls: Any, loc: tuple, where: str) -> tuple[str, Any, Any, Any]:
     before_key, key, mapping = "", None, None
     for step in loc:
         if step == "[key]":  # the key itself is bad, not the value under it
-            path, tp = f"{before_key} key {key!r}", typing.get_args(mapping)[0]
+            path, tp = f"{before_key} key {_show(key)}", typing.get_args(mapping)[0]
             continue
         tagged = _tagged(tp)
         if tagged is not None and step in tagged[1]:
@@ -247,18 +254,18 @@ def _walk(cls: Any, loc: tuple, where: str) -> tuple[str, Any, Any, Any]:
         parent = tp
         origin = typing.get_origin(tp)
         if _is_model(tp):
-            path = f"{path}.{step}" if path else str(step)
+            path = f"{path}.{_step(step)}" if path else _step(step)
             field = tp.model_fields.get(step)
             tp = field.annotation if field is not None else Any
         elif origin in (tuple, list):
-            path += f"[{step}]"
+            path += f"[{_step(step)}]"
             tp = typing.get_args(tp)[0]
         elif origin is dict:
             before_key, key, mapping = path, step, tp
-            path = f"{path}.{step}"
+            path = f"{path}.{_step(step)}"
             tp = typing.get_args(tp)[1]
         else:
-            path = f"{path}.{step}" if path else str(step)
+            path = f"{path}.{_step(step)}" if path else _step(step)
             tp = Any
     return path, parent, _unwrap(tp), tp
 
