@@ -39,8 +39,8 @@ def _verdict(results: list[CheckResult]) -> str:
 
 def _server(step: LoadStepFigures, figure: Callable[[ServerFailures], float | None]) -> str:
     """One /metrics figure summed over the step's servers (— when none recorded it)."""
-    found = [v for s in step.servers.values() if (v := figure(s)) is not None]
-    return "—" if not found else _n(sum(found))
+    total = step.over_servers(figure)
+    return "—" if total is None else _n(total)
 
 
 def step_table(summary: LoadSummary) -> str:

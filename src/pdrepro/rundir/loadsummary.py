@@ -9,6 +9,7 @@ analysis (analysis/load.py) builds it. Units are in the names: milliseconds (_ms
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import Field
@@ -52,10 +53,14 @@ class LoadStepFigures(_Closed):
     servers: dict[str, ServerFailures] = Field(
         default_factory=dict, description="role -> its /metrics over the step (empty without --metrics)")
 
+    def over_servers(self, figure: Callable[[ServerFailures], float | None]) -> float | None:
+        """One /metrics figure summed over the servers that recorded it (None: none did)."""
+        found = [v for s in self.servers.values() if (v := figure(s)) is not None]
+        return sum(found) if found else None
+
     def server_failed(self) -> float | None:
         """Failed /generate answers over the servers that were scraped (None: none was)."""
-        found = [s.generate_failed for s in self.servers.values() if s.generate_failed is not None]
-        return sum(found) if found else None
+        return self.over_servers(lambda s: s.generate_failed)
 
 
 class LoadIssue(_Closed):
