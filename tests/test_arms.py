@@ -137,7 +137,10 @@ def test_a_signal_during_a_sweep_takes_the_stack_down_and_a_rerun_resumes_there(
     _nothing_runs(site["run"])
     state = armsstate.read(site["run"])
     assert state is not None and [(a.name, a.status, a.exit) for a in state.arms] == [("tcp", "done", 0),
-                                                                                     ("plain", "failed", 128 + sig)]
+                                                                                     ("plain", "stopped", 128 + sig)]
+    # Stopped, not failed: the state names the signal and how to go on, so no judge reads it as a finding.
+    assert state.arm("plain").reason == (f"stopped by {signal.Signals(sig).name}: `pdrepro sweep` ended with status "
+                                         f"{128 + sig}; rerun the same command to resume")
     again = _run(site, spec)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "== arm tcp: done already, skipped" in again.stdout

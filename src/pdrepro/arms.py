@@ -215,9 +215,20 @@ def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: _Noted, command
             down = _down(folder, arm.name, cli, say)
         if status == 0 and down:
             status, why = EXIT_BAD_INPUT, f"`pdrepro stack down {folder}` ended with status {down}"
-        state = _save(run, state, state.arm(arm.name), status="done" if status == 0 else "failed", exit=status,
-                      reason=why or None)
+        stopped = status != 0 and (status in STOPPED or noted.signum is not None)
+        if stopped:
+            why = f"stopped by {_signal_name(status, noted)}: {why}; rerun the same command to resume"
+        state = _save(run, state, state.arm(arm.name), status="done" if status == 0 else
+                      "stopped" if stopped else "failed", exit=status, reason=why or None)
     return status, state
+
+
+def _signal_name(status: int, noted: _Noted) -> str:
+    number = noted.signum if noted.signum is not None else status - 128
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _down(folder: Path, name: str, cli, say) -> int:

@@ -80,14 +80,14 @@ def other_abs(draw) -> bytes:
         if arm[change] == _valid()["arms"][0][change]:
             arm[change] = ["--other"] if change != "backend" else "w"
     arm = data["arms"][draw(st.integers(0, 1))]
-    arm["status"] = draw(st.sampled_from(["pending", "done", "failed"]))
+    arm["status"] = draw(st.sampled_from(["pending", "done", "failed", "stopped"]))
     return json.dumps(data).encode()
 
 
 RAW = st.one_of(st.binary(max_size=200), st.just(b"[" * 100_000), st.just(b'{"schema_version": NaN}'),
                 st.just(b"\xef\xbb\xbf" + json.dumps(_valid()).encode()), st.just(b""))
 STATES = st.one_of(bent_states(), other_abs(), RAW,
-                   st.lists(st.sampled_from(["pending", "running", "done", "failed"]), min_size=2, max_size=2)
+                   st.lists(st.sampled_from(["pending", "running", "done", "failed", "stopped"]), min_size=2, max_size=2)
                    .map(_statuses))
 
 

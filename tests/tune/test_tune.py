@@ -186,7 +186,7 @@ def test_an_interrupted_tune_resumes_at_the_run_it_reached_also_on_a_fresh_machi
     assert proc.returncode == 143 and "Traceback" not in err, out + err
     state = armsstate.read(run)
     assert state is not None and [(a.name, a.status, a.exit) for a in state.arms][:2] == [
-        ("baseline-1", "done", 0), ("s1", "failed", 143)]
+        ("baseline-1", "done", 0), ("s1", "stopped", 143)]
     assert record.read(run / "s1").stopped_at is not None
     assert not (run / "tune-summary.json").exists(), "a stopped tune was judged"
     kept = {L: (run / "s1" / "bench" / f"result-{L}.jsonl").read_bytes() for L in _done_lengths(run / "s1")}

@@ -242,7 +242,7 @@ def _judge(run: Path, args) -> int:
 
 
 def _inputs(state: ArmsState) -> list[ArmInput]:
-    return [ArmInput(a.name, a.backend, a.reason if a.status == "failed" else None) for a in state.arms]
+    return [ArmInput(a.name, a.backend, a.unfinished()) for a in state.arms]
 
 
 def _write(run: Path, summary: AbSummary) -> AbSummary:

@@ -23,7 +23,9 @@ FILE = "arms-state.json"
 # An arm's name is the name of its folder in RUN: no path separator, no dot-name, no shell surprises.
 ARM_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 _ARM_NAME = re.compile(ARM_NAME)
-ArmStatus = Literal["pending", "running", "done", "failed", "rendered"]
+# "stopped": a signal ended the arm (it measured nothing wrong; a rerun starts it again), kept apart from "failed"
+# so that a judge never reads an interrupted arm as a finding about its stack.
+ArmStatus = Literal["pending", "running", "done", "failed", "stopped", "rendered"]
 
 
 class ArmRecord(Record):
@@ -36,7 +38,19 @@ class ArmRecord(Record):
     sweep: tuple[str, ...] = Field(default=(), description="`pdrepro sweep` words, without the URLs and --out")
     status: ArmStatus = "pending"
     exit: Annotated[int, IntBounds(0, 255)] | None = Field(default=None, description="the arm's last exit status")
-    reason: str | None = Field(default=None, description="why the arm failed, when it did")
+    reason: str | None = Field(default=None, description="why the arm failed or was stopped, when it was")
+
+    def unfinished(self) -> str | None:
+        """Why this arm's run is not a finished measurement, as the state says; None when it finished (or is a
+        rendered job, whose folder alone says how far it got)."""
+        if self.status in ("done", "rendered"):
+            return None
+        if self.status == "pending":
+            return "not run yet; rerun the same command to resume"
+        if self.status == "running":
+            return ("was running when its runner last ended, with no end recorded (killed, or the machine went "
+                    "away); rerun the same command to resume")
+        return self.reason or self.status
 
 
 class ArmsState(Record):
