@@ -87,19 +87,54 @@ def _m_s(seconds: float) -> str:
     return f"{seconds // 60} min {seconds % 60} s"
 
 
+def _stack_up(record: Path) -> str:
+    """A stack's start as the page writes it: its first process started to its router healthy."""
+    rec = json.loads(record.read_text())
+    first, last = rec["processes"][0], rec["processes"][-1]
+    return _m_s((datetime.fromisoformat(last["started_at"]) + timedelta(seconds=last["healthy_after_s"])
+                 - datetime.fromisoformat(first["started_at"])).total_seconds())
+
+
+def _step_seconds(jobs: Path, step: str) -> int:
+    """Seconds from a job log's step stamp ``step`` to the stamp after it."""
+    stamps = re.findall(r"^== \[(\d+) s\] \S+ (.+)$", jobs.read_text(), re.M)
+    at = [name for _, name in stamps].index(step)
+    return int(stamps[at + 1][0]) - int(stamps[at][0])
+
+
+COMPARE_RATES = ("a10-qwen25-7b-onebox-rate1", "a10-qwen25-7b-onebox-rate4")
+COMPARE_RATIOS = {"output throughput": "output_tok_s", "mean TTFT": "mean_ttft_ms", "mean ITL": "mean_itl_ms",
+                  "P99 ITL": "p99_itl_ms"}
+
+
 def _compare_times() -> list[tuple[str, str, str]]:
-    """The comparison page's times: the whole command from its job log's step stamps, each stack's start from
-    its record (first process started to the router healthy)."""
-    stamps = {step: int(at) for at, step in re.findall(r"^== \[(\d+) s\] \S+ (compare start|compare end)$",
-                                                      (COMPARE_RUN / "console" / "jobs.out").read_text(), re.M)}
-    out = [("docs/guide/comparison.md", _m_s(int(stamps["compare end"]) - int(stamps["compare start"])),
+    """The comparison page's figures: each go's whole command from its job log's step stamps, each stack's start
+    from its record, the sweeps' and bench clients' spans, and the ratio table and the regular pair's P99 ITL
+    from each rate's judged summary."""
+    page, first = "docs/guide/comparison.md", COMPARE_RUN / "first-session"
+    out = [(page, _m_s(_step_seconds(first / "console" / "jobs.out", "compare start")),
+            f"{COMPARE_RUN.name}/first-session/console/jobs.out"),
+           (page, _m_s(_step_seconds(COMPARE_RUN / "console" / "jobs.out", "compare resume")),
             f"{COMPARE_RUN.name}/console/jobs.out")]
     for config in ("1P1D", "2-regular"):
-        rec = json.loads((COMPARE_RUN / "cmp" / config / "stack.json").read_text())
-        first, last = rec["processes"][0], rec["processes"][-1]
-        up = (datetime.fromisoformat(last["started_at"]) + timedelta(seconds=last["healthy_after_s"])
-              - datetime.fromisoformat(first["started_at"])).total_seconds()
-        out.append(("docs/guide/comparison.md", _m_s(up), f"{COMPARE_RUN.name}/cmp/{config}/stack.json"))
+        for root in (first, COMPARE_RUN):
+            record = root / "cmp" / config / "stack.json"
+            out.append((page, _stack_up(record), str(record.relative_to(RECORDED))))
+    sweeps = [s for rate in COMPARE_RATES for s in (COMPARE_RUN / "cmp" / rate).glob("*/sweep-state.json")]
+    took = [v["seconds"] for s in sweeps for v in json.loads(s.read_text())["lengths"].values()]
+    benches = [json.loads(b.read_text())["duration"] for rate in COMPARE_RATES
+               for b in (COMPARE_RUN / "cmp" / rate).glob("*/bench/result-*.jsonl")]
+    assert len(took) == len(benches) == 4
+    out.append((page, f"Each sweep took {min(took):.0f}-{max(took):.0f} s", f"{COMPARE_RUN.name}/cmp/*/*/sweep-state.json"))
+    out.append((page, f"took {min(benches):.0f}-{max(benches):.0f} s", f"{COMPARE_RUN.name}/cmp/*/*/bench/"))
+    summaries = [json.loads((COMPARE_RUN / "cmp" / rate / "summary.json").read_text())["configurations"]
+                 for rate in COMPARE_RATES]
+    for label, key in COMPARE_RATIOS.items():
+        cells = [f"{s['1P1D'][side][key] / s['2-regular'][side][key]:.2f}" for s in summaries
+                 for side in ("measured", "published")]
+        out.append((page, f"| {label} | " + " | ".join(cells) + " |", f"{COMPARE_RUN.name}/cmp/*/summary.json"))
+    p99 = [f"{s['2-regular']['measured']['p99_itl_ms']:.0f} ms at rate {rate}" for s, rate in zip(summaries, ("1.0", "4.0"))]
+    out.append((page, ", ".join(p99), f"{COMPARE_RUN.name}/cmp/*/summary.json"))
     return out
 
 
