@@ -18,6 +18,7 @@ HOST_RUN = RECORDED / "h200-onebox-host-sglang-0.5.15.post1"
 HOST_RERUN = RECORDED / "h200-onebox-host-sglang-0.5.15.post1-rerun"
 HAND_RUN = RECORDED / "h200-onebox-sglang-0.5.15.post1"
 COMPARE_RUN = RECORDED / "h200-compare-7b-sglang-0.5.15.post1"
+LOAD_RUN = RECORDED / "h200-load-0.5b-mooncake-tcp-sglang-0.5.15.post1"
 
 # Words about how the bundle was made or who made it, not about using it: a reader cannot act on them.
 BUILD_WORDS = [
@@ -138,6 +139,38 @@ def _compare_times() -> list[tuple[str, str, str]]:
     return out
 
 
+def _load_figures() -> list[tuple[str, str, str]]:
+    """The load pages' figures: each step's medians and tails from the run's summary (which the load tests hold
+    to a fresh analysis), the throughput and the client's time from its bench files, the step times from its
+    state, and the resumed command's wall time from the job log's step stamps."""
+    load, pages = LOAD_RUN / "load", ("docs/guide/falls-short.md", "docs/guide/load.md")
+    steps = {s["name"]: s for s in json.loads((load / "load-summary.json").read_text())["steps"]}
+    bench = {n: json.loads((load / "steps" / n / "bench" / "result-4096.jsonl").read_text()) for n in steps}
+    state = json.loads((load / "load-state.json").read_text())["steps"]
+    stamps = {step: int(at) for at, step in re.findall(r"^== \[(\d+) s\] \S+ (load resume|check load)$",
+                                                      (LOAD_RUN / "console" / "jobs.out").read_text(), re.M)}
+    summary, jobs = f"{LOAD_RUN.name}/load/load-summary.json", f"{LOAD_RUN.name}/console/jobs.out"
+    resumed = _m_s(stamps["check load"] - stamps["load resume"])
+    out = [(page, resumed, jobs) for page in pages]
+    out += [(pages[0], f"measured the last two in {resumed}", jobs), (pages[1], f"c8 in {resumed}", jobs)]
+    c1, c8 = steps["c1"], steps["c8"]
+    out += [(pages[0], f"from {c1['transfer_ms_p50']:.1f} ms at concurrency 1 to {c8['transfer_ms_p50']:.1f} ms at 8",
+             summary),
+            (pages[0], f"TTFT p99 from {c1['ttft_ms_p99']:.1f} ms to {c8['ttft_ms_p99']:.1f} ms", summary),
+            (pages[0], f"({bench['c4']['request_throughput']:.1f} to {bench['c8']['request_throughput']:.1f} "
+                       "requests/s)", f"{LOAD_RUN.name}/load/steps/*/bench")]
+    medians = [f"{steps[n]['transfer_ms_p50']:.1f}" for n in ("c1", "c2", "c4", "c8")]
+    widest = max(s["transfer_p99_over_p50"] for s in steps.values())
+    took = [state[n]["ended_at"] - state[n]["started_at"] for n in steps]
+    client = [bench[n]["duration"] for n in steps]
+    out += [(pages[1], "The median transfer took {} ms at concurrency 1, {} at 2, {} at 4 and {} at 8".format(*medians),
+             summary),
+            (pages[1], f"the widest tail was {widest:.2f}x its median", summary),
+            (pages[1], f"Each step took {min(took):.0f} to {max(took):.0f} s, of which the requests took "
+                       f"{min(client):.0f} to {max(client):.0f} s", f"{LOAD_RUN.name}/load (state and bench)")]
+    return out
+
+
 def _check_counts(path: Path) -> str:
     match = re.search(r"^(\d+ passed, \d+ failed(, \d+ not applicable)?)$", path.read_text(), re.M)
     assert match, f"{path}: no count line"
@@ -184,7 +217,7 @@ def _figures() -> list[tuple[str, str, str]]:
     gates = re.search(r"(\d+ passed, \d+ skipped)", (HOST_RUN / "console" / "gates.out").read_text())
     assert gates
     out.append(("docs/onebox-verdict.md", gates.group(1), f"{HOST_RUN.name}/console/gates.out"))
-    return out + _compare_times()
+    return out + _compare_times() + _load_figures()
 
 
 def _gpu_check_rows() -> list[tuple[str, str, str]]:
