@@ -189,3 +189,30 @@ def test_a_run_killed_outright_is_resumed_after_its_leftover_stack_is_stopped(bo
     assert ownership.marked(left.stack_id) == []
     assert _state(box["run"]) == {"1P1D": "done", "2-regular": "done"}
     _nothing_left(box["run"])
+
+
+def test_a_resumed_rate_keeps_the_record_of_the_stack_that_measured_it(box):
+    """A rerun starts a configuration's stack again for the rate it lacks; the rate it already holds keeps the
+    record of the earlier stack, which measured it (the later one only skipped it)."""
+    first = compare(box, "--scenario", str(box["rate1"]), timeout=240)
+    assert first.returncode == 0, first.stdout + first.stderr
+    run = box["run"]
+    rate4, rate1 = run / "a10-qwen25-7b-onebox-rate4" / "2-regular", run / "a10-qwen25-7b-onebox-rate1" / "2-regular"
+    earlier = json.loads((rate4 / "stack.json").read_text())["stack_id"]
+    assert json.loads((rate1 / "stack.json").read_text())["stack_id"] == earlier
+    # As a run whose rate-1.0 sweep of the regular pair was lost: its result gone, the arm not done.
+    (rate1 / "bench" / "result-8192.jsonl").unlink()
+    state = json.loads((run / "arms-state.json").read_text())
+    for arm in state["arms"]:
+        if arm["name"] == "2-regular":
+            arm.update(status="failed", exit=1, reason="`pdrepro sweep` ended with status 1")
+    (run / "arms-state.json").write_text(json.dumps(state))
+
+    again = compare(box, "--scenario", str(box["rate1"]), timeout=240)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.count("== arm 2-regular: stack up") == 1 and "== arm 1P1D: stack up" not in again.stdout
+    later = json.loads((run / "2-regular" / "stack.json").read_text())["stack_id"]
+    assert later != earlier
+    assert json.loads((rate4 / "stack.json").read_text())["stack_id"] == earlier
+    assert json.loads((rate1 / "stack.json").read_text())["stack_id"] == later
+    _nothing_left(run)

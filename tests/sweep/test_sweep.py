@@ -61,9 +61,11 @@ def test_rerun_skips_complete_lengths_and_reruns_broken_one(tmp_path, cluster):
     assert (tmp_path / "run" / "bench" / "result-256.jsonl.invalid").is_file()
     assert any("resuming: 2 length(s) already complete" in l for l in lines)
     prov = (tmp_path / "run" / "provenance.json").read_text()
-    third = FakeBench(cluster)
-    run_sweep(config(tmp_path, cluster, third))
+    third, said = FakeBench(cluster), []
+    run_sweep(config(tmp_path, cluster, third, said))
     assert third.calls == []
+    # No client ran: no share of nothing (once printed as "100.00 % of the sweep").
+    assert [l for l in said if l.startswith("sweep overhead:")] == ["sweep overhead: no length was measured in this call"]
     assert (tmp_path / "run" / "provenance.json").read_text() == prov  # nothing ran: the record stays
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from .. import arms as runner
 from ..core import runfile
 from ..core.errors import UserError
+from ..core.safewrite import make_folder
 from ..launch.stack import record
 from ..launch.stack.regular import STACKS
 from ..pipeline import STOPPED, split_words
@@ -134,7 +135,7 @@ def _load(given: list[str]) -> list[ComparisonScenario]:
     return scenarios
 
 
-def _stage_runner(given: list[str], names: list[str], out: Path) -> Callable[[list[str]], int]:
+def _stage_runner(given: list[str], scenarios: list[ComparisonScenario], out: Path) -> Callable[[list[str]], int]:
     """The stage runner the arms runner calls. With several scenarios, a sweep stage runs once per scenario
     against the one stack, each into its own comparison run RUN/<scenario name>: a stack is started once per
     configuration, not once per scenario. Every other stage runs as given."""
@@ -142,10 +143,16 @@ def _stage_runner(given: list[str], names: list[str], out: Path) -> Callable[[li
         if len(given) == 1 or argv[:1] != ["sweep"]:
             return run_command(argv)
         worst = 0
-        for scenario, name in zip(given, names):
+        configuration = argv[argv.index("--configuration") + 1]
+        for given_name, scenario in zip(given, scenarios):
+            name = scenario.name
             words = list(argv)
-            words[words.index("--scenario") + 1] = scenario
+            words[words.index("--scenario") + 1] = given_name
             words[len(words) - 1 - words[::-1].index("--out") + 1] = str(out / name)
+            # The stack that measures a scenario's results is the one recorded beside them; a resumed run whose
+            # results are already whole keeps the record of the stack that measured them.
+            if complete(out / name, scenario, [configuration]) is not None:
+                _keep_stack_records(out, out / name, [configuration], replace=True)
             _say(f"sweep {name} into {out / name}")
             status = run_command(words)
             if status in STOPPED or status == EXIT_BAD_INPUT:
@@ -166,13 +173,16 @@ def _judge(run: Path) -> int:
     return checked or (runner.EXIT_FAILED if analyzed else 0)
 
 
-def _keep_stack_records(out: Path, run: Path, configurations: list[str]) -> None:
+def _keep_stack_records(out: Path, run: Path, configurations: list[str], replace: bool = False) -> None:
     """Each configuration's stack record beside that configuration's results in a scenario's run, as a
-    one-scenario run has it there (the report reads where each server ran from it)."""
+    one-scenario run has it there (the report reads where each server ran from it). Written when the sweep
+    starts (``replace``: this stack measures them); when judging, only where none is yet, so a scenario
+    measured by an earlier stack never gets the record of a later one that skipped it."""
     for name in configurations:
-        source = out / name / STACK_FILE
-        if source.is_file():
-            write_json_atomic(run / name / STACK_FILE, runfile.read_json(source), indent=2)
+        source, target = out / name / STACK_FILE, run / name / STACK_FILE
+        if source.is_file() and (replace or not target.exists()):
+            make_folder(target.parent, "pdrepro compare")
+            write_json_atomic(target, runfile.read_json(source), indent=2)
 
 
 def complete(run: Path, scenario: ComparisonScenario, configurations: list[str]) -> str | None:
@@ -239,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
     if status:
         return status
     status = runner.run_arms(Path(out), _label(scenarios), arms, command="compare",
-                             cli=_stage_runner(args.scenario, names, Path(out)), say=print)
+                             cli=_stage_runner(args.scenario, scenarios, Path(out)), say=print)
     if status:
         if len(scenarios) > 1 and status not in STOPPED:
             _judge_complete(Path(out), scenarios, [c for c, _ in configurations])

@@ -242,8 +242,12 @@ def _locked_sweep(cfg: SweepConfig, top: RunDir, run: RunDir, started: float) ->
         result.summary = cfg.analyze(cfg.scenario.analysis_root(top, run), cfg.scenario)
         log.info(f"analysis: report in {top.report_file}")
         result.total_s = time.monotonic() - started
-    log.info(f"sweep overhead: {result.overhead_s:.1f} s of {result.total_s - result.wait_s:.1f} s outside the "
-        f"bench client ({result.overhead_pct:.2f} % of the sweep; target < {OVERHEAD_TARGET_PCT:g} %)")
+    if not result.done and not result.failed:
+        # A resume that found every length complete ran no client: a share of nothing says nothing.
+        log.info("sweep overhead: no length was measured in this call")
+    else:
+        log.info(f"sweep overhead: {result.overhead_s:.1f} s of {result.total_s - result.wait_s:.1f} s outside the "
+                 f"bench client ({result.overhead_pct:.2f} % of the sweep; target < {OVERHEAD_TARGET_PCT:g} %)")
     return result
 
 
