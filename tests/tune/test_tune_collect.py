@@ -142,3 +142,85 @@ def test_a_baseline_run_that_fails_its_checks_stays_out_of_the_mean_and_the_spre
         assert len(b.runs_GB_s) == 2 and len(before.baseline.runs_GB_s) == 3
         assert b.spread_GB_s == pytest.approx(max(b.runs_GB_s) - min(b.runs_GB_s), abs=1e-3)
         assert b.spread_GB_s < before.baseline.spread_GB_s
+
+
+def _engine_ceiling(run: Path, scenario_file: Path, ms: dict[int, float], transport: str = "rdma") -> None:
+    """RUN/engine-ceiling/result.json as `pdrepro gpu-check --layouts one,layers` writes it: one request's KV per
+    length, three timed writes of ``ms`` each, every byte verified (the one layout a fifth slower)."""
+    scenario = load_scenario(scenario_file)
+    rows = []
+    for L, t in ms.items():
+        nbytes = scenario.kv_bytes(L)
+        for layout, factor in (("one", 1.25), ("layers", 1.0)):
+            seconds = [t * factor / 1e3] * 3
+            rows.append({"prompt_len": L, "nbytes": nbytes, "verified": 3, "failures": [], "layout": layout,
+                         "median_GB_s": nbytes / seconds[0] / 1e9, "seconds": seconds})
+    (run / "engine-ceiling").mkdir()
+    (run / "engine-ceiling" / "result.json").write_text(
+        json.dumps({"transport": transport, "block_bytes": 4 << 20, "rows": rows}))
+
+
+def test_each_figure_is_set_against_the_engine_alone_when_the_tune_holds_a_ceiling(collected, tmp_path):
+    run = tmp_path / "tune"
+    shutil.copytree(collected["run"], run)
+    baseline = run / "scenarios" / "baseline.yaml"
+    lens = load_scenario(baseline).sweep.prompt_lens
+    # The engine alone moves each length's KV in 0.8 of the baseline's per-request transfer time.
+    _engine_ceiling(run, baseline, {L: 0.8 * (4.0 + L / 200) for L in lens})
+    done = _pdrepro("tune", "--collect", str(run))
+    assert done.returncode == 0, done.stderr
+    summary = TuneSummary.model_validate_json((run / "tune-summary.json").read_text())
+    assert summary.engine_ceiling == "engine-ceiling/result.json (rdma)"
+    for length in summary.lengths:
+        engine = length.engine_alone
+        assert engine is not None and engine.layout == "layers"
+        for f in length.ranking:
+            assert f.of_engine == round(f.bandwidth_GB_s / engine.GB_s, 3)
+        base = next(f for f in length.ranking if f.setting == "baseline")
+        assert base.of_engine == pytest.approx(0.8, rel=0.05)
+    report = (run / "tune-report.md").read_text()
+    assert "| of the engine alone |" in report and "Nearest the engine alone (engine-ceiling/result.json (rdma))" in report
+
+
+def test_a_ceiling_of_other_bytes_is_refused_in_one_line_and_nothing_is_written(collected, tmp_path):
+    run = tmp_path / "tune"
+    shutil.copytree(collected["run"], run)
+    other = tmp_path / "other.yaml"
+    other.write_text((run / "scenarios" / "baseline.yaml").read_text().replace("num_hidden_layers: ",
+                                                                              "num_hidden_layers: 1"))
+    assert load_scenario(other).kv_bytes(128) != load_scenario(run / "scenarios" / "baseline.yaml").kv_bytes(128)
+    _engine_ceiling(run, other, {128: 1.0, 1024: 2.0})
+    before = tree_hash(run)
+    done = _pdrepro("tune", "--collect", str(run))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "engine-ceiling/result.json" in done.stderr and "not this run's ceiling" in done.stderr
+    assert tree_hash(run) == before
+
+
+def test_a_per_request_figure_far_above_the_engine_alone_is_named_a_contradiction(collected, tmp_path):
+    run = tmp_path / "tune"
+    shutil.copytree(collected["run"], run)
+    baseline = run / "scenarios" / "baseline.yaml"
+    lens = load_scenario(baseline).sweep.prompt_lens
+    _engine_ceiling(run, baseline, {L: 3 * (4.0 + L / 200) for L in lens})  # the engine a third as fast
+    _pdrepro("tune", "--collect", str(run))
+    summary = TuneSummary.model_validate_json((run / "tune-summary.json").read_text())
+    said = [p for p in summary.problems if "not a measurement of this box" in p]
+    assert len(said) == sum(len(t.ranking) for t in summary.lengths)  # every figure, each named
+
+
+def test_while_a_run_measured_nothing_no_best_is_named(collected, tmp_path):
+    run = tmp_path / "tune"
+    shutil.copytree(collected["run"], run)
+    best = collected["summary"].best
+    assert best is not None
+    missing = collected["plan"].baseline.runs[2]
+    shutil.rmtree(run / missing)  # its job has not run yet
+    done = _pdrepro("tune", "--collect", str(run))
+    assert done.returncode == 1, done.stderr
+    summary = TuneSummary.model_validate_json((run / "tune-summary.json").read_text())
+    assert summary.best is None and summary.unmeasured == [missing]
+    report = (run / "tune-report.md").read_text()
+    assert f"Best: not judged yet. 1 of {len(collected['name']) + 3} run(s) measured nothing ({missing})" in report
+    overlay = (run / "best-overlay.yaml").read_text()
+    assert f"# Not judged yet: {missing} measured nothing" in overlay and overlay.rstrip().endswith("{}")

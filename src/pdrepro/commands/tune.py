@@ -45,9 +45,11 @@ def register(sub) -> None:
         "scenario's own setting (the baseline) runs --baseline-repeats times to measure its spread. Then rank the "
         "settings per prompt length by per-request KV bandwidth (TTFT breaks ties); a setting is better only when "
         "it beats the baseline's mean by more than the baseline's spread. Writes RUN/tune-summary.json, "
-        "RUN/tune-report.md and RUN/best-overlay.yaml (the best setting as a scenario overlay). Rerunning with the "
-        "same options resumes at the run (and the length) it reached. Exit 0: every run passes its checks; 1: a "
-        "run fails; 2: bad input; 130/143: stopped by a signal."))
+        "RUN/tune-report.md and RUN/best-overlay.yaml (the best setting as a scenario overlay; none is named while "
+        "a run has measured nothing). With the engine alone measured into RUN/engine-ceiling (`pdrepro gpu-check "
+        "--out RUN/engine-ceiling`), each figure is also set against it. Rerunning with the same options resumes at "
+        "the run (and the length) it reached. Exit 0: every run passes its checks; 1: a run fails or has not run; "
+        "2: bad input; 130/143: stopped by a signal."))
     p.add_argument("--scenario", default=DEFAULT_SCENARIO, help="shipped scenario name or YAML path "
                                                                 "(default %(default)s)")
     p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",

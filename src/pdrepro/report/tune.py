@@ -25,14 +25,33 @@ def _length(summary: TuneSummary, length: TuneLength) -> list[str]:
     runs = ", ".join(_f(x) for x in b.runs_GB_s) or "none"
     out = [f"## {length.prompt_len} prompt tokens", "",
            f"Baseline: {len(b.runs_GB_s)} run(s) at {runs} GB/s; mean {_f(b.mean_GB_s)} GB/s, spread "
-           f"{_f(b.spread_GB_s)} GB/s.", "",
-           "| rank | setting | changes | KV bandwidth per request (GB/s) | against the baseline | TTFT mean (ms) "
-           "| standing |",
-           "| --- | --- | --- | --- | --- | --- | --- |"]
+           f"{_f(b.spread_GB_s)} GB/s.", ""]
+    engine = length.engine_alone
+    if engine is not None:
+        out += [f"Engine alone: {_f(engine.GB_s)} GB/s ({engine.layout} layout), {summary.engine_ceiling}.", ""]
+    out += ["| rank | setting | changes | KV bandwidth per request (GB/s) | against the baseline "
+            "| of the engine alone | TTFT mean (ms) | standing |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for f in length.ranking:
         out.append(f"| {f.rank or '—'} | {f.setting} | {_what(summary, f.setting)} | {_f(f.bandwidth_GB_s)} "
-                   f"| {_pct(f.gain_pct)} | {_f(f.ttft_ms_mean, 1)} | {f.standing} |")
+                   f"| {_pct(f.gain_pct)} | {_f(f.of_engine, 2)} | {_f(f.ttft_ms_mean, 1)} | {f.standing} |")
     return [*out, ""]
+
+
+def _engine(summary: TuneSummary) -> list[str]:
+    """Per length, the setting whose per-request figure comes nearest the engine alone: what is left to gain
+    above the knobs (queueing, polling and the servers' own work) is the rest."""
+    if summary.engine_ceiling is None:
+        return ["No engine ceiling in the tune's folder: `pdrepro gpu-check --gpus ... --layouts one,layers --out "
+                "RUN/engine-ceiling` measures the engine alone on this box, and the next `pdrepro tune --collect RUN` "
+                "sets each figure against it.", ""]
+    nearest = []
+    for length in summary.lengths:
+        measured = [f for f in length.ranking if f.of_engine is not None]
+        if measured:
+            top = max(measured, key=lambda f: f.of_engine or 0.0)
+            nearest.append(f"{length.prompt_len} tokens: {top.setting} at {top.of_engine:.2f}")
+    return [f"Nearest the engine alone ({summary.engine_ceiling}): {'; '.join(nearest) or 'no length of both'}.", ""]
 
 
 def _tcp(summary: TuneSummary) -> list[str]:
@@ -61,9 +80,15 @@ def render(summary: TuneSummary) -> str:
         out += [f"Best: **{b.setting}** ({_what(summary, b.setting)}), better at "
                 f"{', '.join(map(str, b.better_at))} prompt tokens, mean gain {b.mean_gain_pct:+.2f} %; overlay "
                 f"{b.overlay}, whole scenario {b.scenario_file}; evidence: {', '.join(b.evidence)}.", ""]
+    elif summary.unmeasured:
+        out += [f"Best: not judged yet. {len(summary.unmeasured)} of {runs} run(s) measured nothing "
+                f"({', '.join(summary.unmeasured)}); rerun `pdrepro tune` with the same options to resume (on a "
+                "cluster: run their jobs, then `pdrepro tune --collect`). Why each is missing is under \"Runs not "
+                "judged in full\".", ""]
     else:
         out += ["Best: none. No setting beats the baseline by more than its spread without losing at a length; the "
                 "scenario's own setting stands.", ""]
+    out += _engine(summary)
     out += _tcp(summary)
     for length in summary.lengths:
         out += _length(summary, length)

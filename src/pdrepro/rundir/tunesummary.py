@@ -78,6 +78,8 @@ class SettingFigure(_Closed):
     ttft_ms_mean: float | None = Field(default=None, description="client TTFT, mean (the baseline: mean of its "
                                                                  "runs), milliseconds")
     gain_pct: float | None = Field(default=None, description="bandwidth over the baseline's mean, percent (signed)")
+    of_engine: float | None = Field(default=None, description="bandwidth over the engine alone at this length "
+                                                              "(the tune's engine ceiling); null without one")
     standing: Standing = Field(description="against the baseline, by the summary's rule")
 
 
@@ -89,9 +91,18 @@ class BaselineLength(_Closed):
     ttft_ms_mean: float | None = Field(default=None, description="the runs' mean client TTFT, milliseconds")
 
 
+class EngineAlone(_Closed):
+    """The Mooncake engine alone on the tune's box at one length (RUN/engine-ceiling, from `pdrepro gpu-check`)."""
+
+    GB_s: float = Field(description="the best layout's median rate, decimal GB/s")
+    layout: str = Field(description="the layout that gave it (one, layers, blocks)")
+
+
 class TuneLength(_Closed):
     prompt_len: int = Field(description="prompt length, tokens")
     baseline: BaselineLength
+    engine_alone: EngineAlone | None = Field(default=None, description="the engine alone at this length; null "
+                                                                       "without a ceiling of these bytes")
     ranking: list[SettingFigure] = Field(description="every setting, best first; the baseline among them")
 
 
@@ -122,6 +133,11 @@ class TuneSummary(_Closed):
     tcp_cannot_judge: list[TcpBlind] = Field(
         default_factory=list, description="when the KV moved over TCP: the grid knobs a TCP transfer does not "
                                           "exercise (RDMA-only ones), from the knob data, with why")
+    engine_ceiling: str | None = Field(default=None, description="the engine ceiling's file in the tune's folder "
+                                                                 "and its transport; null without one")
+    unmeasured: list[str] = Field(default_factory=list, description="runs that measured no length (not run yet, "
+                                                                    "stopped, or failed before measuring): while "
+                                                                    "any is, no best is named")
     problems: list[str] = Field(default_factory=list, description="runs not judged in full, each named")
 
     def setting(self, name: str) -> TuneSetting:

@@ -16,6 +16,7 @@ import yaml
 
 from ..core.safewrite import refusal, write_file
 from ..report.tune import render as render_report
+from ..rundir import armsstate
 from ..rundir.contract import dumps_json
 from ..rundir.tuneplan import TunePlan
 from ..rundir.tunesummary import TuneBest, TuneSummary, label_without_head
@@ -27,6 +28,9 @@ SUMMARY, REPORT, OVERLAY = "tune-summary.json", "tune-report.md", "best-overlay.
 
 def _overlay(run: Path, summary: TuneSummary, best: TuneBest | None) -> str:
     head = [f"# pdrepro tune: {label_without_head(summary.label)}", f"# rule: {summary.rule}"]
+    if best is None and summary.unmeasured:
+        return "\n".join([*head, f"# Not judged yet: {', '.join(summary.unmeasured)} measured nothing; rerun the tune "
+                          "with the same options to resume it: nothing to change until then.", "{}", ""])
     if best is None:
         return "\n".join([*head, "# No setting beat the baseline by more than its spread without losing at a length: "
                           "nothing to change.", "{}", ""])
@@ -63,7 +67,9 @@ def collect(run: Path, plan: TunePlan, say_report: bool = True) -> TuneSummary:
     """Judge the tune in ``run``, pick its best, write the summary, the report and the overlay into ``run``."""
     run = Path(run)
     check_outputs(run)
-    summary = judge(run, plan)
+    state = armsstate.read(run)
+    # Another run's state is no word on this tune's runs (`--collect` refuses such a folder before this).
+    summary = judge(run, plan, state if state is not None and state.label == plan.label else None)
     pick = pick_best(summary)
     if pick is not None:
         setting = summary.setting(pick.setting)

@@ -12,11 +12,14 @@ from pathlib import Path
 from ..core.errors import UserError
 from ..publish.verdictsource import judged_summary
 from ..rundir import RunDir
+from ..rundir.armsstate import ArmRecord, ArmsState
+from ..rundir.engineceiling import CONTRADICTION_RATIO, check_against_run, load_ceiling
 from ..rundir.summarymodel import Row, Summary
 from ..rundir.tuneplan import TunePlan
 from ..rundir.tunesummary import (
     RULE,
     BaselineLength,
+    EngineAlone,
     SettingFigure,
     Standing,
     TcpBlind,
@@ -27,7 +30,7 @@ from ..rundir.tunesummary import (
     TuneSummary,
 )
 from ..scenario import knobs as knob_data
-from ..scenario.model import resolve_scenario
+from ..scenario.model import load_scenario, resolve_scenario
 from ..verdicts.gates import evaluate, failed
 
 TIE_GB_S = 0.01  # bandwidths this close are a tie, which TTFT breaks
@@ -39,16 +42,23 @@ class _Judged:
     rows: dict[int, Row]
 
 
-def _judge_run(run: Path, folder: str) -> _Judged:
+def _judge_run(run: Path, folder: str, arm: ArmRecord | None) -> _Judged:
+    """One run folder judged afresh. ``arm``: what the tune's arms state says of it; a run that is not run yet,
+    was stopped by a signal or was still running when the tune ended measured nothing to judge, and says so
+    (whatever half a folder holds), rather than what its folder happens to lack."""
     where = run / folder
+    if arm is not None and arm.interrupted():
+        return _Judged(TuneRun(folder=folder, passed=False, problem=f"{where}: {arm.unfinished()}"), {})
+    failed_why = arm.unfinished() if arm is not None and arm.status == "failed" else None
     if not where.is_dir():
-        return _Judged(TuneRun(folder=folder, passed=False, problem=f"{where}: no such run folder; run its setting "
-                                                                      "(or its job) first"), {})
+        return _Judged(TuneRun(folder=folder, passed=False, problem=f"{where}: " + (
+            failed_why or "no such run folder; run its setting (or its job) first")), {})
     try:
         scenario = resolve_scenario(None, where)
         summary: Summary = judged_summary(RunDir(where), scenario).summary
     except UserError as exc:
-        return _Judged(TuneRun(folder=folder, passed=False, problem=str(exc)), {})
+        why = f"{where}: the run failed before it measured anything ({failed_why})" if failed_why else str(exc)
+        return _Judged(TuneRun(folder=folder, passed=False, problem=why), {})
     errors = summary.input_errors()
     results = evaluate(summary, scenario)
     broken = failed(results)
@@ -95,13 +105,31 @@ def _rank(figures: list[SettingFigure]) -> list[SettingFigure]:
             for i, f in enumerate(ordered, 1)]
 
 
-def _length(L: int, plan: TunePlan, judged: dict[str, _Judged]) -> TuneLength:
+def _engine(run: Path, plan: TunePlan) -> tuple[dict[int, EngineAlone], str | None, str | None]:
+    """The engine alone on the tune's box (RUN/engine-ceiling, `pdrepro gpu-check --out RUN/engine-ceiling`):
+    per length its best layout, the engine's transport and the file; nothing without one. A ceiling that is not
+    of the tune's scenario (other bytes per length) or outruns its line rate is refused on one line."""
+    found = load_ceiling(run)
+    if found is None:
+        return {}, None, None
+    ceiling, transport, source = found
+    scenario = load_scenario(str(run / "scenarios" / f"{plan.baseline.name}.yaml"))
+    check_against_run(ceiling, scenario.kv_bytes, scenario.line_rate_GB_s)
+    best = {L: max(shapes.items(), key=lambda item: item[1].GB_s) for L, shapes in ceiling.items() if shapes}
+    return {L: EngineAlone(GB_s=c.GB_s, layout=name) for L, (name, c) in best.items()}, transport, source
+
+
+def _of_engine(bw: float | None, engine: EngineAlone | None) -> float | None:
+    return None if bw is None or engine is None else round(bw / engine.GB_s, 3)
+
+
+def _length(L: int, plan: TunePlan, judged: dict[str, _Judged], engine: EngineAlone | None) -> TuneLength:
     # A baseline run that fails its checks measured something else than the setting (errors, a wrong transport):
     # it stays out of the mean and the spread, and its problem is shown with the run.
     base = _baseline(L, [judged[f] for f in plan.baseline.runs if judged[f].run.passed])
     figures = [SettingFigure(setting=plan.baseline.name, bandwidth_GB_s=base.mean_GB_s, ttft_ms_mean=base.ttft_ms_mean,
-                             gain_pct=0.0 if base.mean_GB_s else None, standing="within the noise"
-                             if base.spread_GB_s is not None else "not judged")]
+                             gain_pct=0.0 if base.mean_GB_s else None, of_engine=_of_engine(base.mean_GB_s, engine),
+                             standing="within the noise" if base.spread_GB_s is not None else "not judged")]
     for s in plan.settings:
         if not s.values:
             continue
@@ -109,21 +137,32 @@ def _length(L: int, plan: TunePlan, judged: dict[str, _Judged]) -> TuneLength:
         bw = row.bandwidth_GB_s if row is not None else None
         figures.append(SettingFigure(setting=s.name, bandwidth_GB_s=bw, gain_pct=_gain(bw, base),
                                      ttft_ms_mean=row.ttft_ms_mean if row is not None else None,
-                                     standing=_standing(bw, base)))
-    return TuneLength(prompt_len=L, baseline=base, ranking=_rank(figures))
+                                     of_engine=_of_engine(bw, engine), standing=_standing(bw, base)))
+    return TuneLength(prompt_len=L, baseline=base, engine_alone=engine, ranking=_rank(figures))
 
 
-def judge(run: Path, plan: TunePlan) -> TuneSummary:
-    """The tune of ``plan`` judged from the folders in ``run``, without its best (``pick_best``). Writes nothing."""
+def judge(run: Path, plan: TunePlan, state: ArmsState | None = None) -> TuneSummary:
+    """The tune of ``plan`` judged from the folders in ``run``, without its best (``pick_best``). Writes nothing.
+    ``state``: the tune's arms state (already held to the plan's label), which says how far each run got."""
     run = Path(run)
-    judged = {f: _judge_run(run, f) for s in plan.settings for f in s.runs}
+    arm = {a.name: a for a in state.arms} if state is not None else {}
+    judged = {f: _judge_run(run, f, arm.get(f)) for s in plan.settings for f in s.runs}
+    engines, engine_transport, engine_source = _engine(run, plan)
     settings = [TuneSetting(name=s.name, baseline=not s.values, values=dict(s.values),
                             scenario_file=f"scenarios/{s.name}.yaml", runs=[judged[f].run for f in s.runs])
                 for s in plan.settings]
     lengths = sorted({L for j in judged.values() for L in j.rows})
-    table = [_length(L, plan, judged) for L in lengths]
+    table = [_length(L, plan, judged, engines.get(L)) for L in lengths]
     transport = next((judged[f].run.transport for f in plan.baseline.runs if judged[f].run.transport), None)
     over_tcp = transport is not None and transport.lower().startswith("tcp")
+    problems = [f"{r.folder}: {r.problem}" for s in settings for r in s.runs if r.problem]
+    # Per request above the engine alone by more than queueing can explain: the two are not of one box.
+    problems += [f"{f.setting} at {t.prompt_len} tokens: {f.bandwidth_GB_s:.3f} GB/s per request is {f.of_engine:.2f}x "
+                 f"the engine alone ({engine_source}): one of the two is not a measurement of this box"
+                 for t in table for f in t.ranking if f.of_engine is not None and f.of_engine > CONTRADICTION_RATIO]
+    if engine_transport and transport and not transport.lower().startswith(engine_transport.lower()):
+        problems.append(f"{engine_source}: the engine alone used {engine_transport}, the servers {transport}: measure "
+                        f"it again with `pdrepro gpu-check --transport {transport.split()[0].lower()}`")
     # Over TCP, the knobs only an RDMA transfer uses can differ from the baseline by noise alone: named, with why.
     blind = [TcpBlind(name=k.name, why=why) for k in plan.knobs if (why := knob_data.tcp_cannot_judge(k.name))]
     summary = TuneSummary(
@@ -131,7 +170,8 @@ def judge(run: Path, plan: TunePlan) -> TuneSummary:
         knobs=[TuneKnob(name=k.name, kind=k.kind, values=list(k.values), baseline=k.baseline) for k in plan.knobs],
         settings=settings, lengths=table, transport=transport,
         tcp_cannot_judge=blind if over_tcp else [],
-        problems=[f"{r.folder}: {r.problem}" for s in settings for r in s.runs if r.problem])
+        engine_ceiling=f"{engine_source} ({engine_transport or 'transport not recorded'})" if engine_source else None,
+        unmeasured=[f for s in plan.settings for f in s.runs if not judged[f].rows], problems=problems)
     return summary
 
 
@@ -145,7 +185,10 @@ class Pick:
 
 def pick_best(summary: TuneSummary) -> Pick | None:
     """The setting better than the baseline at the most lengths and worse at none, its runs passing their
-    checks, the larger mean gain breaking ties, then the lower mean TTFT; None when no setting is."""
+    checks, the larger mean gain breaking ties, then the lower mean TTFT; None when no setting is, or while a
+    run of the tune measured nothing."""
+    if summary.unmeasured:
+        return None  # a best among the runs measured so far could be beaten by the ones still to run
     picks: list[Pick] = []
     for s in summary.settings:
         if s.baseline or not all(r.passed for r in s.runs):
