@@ -143,3 +143,14 @@ def test_the_state_a_rerun_resumes_from_is_the_one_the_machine_left():
     second = (_at(stacks["s1"].stopped_at) - _at(stacks["baseline-1"].stopped_at)).seconds
     text = " ".join((RECORDED / "README.md").read_text().split())
     assert f"baseline-1 {first // 60} min {first % 60} s and s1 {second // 60} min {second % 60} s" in text
+
+
+def test_the_guide_says_what_the_recording_holds(judged):
+    page = " ".join((REPO / "docs" / "guide" / "tune.md").read_text().split())
+    readme = " ".join((RECORDED / "README.md").read_text().split())
+    times = re.search(r"baseline-1 (\d+ min \d+ s) and s1 (\d+ min \d+ s)", readme)
+    assert times and f"baseline-1 took {times[1]} and s1 {times[2]}" in page
+    table = _readme_table()
+    assert (f"reaches {table[4096][2]:.2f} of the engine at 4096 tokens and {table[16384][2]:.2f} at 16384" in page
+            and f"a thread pool of 4 reached {table[4096][4]:.2f} at 4096" in page)
+    assert judged["plain"]["summary"].unmeasured == NOTHING and "lists the five runs still to run" in page
