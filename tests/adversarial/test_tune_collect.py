@@ -1,0 +1,143 @@
+"""Hostile tune folders for `pdrepro tune --collect` (pdrepro.tune.collect): a tune rendered for a cluster, its
+run folders written as jobs leave them (tests/runbuilder.py), then bent: a run folder gone, its provenance or
+logs gone, its bench file cut; RUN/arms-state.json with any status and exit for any run, or another tune's
+label; RUN/engine-ceiling as gpu-check writes it, of other bytes, faster than anything, no JSON, or a link to
+/dev/zero.
+
+The promise: collect returns a tune summary or refuses in one line (a UserError without a line break), never
+a traceback; it writes its three files beside the runs and nothing into one; a run the state calls
+interrupted (not run, stopped, still running, or a signal's exit) is never judged from its half-folder; and no
+best is named while any run measured nothing. What each strategy would have found: s2 of the first GPU tune,
+stopped by SIGTERM, was reported as "has no scenario.yaml; pass --scenario" with "Best: none ... the scenario's
+own setting stands" and an overlay saying there was nothing to change, on two runs of seven."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from runbuilder import Row, build_run
+from runkinds import tree_hash
+from stackhelp import env, make_site
+
+from pdrepro.core.errors import UserError
+from pdrepro.rundir import armsstate, tuneplan
+from pdrepro.rundir.armsstate import ArmRecord, ArmsState
+from pdrepro.scenario.model import load_scenario
+from pdrepro.tune.collect import OVERLAY, REPORT, SUMMARY, collect
+
+EXAMPLES = 300 if os.environ.get("PDREPRO_HYPOTHESIS") == "deep" else 20
+REPO = Path(__file__).resolve().parents[2]
+POOL = "SGLANG_DISAGGREGATION_THREAD_POOL_SIZE"
+SPEED = {"baseline-1": 1.0, "baseline-2": 1.05, "baseline-3": 0.95, "s1": 1.3}
+
+
+@pytest.fixture(scope="module")
+def tune(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("hostile-tune")
+    site = make_site(tmp)
+    run = tmp / "tune"
+    rendered = subprocess.run([sys.executable, "-m", "pdrepro", "tune", "--render", "slurm", "--scenario",
+                               site["options"][1], "--grid", f"{POOL}=4", "--out", str(run)], env=env(), cwd=REPO,
+                              capture_output=True, text=True, timeout=120)
+    assert rendered.returncode == 0, rendered.stderr
+    plan = tuneplan.read(run)
+    assert plan is not None
+    for setting in plan.settings:
+        scenario = load_scenario(run / "scenarios" / f"{setting.name}.yaml")
+        for folder in setting.runs:
+            build_run(run / folder, scenario, rows=[Row(L, 20.0 + L / 50, (4.0 + L / 200) / SPEED[folder])
+                                                    for L in scenario.sweep.prompt_lens])
+    return run
+
+
+RUN_BENDS = st.sampled_from(["intact", "intact", "gone", "no-provenance", "no-logs", "cut-bench"])
+STATUSES = st.sampled_from(["pending", "running", "done", "failed", "stopped", "rendered"])
+EXITS = st.sampled_from([None, 0, 1, 2, 129, 130, 143])
+CEILINGS = st.sampled_from([None, "match", "other-bytes", "too-fast", "no-json", "dev-zero"])
+
+
+def _bend_run(folder: Path, how: str) -> None:
+    if how == "gone":
+        shutil.rmtree(folder)
+    elif how == "no-provenance":
+        (folder / "provenance.json").unlink()
+    elif how == "no-logs":
+        shutil.rmtree(folder / "logs")
+    elif how == "cut-bench":
+        first = sorted((folder / "bench").iterdir())[0]
+        first.write_bytes(first.read_bytes()[:57])
+
+
+def _ceiling(run: Path, how: str) -> None:
+    where = run / "engine-ceiling"
+    where.mkdir()
+    if how == "no-json":
+        (where / "result.json").write_bytes(b"\x00{not json")
+        return
+    if how == "dev-zero":
+        (where / "result.json").symlink_to("/dev/zero")
+        return
+    scenario = load_scenario(run / "scenarios" / "baseline.yaml")
+    rows = []
+    for L in scenario.sweep.prompt_lens:
+        nbytes = scenario.kv_bytes(L) + (4096 if how == "other-bytes" else 0)
+        seconds = [(1e-6 if how == "too-fast" else 0.8 * (4.0 + L / 200) / 1e3)] * 3
+        rows.append({"prompt_len": L, "nbytes": nbytes, "verified": 3, "failures": [], "layout": "layers",
+                     "median_GB_s": nbytes / seconds[0] / 1e9, "seconds": seconds})
+    (where / "result.json").write_text(json.dumps({"transport": "rdma", "block_bytes": 1 << 22, "rows": rows}))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bends=st.fixed_dictionaries({f: RUN_BENDS for f in SPEED}),
+       state=st.one_of(st.none(), st.fixed_dictionaries({f: st.tuples(STATUSES, EXITS) for f in SPEED})),
+       other_label=st.booleans(), ceiling=CEILINGS)
+def test_collect_judges_or_refuses_in_one_line_and_never_writes_into_a_run(tune, bends, state, other_label, ceiling):
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "tune"
+        shutil.copytree(tune, run, symlinks=True)
+        plan = tuneplan.read(run)
+        assert plan is not None
+        for folder, how in bends.items():
+            _bend_run(run / folder, how)
+        if state is not None:
+            label = "tune another" if other_label else plan.label
+            armsstate.write(run, ArmsState(label=label, arms=tuple(
+                ArmRecord(name=f, status=s, exit=e, reason=f"{s} here" if s in ("failed", "stopped") else None)
+                for f, (s, e) in state.items())))
+        if ceiling is not None:
+            _ceiling(run, ceiling)
+        before = {f: tree_hash(run / f) for f in SPEED if (run / f).exists()}
+        said = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+                summary = collect(run, plan)
+        except UserError as exc:
+            assert "\n" not in str(exc).strip() and str(exc).strip(), str(exc)
+            assert not any((run / name).exists() for name in (SUMMARY, REPORT, OVERLAY))
+            summary = None
+        assert "Traceback" not in said.getvalue()
+        assert {f: tree_hash(run / f) for f in before} == before
+        if summary is None:
+            return
+        assert all((run / name).is_file() for name in (SUMMARY, REPORT, OVERLAY))
+        if state is not None and not other_label:
+            for folder, (status, code) in state.items():
+                if ArmRecord(name=folder, status=status, exit=code).interrupted():
+                    assert folder in summary.unmeasured, (folder, status, code)
+        for folder, how in bends.items():
+            if how == "gone":
+                assert folder in summary.unmeasured
+        if summary.unmeasured:
+            assert summary.best is None
+            assert "Best: not judged yet." in (run / REPORT).read_text()
