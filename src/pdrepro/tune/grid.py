@@ -34,7 +34,10 @@ EXAMPLE = "e.g. --grid SGLANG_DISAGGREGATION_THREAD_POOL_SIZE=4,16 or --grid=--p
 
 
 @dataclass(frozen=True)
-class Knob:
+class GridAxis:
+    """One axis of the grid: a knob (an environment variable or a server flag) and the values it takes; not the
+    knob's own record, which is scenario.knobs.Knob."""
+
     name: str
     kind: KnobKind
     values: tuple[str, ...]
@@ -52,7 +55,7 @@ class Setting:
         return not self.values
 
 
-def parse(text: str) -> Knob:
+def parse(text: str) -> GridAxis:
     """One --grid value, KEY=v1,v2 or --flag=v1,v2; anything else: one line naming it."""
     key, eq, rest = text.partition("=")
     key = key.strip()
@@ -73,7 +76,7 @@ def parse(text: str) -> Knob:
         raise UserError(f"--grid {shown!r}: a value is given twice; give each once")
     if len(values) > MAX_VALUES:
         raise UserError(f"--grid {shown!r}: {len(values)} values; give at most {MAX_VALUES}")
-    return Knob(key, kind, values)
+    return GridAxis(key, kind, values)
 
 
 def plan_flags(scenario: Scenario) -> frozenset[str]:
@@ -86,7 +89,7 @@ def plan_flags(scenario: Scenario) -> frozenset[str]:
     return frozenset(w for w in engine.server_argv(spec) if w.startswith("--"))
 
 
-def check(knobs: list[Knob], scenario: Scenario, site_args: tuple[str, ...]) -> None:
+def check(knobs: list[GridAxis], scenario: Scenario, site_args: tuple[str, ...]) -> None:
     """Each knob one the servers take here, each once, and a grid the GPU time allows."""
     if not knobs:
         raise UserError(f"give the knobs to vary: --grid KEY=v1,v2 ({EXAMPLE})")
@@ -119,7 +122,7 @@ def _flag_value(args: tuple[str, ...], flag: str) -> str | None:
     return None
 
 
-def baseline_value(scenario: Scenario, knob: Knob) -> str | None:
+def baseline_value(scenario: Scenario, knob: GridAxis) -> str | None:
     """The scenario's own value of the knob; None: it leaves it to the engine's default."""
     assert scenario.launch is not None
     if knob.kind == "env":
@@ -127,7 +130,7 @@ def baseline_value(scenario: Scenario, knob: Knob) -> str | None:
     return _flag_value(scenario.launch.extra_server_args, knob.name)
 
 
-def settings(knobs: list[Knob], scenario: Scenario, one_at_a_time: bool) -> list[Setting]:
+def settings(knobs: list[GridAxis], scenario: Scenario, one_at_a_time: bool) -> list[Setting]:
     """The settings to run besides the baseline: every combination (the full grid), or each knob's values alone
     with the others at the scenario's own; a combination that is the scenario's own setting is the baseline."""
     own = {k.name: baseline_value(scenario, k) for k in knobs}
@@ -148,7 +151,7 @@ def settings(knobs: list[Knob], scenario: Scenario, one_at_a_time: bool) -> list
     return [Setting(f"s{i:0{width}d}", point) for i, point in enumerate(points, 1)]
 
 
-def variant(scenario: Scenario, setting: Setting, knobs: list[Knob]) -> Scenario:
+def variant(scenario: Scenario, setting: Setting, knobs: list[GridAxis]) -> Scenario:
     """The scenario as ``setting`` runs it: its variables in launch.env, its flags in launch.extra_server_args
     (the scenario's own value of the flag replaced), validated as a scenario file."""
     kinds = {k.name: k.kind for k in knobs}
