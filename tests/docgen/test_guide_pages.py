@@ -19,6 +19,7 @@ HOST_RERUN = RECORDED / "h200-onebox-host-sglang-0.5.15.post1-rerun"
 HAND_RUN = RECORDED / "h200-onebox-sglang-0.5.15.post1"
 COMPARE_RUN = RECORDED / "h200-compare-7b-sglang-0.5.15.post1"
 LOAD_RUN = RECORDED / "h200-load-0.5b-mooncake-tcp-sglang-0.5.15.post1"
+TUNE_RUN = RECORDED / "h200-tune-0.5b-mooncake-tcp-sglang-0.5.15.post1"
 
 # Words about how the bundle was made or who made it, not about using it: a reader cannot act on them.
 BUILD_WORDS = [
@@ -217,7 +218,19 @@ def _figures() -> list[tuple[str, str, str]]:
     gates = re.search(r"(\d+ passed, \d+ skipped)", (HOST_RUN / "console" / "gates.out").read_text())
     assert gates
     out.append(("docs/onebox-verdict.md", gates.group(1), f"{HOST_RUN.name}/console/gates.out"))
-    return out + _compare_times() + _load_figures()
+    return out + _compare_times() + _load_figures() + _tune_times()
+
+
+def _tune_times() -> list[tuple[str, str, str]]:
+    """The tune page's run times: from the tune's start (its job log's stamp) to each run's stack stop."""
+    start = re.search(r"(\d\d):(\d\d):(\d\d) tune for up to", (TUNE_RUN / "console" / "jobs.out").read_text())
+    assert start, "the tune's job log has no start stamp"
+    stops = [datetime.fromisoformat(json.loads((TUNE_RUN / "tune" / run / "stack.json").read_text())["stopped_at"])
+             for run in ("baseline-1", "s1")]
+    begun = stops[0].replace(hour=int(start[1]), minute=int(start[2]), second=int(start[3]))
+    spans = [(stops[0] - begun).seconds, (stops[1] - stops[0]).seconds]
+    return [("docs/guide/tune.md", f"{t // 60} min {t % 60} s", f"{TUNE_RUN.name}/tune/{run}/stack.json")
+            for t, run in zip(spans, ("baseline-1", "s1"))]
 
 
 def _gpu_check_rows() -> list[tuple[str, str, str]]:
