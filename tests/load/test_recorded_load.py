@@ -84,7 +84,11 @@ def test_the_readme_figures_are_the_recorded_ones(analyzed):
     assert f"the widest is {widest}'s {steps[widest]['transfer_p99_over_p50']:.2f}x" in readme
     moved = set(re.findall(r"input_len=4096, .*?transfer_total=([\d.]+) MB",
                            (RECORDED / "load" / "logs" / "prefill.log").read_text()))
-    assert len(moved) == 1 and f"the same {float(moved.pop()):.0f} MB of KV" in readme
+    # SGLang's "MB" is MiB: the README states the decimal size, with the log's figure beside it.
+    assert len(moved) == 1
+    mib = float(moved.pop())
+    assert (f"the same {mib * 2**20 / 1e6:.1f} MB of KV (decimal; the prefill logs it as {mib:.0f} MB, meaning MiB)"
+            in readme)
     bench = {n: json.loads((RECORDED / "load" / "steps" / n / "bench" / "result-4096.jsonl").read_text())
              for n in STEPS}
     rates = ", ".join(f"{bench[n]['request_throughput']:.1f}" for n in STEPS[:3])
