@@ -18,6 +18,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from ceilingfile import write_engine_ceiling
 from runkinds import tree_hash
 from stackhelp import env, make_site, one_line, pdrepro
 
@@ -207,6 +208,11 @@ def test_an_interrupted_tune_resumes_at_the_run_it_reached_also_on_a_fresh_machi
     shutil.move(str(run), str(moved))
     argv[argv.index(str(run))] = str(moved)
 
+    # The engine alone measured into the tune's folder before it resumes (as gpu-check --out RUN/engine-ceiling):
+    # the tune runs on beside it and its collection sets each figure against it.
+    baseline = load_scenario(moved / "scenarios" / "baseline.yaml")
+    write_engine_ceiling(moved / "engine-ceiling", baseline,  # 1 GB/s at every length
+                         {L: baseline.kv_bytes(L) / 1e6 for L in baseline.sweep.prompt_lens}, "tcp")
     again = subprocess.run(argv, env=_env(site), cwd=REPO, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "started with other paths (moved, or on another machine)" in again.stdout
@@ -219,6 +225,9 @@ def test_an_interrupted_tune_resumes_at_the_run_it_reached_also_on_a_fresh_machi
     summary = _summary(moved)
     assert all(r.passed for s in summary.settings for r in s.runs)
     assert all(len(length.baseline.runs_GB_s) == 3 for length in summary.lengths)
+    assert summary.engine_ceiling == "engine-ceiling/result.json (tcp)" and not summary.unmeasured
+    assert all(length.engine_alone is not None and all(f.of_engine is not None for f in length.ranking)
+               for length in summary.lengths)
     # Another tune's options on the same folder are still refused (only the paths may move).
     other = subprocess.run([*argv[:-1], str(moved), "--baseline-repeats", "4"], env=_env(site), cwd=REPO,
                            capture_output=True, text=True, timeout=120)
@@ -231,6 +240,21 @@ def test_an_interrupted_tune_resumes_at_the_run_it_reached_also_on_a_fresh_machi
     why = knob_data.tcp_cannot_judge("MC_NUM_QP_PER_EP")
     assert why and summary.tcp_cannot_judge[0].why == why and knob_data.tcp_cannot_judge("--page-size") is None
     assert "this box cannot judge MC_NUM_QP_PER_EP" in report and why in report
+
+
+def test_a_ceiling_beside_the_tune_that_is_not_of_it_is_refused_before_any_stack_starts(site):
+    """The engine alone put into RUN/engine-ceiling of another model's bytes: refused in one line, and no run
+    starts (the GPU time is not spent on a tune whose collection would refuse it)."""
+    run = site["run"]
+    argv = _argv(site, "--grid", "MC_NUM_QP_PER_EP=2")
+    other = load_scenario(site["options"][1]).to_dict()
+    other["model"]["geometry"]["num_hidden_layers"] += 1
+    wrong = scenario_from_dict(other, "a scenario of one more layer")
+    write_engine_ceiling(run / "engine-ceiling", wrong, {L: wrong.kv_bytes(L) / 1e6 for L in wrong.sweep.prompt_lens})
+    done = subprocess.run(argv, env=_env(site), cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "engine-ceiling/result.json" in one_line(done) and "not this run's ceiling" in one_line(done)
+    assert not any((run / name).exists() for name in ("baseline-1", "s1", "tune-summary.json"))
 
 
 def _golden_text(run: Path) -> str:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from ceilingfile import write_engine_ceiling
 from fakecluster import mooncake_startup
 from runbuilder import Row, build_run
 from runkinds import tree_hash
@@ -145,19 +146,7 @@ def test_a_baseline_run_that_fails_its_checks_stays_out_of_the_mean_and_the_spre
 
 
 def _engine_ceiling(run: Path, scenario_file: Path, ms: dict[int, float], transport: str = "rdma") -> None:
-    """RUN/engine-ceiling/result.json as `pdrepro gpu-check --layouts one,layers` writes it: one request's KV per
-    length, three timed writes of ``ms`` each, every byte verified (the one layout a fifth slower)."""
-    scenario = load_scenario(scenario_file)
-    rows = []
-    for L, t in ms.items():
-        nbytes = scenario.kv_bytes(L)
-        for layout, factor in (("one", 1.25), ("layers", 1.0)):
-            seconds = [t * factor / 1e3] * 3
-            rows.append({"prompt_len": L, "nbytes": nbytes, "verified": 3, "failures": [], "layout": layout,
-                         "median_GB_s": nbytes / seconds[0] / 1e9, "seconds": seconds})
-    (run / "engine-ceiling").mkdir()
-    (run / "engine-ceiling" / "result.json").write_text(
-        json.dumps({"transport": transport, "block_bytes": 4 << 20, "rows": rows}))
+    write_engine_ceiling(run / "engine-ceiling", load_scenario(scenario_file), ms, transport)
 
 
 def test_each_figure_is_set_against_the_engine_alone_when_the_tune_holds_a_ceiling(collected, tmp_path):

@@ -28,6 +28,7 @@ from ..scenario.model import Scenario, load_scenario
 from ..tune import grid
 from ..tune import slurm as slurm_render
 from ..tune.collect import check_outputs, collect
+from ..tune.judge import engine_alone
 from . import run_command
 from .ab import RENDER_ONLY, SITE
 
@@ -201,6 +202,7 @@ def run(args) -> int:
     runner.start(out, plan.label, arms)  # refuses another tune's (or A/B's) folder before a file is touched
     _write_scenarios(out, variants)
     tuneplan.write(out, plan)
+    engine_alone(out, plan)  # a ceiling put beside the tune that is not of it is refused before any GPU time
     status = runner.run_arms(out, plan.label, arms, command="tune", cli=run_command)
     if status in runner.STOPPED:
         return status

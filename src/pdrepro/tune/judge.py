@@ -105,7 +105,7 @@ def _rank(figures: list[SettingFigure]) -> list[SettingFigure]:
             for i, f in enumerate(ordered, 1)]
 
 
-def _engine(run: Path, plan: TunePlan) -> tuple[dict[int, EngineAlone], str | None, str | None]:
+def engine_alone(run: Path, plan: TunePlan) -> tuple[dict[int, EngineAlone], str | None, str | None]:
     """The engine alone on the tune's box (RUN/engine-ceiling, `pdrepro gpu-check --out RUN/engine-ceiling`):
     per length its best layout, the engine's transport and the file; nothing without one. A ceiling that is not
     of the tune's scenario (other bytes per length) or outruns its line rate is refused on one line."""
@@ -147,7 +147,7 @@ def judge(run: Path, plan: TunePlan, state: ArmsState | None = None) -> TuneSumm
     run = Path(run)
     arm = {a.name: a for a in state.arms} if state is not None else {}
     judged = {f: _judge_run(run, f, arm.get(f)) for s in plan.settings for f in s.runs}
-    engines, engine_transport, engine_source = _engine(run, plan)
+    engines, engine_transport, engine_source = engine_alone(run, plan)
     settings = [TuneSetting(name=s.name, baseline=not s.values, values=dict(s.values),
                             scenario_file=f"scenarios/{s.name}.yaml", runs=[judged[f].run for f in s.runs])
                 for s in plan.settings]
