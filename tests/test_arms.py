@@ -215,3 +215,14 @@ def test_an_arms_error_line_names_the_command_that_runs_it(tmp_path, command):
     assert f"{tmp_path / 'run' / 'x'}: no stack.json there" in errors[0]
     state = armsstate.read(tmp_path / "run")
     assert state is not None and state.arm("x").status == "failed" and state.arm("x").exit == 2
+
+
+def test_a_reason_is_kept_as_one_bounded_line_that_the_state_reads_back(tmp_path):
+    """A stage's message with a line break or of any length is written as a reason the state accepts: the
+    runner never leaves a state its own resume would refuse."""
+    flat = armsstate.one_line("first\nsecond\x7f" + "x" * 5000)
+    assert "\n" not in flat and "\x7f" not in flat and len(flat) == armsstate.REASON_MAX
+    state = armsstate.ArmsState(label="test", arms=(armsstate.ArmRecord(name="a", status="failed", exit=2,
+                                                                       reason=flat),))
+    armsstate.write(tmp_path, state)
+    assert armsstate.read(tmp_path) == state

@@ -219,7 +219,7 @@ def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: _Noted, command
         if stopped:
             why = f"stopped by {_signal_name(status, noted)}: {why}; rerun the same command to resume"
         state = _save(run, state, state.arm(arm.name), status="done" if status == 0 else
-                      "stopped" if stopped else "failed", exit=status, reason=why or None)
+                      "stopped" if stopped else "failed", exit=status, reason=armsstate.one_line(why) or None)
     return status, state
 
 

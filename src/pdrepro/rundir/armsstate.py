@@ -20,6 +20,7 @@ from ..core.strictmodel import IntBounds, Record
 from .statefile import read_state, write_state
 
 FILE = "arms-state.json"
+REASON_MAX = 2000  # characters of an arm's reason: one line of a report, not a log
 # An arm's name is the name of its folder in RUN: no path separator, no dot-name, no shell surprises.
 ARM_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 _ARM_NAME = re.compile(ARM_NAME)
@@ -40,7 +41,9 @@ class ArmRecord(Record):
     sweep: tuple[str, ...] = Field(default=(), description="`pdrepro sweep` words, without the URLs and --out")
     status: ArmStatus = "pending"
     exit: Annotated[int, IntBounds(0, 255)] | None = Field(default=None, description="the arm's last exit status")
-    reason: str | None = Field(default=None, description="why the arm failed or was stopped, when it was")
+    # Shown in reports and one-line messages: a reason is one line of bounded length, as the runner writes it.
+    reason: Annotated[str, Field(max_length=REASON_MAX, pattern=r"^[^\x00-\x1f\x7f]*$")] | None = Field(
+        default=None, description="why the arm failed or was stopped, when it was (one line)")
 
     def interrupted(self) -> bool:
         """Not run to its end: not started, still marked running, or ended by a signal. A state written before
@@ -79,6 +82,14 @@ class ArmsState(Record):
 
     def with_arm(self, updated: ArmRecord) -> ArmsState:
         return self.model_copy(update={"arms": tuple(updated if a.name == updated.name else a for a in self.arms)})
+
+
+def one_line(text: str, limit: int = 0) -> str:
+    """``text`` as a reason the state holds: control characters (a line break in a stage's message) as spaces,
+    cut to ``limit`` characters, so that the runner never writes a state it would refuse to read."""
+    limit = limit or REASON_MAX
+    flat = "".join(" " if ord(c) < 32 or ord(c) == 127 else c for c in text)
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def is_arm_name(name: str) -> bool:
