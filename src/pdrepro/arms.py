@@ -27,14 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .core.errors import UserError
+from .core.exits import EXIT_BAD_INPUT, HANDLED, STOPPED
 from .core.safewrite import make_folder
 from .launch.stack import record as stack_record
 from .rundir import armsstate
 from .rundir.armsstate import ArmRecord, ArmsState
-from .sweep.signals import HANDLED
 
-EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
-STOPPED = frozenset(128 + int(s) for s in HANDLED)
 # Words the runner sets on each stage itself: an arm may not set them again (the stage would take the last).
 OWN_STACK_FLAGS = ("--out",)
 OWN_SWEEP_FLAGS = ("--router", "--prefill", "--decode", "--worker", "--out", "--configuration")

@@ -23,13 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .core.errors import UserError
-from .sweep.signals import HANDLED
+from .core.exits import EXIT_BAD_INPUT, STOPPED
 
 DEFAULT_SCENARIO = "h20-qwen3-235b-1p1d"
 DEFAULT_GATES = "repro"
-EXIT_BAD_INPUT = 2
 # A stage's status when a signal stopped it (128 + the signal's number): the pipeline ends there.
-STOPPED = frozenset(128 + int(s) for s in HANDLED)
 # Flags the pipeline sets on `pdrepro sweep` itself: --sweep-args may not set them again (the sweep would
 # take the last one, and the stages after it would read another run than the one swept).
 OWN_SWEEP_FLAGS = ("--scenario", "--router", "--prefill", "--decode", "--model-path", "--dataset-path", "--image",

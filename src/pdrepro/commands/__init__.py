@@ -15,9 +15,10 @@ import sys
 from .. import __version__
 from ..core import console
 from ..core.errors import UserError
+from ..core.exits import EXIT_BAD_INPUT
 from ..sweep.signals import exit_status, signal_name
 
-EXIT_USER_ERROR = 2
+EXIT_USER_ERROR = EXIT_BAD_INPUT
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,6 +18,7 @@ from pathlib import Path
 from .. import arms as runner
 from ..backends.registry import backend, names
 from ..core.errors import UserError
+from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder, write_file
 from ..pipeline import split_words
 from ..publish.abjudge import ArmInput, judge
@@ -163,12 +164,12 @@ def run(args) -> int:
     runner.start(out, label, arms)  # refuses another A/B's folder before its files are touched
     _write_variants(out, variants)
     status = runner.run_arms(out, label, arms, command="ab", cli=run_command)
-    if status in runner.STOPPED:
+    if status in STOPPED:
         return status
     state = armsstate.read(out)
     judged = _write(out, judge(out, label, _inputs(state) if state else []))
     # An arm refused (2) says so even when the judging found the rest; else the verdict decides.
-    return status if status == runner.EXIT_BAD_INPUT else 0 if status == 0 and judged.passed else runner.EXIT_FAILED
+    return status if status == EXIT_BAD_INPUT else 0 if status == 0 and judged.passed else EXIT_FAILED
 
 
 def _render(args, out: Path, label: str, variants: dict[str, Scenario]) -> int:
@@ -238,7 +239,7 @@ def _judge(run: Path, args) -> int:
     for arm in inputs:
         if not (run / arm.name).is_dir():
             raise UserError(f"{run / arm.name}: no such arm folder; run the arm (or its job) first")
-    return 0 if _write(run, judge(run, label, inputs)).passed else runner.EXIT_FAILED
+    return 0 if _write(run, judge(run, label, inputs)).passed else EXIT_FAILED
 
 
 def _inputs(state: ArmsState) -> list[ArmInput]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from ..core.errors import UserError
+from ..core.exits import EXIT_FAILED
 from ..publish.verdictsource import judged_summary
 from ..report.markdown import ceiling_lines
 from ..rundir import RunDir, loadstate
@@ -16,8 +17,6 @@ from ..scenario.model import resolve_scenario
 from ..scenario.recorded import own_scenario
 from ..verdicts.bounds import bound_changes
 from ..verdicts.gates import evaluate, failed, not_applicable
-
-EXIT_FAILED = 1
 
 
 def register(subparsers) -> None:

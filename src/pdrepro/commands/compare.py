@@ -21,10 +21,11 @@ from pathlib import Path
 from .. import arms as runner
 from ..core import runfile
 from ..core.errors import UserError
+from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder
 from ..launch.stack import record
 from ..launch.stack.regular import STACKS
-from ..pipeline import STOPPED, split_words
+from ..pipeline import split_words
 from ..rundir import RunDir
 from ..rundir.contract import write_json_atomic
 from ..rundir.layout import STACK_FILE
@@ -35,7 +36,6 @@ from . import run_command
 from .render import add_site_options, transfer_backend
 
 HELP = "run a comparison scenario's two configurations on this box, one after the other, and judge them"
-EXIT_BAD_INPUT = 2
 # Flags this command sets on the sweep itself (the arms runner sets the URLs, --configuration and --out).
 OWN_SWEEP_FLAGS = ("--scenario", "--model-path", "--dataset-path", "--bench-in-place", "--logs-from", "--no-analyze",
                    *runner.OWN_SWEEP_FLAGS)
@@ -170,7 +170,7 @@ def _judge(run: Path) -> int:
     _say(f"pdrepro check {run}")
     checked = run_command(["check", str(run)])
     _say(f"report: {run / 'report.md'}")
-    return checked or (runner.EXIT_FAILED if analyzed else 0)
+    return checked or (EXIT_FAILED if analyzed else 0)
 
 
 def _keep_stack_records(out: Path, run: Path, configurations: list[str], replace: bool = False) -> None:
@@ -254,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
         if len(scenarios) > 1 and status not in STOPPED:
             _judge_complete(Path(out), scenarios, [c for c, _ in configurations])
         _say(f"stopped with status {status}; run the same command again to resume at the configuration it reached")
-        return status if status == EXIT_BAD_INPUT or status in STOPPED else runner.EXIT_FAILED
+        return status if status == EXIT_BAD_INPUT or status in STOPPED else EXIT_FAILED
     if len(scenarios) == 1:
         return _judge(Path(out))
     worst = 0

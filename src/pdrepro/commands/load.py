@@ -10,11 +10,11 @@ import sys
 from tabulate import tabulate
 
 from ..core.errors import UserError
+from ..core.exits import EXIT_FAILED
 from ..rundir import RunDir
 from ..scenario.model import is_unbounded, resolve_scenario
 from .sweep import add_stack_options, stack_config
 
-EXIT_FAILED = 1
 # Upper bounds of what a person means: longer prompts than any released model reads, more requests per step
 # than any load sweep sends.
 MAX_LENGTH, MAX_PROMPTS = 10_000_000, 1_000_000

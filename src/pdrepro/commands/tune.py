@@ -19,6 +19,7 @@ from typing import Literal
 
 from .. import arms as runner
 from ..core.errors import UserError
+from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder, write_file
 from ..pipeline import split_words
 from ..rundir import armsstate, tuneplan
@@ -204,11 +205,11 @@ def run(args) -> int:
     tuneplan.write(out, plan)
     engine_alone(out, plan)  # a ceiling put beside the tune that is not of it is refused before any GPU time
     status = runner.run_arms(out, plan.label, arms, command="tune", cli=run_command)
-    if status in runner.STOPPED:
+    if status in STOPPED:
         return status
     summary = collect(out, plan)
     passed = all(r.passed for s in summary.settings for r in s.runs)
-    return status if status == runner.EXIT_BAD_INPUT else 0 if status == 0 and passed else runner.EXIT_FAILED
+    return status if status == EXIT_BAD_INPUT else 0 if status == 0 and passed else EXIT_FAILED
 
 
 def _collect(run: Path) -> int:
@@ -224,4 +225,4 @@ def _collect(run: Path) -> int:
         raise UserError(f"{armsstate.path(run)}: holds {state.label!r}, not this tune's {plan.label!r}; the folder "
                         "mixes two runs: give the tune's own folder")
     summary = collect(run, plan)
-    return 0 if all(r.passed for s in summary.settings for r in s.runs) else runner.EXIT_FAILED
+    return 0 if all(r.passed for s in summary.settings for r in s.runs) else EXIT_FAILED

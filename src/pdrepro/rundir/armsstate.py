@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from ..core.errors import UserError
+from ..core.exits import STOPPED
 from ..core.strictmodel import IntBounds, Record
 from .statefile import read_state, write_state
 
@@ -26,8 +27,6 @@ ARM_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 _ARM_NAME = re.compile(ARM_NAME)
 # "stopped": a signal ended the arm (it measured nothing wrong; a rerun starts it again), kept apart from "failed"
 # so that a judge never reads an interrupted arm as a finding about its stack.
-# The statuses of a stage ended by SIGHUP, SIGINT or SIGTERM (the signals the runner and its stages handle).
-_SIGNAL_EXITS = frozenset({129, 130, 143})
 ArmStatus = Literal["pending", "running", "done", "failed", "stopped", "rendered"]
 
 
@@ -47,9 +46,9 @@ class ArmRecord(Record):
 
     def interrupted(self) -> bool:
         """Not run to its end: not started, still marked running, or ended by a signal. A state written before
-        "stopped" existed marks a signal's end "failed" with its status (128 + SIGHUP, SIGINT or SIGTERM)."""
+        "stopped" existed marks a signal's end "failed" with its status (128 + a handled signal)."""
         return self.status in ("pending", "running", "stopped") or (self.status == "failed" and
-                                                                     self.exit in _SIGNAL_EXITS)
+                                                                     self.exit in STOPPED)
 
     def unfinished(self) -> str | None:
         """Why this arm's run is not a finished measurement, as the state says; None when it finished (or is a
@@ -61,7 +60,7 @@ class ArmRecord(Record):
         if self.status == "running":
             return ("was running when its runner last ended, with no end recorded (killed, or the machine went "
                     "away); rerun the same command to resume")
-        if self.status == "failed" and self.exit in _SIGNAL_EXITS:
+        if self.status == "failed" and self.exit in STOPPED:
             return f"stopped by a signal ({self.reason or f'exit {self.exit}'}); rerun the same command to resume"
         return self.reason or self.status
 

@@ -24,7 +24,8 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 
-HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+from ..core.exits import HANDLED
+
 # How often a wait looks at the flag: the latency of a stop, against the cost of waking up.
 POLL_S = 0.1
 

@@ -8,7 +8,7 @@ import contextlib
 import signal
 from collections.abc import Iterator
 
-HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+from ...core.exits import HANDLED
 
 
 class Interrupted(KeyboardInterrupt):
