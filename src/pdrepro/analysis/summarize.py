@@ -28,7 +28,7 @@ from ..parsers.prom import parse_metrics_file
 from ..parsers.reqstats import LogScan, ReqStat, merge_scans, parse_log
 from ..rundir import RunDir, why_absent
 from ..rundir.contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, analysis_code_stamp, headline, issue, result_row
-from ..rundir.engineceiling import against_rows, check_against_run
+from ..rundir.engineceiling import against_rows, check_against_run, transport_mismatch
 from ..rundir.issuekind import IssueKind
 from ..rundir.summarymodel import build as build_summary
 from ..scenario.model import Scenario
@@ -338,9 +338,7 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
         check_against_run(found, scenario.kv_bytes, scenario.line_rate_GB_s)
         summary["engine_ceiling"] = against_rows(found, rows)
         summary["engine_ceiling_source"] = {"file": source, "transport": engine_transport}
-        if engine_transport and transport in ("rdma", "tcp") and engine_transport != transport:
-            issues.append(issue(WARNING, IssueKind.ENGINE_CEILING_TRANSPORT,
-                                f"{source}: the engine alone used {engine_transport}, the servers' engines {transport}: "
-                                "the ratio sets two transports against each other; measure the ceiling with "
-                                f"`pdrepro gpu-check --transport {transport}`"))
+        mismatch = transport_mismatch(source, engine_transport, transport)
+        if mismatch:
+            issues.append(issue(WARNING, IssueKind.ENGINE_CEILING_TRANSPORT, mismatch))
     return build_summary(summary)

@@ -195,6 +195,21 @@ def check_against_run(ceiling: dict[int, dict[str, Ceiling]], kv_bytes: Callable
                                         f"line rate of {line_rate_GB_s:g} GB/s, which no engine outruns"))
 
 
+def best_layout(shapes: dict[str, Ceiling]) -> tuple[str, Ceiling]:
+    """The layout the engine moved one length's KV fastest in, and its ceiling: what a per-request figure is set
+    against."""
+    return max(shapes.items(), key=lambda item: item[1].GB_s)
+
+
+def transport_mismatch(source: str, engine_transport: str | None, transport: str | None) -> str | None:
+    """The one line for a ceiling the engine measured over another transport than the servers' engines used (the
+    ratio would set two transports against each other); None when they agree or either is unknown."""
+    if not engine_transport or transport not in ("rdma", "tcp") or engine_transport == transport:
+        return None
+    return (f"{source}: the engine alone used {engine_transport}, the servers' engines {transport}: the ratio sets "
+            f"two transports against each other; measure the ceiling with `pdrepro gpu-check --transport {transport}`")
+
+
 def against_rows(ceiling: dict[int, dict[str, Ceiling]], rows: list[dict]) -> dict[str, dict]:
     """Per measured length with a ceiling of the same bytes: the engine's best shape and the ratio."""
     out: dict[str, dict] = {}
@@ -205,7 +220,7 @@ def against_rows(ceiling: dict[int, dict[str, Ceiling]], rows: list[dict]) -> di
         shapes = {name: e for name, e in (ceiling.get(L) or {}).items() if e.bytes == row.get("kv_bytes")}
         if not shapes or bw is None:
             continue
-        shape, best = max(shapes.items(), key=lambda item: item[1].GB_s)
+        shape, best = best_layout(shapes)
         ratio = bw / best.GB_s
         out[str(L)] = {"bandwidth_GB_s": bw, "engine_GB_s": best.GB_s, "engine_shape": shape,
                        "shapes_GB_s": {name: e.GB_s for name, e in sorted(shapes.items())},

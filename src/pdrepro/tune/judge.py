@@ -13,7 +13,7 @@ from ..core.errors import UserError
 from ..publish.verdictsource import judged_summary
 from ..rundir import RunDir
 from ..rundir.armsstate import ArmRecord, ArmsState
-from ..rundir.engineceiling import CONTRADICTION_RATIO, check_against_run, load_ceiling
+from ..rundir.engineceiling import CONTRADICTION_RATIO, best_layout, check_against_run, load_ceiling, transport_mismatch
 from ..rundir.summarymodel import Row, Summary
 from ..rundir.tuneplan import TunePlan
 from ..rundir.tunesummary import (
@@ -115,7 +115,7 @@ def engine_alone(run: Path, plan: TunePlan) -> tuple[dict[int, EngineAlone], str
     ceiling, transport, source = found
     scenario = load_scenario(str(run / "scenarios" / f"{plan.baseline.name}.yaml"))
     check_against_run(ceiling, scenario.kv_bytes, scenario.line_rate_GB_s)
-    best = {L: max(shapes.items(), key=lambda item: item[1].GB_s) for L, shapes in ceiling.items() if shapes}
+    best = {L: best_layout(shapes) for L, shapes in ceiling.items() if shapes}
     return {L: EngineAlone(GB_s=c.GB_s, layout=name) for L, (name, c) in best.items()}, transport, source
 
 
@@ -160,9 +160,9 @@ def judge(run: Path, plan: TunePlan, state: ArmsState | None = None) -> TuneSumm
     problems += [f"{f.setting} at {t.prompt_len} tokens: {f.bandwidth_GB_s:.3f} GB/s per request is {f.of_engine:.2f}x "
                  f"the engine alone ({engine_source}): one of the two is not a measurement of this box"
                  for t in table for f in t.ranking if f.of_engine is not None and f.of_engine > CONTRADICTION_RATIO]
-    if engine_transport and transport and not transport.lower().startswith(engine_transport.lower()):
-        problems.append(f"{engine_source}: the engine alone used {engine_transport}, the servers {transport}: measure "
-                        f"it again with `pdrepro gpu-check --transport {transport.split()[0].lower()}`")
+    mismatch = transport_mismatch(engine_source or "", engine_transport, transport)
+    if mismatch:
+        problems.append(mismatch)
     # Over TCP, the knobs only an RDMA transfer uses can differ from the baseline by noise alone: named, with why.
     blind = [TcpBlind(name=k.name, why=why) for k in plan.knobs if (why := knob_data.tcp_cannot_judge(k.name))]
     summary = TuneSummary(
