@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 
+from ..core.text import printable
 from ..parsers import perftest
 from ..rundir.baseline import PerftestRecord, PortPair, PortRun
 from ..rundir.portbaseline import PHASE_WORDS
@@ -20,7 +21,7 @@ def _start(plan: BaselinePlan, phase: str, i: int, nic: str) -> tuple[list[str],
 def _one_line(text: str, limit: int = 240) -> str:
     """The tool's last lines as one printable line (a tool's output may hold anything)."""
     tail = " / ".join(line.strip() for line in text.strip().splitlines()[-2:] if line.strip()) or "no output"
-    tail = "".join(c if c.isprintable() else "?" for c in tail)
+    tail = printable(tail)
     return tail if len(tail) <= limit else tail[:limit] + "..."
 
 

@@ -10,6 +10,7 @@ held to the A/B the command was asked for (``check_same``), so a resume never co
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -18,6 +19,7 @@ from pydantic import Field
 from ..core.errors import UserError
 from ..core.exits import STOPPED
 from ..core.strictmodel import IntBounds, Record
+from ..core.text import printable
 from .statefile import read_state, write_state
 
 FILE = "arms-state.json"
@@ -83,12 +85,25 @@ class ArmsState(Record):
         return self.model_copy(update={"arms": tuple(updated if a.name == updated.name else a for a in self.arms)})
 
 
-def one_line(text: str, limit: int = 0) -> str:
-    """``text`` as a reason the state holds: control characters (a line break in a stage's message) as spaces,
-    cut to ``limit`` characters, so that the runner never writes a state it would refuse to read."""
-    limit = limit or REASON_MAX
-    flat = "".join(" " if ord(c) < 32 or ord(c) == 127 else c for c in text)
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+@dataclass(frozen=True)
+class LabelHead:
+    """The command word a run of arms opens its label with ("ab", "tune"), which keeps one command's
+    arms-state.json apart from another's; a title that already names the command shows the label without it."""
+
+    word: str
+
+    def label(self, rest: str) -> str:
+        return f"{self.word} {rest}"
+
+    def strip(self, label: str) -> str:
+        return label.removeprefix(f"{self.word} ")
+
+
+def one_line(text: str) -> str:
+    """``text`` as a reason the state holds: what does not print (a line break in a stage's message) as spaces,
+    cut to REASON_MAX characters, so that the runner never writes a state it would refuse to read."""
+    flat = printable(text, " ")
+    return flat if len(flat) <= REASON_MAX else flat[: REASON_MAX - 1] + "…"
 
 
 def is_arm_name(name: str) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
+from ..core.text import printable
 from .summarybase import _Open
 
 PHASES = ("alone", "together")
@@ -71,7 +72,7 @@ def judge_port(p: BaselinePort, phase: str, fraction: float) -> PortVerdict:
 
     def verdict(state: str, detail: str) -> PortVerdict:
         # One printable line: the port's name and a tool's error come from a record, which may hold anything.
-        text = "".join(c if c.isprintable() else "?" for c in f"{head} {detail}")
+        text = printable(f"{head} {detail}")
         return PortVerdict(p.port, phase, figure, line, bound, state, text)
 
     if figure is None or not math.isfinite(figure) or figure <= 0:
