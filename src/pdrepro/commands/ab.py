@@ -24,7 +24,7 @@ from ..pipeline import split_words
 from ..publish.abjudge import ArmInput, judge
 from ..report.ab import render as render_report
 from ..rundir import armsstate
-from ..rundir.absummary import AbSummary, ab_label
+from ..rundir.absummary import AB_LABEL, AbSummary
 from ..rundir.armsstate import ArmRecord, ArmsState
 from ..rundir.contract import dumps_json, write_atomic
 from ..scenario.armvariant import for_backend
@@ -107,7 +107,7 @@ def _site(args, onebox: bool) -> list[str]:
 def _label(scenario: str, picked: tuple[str, ...], variants: dict[str, Scenario] | None = None) -> str:
     """Which A/B this is: its scenario and backends, and (a run's) the arms' scenarios as fingerprints, so a
     rerun with another scenario or other arm variables is another A/B, refused rather than resumed."""
-    label = ab_label(f"{scenario}: {', '.join(picked)}")
+    label = AB_LABEL.label(f"{scenario}: {', '.join(picked)}")
     if variants:
         both = hashlib.sha256(" ".join(v.fingerprint for v in variants.values()).encode()).hexdigest()
         label += f" (arm scenarios {both[:12]})"

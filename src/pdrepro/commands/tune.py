@@ -24,7 +24,7 @@ from ..core.safewrite import make_folder, write_file
 from ..pipeline import split_words
 from ..rundir import armsstate, tuneplan
 from ..rundir.tuneplan import PlanKnob, PlanSetting, TunePlan
-from ..rundir.tunesummary import tune_label
+from ..rundir.tunesummary import TUNE_LABEL
 from ..scenario.model import Scenario, load_scenario
 from ..tune import grid
 from ..tune import slurm as slurm_render
@@ -115,7 +115,7 @@ def _plan(args, scenario: Scenario) -> tuple[TunePlan, dict[str, Scenario]]:
             args.stack_args or "", args.sweep_args or ""]
     digest = hashlib.sha256("\0".join(same).encode())
     plan = TunePlan(
-        label=tune_label(f"{scenario.name}, {mode}, {len(points)} setting(s), baseline x{len(repeats)} "
+        label=TUNE_LABEL.label(f"{scenario.name}, {mode}, {len(points)} setting(s), baseline x{len(repeats)} "
                          f"(grid {digest.hexdigest()[:12]})"), scenario=scenario.name, mode=mode,
         knobs=tuple(PlanKnob(name=k.name, kind=k.kind, values=k.values, baseline=grid.baseline_value(scenario, k))
                     for k in knobs),

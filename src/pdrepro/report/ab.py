@@ -5,7 +5,7 @@ what it measures (never set against another arm's), the TTFT ratios, and each ar
 from __future__ import annotations
 
 from ..core.units import human_bytes
-from ..rundir.absummary import AbSummary, ArmSummary, ArmVerdict, label_without_head
+from ..rundir.absummary import AB_LABEL, AbSummary, ArmSummary, ArmVerdict
 
 
 def _ms(value: float | None) -> str:
@@ -40,7 +40,7 @@ def _verdict_lines(arm: ArmSummary) -> list[str]:
 
 
 def render(summary: AbSummary) -> str:
-    out = [f"# A/B: {label_without_head(summary.label)}", "",
+    out = [f"# A/B: {AB_LABEL.strip(summary.label)}", "",
            f"Verdict: {'every arm PASSES' if summary.passed else 'an arm FAILS'} ("
            + ", ".join(f"{a.name} {'PASS' if a.verdict.passed else 'FAIL'}" for a in summary.arms) + ").", "",
            "One clock both arms share: the client's time to first token (TTFT, milliseconds). The engine's logged "

@@ -4,7 +4,7 @@ TCP box cannot judge, and the runs not judged in full."""
 
 from __future__ import annotations
 
-from ..rundir.tunesummary import TuneLength, TuneSummary, label_without_head
+from ..rundir.tunesummary import TUNE_LABEL, TuneLength, TuneSummary
 
 
 def _f(value: float | None, digits: int = 3) -> str:
@@ -69,7 +69,7 @@ def render(summary: TuneSummary) -> str:
     knobs = "; ".join(f"{k.name} over {', '.join(k.values)} (the scenario's own: "
                       f"{k.baseline if k.baseline is not None else 'the engine default'})" for k in summary.knobs)
     runs = sum(len(s.runs) for s in summary.settings)
-    out = [f"# Tune: {label_without_head(summary.label)}", "",
+    out = [f"# Tune: {TUNE_LABEL.strip(summary.label)}", "",
            f"Scenario {summary.scenario}, {summary.mode}: {len(summary.settings) - 1} setting(s) besides the "
            f"baseline, {runs} run(s). Knobs: {knobs}.", "",
            f"Rule: {summary.rule}.", "",

@@ -12,20 +12,11 @@ from typing import Literal
 
 from pydantic import Field
 
+from .armsstate import LabelHead
 from .summarybase import _Closed
 
 AbVerdict = Literal["PASS", "FAIL", "N/A"]
-# An A/B's label opens with this word, which keeps its folder's arms-state.json apart from a tune's or a
-# comparison's (their labels open with their own); a title that already says "A/B" shows the label without it.
-LABEL_HEAD = "ab "
-
-
-def ab_label(rest: str) -> str:
-    return LABEL_HEAD + rest
-
-
-def label_without_head(label: str) -> str:
-    return label.removeprefix(LABEL_HEAD)
+AB_LABEL = LabelHead("ab")
 
 
 class AbCheck(_Closed):

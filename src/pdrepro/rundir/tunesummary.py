@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from .armsstate import LabelHead
 from .summarybase import _Closed
 
 RULE = ("a setting is better at a length when its per-request KV bandwidth exceeds the baseline's mean by more "
@@ -21,17 +22,7 @@ RULE = ("a setting is better at a length when its per-request KV bandwidth excee
         "better at the most lengths and worse at none, its runs passing their checks, the larger mean gain over "
         "the baseline breaking ties, then the lower mean TTFT")
 
-# A tune's label opens with this word, which keeps its folder's arms-state.json apart from an A/B's or a
-# comparison's; a title that already says "tune" shows the label without it.
-LABEL_HEAD = "tune "
-
-
-def tune_label(rest: str) -> str:
-    return LABEL_HEAD + rest
-
-
-def label_without_head(label: str) -> str:
-    return label.removeprefix(LABEL_HEAD)
+TUNE_LABEL = LabelHead("tune")
 
 
 Standing = Literal["better", "worse", "within the noise", "not judged"]

@@ -19,7 +19,7 @@ from ..report.tune import render as render_report
 from ..rundir import armsstate
 from ..rundir.contract import dumps_json
 from ..rundir.tuneplan import TunePlan
-from ..rundir.tunesummary import TuneBest, TuneSummary, label_without_head
+from ..rundir.tunesummary import TUNE_LABEL, TuneBest, TuneSummary
 from ..scenario.model import load_scenario
 from .judge import judge, pick_best
 
@@ -27,7 +27,7 @@ SUMMARY, REPORT, OVERLAY = "tune-summary.json", "tune-report.md", "best-overlay.
 
 
 def _overlay(run: Path, summary: TuneSummary, best: TuneBest | None) -> str:
-    head = [f"# pdrepro tune: {label_without_head(summary.label)}", f"# rule: {summary.rule}"]
+    head = [f"# pdrepro tune: {TUNE_LABEL.strip(summary.label)}", f"# rule: {summary.rule}"]
     if best is None and summary.unmeasured:
         return "\n".join([*head, f"# Not judged yet: {', '.join(summary.unmeasured)} measured nothing; rerun the tune "
                           "with the same options to resume it: nothing to change until then.", "{}", ""])
