@@ -28,8 +28,6 @@ the smoke, the analysis) and readers (the analysis, the gates) go through it.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -44,6 +42,8 @@ from .baseline import BaselineFile
 from .contract import dumps_json, unwritable, write_atomic, write_json_atomic
 from .counters import CountersRecord
 from .engineceiling import load_ceiling as load_engine_ceiling
+from .inputsig import STACK_FILE as STACK_FILE  # re-exported: the run's paths are named here
+from .inputsig import signature
 from .provenance import Provenance
 from .summarymodel import Summary
 from .sweepstate import SweepStateFile
@@ -63,39 +63,6 @@ def server_log_index(role: str, file_name: str) -> int | None:
     m = re.fullmatch(rf"{re.escape(role)}(?:-([1-9]\d*))?\.log", file_name)
     return None if m is None else int(m.group(1) or 0)
 
-# What analysis and the gates write into a run, with the temporary names of their writes
-# (older releases used the first two styles): not inputs.
-_OUTPUTS = ("summary.json", "report.md", "summary.csv", "summary.json.tmp", ".summary.json.tmp", ".report.md.tmp",
-            ".summary.csv.tmp", "junit.xml", ".sweep.lock")
-
-
-def _is_temporary(name: str) -> bool:
-    """A write in progress (or one a SIGKILL cut short) of the safe writer (core.safewrite): a dot, the
-    file's name, a random part and ``.tmp``."""
-    return name.startswith(".") and name.endswith(".tmp")
-
-
-# What the host launcher (`pdrepro stack up`) records of the processes it started: rewritten when they
-# stop, so the file as a whole is not an input; the analysis reads only which boot of the host started
-# which roles (the proof that a server ran on the sweep's host), and that part is (``_stack_identity``).
-STACK_FILE = "stack.json"
-
-
-def _stack_identity(path: Path) -> bytes:
-    """The part of stack.json the analysis reads: its boot id and the roles it started (the raw text where the
-    file is no such record, which the analysis refuses)."""
-    try:
-        text = runfile.read_text(path, kind=runfile.RECORD)
-    except (OSError, UserError):
-        return b"unreadable"
-    try:
-        data = json.loads(text)
-        procs = data.get("processes") if isinstance(data, dict) else None
-        roles = sorted(str(p.get("role")) for p in procs) if isinstance(procs, list) and all(
-            isinstance(p, dict) for p in procs) else None
-        return json.dumps([data.get("boot_id"), roles]).encode() if isinstance(data, dict) else text.encode()
-    except ValueError:
-        return text.encode()
 
 
 @dataclass(frozen=True)
@@ -230,20 +197,8 @@ class RunDir:
         return sorted(int(m.group(1)) for m in found if m)
 
     def inputs_signature(self) -> str:
-        """Names, sizes and mtimes of every input file in the run (comparison runs nest folders):
-        an input added, changed or deleted since the analysis changes it."""
-        digest = hashlib.sha256()
-        for p in sorted(self.root.rglob("*")):
-            if (p.name in _OUTPUTS or _is_temporary(p.name) or p == self.root / STACK_FILE or self.plots_dir in p.parents
-                    or not p.is_file()):
-                continue
-            st = p.stat()
-            digest.update(f"{p.relative_to(self.root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-        stack = self.root / STACK_FILE
-        if stack.is_file():
-            digest.update(b"stack.json\0" + _stack_identity(stack) + b"\n")
-        return digest.hexdigest()
-
+        """Names, sizes and mtimes of every input file in the run (inputsig.signature)."""
+        return signature(self.root, self.plots_dir)
 
     # ---- the run's JSON records, as their models ----------------------------------------------------
 
