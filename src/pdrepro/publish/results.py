@@ -14,8 +14,9 @@ from typing import Any
 from ..analysis.comparison import compute_comparison, render_comparison
 from ..analysis.summarize import compute_summary
 from ..core.errors import UserError
-from ..report.markdown import render_csv, render_report
+from ..report.markdown import render_report
 from ..report.plots import render_plots
+from ..report.summarycsv import render_csv
 from ..rundir import RunDir, why_absent
 from ..rundir.contract import stamp, unwritable, write_atomic
 from ..rundir.summarymodel import as_summary
