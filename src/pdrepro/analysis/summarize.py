@@ -6,6 +6,8 @@ Sources per prompt length L:
 - KV transfer time per request from the prefill servers' request-stats lines
   (every prefill server's log of the run, merged) whose input length is
   nearest L, minus the warm-up request(s);
+- the phases each server timed per request, medians over the same requests
+  (analysis/phases.py);
 - KV bytes from the model geometry (``Scenario.kv_bytes``), cross-checked
   against the server's own rank-0 ``transfer_total`` times TP.
 
@@ -33,6 +35,7 @@ from ..rundir.issuekind import IssueKind
 from ..rundir.summarymodel import build as build_summary
 from ..scenario.model import Scenario
 from ..scenario.seams import engine_of, run_backend
+from .phases import decode_of, phase_figures, read_decode
 from .serverlogs import logs_label, refuse_outside_window, refuse_stale_start, sweep_windows, topology_logs
 from .transport_evidence import transport_facts
 from .whatran import describe as describe_ran
@@ -268,9 +271,7 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
     if run.prefill_log.is_file() and not run.decode_log.is_file():
         issues.append(issue(WARNING, IssueKind.DECODE_LOG_MISSING,
                             f"{run.decode_log}: {why_absent(run.decode_log)}; keep the decode server's log there too"))
-    for path in topology_logs(run, scenario, "decode", issues):
-        decode = parse_log(path)
-        refuse_stale_start(decode, [s for s in decode.stats if not (s.is_health_check or s.is_server_warmup)])
+    decode = read_decode(run, scenario, issues)
     prefill_logs = logs_label(run, topology_logs(run, scenario, "prefill", []))
     rows = []
     for L in scenario.sweep.prompt_lens:
@@ -283,6 +284,9 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
                                 "server restarted? keep the whole log of the sweep", L))
         samples = _transfer_samples(L, stats, bench.get(L), scenario, issues, prefill_logs)
         row = _row(L, scenario, bench.get(L), samples, issues, prefill_logs)
+        same = [s for s in decode if nearest_length(s.input_len, list(scenario.sweep.prompt_lens)) == L]
+        row.update(phase_figures(L, samples, decode_of(samples, decode, same, scenario.sweep.warmup_requests), issues,
+                                 str(run.logs_dir)))
         if groups:
             # Requests of the length the logs hold after the warm-up: fewer than the client completed
             # means the figures are not all of the run's requests (checks.requests_logged).

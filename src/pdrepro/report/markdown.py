@@ -17,6 +17,7 @@ from ..rundir.summarymodel import Metric, Reference, ReferenceRow, Row, Summary,
 from ..scenario.seams import summary_backend, summary_engine
 from ..verdicts.gates import NOT_APPLICABLE, tcp_without_rdma
 from .fabricceiling import ceiling_lines as fabric_ceiling_lines
+from .phases import phases_section
 from .placement import no_fabric, placement_title
 from .portbaseline import port_baseline_section
 from .provenance import provenance_section
@@ -313,6 +314,7 @@ def render_report(data: Summary | Mapping[str, Any]) -> str:
     ref = reference_table(summary)
     if ref:
         parts += ["## Against the published run", "", ref, ""]
+    parts += phases_section(summary)
     parts += metrics_section(summary)
     parts += ceiling_section(summary)
     parts += transport_section(summary)

@@ -38,6 +38,8 @@ class IssueKind(str, Enum):
     UNPARSEABLE_LINES = "unparseable_lines"
     INTERLEAVED_SERVERS = "interleaved_servers"
     STRAY_SERVER_LOG = "stray_server_log"
+    # A phase duration no request can take (infinite, or longer than a day): left out of the phase medians.
+    IMPLAUSIBLE_PHASE = "implausible_phase"
     NO_TRANSFER_FIGURES = "no_transfer_figures"
     ZERO_TRANSFER_SPEED = "zero_transfer_speed"
     # NIC counters (RUN/counters), the witness.

@@ -101,6 +101,13 @@ class Row(_Open):
     utilization_pct: float | None = Field(default=None, description="bandwidth as a share of line_rate_GB_s, percent")
     transfer_share_of_ttft_pct: float | None = Field(default=None,
                                                      description="median transfer time as a share of mean TTFT, percent")
+    # Where a request's time goes besides the transfer (analysis/phases.py).
+    phase_ms_median: dict[str, float] | None = Field(
+        default=None, description="median of each phase the servers logged for this length's measured requests, "
+                                  "milliseconds, keyed \"<role>.<phase>\" (the server's key less \"_duration\", e.g. "
+                                  "\"prefill.forward\", \"decode.transfer\")")
+    phase_samples: dict[str, int] | None = Field(default=None,
+                                                 description="requests each phase's median is drawn from, same keys")
     # The analysis' cross-checks of the servers' logs and the bench client's outputs.
     logged_requests: int | None = Field(default=None, description="requests the prefill logs hold after the warm-up")
     kv_size_mismatch_pct: float | None = Field(default=None,
