@@ -83,8 +83,9 @@ def test_the_readme_table_is_what_collect_gives_with_the_engine_alone(judged):
     assert sorted(table) == [length.prompt_len for length in summary.lengths] == [4096, 16384]
     for length in summary.lengths:
         fig = {f.setting: f for f in length.ranking}
-        assert length.engine_alone is not None
-        want = [round(length.engine_alone.GB_s, 3), round(fig["baseline"].bandwidth_GB_s, 3),
+        engine = length.engine_alone
+        assert engine is not None and len(engine.runs) == 1 and engine.spread_GB_s is None
+        want = [round(engine.mean_GB_s, 3), round(fig["baseline"].bandwidth_GB_s, 3),
                 round(fig["baseline"].of_engine, 2), round(fig["s1"].bandwidth_GB_s, 3), round(fig["s1"].of_engine, 2)]
         assert table[length.prompt_len] == want, length.prompt_len
     # The baseline's figure is baseline-1's own summary, as the sweep wrote it on the machine.
