@@ -2,14 +2,21 @@
 run folders written as jobs leave them (tests/runbuilder.py), then bent: a run folder gone, its provenance or
 logs gone, its bench file cut; RUN/arms-state.json with any status and exit for any run, or another tune's
 label; RUN/engine-ceiling as gpu-check writes it, of other bytes, faster than anything, no JSON, or a link to
-/dev/zero.
+/dev/zero; repeats of it (RUN/engine-ceiling-<n>) with gaps in their numbers, numbers no repeat takes
+(engine-ceiling-1, -02), or each one a copy or a link of the first, a link to a good run elsewhere or to nothing,
+a file, an empty folder, other bytes, another transport, a 17 MiB result.json, /dev/zero or no JSON.
 
 The promise: collect returns a tune summary or refuses in one line (a UserError without a line break), never
 a traceback; it writes its three files beside the runs and nothing into one; a run the state calls
 interrupted (not run, stopped, still running, or a signal's exit) is never judged from its half-folder; and no
 best is named while any run measured nothing. What each strategy would have found: s2 of the first GPU tune,
 stopped by SIGTERM, was reported as "has no scenario.yaml; pass --scenario" with "Best: none ... the scenario's
-own setting stands" and an overlay saying there was nothing to change, on two runs of seven."""
+own setting stands" and an overlay saying there was nothing to change, on two runs of seven. Of the engine's
+repeats: a repeat that is there is either counted and named in the summary or refused on one line, never left
+out without a word, and the figures held against the engine follow its stated rule.
+
+The repeats' rule for gaps: every RUN/engine-ceiling-<n> there is read, whatever numbers are missing between them
+(rundir.enginerepeats)."""
 
 from __future__ import annotations
 
@@ -18,6 +25,7 @@ import io
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,6 +41,7 @@ from stackhelp import env, make_site
 from pdrepro.core.errors import UserError
 from pdrepro.rundir import armsstate, tuneplan
 from pdrepro.rundir.armsstate import ArmRecord, ArmsState
+from pdrepro.rundir.tunesummary import ENGINE_SHARE
 from pdrepro.scenario.model import load_scenario
 from pdrepro.tune.collect import OVERLAY, REPORT, SUMMARY, collect
 
@@ -65,6 +74,11 @@ RUN_BENDS = st.sampled_from(["intact", "intact", "gone", "no-provenance", "no-lo
 STATUSES = st.sampled_from(["pending", "running", "done", "failed", "stopped", "rendered"])
 EXITS = st.sampled_from([None, 0, 1, 2, 129, 130, 143])
 CEILINGS = st.sampled_from([None, "match", "other-bytes", "too-fast", "no-json", "dev-zero"])
+REPEAT_NAMES = ["engine-ceiling-2", "engine-ceiling-3", "engine-ceiling-9", "engine-ceiling-1", "engine-ceiling-02"]
+REPEAT_BENDS = st.sampled_from(["match", "match", "match", "copy-of-first", "link-to-first", "link-to-good",
+                                "dangling-link", "file", "empty", "other-bytes", "other-transport", "huge",
+                                "dev-zero", "no-json"])
+REPEATS = st.dictionaries(st.sampled_from(REPEAT_NAMES), REPEAT_BENDS, max_size=3)
 
 
 def _bend_run(folder: Path, how: str) -> None:
@@ -79,8 +93,8 @@ def _bend_run(folder: Path, how: str) -> None:
         first.write_bytes(first.read_bytes()[:57])
 
 
-def _ceiling(run: Path, how: str) -> None:
-    where = run / "engine-ceiling"
+def _ceiling(run: Path, how: str, where: Path | None = None, speed: float = 1.0, transport: str = "rdma") -> None:
+    where = where or run / "engine-ceiling"
     where.mkdir()
     if how == "no-json":
         (where / "result.json").write_bytes(b"\x00{not json")
@@ -92,17 +106,51 @@ def _ceiling(run: Path, how: str) -> None:
     rows = []
     for L in scenario.sweep.prompt_lens:
         nbytes = scenario.kv_bytes(L) + (4096 if how == "other-bytes" else 0)
-        seconds = [(1e-6 if how == "too-fast" else 0.8 * (4.0 + L / 200) / 1e3)] * 3
+        seconds = [(1e-6 if how == "too-fast" else 0.8 * (4.0 + L / 200) / 1e3 / speed)] * 3
         rows.append({"prompt_len": L, "nbytes": nbytes, "verified": 3, "failures": [], "layout": "layers",
                      "median_GB_s": nbytes / seconds[0] / 1e9, "seconds": seconds})
-    (where / "result.json").write_text(json.dumps({"transport": "rdma", "block_bytes": 1 << 22, "rows": rows}))
+    (where / "result.json").write_text(json.dumps({"transport": transport, "block_bytes": 1 << 22, "rows": rows}))
+
+
+def _repeat(run: Path, name: str, how: str, speed: float) -> None:
+    """RUN/<name> bent as ``how`` says; ``speed`` sets a good run's rates apart from every other's."""
+    where = run / name
+    if how in ("match", "other-bytes", "no-json", "dev-zero"):
+        _ceiling(run, how, where, speed)
+    elif how == "other-transport":
+        _ceiling(run, "match", where, speed, transport="tcp")
+    elif how == "copy-of-first" and (run / "engine-ceiling").is_dir():
+        shutil.copytree(run / "engine-ceiling", where, symlinks=True)
+    elif how == "link-to-first":
+        where.symlink_to("engine-ceiling")
+    elif how == "link-to-good":
+        _ceiling(run, "match", run.parent / f"elsewhere-{name}", speed)
+        where.symlink_to(run.parent / f"elsewhere-{name}")
+    elif how == "dangling-link":
+        where.symlink_to(run.parent / "nowhere")
+    elif how == "file":
+        where.write_text('{"transport": "rdma"}')
+    elif how == "empty":
+        where.mkdir()
+    elif how == "huge":
+        where.mkdir()
+        with (where / "result.json").open("wb") as f:
+            f.truncate(17 << 20)  # sparse: above the cap of any JSON record, without writing its bytes
+    else:  # a copy of a first run that is not there: nothing to copy
+        where.mkdir()
+
+
+def _valid_repeat(name: str) -> bool:
+    n = name.removeprefix("engine-ceiling-")
+    return n == str(int(n)) and int(n) >= 2
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(bends=st.fixed_dictionaries({f: RUN_BENDS for f in SPEED}),
        state=st.one_of(st.none(), st.fixed_dictionaries({f: st.tuples(STATUSES, EXITS) for f in SPEED})),
-       other_label=st.booleans(), ceiling=CEILINGS)
-def test_collect_judges_or_refuses_in_one_line_and_never_writes_into_a_run(tune, bends, state, other_label, ceiling):
+       other_label=st.booleans(), ceiling=CEILINGS, repeats=REPEATS)
+def test_collect_judges_or_refuses_in_one_line_and_never_writes_into_a_run(tune, bends, state, other_label, ceiling,
+                                                                           repeats):
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "tune"
         shutil.copytree(tune, run, symlinks=True)
@@ -117,6 +165,8 @@ def test_collect_judges_or_refuses_in_one_line_and_never_writes_into_a_run(tune,
                 for f, (s, e) in state.items())))
         if ceiling is not None:
             _ceiling(run, ceiling)
+        for i, (name, how) in enumerate(sorted(repeats.items())):
+            _repeat(run, name, how, speed=1.1 + 0.05 * i)
         before = {f: tree_hash(run / f) for f in SPEED if (run / f).exists()}
         said = io.StringIO()
         try:
@@ -125,6 +175,8 @@ def test_collect_judges_or_refuses_in_one_line_and_never_writes_into_a_run(tune,
         except UserError as exc:
             assert "\n" not in str(exc).strip() and str(exc).strip(), str(exc)
             assert not any((run / name).exists() for name in (SUMMARY, REPORT, OVERLAY))
+            if ceiling in (None, "match") and repeats:
+                assert "engine-ceiling-" in str(exc), str(exc)  # only a repeat can be refused: it is named
             summary = None
         assert "Traceback" not in said.getvalue()
         assert {f: tree_hash(run / f) for f in before} == before
@@ -141,3 +193,20 @@ def test_collect_judges_or_refuses_in_one_line_and_never_writes_into_a_run(tune,
         if summary.unmeasured:
             assert summary.best is None
             assert "Best: not judged yet." in (run / REPORT).read_text()
+        # Every repeat there was counted and is named: none is left out without a word.
+        for name in repeats:
+            assert _valid_repeat(name) and f"{name}/result.json" in (summary.engine_ceiling or ""), name
+        for length in summary.lengths:
+            engine = length.engine_alone
+            if engine is None:
+                assert all(f.engine_standing is None for f in length.ranking)
+                continue
+            rates = [r.GB_s for r in engine.runs]
+            assert engine.mean_GB_s == statistics.fmean(rates)
+            assert engine.spread_GB_s == (max(rates) - min(rates) if len(rates) > 1 else None)
+            for f in length.ranking:
+                b = f.bandwidth_GB_s
+                want = ("not judged" if b is None or len(rates) == 1 else "at or above 0.9"
+                        if b >= ENGINE_SHARE * max(rates) else "below 0.9" if b < ENGINE_SHARE * min(rates)
+                        else "within the engine's spread")
+                assert f.engine_standing == want

@@ -242,18 +242,25 @@ def test_an_interrupted_tune_resumes_at_the_run_it_reached_also_on_a_fresh_machi
     assert "this box cannot judge MC_NUM_QP_PER_EP" in report and why in report
 
 
-def test_a_ceiling_beside_the_tune_that_is_not_of_it_is_refused_before_any_stack_starts(site):
-    """The engine alone put into RUN/engine-ceiling of another model's bytes: refused in one line, and no run
+@pytest.mark.parametrize("wrong_one", ["engine-ceiling", "engine-ceiling-3"])
+def test_a_ceiling_beside_the_tune_that_is_not_of_it_is_refused_before_any_stack_starts(site, wrong_one):
+    """The engine alone put into RUN/engine-ceiling of another model's bytes, or a repeat of it (here
+    engine-ceiling-3 beside a right first run, -2 missing): refused in one line naming that folder, and no run
     starts (the GPU time is not spent on a tune whose collection would refuse it)."""
     run = site["run"]
     argv = _argv(site, "--grid", "MC_NUM_QP_PER_EP=2")
-    other = load_scenario(site["options"][1]).to_dict()
+    right = load_scenario(site["options"][1])
+    other = right.to_dict()
     other["model"]["geometry"]["num_hidden_layers"] += 1
     wrong = scenario_from_dict(other, "a scenario of one more layer")
-    write_engine_ceiling(run / "engine-ceiling", wrong, {L: wrong.kv_bytes(L) / 1e6 for L in wrong.sweep.prompt_lens})
+    if wrong_one != "engine-ceiling":
+        write_engine_ceiling(run / "engine-ceiling", right, {L: right.kv_bytes(L) / 1e6 for L in right.sweep.prompt_lens})
+    write_engine_ceiling(run / wrong_one, wrong, {L: wrong.kv_bytes(L) / 1e6 for L in wrong.sweep.prompt_lens})
     done = subprocess.run(argv, env=_env(site), cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "engine-ceiling/result.json" in one_line(done) and "not this run's ceiling" in one_line(done)
+    said = one_line(done)
+    assert f"{wrong_one}/result.json" in said and "not this run's ceiling" in said
+    assert f"--out RUN/{wrong_one}`" in said  # the fix names the folder to measure again
     assert not any((run / name).exists() for name in ("baseline-1", "s1", "tune-summary.json"))
 
 

@@ -162,13 +162,17 @@ def test_each_figure_is_set_against_the_engine_alone_when_the_tune_holds_a_ceili
     assert summary.engine_ceiling == "engine-ceiling/result.json (rdma)"
     for length in summary.lengths:
         engine = length.engine_alone
-        assert engine is not None and engine.layout == "layers"
+        assert engine is not None and [r.layout for r in engine.runs] == ["layers"]
+        # One run of the engine: its figure is the mean, and with no spread nothing is judged against 0.9 of it.
+        assert engine.mean_GB_s == engine.runs[0].GB_s and engine.spread_GB_s is None
         for f in length.ranking:
-            assert f.of_engine == round(f.bandwidth_GB_s / engine.GB_s, 3)
+            assert f.of_engine == round(f.bandwidth_GB_s / engine.mean_GB_s, 3)
+            assert f.engine_standing == "not judged"
         base = next(f for f in length.ranking if f.setting == "baseline")
         assert base.of_engine == pytest.approx(0.8, rel=0.05)
     report = (run / "tune-report.md").read_text()
     assert "| of the engine alone |" in report and "Nearest the engine alone (engine-ceiling/result.json (rdma))" in report
+    assert "gives no spread" in report and "--out RUN/engine-ceiling-2" in report
 
 
 def test_a_ceiling_of_other_bytes_is_refused_in_one_line_and_nothing_is_written(collected, tmp_path):

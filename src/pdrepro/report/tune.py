@@ -4,7 +4,10 @@ TCP box cannot judge, and the runs not judged in full."""
 
 from __future__ import annotations
 
-from ..rundir.tunesummary import TUNE_LABEL, TuneLength, TuneSummary
+from ..rundir.tunesummary import ENGINE_SHARE, TUNE_LABEL, EngineAlone, TuneLength, TuneSummary
+
+REPEAT_HINT = ("one run of the engine alone gives no spread, so no figure is judged against 0.9 of it: repeat "
+               "`pdrepro gpu-check ... --out RUN/engine-ceiling-2` (then -3) on the same box and collect again")
 
 
 def _f(value: float | None, digits: int = 3) -> str:
@@ -26,32 +29,56 @@ def _length(summary: TuneSummary, length: TuneLength) -> list[str]:
     out = [f"## {length.prompt_len} prompt tokens", "",
            f"Baseline: {len(b.runs_GB_s)} run(s) at {runs} GB/s; mean {_f(b.mean_GB_s)} GB/s, spread "
            f"{_f(b.spread_GB_s)} GB/s.", ""]
-    engine = length.engine_alone
-    if engine is not None:
-        out += [f"Engine alone: {_f(engine.GB_s)} GB/s ({engine.layout} layout), {summary.engine_ceiling}.", ""]
+    if length.engine_alone is not None:
+        out += [_engine_line(length.engine_alone), ""]
     out += ["| rank | setting | changes | KV bandwidth per request (GB/s) | against the baseline "
-            "| of the engine alone | TTFT mean (ms) | standing |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+            "| of the engine alone | against 0.9 of the engine | TTFT mean (ms) | standing |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for f in length.ranking:
         out.append(f"| {f.rank or '—'} | {f.setting} | {_what(summary, f.setting)} | {_f(f.bandwidth_GB_s)} "
-                   f"| {_pct(f.gain_pct)} | {_f(f.of_engine, 2)} | {_f(f.ttft_ms_mean, 1)} | {f.standing} |")
+                   f"| {_pct(f.gain_pct)} | {_f(f.of_engine, 2)} | {f.engine_standing or '—'} "
+                   f"| {_f(f.ttft_ms_mean, 1)} | {f.standing} |")
     return [*out, ""]
 
 
+def _engine_line(engine: EngineAlone) -> str:
+    runs = ", ".join(f"{_f(r.GB_s)} GB/s ({r.layout} layout, {r.source})" for r in engine.runs)
+    if engine.spread_GB_s is None:
+        return f"Engine alone: 1 run, {runs}; {REPEAT_HINT}."
+    return (f"Engine alone: {len(engine.runs)} runs, {runs}; mean {_f(engine.mean_GB_s)} GB/s, spread "
+            f"{_f(engine.spread_GB_s)} GB/s. A figure reaches {ENGINE_SHARE:g} of it beyond its spread at "
+            f"{_f(ENGINE_SHARE * engine.highest())} GB/s and falls short below {_f(ENGINE_SHARE * engine.lowest())} "
+            "GB/s.")
+
+
 def _engine(summary: TuneSummary) -> list[str]:
-    """Per length, the setting whose per-request figure comes nearest the engine alone: what is left to gain
-    above the knobs (queueing, polling and the servers' own work) is the rest."""
+    """Per length, the setting whose per-request figure comes nearest the engine alone, and the settings that reach
+    0.9 of it by the engine rule (its spread counted as doubt): what is left to gain above the knobs (queueing,
+    polling and the servers' own work) is the rest."""
     if summary.engine_ceiling is None:
         return ["No engine ceiling in the tune's folder: `pdrepro gpu-check --gpus ... --layouts one,layers --out "
-                "RUN/engine-ceiling` measures the engine alone on this box, and the next `pdrepro tune --collect RUN` "
-                "sets each figure against it.", ""]
-    nearest = []
+                "RUN/engine-ceiling` measures the engine alone on this box (repeat it into RUN/engine-ceiling-2, -3 "
+                "for its spread), and the next `pdrepro tune --collect RUN` sets each figure against it.", ""]
+    said, one_run = [], False
     for length in summary.lengths:
+        engine = length.engine_alone
         measured = [f for f in length.ranking if f.of_engine is not None]
-        if measured:
-            top = max(measured, key=lambda f: f.of_engine or 0.0)
-            nearest.append(f"{length.prompt_len} tokens: {top.setting} at {top.of_engine:.2f}")
-    return [f"Nearest the engine alone ({summary.engine_ceiling}): {'; '.join(nearest) or 'no length of both'}.", ""]
+        if engine is None or not measured:
+            continue
+        top = max(measured, key=lambda f: f.of_engine or 0.0)
+        text = f"{length.prompt_len} tokens: {top.setting} at {top.of_engine:.2f} of the engine's mean"
+        if engine.spread_GB_s is None:
+            one_run = True
+        else:
+            reach = [f.setting for f in measured if f.engine_standing == "at or above 0.9"]
+            doubt = [f.setting for f in measured if f.engine_standing == "within the engine's spread"]
+            text += (f"; at or above {ENGINE_SHARE:g} of it: {', '.join(reach) or 'none'}"
+                     + (f" (within its spread: {', '.join(doubt)})" if doubt else ""))
+        said.append(text)
+    out = [f"Nearest the engine alone ({summary.engine_ceiling}): {'; '.join(said) or 'no length of both'}.", ""]
+    if one_run:
+        out += [f"{REPEAT_HINT[0].upper()}{REPEAT_HINT[1:]}.", ""]
+    return [*out, f"Against the engine alone: {summary.engine_rule}.", ""]
 
 
 def _tcp(summary: TuneSummary) -> list[str]:

@@ -25,6 +25,8 @@ refused on one line (CeilingError, a UserError: exit 2), in the analysis and so 
 alike. SGLang's per-request transfer runs through the same engine on the same box plus queueing and
 polling, so a per-request figure well above the engine alone (``CONTRADICTION_RATIO``) contradicts the
 ceiling: one of the two is not a measurement of this box, and the gates fail it rather than print a ratio.
+A tune also reads repeats of the first run, RUN/engine-ceiling-<n>, each as this module reads the first
+(rundir.enginerepeats).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class Ceiling:
     bytes: int
     GB_s: float
     where: str = ""  # the file and entry it was read from, for the one line that refuses it
+    out: str = "RUN/engine-ceiling"  # the folder gpu-check measures it into again, for that line's fix
 
 
 class CeilingEntry(Record):
@@ -105,17 +108,20 @@ def _json(path: Path):
                            "`pdrepro gpu-check` on the run's box, or move it aside") from None
 
 
-def _fix(what: str) -> str:
-    return f"{what}; measure it again with `pdrepro gpu-check --out RUN/engine-ceiling` on the run's box"
+def _fix(what: str, out: str = "RUN/engine-ceiling") -> str:
+    return f"{what}; measure it again with `pdrepro gpu-check --out {out}` on the run's box"
 
 
-def _from_gpu_check(path: Path) -> tuple[dict[int, dict[str, Ceiling]], str | None]:
+def from_gpu_check(path: Path) -> tuple[dict[int, dict[str, Ceiling]], str | None]:
+    """gpu-check's result.json at ``path``: tokens -> layout -> ceiling, and the engine's transport. Its folder
+    (RUN/engine-ceiling, or a repeat RUN/engine-ceiling-<n>) is the one a refusal says to measure again."""
+    out_dir = f"RUN/{path.parent.name}"
     try:
         result = GpuCheckResult.model_validate(_json(path))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
-        raise CeilingError(_fix(f"{path}: {where or 'value'}: {first.get('msg')}")) from None
+        raise CeilingError(_fix(f"{path}: {where or 'value'}: {first.get('msg')}", out_dir)) from None
     blocks = f"blocks of {result.block_bytes / 2**20:g} MiB"
     out: dict[int, dict[str, Ceiling]] = {}
     for index, row in enumerate(result.rows):
@@ -123,22 +129,23 @@ def _from_gpu_check(path: Path) -> tuple[dict[int, dict[str, Ceiling]], str | No
         if row.median_GB_s is not None and row.verified and not row.failures:
             where = f"{path}: rows[{index}] (length {row.prompt_len}, {row.layout})"
             if not row.seconds:
-                raise CeilingError(_fix(f"{where}: gives {row.median_GB_s} GB/s without the seconds it was timed in"))
-            _agrees(where, row.nbytes, statistics.median(row.seconds), row.median_GB_s)
+                raise CeilingError(_fix(f"{where}: gives {row.median_GB_s} GB/s without the seconds it was timed in",
+                                        out_dir))
+            _agrees(where, row.nbytes, statistics.median(row.seconds), row.median_GB_s, out_dir)
             shape = blocks if row.layout == "blocks" else row.layout  # one, layers: as the recorded file names them
-            out.setdefault(row.prompt_len, {})[shape] = Ceiling(row.nbytes, row.median_GB_s, where)
+            out.setdefault(row.prompt_len, {})[shape] = Ceiling(row.nbytes, row.median_GB_s, where, out_dir)
     return out, result.transport
 
 
-def _agrees(where: str, nbytes: int, median_s: float, GB_s: float) -> None:
+def _agrees(where: str, nbytes: int, median_s: float, GB_s: float, out: str = "RUN/engine-ceiling") -> None:
     """Refuses a rate that is no measurement, or not the one its own bytes and median time give."""
     if not (math.isfinite(GB_s) and GB_s > 0 and math.isfinite(median_s) and median_s > 0):
         raise CeilingError(_fix(f"{where}: {GB_s} GB/s over a median of {median_s} s is no measurement (a rate and a "
-                                "time must be finite and above zero)"))
+                                "time must be finite and above zero)", out))
     recomputed = nbytes / median_s / 1e9
     if abs(recomputed - GB_s) > _AGREE * recomputed:
         raise CeilingError(_fix(f"{where}: records {GB_s:.4g} GB/s, but its {nbytes} bytes over its median "
-                                f"{median_s * 1e3:.4g} ms are {recomputed:.4g} GB/s; the file was edited"))
+                                f"{median_s * 1e3:.4g} ms are {recomputed:.4g} GB/s; the file was edited", out))
 
 
 def load_ceiling(run_root: Path) -> tuple[dict[int, dict[str, Ceiling]], str | None, str] | None:
@@ -146,7 +153,7 @@ def load_ceiling(run_root: Path) -> tuple[dict[int, dict[str, Ceiling]], str | N
     gpu-check's result wins over the older file where a run holds both."""
     result = Path(run_root).joinpath(*GPU_CHECK_RESULT)
     if result.is_file():
-        found, transport = _from_gpu_check(result)
+        found, transport = from_gpu_check(result)
         return found, transport, str(result.relative_to(run_root))
     path = Path(run_root) / FILE_NAME
     if not path.is_file():
@@ -189,10 +196,11 @@ def check_against_run(ceiling: dict[int, dict[str, Ceiling]], kv_bytes: Callable
             if ceiling_entry.bytes != kv_bytes(L):
                 raise CeilingError(_fix(f"{ceiling_entry.where}: moved {ceiling_entry.bytes} bytes, but one request's "
                                         f"KV at {L} tokens is {kv_bytes(L)} bytes in this run's scenario: it is not "
-                                        "this run's ceiling"))
+                                        "this run's ceiling", ceiling_entry.out))
             if line_rate_GB_s and ceiling_entry.GB_s > line_rate_GB_s:
                 raise CeilingError(_fix(f"{ceiling_entry.where}: {ceiling_entry.GB_s:.4g} GB/s is above the run's "
-                                        f"line rate of {line_rate_GB_s:g} GB/s, which no engine outruns"))
+                                        f"line rate of {line_rate_GB_s:g} GB/s, which no engine outruns",
+                                        ceiling_entry.out))
 
 
 def best_layout(shapes: dict[str, Ceiling]) -> tuple[str, Ceiling]:

@@ -22,10 +22,20 @@ RULE = ("a setting is better at a length when its per-request KV bandwidth excee
         "better at the most lengths and worse at none, its runs passing their checks, the larger mean gain over "
         "the baseline breaking ties, then the lower mean TTFT")
 
+# A figure that reaches this share of the engine alone leaves little to gain above the knobs.
+ENGINE_SHARE = 0.9
+ENGINE_RULE = ("\"of the engine alone\" is a figure over the mean of the engine's runs at that length (each run's "
+               "best layout); a figure reaches 0.9 of the engine alone (at or above 0.9) when it is at least 0.9 "
+               "times the engine's highest run, falls short (below 0.9) when it is under 0.9 times the engine's "
+               "lowest run, and is within the engine's spread between the two; with one run of the engine there is "
+               "no spread and nothing is judged (repeat `pdrepro gpu-check` into RUN/engine-ceiling-2, "
+               "RUN/engine-ceiling-3); a figure above 1.2 times the engine's highest run contradicts it")
+
 TUNE_LABEL = LabelHead("tune")
 
 
 Standing = Literal["better", "worse", "within the noise", "not judged"]
+EngineStanding = Literal["at or above 0.9", "below 0.9", "within the engine's spread", "not judged"]
 
 
 class TcpBlind(_Closed):
@@ -69,9 +79,13 @@ class SettingFigure(_Closed):
     ttft_ms_mean: float | None = Field(default=None, description="client TTFT, mean (the baseline: mean of its "
                                                                  "runs), milliseconds")
     gain_pct: float | None = Field(default=None, description="bandwidth over the baseline's mean, percent (signed)")
-    of_engine: float | None = Field(default=None, description="bandwidth over the engine alone at this length "
-                                                              "(the tune's engine ceiling); null without one")
+    of_engine: float | None = Field(default=None, description="bandwidth over the mean of the engine alone's runs "
+                                                              "at this length; null without one")
     standing: Standing = Field(description="against the baseline, by the summary's rule")
+    engine_standing: EngineStanding | None = Field(
+        default=None, description="against 0.9 of the engine alone, by the summary's engine_rule: at or above it "
+                                  "beyond the engine's spread, below it, or within that spread; not judged with one "
+                                  "run of the engine (no spread) or no figure; null without the engine at this length")
 
 
 class BaselineLength(_Closed):
@@ -82,11 +96,28 @@ class BaselineLength(_Closed):
     ttft_ms_mean: float | None = Field(default=None, description="the runs' mean client TTFT, milliseconds")
 
 
-class EngineAlone(_Closed):
-    """The Mooncake engine alone on the tune's box at one length (RUN/engine-ceiling, from `pdrepro gpu-check`)."""
+class EngineRun(_Closed):
+    """One run of the engine alone at one length (RUN/engine-ceiling, or a repeat RUN/engine-ceiling-<n>)."""
 
-    GB_s: float = Field(description="the best layout's median rate, decimal GB/s")
+    source: str = Field(description="the run's file in the tune's folder, e.g. engine-ceiling-2/result.json")
+    GB_s: float = Field(description="its best layout's median rate, decimal GB/s")
     layout: str = Field(description="the layout that gave it (one, layers, blocks)")
+
+
+class EngineAlone(_Closed):
+    """The Mooncake engine alone on the tune's box at one length, over its runs (`pdrepro gpu-check`)."""
+
+    runs: list[EngineRun] = Field(min_length=1, description="each run of the engine alone at this length, "
+                                                            "engine-ceiling first, then its repeats by number")
+    mean_GB_s: float = Field(description="the mean of the runs' rates, decimal GB/s: what of_engine divides by")
+    spread_GB_s: float | None = Field(default=None, description="their range (highest minus lowest), decimal GB/s; "
+                                                                "null with one run, which gives no spread")
+
+    def highest(self) -> float:
+        return max(r.GB_s for r in self.runs)
+
+    def lowest(self) -> float:
+        return min(r.GB_s for r in self.runs)
 
 
 class TuneLength(_Closed):
@@ -110,7 +141,7 @@ class TuneBest(_Closed):
 class TuneSummary(_Closed):
     """tune-summary.json of `pdrepro tune`."""
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[2] = 2
     label: str = Field(description="which tune this is (scenario and grid)")
     scenario: str = Field(description="the scenario tuned")
     mode: Literal["full grid", "one at a time"]
@@ -124,8 +155,10 @@ class TuneSummary(_Closed):
     tcp_cannot_judge: list[TcpBlind] = Field(
         default_factory=list, description="when the KV moved over TCP: the grid knobs a TCP transfer does not "
                                           "exercise (RDMA-only ones), from the knob data, with why")
-    engine_ceiling: str | None = Field(default=None, description="the engine ceiling's file in the tune's folder "
-                                                                 "and its transport; null without one")
+    engine_ceiling: str | None = Field(default=None, description="the files of the engine alone's runs in the "
+                                                                 "tune's folder and their transport; null without one")
+    engine_rule: str | None = Field(default=None, description="how a figure is held against the engine alone, in "
+                                                              "words; null without the engine alone")
     unmeasured: list[str] = Field(default_factory=list, description="runs that measured no length (not run yet, "
                                                                     "stopped, or failed before measuring): while "
                                                                     "any is, no best is named")

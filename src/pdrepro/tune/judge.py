@@ -13,13 +13,18 @@ from ..core.errors import UserError
 from ..publish.verdictsource import judged_summary
 from ..rundir import RunDir
 from ..rundir.armsstate import ArmRecord, ArmsState
-from ..rundir.engineceiling import CONTRADICTION_RATIO, best_layout, check_against_run, load_ceiling, transport_mismatch
+from ..rundir.engineceiling import CONTRADICTION_RATIO, best_layout, check_against_run, transport_mismatch
+from ..rundir.enginerepeats import load_engine_runs
 from ..rundir.summarymodel import Row, Summary
 from ..rundir.tuneplan import TunePlan
 from ..rundir.tunesummary import (
+    ENGINE_RULE,
+    ENGINE_SHARE,
     RULE,
     BaselineLength,
     EngineAlone,
+    EngineRun,
+    EngineStanding,
     SettingFigure,
     Standing,
     TcpBlind,
@@ -105,22 +110,47 @@ def _rank(figures: list[SettingFigure]) -> list[SettingFigure]:
             for i, f in enumerate(ordered, 1)]
 
 
-def engine_alone(run: Path, plan: TunePlan) -> tuple[dict[int, EngineAlone], str | None, str | None]:
-    """The engine alone on the tune's box (RUN/engine-ceiling, `pdrepro gpu-check --out RUN/engine-ceiling`):
-    per length its best layout, the engine's transport and the file; nothing without one. A ceiling that is not
-    of the tune's scenario (other bytes per length) or outruns its line rate is refused on one line."""
-    found = load_ceiling(run)
-    if found is None:
-        return {}, None, None
-    ceiling, transport, source = found
+def engine_alone(run: Path, plan: TunePlan) -> tuple[dict[int, EngineAlone], str | None, list[str]]:
+    """The engine alone on the tune's box over its runs (RUN/engine-ceiling, `pdrepro gpu-check --out
+    RUN/engine-ceiling`, and its repeats RUN/engine-ceiling-<n>, rundir.enginerepeats): per length each run's best
+    layout, their mean and spread; the engine's transport; the runs' files. Nothing without a run. A run that is
+    not of the tune's scenario (other bytes per length) or outruns its line rate is refused on one line."""
+    runs = load_engine_runs(run)
+    if not runs:
+        return {}, None, []
     scenario = load_scenario(str(run / "scenarios" / f"{plan.baseline.name}.yaml"))
-    check_against_run(ceiling, scenario.kv_bytes, scenario.line_rate_GB_s)
-    best = {L: best_layout(shapes) for L, shapes in ceiling.items() if shapes}
-    return {L: EngineAlone(GB_s=c.GB_s, layout=name) for L, (name, c) in best.items()}, transport, source
+    for r in runs:
+        check_against_run(r.ceiling, scenario.kv_bytes, scenario.line_rate_GB_s)
+    out: dict[int, EngineAlone] = {}
+    for L in sorted({L for r in runs for L, shapes in r.ceiling.items() if shapes}):
+        figures = []
+        for r in runs:
+            if r.ceiling.get(L):
+                name, best = best_layout(r.ceiling[L])
+                figures.append(EngineRun(source=r.source, GB_s=best.GB_s, layout=name))
+        rates = [f.GB_s for f in figures]
+        # Unrounded, as the runs' rates are: a one-run mean is that run's rate to the last digit.
+        out[L] = EngineAlone(runs=figures, mean_GB_s=statistics.fmean(rates),
+                             spread_GB_s=max(rates) - min(rates) if len(rates) >= 2 else None)
+    transport = next((r.transport for r in runs if r.transport), None)  # the runs agree (load_engine_runs)
+    return out, transport, [r.source for r in runs]
 
 
 def _of_engine(bw: float | None, engine: EngineAlone | None) -> float | None:
-    return None if bw is None or engine is None else round(bw / engine.GB_s, 3)
+    return None if bw is None or engine is None else round(bw / engine.mean_GB_s, 3)
+
+
+def _engine_standing(bw: float | None, engine: EngineAlone | None) -> EngineStanding | None:
+    """Against ENGINE_SHARE of the engine alone, its spread counted as doubt (tunesummary.ENGINE_RULE)."""
+    if engine is None:
+        return None
+    if bw is None or engine.spread_GB_s is None:
+        return "not judged"
+    if bw >= ENGINE_SHARE * engine.highest():
+        return "at or above 0.9"
+    if bw < ENGINE_SHARE * engine.lowest():
+        return "below 0.9"
+    return "within the engine's spread"
 
 
 def _length(L: int, plan: TunePlan, judged: dict[str, _Judged], engine: EngineAlone | None) -> TuneLength:
@@ -129,7 +159,8 @@ def _length(L: int, plan: TunePlan, judged: dict[str, _Judged], engine: EngineAl
     base = _baseline(L, [judged[f] for f in plan.baseline.runs if judged[f].run.passed])
     figures = [SettingFigure(setting=plan.baseline.name, bandwidth_GB_s=base.mean_GB_s, ttft_ms_mean=base.ttft_ms_mean,
                              gain_pct=0.0 if base.mean_GB_s else None, of_engine=_of_engine(base.mean_GB_s, engine),
-                             standing="within the noise" if base.spread_GB_s is not None else "not judged")]
+                             standing="within the noise" if base.spread_GB_s is not None else "not judged",
+                             engine_standing=_engine_standing(base.mean_GB_s, engine))]
     for s in plan.settings:
         if not s.values:
             continue
@@ -137,7 +168,8 @@ def _length(L: int, plan: TunePlan, judged: dict[str, _Judged], engine: EngineAl
         bw = row.bandwidth_GB_s if row is not None else None
         figures.append(SettingFigure(setting=s.name, bandwidth_GB_s=bw, gain_pct=_gain(bw, base),
                                      ttft_ms_mean=row.ttft_ms_mean if row is not None else None,
-                                     of_engine=_of_engine(bw, engine), standing=_standing(bw, base)))
+                                     of_engine=_of_engine(bw, engine), standing=_standing(bw, base),
+                                     engine_standing=_engine_standing(bw, engine)))
     return TuneLength(prompt_len=L, baseline=base, engine_alone=engine, ranking=_rank(figures))
 
 
@@ -147,7 +179,8 @@ def judge(run: Path, plan: TunePlan, state: ArmsState | None = None) -> TuneSumm
     run = Path(run)
     arm = {a.name: a for a in state.arms} if state is not None else {}
     judged = {f: _judge_run(run, f, arm.get(f)) for s in plan.settings for f in s.runs}
-    engines, engine_transport, engine_source = engine_alone(run, plan)
+    engines, engine_transport, engine_sources = engine_alone(run, plan)
+    engine_source = ", ".join(engine_sources)
     settings = [TuneSetting(name=s.name, baseline=not s.values, values=dict(s.values),
                             scenario_file=f"scenarios/{s.name}.yaml", runs=[judged[f].run for f in s.runs])
                 for s in plan.settings]
@@ -156,10 +189,12 @@ def judge(run: Path, plan: TunePlan, state: ArmsState | None = None) -> TuneSumm
     transport = next((judged[f].run.transport for f in plan.baseline.runs if judged[f].run.transport), None)
     over_tcp = transport is not None and transport.lower().startswith("tcp")
     problems = [f"{r.folder}: {r.problem}" for s in settings for r in s.runs if r.problem]
-    # Per request above the engine alone by more than queueing can explain: the two are not of one box.
-    problems += [f"{f.setting} at {t.prompt_len} tokens: {f.bandwidth_GB_s:.3f} GB/s per request is {f.of_engine:.2f}x "
-                 f"the engine alone ({engine_source}): one of the two is not a measurement of this box"
-                 for t in table for f in t.ranking if f.of_engine is not None and f.of_engine > CONTRADICTION_RATIO]
+    # Per request above even the engine's fastest run by more than queueing can explain: not of one box.
+    problems += [f"{f.setting} at {t.prompt_len} tokens: {f.bandwidth_GB_s:.3f} GB/s per request is "
+                 f"{f.bandwidth_GB_s / t.engine_alone.highest():.2f}x the engine alone's highest run ({engine_source}): "
+                 "one of the two is not a measurement of this box"
+                 for t in table if t.engine_alone is not None for f in t.ranking
+                 if f.bandwidth_GB_s is not None and f.bandwidth_GB_s > CONTRADICTION_RATIO * t.engine_alone.highest()]
     mismatch = transport_mismatch(engine_source or "", engine_transport, transport)
     if mismatch:
         problems.append(mismatch)
@@ -171,6 +206,7 @@ def judge(run: Path, plan: TunePlan, state: ArmsState | None = None) -> TuneSumm
         settings=settings, lengths=table, transport=transport,
         tcp_cannot_judge=blind if over_tcp else [],
         engine_ceiling=f"{engine_source} ({engine_transport or 'transport not recorded'})" if engine_source else None,
+        engine_rule=ENGINE_RULE if engine_source else None,
         unmeasured=[f for s in plan.settings for f in s.runs if not judged[f].rows], problems=problems)
     return summary
 
