@@ -107,11 +107,18 @@ def test_the_readme_ranking_is_what_collect_gives_with_the_engine_repeats(judged
     for length in summary.lengths:
         for f in length.ranking:
             want.append([str(length.prompt_len), f.setting, f"{f.bandwidth_GB_s:.3f}", f"{f.gain_pct:+.1f} %",
-                         f"{f.of_engine:.2f}", f.standing])
-    assert [[r[0], r[1], r[3], r[4], r[5], r[6]] for r in rows] == want
+                         f"{f.of_engine:.2f}", f.engine_standing, f.standing])
+    assert [[r[0], r[1], r[3], r[4], r[5], r[6], r[7]] for r in rows] == want
     for length in summary.lengths:
         runs = [_engine_best(f, length.prompt_len)["GB_s"] for f in ENGINE_RUNS]
+        engine = length.engine_alone
+        assert engine is not None and [r.GB_s for r in engine.runs] == pytest.approx(runs)
+        assert engine.spread_GB_s == pytest.approx(max(runs) - min(runs), abs=1e-6)
         for f in length.ranking:
+            # The rule as the README states it: 0.9 of the engine's highest run, or below 0.9 of its lowest.
+            want_standing = ("at or above 0.9" if f.bandwidth_GB_s >= 0.9 * max(runs) else
+                             "below 0.9" if f.bandwidth_GB_s < 0.9 * min(runs) else "within the engine's spread")
+            assert f.engine_standing == want_standing, (length.prompt_len, f.setting)
             assert f.of_engine == pytest.approx(f.bandwidth_GB_s / statistics.mean(runs), abs=2e-3)
     text = _readme()
     for length in summary.lengths:
@@ -237,7 +244,11 @@ def test_the_guide_says_what_the_recording_holds():
     ranking = {(r[0], r[1]): r for r in _table("## The ranking")}
     assert f"averages {ranking[('16384', 'baseline')][5]} of the engine's mean at 16384 tokens" in section
     assert f"{ranking[('4096', 'baseline')][5]} at 4096" in section
-    assert f"a thread pool of 16 reached {ranking[('4096', 's2')][5]}" in section
+    assert f"at 4096 it reached {ranking[('4096', 's2')][5]} of the engine's mean" in section
+    reached = [key for key, row in ranking.items() if row[6] == "at or above 0.9"]
+    assert reached == [("16384", "s2")] and "Only a thread pool of 16 reached 0.9 of the engine's fastest run, at " \
+        "16384 tokens" in section
+    assert {ranking[(L, "baseline")][6] for L in ("4096", "16384")} == {"within the engine's spread"}
     gap = re.search(r"about ([\d.]+) and ([\d.]+) ms more per request", readme)
     assert gap and f"{gap[1]} and {gap[2]} ms per request" in section
     spreads = [float(x) for x in re.findall(r"\(spread ([\d.]+)\)", readme)[:1]] + \
