@@ -161,7 +161,8 @@ def test_the_gap_to_the_engine_is_the_recorded_medians():
     engine, base, sizes = {}, {}, {}
     for length in LENGTHS:
         best = [_engine_best(f, length) for f in ENGINE_RUNS]
-        engine[length] = statistics.mean(b["median_ms"] for b in best)
+        # The engine's time for the request's bytes at the mean of its runs' rates, as the tune's "over the engine".
+        engine[length] = best[0]["bytes"] / (statistics.mean(b["GB_s"] for b in best) * 1e9) * 1e3
         sizes[length] = best[0]["bytes"] / 1e6
         medians = [next(r for r in json.loads((TUNE / run / "summary.json").read_text())["rows"]
                         if r["prompt_len"] == length)["transfer_ms_median"] for run in BASELINE]
@@ -172,7 +173,7 @@ def test_the_gap_to_the_engine_is_the_recorded_medians():
     assert f"took {base[short]:.1f} and {base[long]:.1f} ms" in text
     gap = {length: base[length] - engine[length] for length in LENGTHS}
     assert f"about {gap[short]:.1f} and {gap[long]:.1f} ms more per request" in text
-    share = {length: round(100 * gap[length] / base[length]) for length in LENGTHS}
+    share = {length: round(100 * round(gap[length], 1) / round(base[length], 1)) for length in LENGTHS}
     assert f"{share[short]} % of the transfer at 4096 tokens and {share[long]} % at 16384" in text
 
 
@@ -254,3 +255,26 @@ def test_the_guide_says_what_the_recording_holds():
     spreads = [float(x) for x in re.findall(r"\(spread ([\d.]+)\)", readme)[:1]] + \
         [float(re.search(r"at 16384 \(spread ([\d.]+)\)", readme)[1])]
     assert f"spread ({spreads[0]:.2f} GB/s at 4096 tokens, {spreads[1]:.2f} at 16384)" in section
+
+
+def test_the_tune_says_what_the_servers_add_to_the_engines_copy(judged):
+    """Per setting, its logged transfer time and that less the engine's time for the same bytes at its mean rate;
+    the baseline's phases are the mean of its runs' medians, each drawn here from the log text."""
+    summary = judged["summary"]
+    rows = {run: {r["prompt_len"]: r for r in json.loads((TUNE / run / "summary.json").read_text())["rows"]}
+            for run in RUNS}
+    for length in summary.lengths:
+        L = length.prompt_len
+        rate = statistics.mean(_engine_best(f, L)["GB_s"] for f in ENGINE_RUNS)
+        engine_ms = rows["baseline-1"][L]["kv_bytes"] / (rate * 1e9) * 1e3
+        for f in length.ranking:
+            runs = BASELINE if f.setting == "baseline" else [f.setting]
+            ms = statistics.mean(rows[run][L]["transfer_ms_median"] for run in runs)
+            assert f.transfer_ms == pytest.approx(ms, abs=0.01)
+            assert f.beyond_engine_ms == pytest.approx(ms - engine_ms, abs=0.02)
+        want = {f"prefill.{k}": statistics.mean(statistics.median(_ms(x, f"{k}_duration") for x in _lines(run, "prefill", L))
+                                               for run in BASELINE) for k in ("bootstrap", "queue", "forward")}
+        assert {k: v for k, v in (length.baseline.phase_ms or {}).items() if k.startswith("prefill.")} == \
+            pytest.approx(want, abs=0.01)
+    report = (judged["run"] / "tune-report.md").read_text()
+    assert "| transfer (ms) | over the engine (ms) |" in report and "Baseline phases (" in report

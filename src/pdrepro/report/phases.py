@@ -20,7 +20,7 @@ def _header(key: str) -> str:
     return f"{role.capitalize()} {phase.replace('_', ' ')} (ms)".replace("  ", " ")
 
 
-def _order(key: str) -> tuple:
+def phase_order(key: str) -> tuple:
     role, _, phase = key.partition(".")
     return (ROLES.index(role) if role in ROLES else len(ROLES),
             PHASES.index(phase) if phase in PHASES else len(PHASES), key)
@@ -35,15 +35,16 @@ def phases_section(summary: Summary) -> list[str]:
     if not rows:
         return []
     present = {key for r in rows for key in r.phase_ms_median or {}}
-    keys = sorted(present, key=_order)
+    keys = sorted(present, key=phase_order)
     table = [[str(r.prompt_len), _cell(r.transfer_ms_median), *(_cell((r.phase_ms_median or {}).get(k)) for k in keys)]
              for r in rows]
     headers = ["Prompt Length", "KV transfer (ms)", *(_header(k) for k in keys)]
     text = tabulate(table, headers=headers, tablefmt="github", disable_numparse=True, colalign=("right",) * len(headers))
     return ["## Where a request's time goes", "",
             "The phases each server timed for every request, as medians over the requests the transfer times are "
-            "drawn from, in milliseconds. The prefill server: bootstrap (agreeing with the decode server where the KV will go), "
-            "queue (waiting to be scheduled), forward (running the prompt through the model). The decode server: "
+            "drawn from, in milliseconds. The prefill server: bootstrap (agreeing with the decode server where the "
+            "KV will go), queue (waiting to be scheduled), forward (running the prompt through the model, then "
+            "holding the request until its KV has left: it includes the transfer). The decode server: "
             "bootstrap, alloc wait (waiting for free KV memory to receive into), transfer (waiting until the KV has "
             "landed: it starts about when the prefill's forward does, so it spans that forward as well as the copy), "
             "queue, forward (generating the output tokens).", "", text, ""]

@@ -5,6 +5,7 @@ TCP box cannot judge, and the runs not judged in full."""
 from __future__ import annotations
 
 from ..rundir.tunesummary import ENGINE_SHARE, TUNE_LABEL, EngineAlone, TuneLength, TuneSummary
+from .phases import phase_order
 
 REPEAT_HINT = ("one run of the engine alone gives no spread, so no figure is judged against 0.9 of it: repeat "
                "`pdrepro gpu-check ... --out RUN/engine-ceiling-2` (then -3) on the same box and collect again")
@@ -31,14 +32,36 @@ def _length(summary: TuneSummary, length: TuneLength) -> list[str]:
            f"{_f(b.spread_GB_s)} GB/s.", ""]
     if length.engine_alone is not None:
         out += [_engine_line(length.engine_alone), ""]
+    out += _phase_line(length)
     out += ["| rank | setting | changes | KV bandwidth per request (GB/s) | against the baseline "
-            "| of the engine alone | against 0.9 of the engine | TTFT mean (ms) | standing |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+            "| of the engine alone | against 0.9 of the engine | transfer (ms) | over the engine (ms) "
+            "| TTFT mean (ms) | standing |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for f in length.ranking:
         out.append(f"| {f.rank or '—'} | {f.setting} | {_what(summary, f.setting)} | {_f(f.bandwidth_GB_s)} "
                    f"| {_pct(f.gain_pct)} | {_f(f.of_engine, 2)} | {f.engine_standing or '—'} "
+                   f"| {_f(f.transfer_ms, 1)} | {_signed(f.beyond_engine_ms)} "
                    f"| {_f(f.ttft_ms_mean, 1)} | {f.standing} |")
     return [*out, ""]
+
+
+def _signed(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.1f}"
+
+
+def _phase_line(length: TuneLength) -> list[str]:
+    """Where the baseline's requests spend their time, from the servers' own request lines: the phases around the
+    transfer, so that what a knob could still win is seen beside what it cannot."""
+    phases = length.baseline.phase_ms
+    if not phases:
+        return []
+    said = ", ".join(f"{key.replace('.', ' ').replace('_', ' ')} {phases[key]:.1f}"
+                     for key in sorted(phases, key=phase_order))
+    return [f"Baseline phases (the servers' request lines, mean of the runs' medians, ms): {said}. The prefill's "
+            "forward holds its KV transfer, and the decode's transfer is its wait for the KV, the prefill's forward "
+            "included; the transfer the prefill logs runs from its transfer queue to the scheduler seeing it done, "
+            "so \"over the engine\" is what queueing, polling and the servers' bookkeeping add to the engine's own "
+            "copy of the same bytes.", ""]
 
 
 def _engine_line(engine: EngineAlone) -> str:

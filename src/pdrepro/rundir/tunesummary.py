@@ -82,6 +82,12 @@ class SettingFigure(_Closed):
     of_engine: float | None = Field(default=None, description="bandwidth over the mean of the engine alone's runs "
                                                               "at this length; null without one")
     standing: Standing = Field(description="against the baseline, by the summary's rule")
+    transfer_ms: float | None = Field(default=None, description="median KV transfer time per request as the prefill "
+                                                               "logged it (the baseline: mean of its runs' medians), "
+                                                               "milliseconds")
+    beyond_engine_ms: float | None = Field(default=None, description="transfer_ms less the engine alone's time for "
+                                                                    "the same KV bytes at its mean rate, "
+                                                                    "milliseconds: what the servers add to the copy")
     engine_standing: EngineStanding | None = Field(
         default=None, description="against 0.9 of the engine alone, by the summary's engine_rule: at or above it "
                                   "beyond the engine's spread, below it, or within that spread; not judged with one "
@@ -94,6 +100,12 @@ class BaselineLength(_Closed):
     spread_GB_s: float | None = Field(default=None, description="their range (highest minus lowest), decimal GB/s; "
                                                                 "null with fewer than two runs")
     ttft_ms_mean: float | None = Field(default=None, description="the runs' mean client TTFT, milliseconds")
+    transfer_ms_mean: float | None = Field(default=None, description="the mean of the runs' median KV transfer "
+                                                                    "times, milliseconds")
+    phase_ms: dict[str, float] | None = Field(default=None, description="per phase the servers log (the run summary's "
+                                                                        "phase_ms_median keys), the mean of the runs' "
+                                                                        "medians, milliseconds; null when no run "
+                                                                        "logged one")
 
 
 class EngineRun(_Closed):

@@ -76,12 +76,28 @@ def _mean(values: list[float]) -> float | None:
     return round(statistics.fmean(values), 4) if values else None
 
 
+def _phases(rows: list[Row]) -> dict[str, float] | None:
+    """Each phase's mean over the runs' medians (a phase some run did not log is the mean of those that did)."""
+    keys = sorted({k for r in rows for k in (r.phase_ms_median or {})})
+    return {k: round(statistics.fmean(v), 2) for k in keys
+            if (v := [r.phase_ms_median[k] for r in rows if r.phase_ms_median and k in r.phase_ms_median])} or None
+
+
 def _baseline(L: int, runs: list[_Judged]) -> BaselineLength:
     rows = [j.rows[L] for j in runs if L in j.rows]
     bw = [r.bandwidth_GB_s for r in rows if r.bandwidth_GB_s is not None]
     ttft = [r.ttft_ms_mean for r in rows if r.ttft_ms_mean is not None]
+    ms = [r.transfer_ms_median for r in rows if r.transfer_ms_median is not None]
     spread = round(max(bw) - min(bw), 4) if len(bw) >= 2 else None
-    return BaselineLength(runs_GB_s=bw, mean_GB_s=_mean(bw), spread_GB_s=spread, ttft_ms_mean=_mean(ttft))
+    return BaselineLength(runs_GB_s=bw, mean_GB_s=_mean(bw), spread_GB_s=spread, ttft_ms_mean=_mean(ttft),
+                          transfer_ms_mean=_mean(ms), phase_ms=_phases(rows))
+
+
+def _beyond_engine(ms: float | None, kv_bytes: int | None, engine: EngineAlone | None) -> float | None:
+    """What the servers add per request to the engine's own copy of the same bytes (at its mean rate)."""
+    if ms is None or not kv_bytes or engine is None or engine.mean_GB_s <= 0:
+        return None
+    return round(ms - kv_bytes / (engine.mean_GB_s * 1e9) * 1e3, 2)
 
 
 def _standing(bw: float | None, base: BaselineLength) -> Standing:
@@ -156,19 +172,27 @@ def _engine_standing(bw: float | None, engine: EngineAlone | None) -> EngineStan
 def _length(L: int, plan: TunePlan, judged: dict[str, _Judged], engine: EngineAlone | None) -> TuneLength:
     # A baseline run that fails its checks measured something else than the setting (errors, a wrong transport):
     # it stays out of the mean and the spread, and its problem is shown with the run.
-    base = _baseline(L, [judged[f] for f in plan.baseline.runs if judged[f].run.passed])
+    passed = [judged[f] for f in plan.baseline.runs if judged[f].run.passed]
+    base = _baseline(L, passed)
+    # The KV bytes of a request at this length are the scenario's: every run of the tune moves the same.
+    kv = next((j.rows[L].kv_bytes for j in [*passed, *judged.values()] if L in j.rows and j.rows[L].kv_bytes), None)
     figures = [SettingFigure(setting=plan.baseline.name, bandwidth_GB_s=base.mean_GB_s, ttft_ms_mean=base.ttft_ms_mean,
                              gain_pct=0.0 if base.mean_GB_s else None, of_engine=_of_engine(base.mean_GB_s, engine),
                              standing="within the noise" if base.spread_GB_s is not None else "not judged",
+                             transfer_ms=base.transfer_ms_mean,
+                             beyond_engine_ms=_beyond_engine(base.transfer_ms_mean, kv, engine),
                              engine_standing=_engine_standing(base.mean_GB_s, engine))]
     for s in plan.settings:
         if not s.values:
             continue
         row = judged[s.runs[0]].rows.get(L)
         bw = row.bandwidth_GB_s if row is not None else None
+        ms = row.transfer_ms_median if row is not None else None
         figures.append(SettingFigure(setting=s.name, bandwidth_GB_s=bw, gain_pct=_gain(bw, base),
                                      ttft_ms_mean=row.ttft_ms_mean if row is not None else None,
                                      of_engine=_of_engine(bw, engine), standing=_standing(bw, base),
+                                     transfer_ms=None if ms is None else round(ms, 2),
+                                     beyond_engine_ms=_beyond_engine(ms, kv, engine),
                                      engine_standing=_engine_standing(bw, engine)))
     return TuneLength(prompt_len=L, baseline=base, engine_alone=engine, ranking=_rank(figures))
 
