@@ -26,8 +26,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -36,7 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from runbuilder import Row, build_run
 from runkinds import tree_hash
-from stackhelp import env, make_site
+from stackhelp import render_tune
 
 from pdrepro.core.errors import UserError
 from pdrepro.rundir import armsstate, tuneplan
@@ -53,15 +51,7 @@ SPEED = {"baseline-1": 1.0, "baseline-2": 1.05, "baseline-3": 0.95, "s1": 1.3}
 
 @pytest.fixture(scope="module")
 def tune(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("hostile-tune")
-    site = make_site(tmp)
-    run = tmp / "tune"
-    rendered = subprocess.run([sys.executable, "-m", "pdrepro", "tune", "--render", "slurm", "--scenario",
-                               site["options"][1], "--grid", f"{POOL}=4", "--out", str(run)], env=env(), cwd=REPO,
-                              capture_output=True, text=True, timeout=120)
-    assert rendered.returncode == 0, rendered.stderr
-    plan = tuneplan.read(run)
-    assert plan is not None
+    _, run, plan = render_tune(tmp_path_factory.mktemp("hostile-tune"), f"{POOL}=4", one_at_a_time=False)
     for setting in plan.settings:
         scenario = load_scenario(run / "scenarios" / f"{setting.name}.yaml")
         for folder in setting.runs:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pdrepro.launch.stack import ownership, record
+from pdrepro.rundir import tuneplan
 
 REPO = Path(__file__).resolve().parents[2]
 STANDIN = REPO / "tests" / "fixtures" / "standin"
@@ -153,3 +154,19 @@ def one_line(proc: subprocess.CompletedProcess) -> str:
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     return lines[0]
+
+
+def render_tune(tmp: Path, *grid: str, one_at_a_time: bool = True) -> tuple[dict, Path, tuneplan.TunePlan]:
+    """A tune rendered for SLURM over a stand-in site's second scenario (nothing runs): the site, the tune's
+    folder and its plan. ``grid``: the --grid values, e.g. ``POOL=4,16``."""
+    site = make_site(tmp)
+    run = tmp / "tune"
+    argv = ["tune", "--render", "slurm", "--scenario", site["options"][1], "--out", str(run)]
+    argv += ["--one-at-a-time"] if one_at_a_time else []
+    for axis in grid:
+        argv += ["--grid", axis]
+    rendered = pdrepro(*argv)
+    assert rendered.returncode == 0, rendered.stderr
+    plan = tuneplan.read(run)
+    assert plan is not None
+    return site, run, plan

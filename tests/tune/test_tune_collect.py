@@ -17,9 +17,8 @@ from ceilingfile import write_engine_ceiling
 from fakecluster import mooncake_startup
 from runbuilder import Row, build_run
 from runkinds import tree_hash
-from stackhelp import env, make_site
+from stackhelp import env, render_tune
 
-from pdrepro.rundir import tuneplan
 from pdrepro.rundir.summarymodel import Summary
 from pdrepro.rundir.tunesummary import RULE, TuneSummary
 from pdrepro.scenario.model import load_scenario
@@ -52,14 +51,7 @@ def _write_run(folder: Path, scenario_file: Path, speed: dict[int, float], ttft:
 
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("collect")
-    site = make_site(tmp)
-    run = tmp / "tune"
-    rendered = _pdrepro("tune", "--render", "slurm", "--scenario", site["options"][1], "--one-at-a-time",
-                        "--grid", f"{POOL}={','.join(PLANNED)}", "--out", str(run))
-    assert rendered.returncode == 0, rendered.stderr
-    plan = tuneplan.read(run)
-    assert plan is not None
+    site, run, plan = render_tune(tmp_path_factory.mktemp("collect"), f"{POOL}={','.join(PLANNED)}")
     lens = load_scenario(site["options"][1]).sweep.prompt_lens
     name = {}
     for setting in plan.settings:

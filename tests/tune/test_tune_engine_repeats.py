@@ -21,9 +21,8 @@ from ceilingfile import write_engine_ceiling
 from fakecluster import mooncake_startup
 from runbuilder import Row, build_run
 from runkinds import tree_hash
-from stackhelp import env, make_site
+from stackhelp import env, render_tune
 
-from pdrepro.rundir import tuneplan
 from pdrepro.rundir.tunesummary import ENGINE_RULE, ENGINE_SHARE, TuneSummary
 from pdrepro.scenario.model import load_scenario
 
@@ -48,14 +47,7 @@ def _pdrepro(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def tune(tmp_path_factory) -> dict:
-    tmp = tmp_path_factory.mktemp("engine-repeats")
-    site = make_site(tmp)
-    run = tmp / "tune"
-    rendered = _pdrepro("tune", "--render", "slurm", "--scenario", site["options"][1], "--one-at-a-time",
-                        "--grid", f"{POOL}={','.join(SETTING_SPEED)}", "--out", str(run))
-    assert rendered.returncode == 0, rendered.stderr
-    plan = tuneplan.read(run)
-    assert plan is not None
+    _, run, plan = render_tune(tmp_path_factory.mktemp("engine-repeats"), f"{POOL}={','.join(SETTING_SPEED)}")
     name = {}
     for setting in plan.settings:
         scenario = load_scenario(run / "scenarios" / f"{setting.name}.yaml")
