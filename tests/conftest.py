@@ -32,3 +32,27 @@ else:
 
 # `make test` prints its count of finished tests with the time taken so far (tests/elapsed.py).
 pytest_plugins = ["elapsed"]
+
+
+# A test that runs a command in-process may leave a signal ignored or blocked: the sweep and `stack up` ignore
+# the signals after the first, on purpose, until they exit, and hold them blocked while they write a record. In a
+# test worker that outlives the command, that state is inherited by every process a later test starts, so a later
+# `stack up` would never hear its SIGINT. Each test gets back the dispositions and the mask it started with.
+import signal as _signal  # noqa: E402
+
+import pytest as _pytest  # noqa: E402
+
+_KEPT = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
+# As the test process started (conftest is read before any test or fixture runs): what a module-scoped fixture
+# running a command in-process leaves is undone too.
+_AT_START = ({s: _signal.getsignal(s) for s in _KEPT}, _signal.pthread_sigmask(_signal.SIG_BLOCK, []))
+
+
+@_pytest.fixture(autouse=True)
+def _signals_as_they_were():
+    yield
+    handlers, mask = _AT_START
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, mask)
+    for s, handler in handlers.items():
+        if _signal.getsignal(s) is not handler and handler is not None:
+            _signal.signal(s, handler)
