@@ -15,9 +15,15 @@ PHASES = ("bootstrap", "bootstrap_queue", "alloc_wait", "transfer", "queue", "fo
 DASH = "—"
 
 
-def _header(key: str) -> str:
+def phase_label(key: str) -> str:
+    """``prefill.alloc_wait`` as words: ``prefill alloc wait``."""
     role, _, phase = key.partition(".")
-    return f"{role.capitalize()} {phase.replace('_', ' ')} (ms)".replace("  ", " ")
+    return f"{role} {phase.replace('_', ' ')}".strip()
+
+
+def _header(key: str) -> str:
+    label = phase_label(key)
+    return f"{label[:1].upper()}{label[1:]} (ms)"
 
 
 def phase_order(key: str) -> tuple:

@@ -5,7 +5,7 @@ TCP box cannot judge, and the runs not judged in full."""
 from __future__ import annotations
 
 from ..rundir.tunesummary import ENGINE_SHARE, TUNE_LABEL, EngineAlone, TuneLength, TuneSummary
-from .phases import phase_order
+from .phases import phase_label, phase_order
 
 REPEAT_HINT = ("one run of the engine alone gives no spread, so no figure is judged against 0.9 of it: repeat "
                "`pdrepro gpu-check ... --out RUN/engine-ceiling-2` (then -3) on the same box and collect again")
@@ -55,8 +55,7 @@ def _phase_line(length: TuneLength) -> list[str]:
     phases = length.baseline.phase_ms
     if not phases:
         return []
-    said = ", ".join(f"{key.replace('.', ' ').replace('_', ' ')} {phases[key]:.1f}"
-                     for key in sorted(phases, key=phase_order))
+    said = ", ".join(f"{phase_label(key)} {phases[key]:.1f}" for key in sorted(phases, key=phase_order))
     return [f"Baseline phases (the servers' request lines, mean of the runs' medians, ms): {said}. The prefill's "
             "forward holds its KV transfer, and the decode's transfer is its wait for the KV, the prefill's forward "
             "included; the transfer the prefill logs runs from its transfer queue to the scheduler seeing it done, "

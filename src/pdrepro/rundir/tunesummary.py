@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from .armsstate import LabelHead
+from .engineceiling import CONTRADICTION_RATIO
 from .summarybase import _Closed
 
 RULE = ("a setting is better at a length when its per-request KV bandwidth exceeds the baseline's mean by more "
@@ -24,12 +25,13 @@ RULE = ("a setting is better at a length when its per-request KV bandwidth excee
 
 # A figure that reaches this share of the engine alone leaves little to gain above the knobs.
 ENGINE_SHARE = 0.9
-ENGINE_RULE = ("\"of the engine alone\" is a figure over the mean of the engine's runs at that length (each run's "
-               "best layout); a figure reaches 0.9 of the engine alone (at or above 0.9) when it is at least 0.9 "
-               "times the engine's highest run, falls short (below 0.9) when it is under 0.9 times the engine's "
-               "lowest run, and is within the engine's spread between the two; with one run of the engine there is "
-               "no spread and nothing is judged (repeat `pdrepro gpu-check` into RUN/engine-ceiling-2, "
-               "RUN/engine-ceiling-3); a figure above 1.2 times the engine's highest run contradicts it")
+ENGINE_RULE = (f"\"of the engine alone\" is a figure over the mean of the engine's runs at that length (each run's "
+               f"best layout); a figure reaches {ENGINE_SHARE:g} of the engine alone (at or above {ENGINE_SHARE:g}) "
+               f"when it is at least {ENGINE_SHARE:g} times the engine's highest run, falls short (below "
+               f"{ENGINE_SHARE:g}) when it is under {ENGINE_SHARE:g} times the engine's lowest run, and is within "
+               "the engine's spread between the two; with one run of the engine there is no spread and nothing is "
+               "judged (repeat `pdrepro gpu-check` into RUN/engine-ceiling-2, RUN/engine-ceiling-3); a figure above "
+               f"{CONTRADICTION_RATIO:g} times the engine's highest run contradicts it")
 
 TUNE_LABEL = LabelHead("tune")
 

@@ -172,10 +172,9 @@ def _engine_standing(bw: float | None, engine: EngineAlone | None) -> EngineStan
 def _length(L: int, plan: TunePlan, judged: dict[str, _Judged], engine: EngineAlone | None) -> TuneLength:
     # A baseline run that fails its checks measured something else than the setting (errors, a wrong transport):
     # it stays out of the mean and the spread, and its problem is shown with the run.
-    passed = [judged[f] for f in plan.baseline.runs if judged[f].run.passed]
-    base = _baseline(L, passed)
+    base = _baseline(L, [judged[f] for f in plan.baseline.runs if judged[f].run.passed])
     # The KV bytes of a request at this length are the scenario's: every run of the tune moves the same.
-    kv = next((j.rows[L].kv_bytes for j in [*passed, *judged.values()] if L in j.rows and j.rows[L].kv_bytes), None)
+    kv = next((j.rows[L].kv_bytes for j in judged.values() if L in j.rows and j.rows[L].kv_bytes), None)
     figures = [SettingFigure(setting=plan.baseline.name, bandwidth_GB_s=base.mean_GB_s, ttft_ms_mean=base.ttft_ms_mean,
                              gain_pct=0.0 if base.mean_GB_s else None, of_engine=_of_engine(base.mean_GB_s, engine),
                              standing="within the noise" if base.spread_GB_s is not None else "not judged",
@@ -219,7 +218,7 @@ def judge(run: Path, plan: TunePlan, state: ArmsState | None = None) -> TuneSumm
                  "one of the two is not a measurement of this box"
                  for t in table if t.engine_alone is not None for f in t.ranking
                  if f.bandwidth_GB_s is not None and f.bandwidth_GB_s > CONTRADICTION_RATIO * t.engine_alone.highest()]
-    mismatch = transport_mismatch(engine_source or "", engine_transport, transport)
+    mismatch = transport_mismatch(engine_source, engine_transport, transport)
     if mismatch:
         problems.append(mismatch)
     # Over TCP, the knobs only an RDMA transfer uses can differ from the baseline by noise alone: named, with why.
