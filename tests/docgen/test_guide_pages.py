@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from guidetext import GUIDE_PAGES, ROOT, blocks, paragraphs, sentences, words
+from recordedtune import RECORDED as TUNED
+from recordedtune import run_times
 
 MAX_WORDS, MAX_MEAN = 60, 25
 RECORDED = ROOT / "tests" / "recorded"
@@ -19,7 +21,7 @@ HOST_RERUN = RECORDED / "h200-onebox-host-sglang-0.5.15.post1-rerun"
 HAND_RUN = RECORDED / "h200-onebox-sglang-0.5.15.post1"
 COMPARE_RUN = RECORDED / "h200-compare-7b-sglang-0.5.15.post1"
 LOAD_RUN = RECORDED / "h200-load-0.5b-mooncake-tcp-sglang-0.5.15.post1"
-TUNE_RUN = RECORDED / "h200-tune-0.5b-mooncake-tcp-sglang-0.5.15.post1"
+TUNE_RUN = TUNED
 
 # Words about how the bundle was made or who made it, not about using it: a reader cannot act on them.
 BUILD_WORDS = [
@@ -222,14 +224,8 @@ def _figures() -> list[tuple[str, str, str]]:
 
 
 def _tune_times() -> list[tuple[str, str, str]]:
-    """The tune page's GPU time: on each machine from the tune's start (its job log's stamp) to its last run's
-    stack stop, summed."""
-    total = 0
-    for jobs, last in (("jobs.out", "s1"), ("jobs-2.out", "baseline-3")):
-        start = re.search(r"(\d\d):(\d\d):(\d\d) tune for up to", (TUNE_RUN / "console" / jobs).read_text())
-        assert start, f"the tune's job log {jobs} has no start stamp"
-        stop = datetime.fromisoformat(json.loads((TUNE_RUN / "tune" / last / "stack.json").read_text())["stopped_at"])
-        total += (stop - stop.replace(hour=int(start[1]), minute=int(start[2]), second=int(start[3]))).seconds
+    """The tune page's GPU time: every run's time on its machine (recordedtune.run_times), summed."""
+    total = sum(run_times().values())
     return [("docs/guide/tune.md", f"{total // 60} min {total % 60} s", f"{TUNE_RUN.name}/console, tune/*/stack.json")]
 
 

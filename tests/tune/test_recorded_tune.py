@@ -12,10 +12,10 @@ import shutil
 import statistics
 import subprocess
 import sys
-from datetime import datetime
 from pathlib import Path
 
 import pytest
+from recordedtune import FIRST, RECORDED, RUNS, SECOND, TUNE, run_times, stopped_at
 from runkinds import tree_hash
 from stackhelp import env
 
@@ -24,10 +24,6 @@ from pdrepro.rundir import armsstate, tuneplan
 from pdrepro.rundir.tunesummary import TuneSummary
 
 REPO = Path(__file__).resolve().parents[2]
-RECORDED = REPO / "tests" / "recorded" / "h200-tune-0.5b-mooncake-tcp-sglang-0.5.15.post1"
-TUNE = RECORDED / "tune"
-RUNS = ["baseline-1", "s1", "s2", "baseline-2", "s3", "s4", "baseline-3"]
-FIRST, SECOND = RUNS[:2], RUNS[2:]
 BASELINE = ["baseline-1", "baseline-2", "baseline-3"]
 ENGINE_RUNS = [TUNE / "engine-ceiling"] + [RECORDED / "engine-alone-repeats" / f"engine-alone-{n}" for n in (2, 3, 4)]
 LENGTHS = [4096, 16384]
@@ -177,23 +173,6 @@ def test_the_gap_to_the_engine_is_the_recorded_medians():
     assert f"{share[short]} % of the transfer at 4096 tokens and {share[long]} % at 16384" in text
 
 
-def _at(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp)
-
-
-def run_times() -> dict[str, int]:
-    """Seconds per run: from the tune's start on its machine (the job log's stamp) or the run before's stack stop,
-    to the run's own stack stop."""
-    out = {}
-    for runs, jobs in ((FIRST, "jobs.out"), (SECOND, "jobs-2.out")):
-        start = re.search(r"(\d\d):(\d\d):(\d\d) tune for up to", (RECORDED / "console" / jobs).read_text())
-        stops = [_at(record.read(TUNE / run).stopped_at) for run in runs]
-        begun = stops[0].replace(hour=int(start[1]), minute=int(start[2]), second=int(start[3]))
-        for run, stop, before in zip(runs, stops, [begun, *stops], strict=False):
-            out[run] = (stop - before).seconds
-    return out
-
-
 def _span(seconds: int) -> str:
     return f"{seconds // 60} min {seconds % 60} s"
 
@@ -229,7 +208,7 @@ def test_the_second_machine_resumed_from_the_state_the_first_left():
     assert {run: record.read(TUNE / run).boot_id for run in RUNS} == \
         {run: boots[0] if run in FIRST else boots[1] for run in RUNS}
     assert record.read(RECORDED / "first-session" / "s2").boot_id == boots[0]
-    stops = [_at(record.read(TUNE / run).stopped_at) for run in RUNS]
+    stops = [stopped_at(run) for run in RUNS]
     assert stops == sorted(stops)
     assert "stack up: interrupted; stopping what was started" in (RECORDED / "console" / "tune.console.txt").read_text()
     assert "tune exit 0" in (RECORDED / "console" / "jobs-2.out").read_text()
