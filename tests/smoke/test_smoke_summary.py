@@ -14,6 +14,7 @@ from pdrepro.fabric.limits import engine_memlock_cap
 from pdrepro.rundir import RunDir
 from pdrepro.rundir.summarymodel import Summary
 from pdrepro.smoke import run as smoke_run
+from pdrepro.smoke import stack as smoke_stack
 from pdrepro.smoke.summary import build_summary
 from pdrepro.verdicts.gates import evaluate
 
@@ -194,7 +195,7 @@ def test_memlock_default_is_unlimited_for_an_engine_that_can_raise_it(tmp_path):
 def test_no_docker_engine_says_how_to_get_one(monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     with pytest.raises(UserError, match="install Docker .* start it"):
-        smoke_run.docker_client()
+        smoke_stack.docker_client()
 
 
 def _cli(*args, env=None):
@@ -224,15 +225,15 @@ def _stack_config(tmp_path, plan, transport, **extra):
     import os
 
     try:
-        smoke_run.compose_command()
+        smoke_stack.compose_command()
     except UserError as exc:
         if os.environ.get("CI") == "true":
             pytest.fail(str(exc))
         pytest.skip(str(exc))
-    opts = smoke_run.SmokeOptions(scenario=None, plan=plan, image=load_pins()["SMOKE_IMAGE"], transport=transport,
-                                  results=tmp_path, compose_file=smoke_run.find_compose_file(None),
+    opts = smoke_stack.SmokeOptions(scenario=None, plan=plan, image=load_pins()["SMOKE_IMAGE"], transport=transport,
+                                  results=tmp_path, compose_file=smoke_stack.find_compose_file(None),
                                   memlock="8388608", timeout_s=60, host_ip="192.0.2.10", **extra)
-    stack = smoke_run.Stack(opts, RunDir(tmp_path / "run"), "pdsmoke-config-test")
+    stack = smoke_stack.Stack(opts, RunDir(tmp_path / "run"), "pdsmoke-config-test")
     import yaml
     return yaml.safe_load(stack._compose("config").stdout)
 
@@ -323,12 +324,12 @@ def test_a_dead_agent_leads_with_its_own_error_not_the_engine_chatter():
            "[smoke prefill] error: RDMA was requested but Mooncake fell back to tcp: no /dev/infiniband in the "
            "container\n"
            "I1129 16:10:47.386174     1 transfer_metadata.cpp:485] removeSegmentDesc 172.17.0.2:15491 finish\n")
-    msg = smoke_run.died("prefill", 1, _Exited(log), " before the transfers finished")
+    msg = smoke_stack.died("prefill", 1, _Exited(log), " before the transfers finished")
     first = msg.splitlines()[0]
     assert first == ("the prefill container died (exit 1) before the transfers finished: RDMA was requested but "
                      "Mooncake fell back to tcp: no /dev/infiniband in the container")
     assert "removeSegmentDesc" in msg  # the context stays below
-    assert smoke_run.died("decode", 7, _Exited("boom\n")).splitlines()[0] == "the decode container died (exit 7)"
+    assert smoke_stack.died("decode", 7, _Exited("boom\n")).splitlines()[0] == "the decode container died (exit 7)"
 
 
 def test_an_unresolvable_host_name_asks_for_smoke_host_ip(monkeypatch):
@@ -339,7 +340,7 @@ def test_an_unresolvable_host_name_asks_for_smoke_host_ip(monkeypatch):
 
     monkeypatch.setattr(socket, "gethostbyname", fail)
     with pytest.raises(UserError, match="set SMOKE_HOST_IP"):
-        smoke_run.host_address()
+        smoke_stack.host_address()
 
 
 class _Container:
@@ -357,9 +358,9 @@ class _Container:
 
 
 def _poll(monkeypatch, decode, prefill):
-    monkeypatch.setattr(smoke_run, "_containers", lambda client, project: {"decode": decode, "prefill": prefill})
-    monkeypatch.setattr(smoke_run, "_follow", lambda container, stop: None)
-    return smoke_run.wait_for_decode(None, "p", timeout_s=30)
+    monkeypatch.setattr(smoke_stack, "containers", lambda client, project: {"decode": decode, "prefill": prefill})
+    monkeypatch.setattr(smoke_stack, "_follow", lambda container, stop: None)
+    return smoke_stack.wait_for_decode(None, "p", timeout_s=30)
 
 
 def test_a_prefill_that_exits_0_after_decode_said_done_is_not_a_death(monkeypatch):

@@ -69,8 +69,9 @@ def run(args) -> int:
     from ..fabric.limits import engine_memlock_cap
     from ..scenario.model import KvSweepScenario, load_scenario
     from ..smoke.plan import make_plan
-    from ..smoke.run import SmokeOptions, find_compose_file, run_smoke
+    from ..smoke.run import run_smoke
     from ..smoke.settings import parse_backends
+    from ..smoke.stack import SmokeOptions, find_compose_file
 
     backends = parse_backends(args.backends)
     scenario = load_scenario(args.scenario)

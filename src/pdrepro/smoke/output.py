@@ -1,6 +1,6 @@
 """What an agent leaves behind: progress lines the host echoes, and JSON results.
 
-The host (``smoke/run.py``) picks the agents' lines out of the engine's glog
+The host (``smoke/stack.py``) picks the agents' lines out of the engine's glog
 chatter by their ``[smoke ROLE]`` prefix, and an error by ``[smoke ROLE] error:``.
 """
 
