@@ -8,6 +8,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from stackhelp import (
@@ -91,7 +92,14 @@ def test_one_stack_up_per_folder_and_per_port(site):
         assert f"port {site['prefill']} (prefill-0) on 127.0.0.1 is in use already" in one_line_error(elsewhere)
         assert alive(prefill.pid, prefill.start_ticks), "the refused start touched the running one"
         first.send_signal(signal.SIGINT)
-        out, err = first.communicate(timeout=30)
+        try:
+            out, err = first.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            # Seen under a loaded full suite: the start went on as if no SIGINT came. Say what the process did with
+            # it (ignored, blocked, pending) before the timeout is raised.
+            status = Path(f"/proc/{first.pid}/status").read_text()
+            masks = [line for line in status.splitlines() if line.startswith(("SigPnd", "ShdPnd", "SigBlk", "SigIgn"))]
+            raise AssertionError(f"stack up did not stop within 30 s of SIGINT; its signal masks: {masks}") from None
         assert first.returncode == 130, out + err
         assert ownership.marked(record.read(site["run"]).stack_id) == []
     finally:
