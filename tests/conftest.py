@@ -43,6 +43,14 @@ import signal as _signal  # noqa: E402
 import pytest as _pytest  # noqa: E402
 
 _KEPT = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
+# A suite started as a background job of a script (`make test &`) or under nohup inherits SIGINT and SIGHUP
+# ignored, and every process a test starts would too: `stack up` and the sweep then rightly leave an ignored
+# signal alone, and a test that sends one waits in vain (a stack up's SIGINT masks read SigIgn 0x81001007:
+# HUP, INT and QUIT ignored). The tests speak for a user at a terminal, so the suite hears them as one does.
+if _signal.getsignal(_signal.SIGINT) is _signal.SIG_IGN:
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+if _signal.getsignal(_signal.SIGHUP) is _signal.SIG_IGN:
+    _signal.signal(_signal.SIGHUP, _signal.SIG_DFL)
 # As the test process started (conftest is read before any test or fixture runs): what a module-scoped fixture
 # running a command in-process leaves is undone too.
 _AT_START = ({s: _signal.getsignal(s) for s in _KEPT}, _signal.pthread_sigmask(_signal.SIG_BLOCK, []))
