@@ -17,6 +17,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +25,6 @@ from pdrepro import arms
 from pdrepro.core.errors import UserError
 from pdrepro.rundir import armsstate
 
-EXAMPLES = 1000 if os.environ.get("PDREPRO_HYPOTHESIS") == "deep" else 40
 LABEL = "ab s: x, y"
 ARMS = [arms.Arm(name="x", backend="x", stack=("--scenario", "s"), sweep=("--scenario", "s")),
         arms.Arm(name="y", backend="y", stack=("--scenario", "s", "--gpus", "0"), sweep=("--scenario", "s"))]
@@ -115,7 +115,7 @@ def _check_refusal(message: str, run: Path) -> None:
     assert "\n" not in message and str(armsstate.path(run)) in message, message
 
 
-@settings(max_examples=EXAMPLES)
+@settings(max_examples=examples(40, deep_count=1000))
 @given(STATES)
 def test_a_hostile_state_is_refused_or_resumed_as_it_says(content):
     with tempfile.TemporaryDirectory() as tmp:
@@ -138,7 +138,7 @@ def test_a_hostile_state_is_refused_or_resumed_as_it_says(content):
         assert {p.split("/")[0] for p in _snapshot(root)} <= {"run"}, "written outside the run"
 
 
-@settings(max_examples=8)
+@settings(max_examples=examples(8))
 @given(st.sampled_from(["dir", "fifo", "zero", "huge"]))
 def test_no_file_at_the_state_path_is_refused_on_one_line(kind):
     with tempfile.TemporaryDirectory() as tmp:

@@ -11,6 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_comparison import _run_as_published
@@ -51,7 +52,7 @@ def _listing(root: Path) -> dict[str, int]:
             for p in sorted(root.rglob("*")) if p.name not in ("summary.json", "report.md")}
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(pd=RECORD, regular=RECORD)
 def test_any_stack_record_gives_a_report_and_a_placement_only_from_its_shape(pd, regular):
     with tempfile.TemporaryDirectory() as tmp:

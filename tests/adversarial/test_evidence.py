@@ -21,6 +21,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from depth import examples
 from fakecluster import mooncake_startup
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -120,7 +121,7 @@ def contradictions(draw):
     return changes
 
 
-@settings(max_examples=6)
+@settings(max_examples=examples(6))
 @given(changes=contradictions())
 def test_no_contradiction_is_ever_not_applicable_or_a_pass(scratch, changes):
     run = _fresh(scratch)
@@ -141,7 +142,7 @@ def test_no_contradiction_is_ever_not_applicable_or_a_pass(scratch, changes):
 
 # ---- item 6: engine ceilings ---------------------------------------------------------------------------------------
 
-@settings(max_examples=4)
+@settings(max_examples=examples(4))
 @given(key=st.sampled_from([f"{L}/{shape}" for L in LENGTHS for shape in ("one", "layers")]),
        how=st.sampled_from(["rate", "zero", "negative", "bytes", "slower"]),
        factor=st.floats(1.05, 20.0))
@@ -185,7 +186,7 @@ def test_a_tampered_ceiling_is_refused_or_a_contradiction(scratch, key, how, fac
 PUBLISHED = load_scenario("h20-qwen3-235b-1p1d")
 
 
-@settings(max_examples=4)
+@settings(max_examples=examples(4))
 @given(how=st.sampled_from(["absent", "empty", "not json", "a list", "no versions", "short pin", "short build"]),
        digits=st.integers(1, 11))
 def test_provenance_that_cannot_show_the_pins_never_passes_the_gate(scratch, how, digits):

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import tempfile
 from importlib import resources
 from pathlib import Path
 
 import yaml
+from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +25,6 @@ from pdrepro.cli import main
 from pdrepro.launch import plan as launch
 from pdrepro.scenario.model import load_scenario
 
-EXAMPLES = 400 if os.environ.get("PDREPRO_HYPOTHESIS") == "deep" else 15
 ENGINE = engines.engine("sglang")
 PREFIXES = sorted({p for n in backends.names() for p in backends.backend(n).env_prefixes} | set(ENGINE.env_prefixes)
                   | {"NCCL_", "CUDA_", "X_"})
@@ -44,7 +43,7 @@ def _prefixes_of(name: str) -> tuple[str, ...]:
     return tuple(backends.backend(name).env_prefixes)
 
 
-@settings(max_examples=EXAMPLES, deadline=None)
+@settings(max_examples=examples(15, deep_count=400), deadline=None)
 @given(env=st.dictionaries(KEYS, VALUES, max_size=5), keep_required=st.booleans(),
        scenario_backend=st.sampled_from(backends.names()), site=SITE)
 def test_render_refuses_or_renders_only_what_the_backend_reads(env, keep_required, scenario_backend, site):

@@ -23,13 +23,13 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import shutil
 import statistics
 import tempfile
 from pathlib import Path
 
 import pytest
+from depth import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from runbuilder import Row, build_run
@@ -43,7 +43,6 @@ from pdrepro.rundir.tunesummary import ENGINE_SHARE
 from pdrepro.scenario.model import load_scenario
 from pdrepro.tune.collect import OVERLAY, REPORT, SUMMARY, collect
 
-EXAMPLES = 300 if os.environ.get("PDREPRO_HYPOTHESIS") == "deep" else 20
 REPO = Path(__file__).resolve().parents[2]
 POOL = "SGLANG_DISAGGREGATION_THREAD_POOL_SIZE"
 SPEED = {"baseline-1": 1.0, "baseline-2": 1.05, "baseline-3": 0.95, "s1": 1.3}
@@ -135,7 +134,7 @@ def _valid_repeat(name: str) -> bool:
     return n == str(int(n)) and int(n) >= 2
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20, deep_count=300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(bends=st.fixed_dictionaries({f: RUN_BENDS for f in SPEED}),
        state=st.one_of(st.none(), st.fixed_dictionaries({f: st.tuples(STATUSES, EXITS) for f in SPEED})),
        other_label=st.booleans(), ceiling=CEILINGS, repeats=REPEATS)

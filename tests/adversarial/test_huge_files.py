@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from depth import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -72,7 +73,7 @@ def template(tmp_path_factory):
     return root / "run"
 
 
-@settings(max_examples=3)
+@settings(max_examples=examples(3))
 @given(target=st.sampled_from(TARGETS), shape=st.sampled_from(SHAPES), command=st.sampled_from(("analyze", "check")),
        seed=st.integers(0, 1000))
 @example(target="provenance.json", shape="sparse-2g", command="check", seed=0)  # the fault fixed

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import tempfile
 from importlib import resources
 from pathlib import Path
 
 import yaml
+from depth import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +26,6 @@ from pdrepro import backends, engines
 from pdrepro.cli import main
 from pdrepro.scenario import knobs, launch_env
 
-EXAMPLES = 300 if os.environ.get("PDREPRO_HYPOTHESIS") == "deep" else 25
 KNOWN = sorted(k.name for k in knobs.knobs())
 PREFIXES = sorted({p for n in backends.names() for p in backends.backend(n).env_prefixes}
                   | {p for n in engines.names() for p in engines.engine(n).env_prefixes}
@@ -98,7 +97,7 @@ def _render(env: dict, backend: str) -> tuple[object, str, bool]:
         return code, text, out.exists()
 
 
-@settings(max_examples=EXAMPLES, deadline=None)
+@settings(max_examples=examples(25, deep_count=300), deadline=None)
 @given(env=st.dictionaries(KEYS, VALUES, max_size=4), backend=st.sampled_from(backends.names()))
 # Found by the deep profile: a key with a line break whose value is no string made a two-line message (the
 # model's type error named the key as it was, before the name check could refuse it).
@@ -117,7 +116,7 @@ BAD_NAMES = st.builds(lambda p, s, bad, t: p + s + bad + t, st.sampled_from(["SG
                       st.text(UPPER, max_size=3))
 
 
-@settings(max_examples=EXAMPLES, deadline=None)
+@settings(max_examples=examples(25, deep_count=300), deadline=None)
 @given(key=st.one_of(BAD_NAMES, st.builds(lambda d, s: d + s, st.sampled_from("0123456789"), st.text(UPPER))),
        backend=st.sampled_from(backends.names()))
 def test_a_name_no_environment_can_carry_is_refused(key, backend):

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,7 +34,6 @@ from pdrepro.sweep.loadrun import result_problem
 from pdrepro.sweep.loadsteps import parse_steps
 from pdrepro.verdicts.load import evaluate_load
 
-EXAMPLES = 1000 if os.environ.get("PDREPRO_HYPOTHESIS") == "deep" else 40
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = load_scenario("onebox-qwen25-0.5b")
 L, N = 1024, 4
@@ -47,7 +46,7 @@ WORDS = st.one_of(
 LISTS = st.one_of(st.none(), WORDS, st.lists(WORDS, min_size=0, max_size=70).map(",".join))
 
 
-@settings(max_examples=EXAMPLES, deadline=None)
+@settings(max_examples=examples(40, deep_count=1000), deadline=None)
 @given(concurrency=LISTS, rate=LISTS)
 def test_a_step_list_is_distinct_plain_steps_or_one_line(concurrency, rate):
     try:
@@ -129,7 +128,7 @@ def _lay_out(root: Path, state: bytes, records: list[bytes]) -> RunDir:
     return run
 
 
-@settings(max_examples=EXAMPLES, deadline=None)
+@settings(max_examples=examples(40, deep_count=1000), deadline=None)
 @given(bent_runs())
 def test_a_bent_state_or_record_is_judged_or_refused_in_one_line(case):
     state, records = case
@@ -159,7 +158,7 @@ def _plan() -> LoadPlan:
     return LoadPlan(scenario_fingerprint=SCENARIO.fingerprint, prompt_len=L, num_prompts=N, steps=STEPS)
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=examples(6), deadline=None)
 @given(option=st.sampled_from(["--concurrency", "--request-rate", "--length", "--prompts"]),
        value=st.sampled_from(["0", "-3", "1,1", "abc", "١", "1e999", "nan", "", "1" * 30, ",", "2,,4"]))
 def test_the_command_refuses_a_bad_step_option_in_one_line_and_writes_nothing(option, value):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,7 +59,7 @@ def _check(reading: nixl_log.NixlTransport, allowed: set[str]) -> None:
     json.dumps(reading.to_dict())
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(st.text(max_size=400))
 def test_arbitrary_text_never_crashes(text):
     reading = nixl_log.scan("prefill", text)
@@ -66,7 +67,7 @@ def test_arbitrary_text_never_crashes(text):
     assert reading.lines_read == len(text.splitlines())
 
 
-@settings(max_examples=80)
+@settings(max_examples=examples(80))
 @given(st.lists(st.tuples(LINE, END), max_size=40))
 def test_spliced_logs_keep_their_promise_streamed_and_whole(pieces):
     lines = [text + end for text, end in pieces]
@@ -80,7 +81,7 @@ def test_spliced_logs_keep_their_promise_streamed_and_whole(pieces):
     assert whole.transports == streamed.transports
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(st.lists(LANE_LINE, min_size=1, max_size=10))
 def test_a_server_that_only_logged_its_self_endpoint_is_never_called_intra_host(lines):
     own = [line for line in lines if " self cfg#" in line]
@@ -90,7 +91,7 @@ def test_a_server_that_only_logged_its_self_endpoint_is_never_called_intra_host(
         assert reading.transports.keys() & (nixl_log.RDMA_TRANSPORTS | {"tcp"})
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(st.lists(LANE_LINE, max_size=8), st.lists(LANE_LINE, min_size=1, max_size=8))
 def test_what_an_earlier_start_logged_never_counts(before, after):
     lines = ["[t] " + START_MARKER + ")"] + before + ["[t] " + START_MARKER + ")"] + after

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 import fakebin
+from depth import examples
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from sysfs_builder import h20_node
@@ -95,7 +96,7 @@ def _files(root: Path) -> set[Path]:
     return {p for p in root.rglob("*") if p.is_file()}
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(ports=PORTS)
 def test_each_port_is_judged_alone_and_all_at_once(ports):
     expected = _expect(ports)
@@ -162,7 +163,7 @@ def _number(value) -> float | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(perftest=RECORD)
 def test_check_judges_any_record_and_trusts_none(perftest):
     run = _run()

@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 from clihelp import pdrepro
+from depth import examples
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from railbuilder import fixture_run, resplit, write_map
@@ -49,7 +50,7 @@ SPLITS = st.lists(st.integers(0, 100), min_size=2, max_size=8).filter(lambda w: 
 ROLES = st.sampled_from([("prefill",), ("decode",), ("prefill", "decode")])
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(weights=SPLITS, roles=ROLES, storage=st.none() | st.integers(0, 10**12))
 def test_the_smallest_rail_below_the_floor_fails_by_name(weights, roles, storage):
     n = len(weights)
@@ -87,7 +88,7 @@ MAPS = st.one_of(
 )
 
 
-@settings(max_examples=15)
+@settings(max_examples=examples(15))
 @given(content=MAPS)
 def test_any_map_gives_a_verdict_never_a_traceback(content):
     run = _run()

@@ -15,6 +15,7 @@ import shlex
 from pathlib import Path
 
 import yaml
+from depth import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -57,7 +58,7 @@ def _k8s_out(tmp: Path) -> str:
     return assigned.group(1)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(target=st.sampled_from(["slurm", "k8s"]), run_dir=RUN_DIR)
 @example(target="slurm", run_dir="/shared/ab/$HOME")
 @example(target="slurm", run_dir="/shared/ab/nixl")

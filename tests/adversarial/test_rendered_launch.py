@@ -25,6 +25,7 @@ import re
 from pathlib import Path
 
 import yaml
+from depth import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -62,7 +63,7 @@ def _runs(words):
     return [w.replace("$$", "$") for w in words]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(extra=st.lists(WORD, max_size=3), env_value=WORD)
 @example(extra=["qwen 235b", "a$HOME'b\"c\\d", "x\ny"], env_value="${MEMLOCK}")
 def test_any_word_reaches_the_server_unchanged(tmp_path_factory, extra, env_value):
@@ -164,7 +165,7 @@ def _objects(out: Path) -> dict[tuple[str, str], dict]:
             for o in yaml.safe_load_all(f.read_text())}
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(extra=st.lists(K8S_WORD, max_size=3), env_value=K8S_WORD, folder=FOLDER,
        head=st.sampled_from(["", "\n", "  # indented\n"]), tail=st.sampled_from(["", "\n", "\n\n\n"]), comment=WORD)
 @example(extra=["1e5", "y", "0o17", "a$HOME'b\"c\\d", "x\ny", "$$(POD_NAME)"], env_value="$(POD_NAME)$",
@@ -214,7 +215,7 @@ def _cluster(plan: launch.Plan, scenario: Path) -> k8s.Cluster:
                        scenario_yaml=scenario.read_text(), configuration=None)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(value=st.one_of(st.text(), K8S_WORD, st.lists(st.one_of(K8S_WORD, st.just("")), max_size=5).map("\n".join)))
 def test_the_yaml_writers_give_back_any_text(value):
     # Where the manifests put values: a mapping's value, a sequence item, a literal block under either.

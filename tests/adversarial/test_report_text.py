@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reporttext import tables
@@ -62,7 +63,7 @@ def hostile(draw) -> dict[str, Any]:
     return s
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(hostile())
 def test_the_report_claims_only_what_the_records_hold(data):
     summary = Summary.model_validate(data)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from depth import examples
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from runbuilder import build_run, sweep_provenance
@@ -46,7 +47,7 @@ def test_the_roce_mtu_is_an_ib_mtu_that_fits_and_rises_with_the_netdev(a, b):
     assert ra == 0 or ra + KERNEL_ROCE_RESERVE <= a
 
 
-@settings(max_examples=15)
+@settings(max_examples=examples(15))
 @given(text=st.text(max_size=40) | st.integers().map(str), ndev=st.sampled_from(
     ["ens10np0", "../net/ens10np0", "..", ".", "ens10np0/../ens10np0"]))
 def test_any_sysfs_mtu_file_is_recorded_as_an_ib_mtu_or_unknown(tmp_path_factory, text, ndev):
@@ -72,7 +73,7 @@ claims = st.none() | st.booleans() | st.integers(min_value=-(1 << 40), max_value
     | st.sampled_from(IB_MTUS) | st.floats(allow_nan=True) | st.lists(st.integers(), max_size=2)
 
 
-@settings(max_examples=20)
+@settings(max_examples=examples(20))
 @given(roce=claims, netdev=claims, state=claims, layer=st.sampled_from(["Ethernet", "InfiniBand", None, 7]))
 def test_any_recorded_port_gives_a_figure_a_not_recorded_or_one_line(run, roce, netdev, state, layer):
     prov = sweep_provenance(SCENARIO)

@@ -2,6 +2,7 @@
 Mooncake among them, or refused with one line (a UserError, exit 2 at the CLI); never a traceback."""
 
 from clihelp import pdrepro
+from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +23,7 @@ def test_any_list_is_taken_or_refused_with_a_user_error(parts):
     assert set(got) <= set(BACKENDS) and "mooncake" in got and len(set(got)) == len(got)
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(st.lists(NAMES, min_size=0, max_size=4))
 def test_the_cli_exits_0_or_2_with_one_line(tmp_path_factory, names):
     out = tmp_path_factory.mktemp("r")

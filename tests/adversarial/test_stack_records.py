@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,7 +30,6 @@ from pdrepro.launch.stack import ownership, record
 
 STACK_ID = "a" * 32           # the record's marker, carried only by a process in the test's own session
 OTHER_STACK = "b" * 32        # another stack's marker, never a generated record's
-EXAMPLES = 1000 if os.environ.get("PDREPRO_HYPOTHESIS") == "deep" else 40
 
 
 def _sleep(session_of_its_own: bool, marker: str | None) -> subprocess.Popen:
@@ -122,7 +122,7 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-@settings(max_examples=EXAMPLES)
+@settings(max_examples=examples(40, deep_count=1000))
 @given(data=st.data())
 def test_hostile_records_signal_nothing_and_say_one_line(owned, data):
     pids = owned.refresh()

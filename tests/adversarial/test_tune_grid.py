@@ -19,6 +19,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +29,6 @@ from pdrepro.rundir import tuneplan
 from pdrepro.scenario.model import load_scenario
 from pdrepro.tune import grid
 
-EXAMPLES = 1000 if os.environ.get("PDREPRO_HYPOTHESIS") == "deep" else 30
 SCENARIO = load_scenario("onebox-qwen25-0.5b")
 NAMES = ["SGLANG_DISAGGREGATION_THREAD_POOL_SIZE", "SGLANG_DISAGGREGATION_QUEUE_SIZE", "MC_NUM_QP_PER_EP",
          "MOONCAKE_PROTOCOL", "CUDA_VISIBLE_DEVICES", "SGLANG_HOST_IP", "UCX_TLS", "HOME", "MC_FORCE_TCP",
@@ -67,7 +67,7 @@ def _one_line_or_ok(rc: int, err: str) -> None:
         assert len(err.strip().splitlines()) == 1, err
 
 
-@settings(max_examples=EXAMPLES)
+@settings(max_examples=examples(30, deep_count=1000))
 @given(texts=st.lists(grid_texts(), min_size=1, max_size=3), one=st.booleans())
 def test_a_grid_is_taken_whole_or_refused_on_one_line_and_nothing_is_written(texts, one):
     with tempfile.TemporaryDirectory() as tmp:
@@ -78,7 +78,7 @@ def test_a_grid_is_taken_whole_or_refused_on_one_line_and_nothing_is_written(tex
         assert rc == 2 and os.listdir(tmp) == [], (err, os.listdir(tmp))
 
 
-@settings(max_examples=EXAMPLES)
+@settings(max_examples=examples(30, deep_count=1000))
 @given(texts=st.lists(grid_texts(), min_size=1, max_size=3), one=st.booleans())
 def test_every_setting_of_a_taken_grid_is_a_scenario_carrying_exactly_its_values(texts, one):
     try:
@@ -154,7 +154,7 @@ def _tree(root: Path) -> dict[str, bytes | str]:
 OUTPUTS = ("tune-summary.json", "tune-report.md", "best-overlay.yaml")
 
 
-@settings(max_examples=EXAMPLES)
+@settings(max_examples=examples(30, deep_count=1000))
 @given(plan=bent_plans(), linked=st.sets(st.sampled_from(OUTPUTS), max_size=2))
 def test_collect_trusts_no_plan_and_writes_only_its_own_files_into_the_run(plan, linked):
     with tempfile.TemporaryDirectory() as tmp:

@@ -13,20 +13,16 @@ AttributeError, a summary of the wrong shape ending in a traceback inside the re
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 from clihelp import pdrepro
+from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from runkinds import build_smoke_run, build_sweep_run, error_lines, gates, tree_hash
-
-# Each example runs the gates in a child process: few seeded examples keep `make test` fast; the deep
-# profile (make adversarial-deep) runs as many as it is told.
-EXAMPLES = settings.default.max_examples if os.environ.get("PDREPRO_HYPOTHESIS") == "deep" else 3
 
 WRONG = st.sampled_from(["x", [], {}, None, -1, 1e308, True, {"rows": 7}, [[1]]])
 
@@ -107,7 +103,9 @@ def _promise(rc: int, out: str, err: str, what: str) -> None:
         assert len(error_lines(out + err)) == 1, (what, out[-1500:], err[-1500:])
 
 
-@settings(max_examples=EXAMPLES)
+# Each example runs the gates in a child process: few seeded examples keep `make test` fast; the deep
+# profile (make adversarial-deep) runs ten times as many.
+@settings(max_examples=examples(3))
 @given(kind=st.sampled_from(["smoke", "sweep"]), data=st.data(), count=st.integers(1, 2),
        judge_by=st.sampled_from([None, None, "smoke-tcp", "onebox-qwen25-0.5b", "h20-qwen3-235b-1p1d"]))
 def test_check_and_the_gates_agree_and_write_nothing_on_hostile_runs(kind, data, count, judge_by):

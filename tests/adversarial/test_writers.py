@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from depth import examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -105,7 +106,7 @@ def template(tmp_path_factory):
     return root / "run"
 
 
-@settings(max_examples=4)
+@settings(max_examples=examples(4))
 @given(plants=_plants(ANALYZE_NAMES))
 @example(plants={".summary.json.tmp": "link-to-file"})  # the fault fixed: the old writer followed it
 @example(plants={"summary.json": "link-to-file", "report.md": "fifo"})
@@ -128,7 +129,7 @@ def test_analyze_never_writes_through_what_is_planted_in_the_run(template, tmp_p
     _no_leftovers(run, planted)
 
 
-@settings(max_examples=5)
+@settings(max_examples=examples(5))
 @given(plants=_plants(MODEL_NAMES), force=st.booleans())
 @example(plants={"config.json": "link-to-file"}, force=True)  # the faults fixed: written through,
 @example(plants={"model.safetensors": "file"}, force=False)  # and a model found in the folder overwritten

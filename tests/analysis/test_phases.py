@@ -9,6 +9,7 @@ import re
 import statistics
 
 import pytest
+from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from recordedrun import RECORDED, copy_run
@@ -105,7 +106,7 @@ _NUMBER = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(_NUMBER, _NUMBER), min_size=1, max_size=6), st.lists(_NUMBER, max_size=6))
 def test_no_figure_in_a_log_puts_nan_or_infinity_into_the_summary(prefill_figures, transfer_figures):
     prefill = [_prefill(i, 100 + i, b=b, f=f) for i, (b, f) in enumerate(prefill_figures)]

@@ -33,6 +33,13 @@ class _Console(logging.StreamHandler):
         super().emit(record)
         self.flush()
 
+    def handleError(self, record: logging.LogRecord) -> None:
+        # A closed standard output is the command line's to end quietly (pdrepro.cli), not a logging error
+        # whose traceback lands on stderr.
+        if isinstance(sys.exc_info()[1], BrokenPipeError):
+            raise  # noqa: PLE0704 - re-raises the error being handled, as handleError is called inside except
+        super().handleError(record)
+
 
 def setup(level: int = logging.INFO) -> None:
     """Print the package's messages of LEVEL and above as plain lines on stdout; calling it again changes nothing."""

@@ -12,6 +12,8 @@ import signal
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+# A reader closed our standard output (`pdrepro knobs | head -1`): the status a shell shows for SIGPIPE.
+EXIT_CLOSED_OUTPUT = 128 + int(signal.SIGPIPE)
 HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # The statuses of a command a handled signal stopped.
 STOPPED = frozenset(128 + int(s) for s in HANDLED)
