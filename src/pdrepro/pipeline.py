@@ -21,6 +21,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from .core.errors import UserError
 from .core.exits import EXIT_BAD_INPUT, STOPPED
@@ -95,11 +96,30 @@ def gates_argv(p: Pipeline) -> list[str] | None:
     return [*head, p.gates, "--run-dir", p.sweep.out, "-p", "no:cacheprovider", "-q"]
 
 
+def check_gates(gates: str) -> None:
+    """GATES is the gate suite (a folder whose conftest.py declares --run-dir, or a test file in one), checked
+    before any stage runs: pytest given a missing path ends with its own usage error about --run-dir (exit 4),
+    after the whole sweep has run."""
+    path = Path(gates)
+    suite = path if path.is_dir() else path.parent
+    if not path.exists():
+        problem = "no such folder"
+    elif not (suite / "conftest.py").is_file():
+        problem = "holds no conftest.py, so it is not the gate suite"
+    else:
+        return
+    raise UserError(f"--gates {gates}: {problem}; give the gate suite's folder (repro/ of this bundle, or where "
+                    "it is mounted)")
+
+
 def run(p: Pipeline, *, cli: Callable[[list[str]], int],
         spawn: Callable[[list[str]], int] = lambda argv: subprocess.run(argv).returncode) -> int:
     """The whole pipeline; returns the verdict's status (the gates'), else the first non-zero status of the
     stages before it (a preflight, a sweep stopped by bad input, a signal)."""
     s = p.sweep
+    gates = gates_argv(p)
+    if gates is not None:
+        check_gates(p.gates)
 
     def say(line: str) -> None:
         if not p.quiet:
@@ -122,7 +142,6 @@ def run(p: Pipeline, *, cli: Callable[[list[str]], int],
     analyzed = cli(["analyze", s.out])
     if analyzed in STOPPED:
         return analyzed
-    gates = gates_argv(p)
     if gates is None:
         # `pdrepro check` is the code the gates call, so the verdict is the same.
         say(f"== 4/4 gates: no pytest here, judging with pdrepro check {s.out}")
