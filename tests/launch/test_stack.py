@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -14,6 +15,7 @@ import sys
 import time
 import urllib.request
 
+import pytest
 from render_targets import host_commands
 from stackhelp import STANDIN, alive, cmdline, decoy_server, env, free_ports, kill, site, stack, up, up_argv, wait_gone
 
@@ -140,13 +142,37 @@ def test_sigterm_while_starting_stops_what_was_started(site):
 def test_missing_packages_are_named_in_one_line(site, tmp_path):
     partial = tmp_path / "partial"
     partial.mkdir()
-    for name in ("sglang", "standin_server.py"):
+    for name in ("sglang", "standin_server.py", "standin_lines.py"):
         (partial / name).symlink_to(STANDIN / name)
     started = up(site, env_=env(partial))
     assert started.returncode == 2
     lines = started.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot import sglang_router.launch_router, mooncake.engine" in lines[0], lines
     assert "make gpu-venv" in lines[0]
+    assert not record.path(site["run"]).exists()
+
+
+LIBRARY = "raise ImportError('libibverbs.so.1: cannot open shared object file')\n"
+
+
+@pytest.mark.parametrize("where, text, cause", [
+    ("mooncake/engine.py", LIBRARY, "ImportError: libibverbs.so.1: cannot open shared object"),
+    ("sglang/__init__.py", LIBRARY, "ImportError: libibverbs.so.1: cannot open shared object"),
+    ("mooncake/engine.py", "import orjson_not_installed_here\n",
+     "ModuleNotFoundError: No module named 'orjson_not_installed_here'"),
+])
+def test_an_engine_module_whose_import_fails_is_named_with_its_own_cause(site, tmp_path, where, text, cause):
+    # Installed but broken (a shared library missing beside a compiled engine, a package's own dependency):
+    # "install it" would be wrong advice, the import's own error is the line.
+    broken = tmp_path / "broken"
+    shutil.copytree(STANDIN, broken, symlinks=True)
+    (broken / where).write_text(text)
+    started = up(site, env_=env(broken))
+    assert started.returncode == 2, started.stdout + started.stderr
+    lines = started.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"but importing it fails: {cause}" in lines[0], lines
+    assert ("has mooncake.engine" if where.startswith("mooncake") else "has sglang.launch_server") in lines[0]
+    assert "make gpu-venv" not in lines[0] and "Traceback" not in started.stdout + started.stderr
     assert not record.path(site["run"]).exists()
 
 

@@ -22,11 +22,18 @@ def wanted(engine: ServingEngine, backend: TransferBackend) -> tuple[tuple[str, 
 _PROBE = """
 import importlib.metadata, importlib.util, json, sys
 wanted = json.loads(sys.argv[1])
-modules = {}
+modules, broken = {}, {}
 for name in wanted["modules"]:
     try:
         spec = importlib.util.find_spec(name)
-    except Exception:  # the parent package fails to import: as good as missing
+        if spec is not None:
+            importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (name == exc.name or name.startswith(exc.name + ".")):
+            broken[name] = "ModuleNotFoundError: " + str(exc)[:300]  # found, but one of its own imports is not
+        spec = None  # else: the module or its package is not there, simply missing
+    except Exception as exc:  # installed, but importing it (or its package) fails: its own cause is the news
+        broken[name] = (type(exc).__name__ + ": " + str(exc).splitlines()[0] if str(exc) else type(exc).__name__)[:300]
         spec = None
     modules[name] = None if spec is None else (spec.origin or "namespace")
 versions = {}
@@ -35,7 +42,8 @@ for name in wanted["distributions"]:
         versions[name] = importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         versions[name] = None
-print(json.dumps({"python_version": sys.version.split()[0], "modules": modules, "versions": versions}))
+print(json.dumps({"python_version": sys.version.split()[0], "modules": modules, "broken": broken,
+                  "versions": versions}))
 """
 
 
@@ -61,12 +69,20 @@ def probe(python: str, env: dict[str, str], engine: ServingEngine, backend: Tran
     except (OSError, ToolMissing, ToolFailed, ValueError, IndexError):
         raise UserError(f"{python}: cannot ask this Python which packages it has; run pdrepro with a working Python") from None
     try:
-        missing = [name for name in modules if data["modules"][name] is None]
+        broken = {name: str(cause) for name, cause in data.get("broken", {}).items() if name in modules}
+        missing = [name for name in modules if data["modules"][name] is None and name not in broken]
         installed = Installed(str(data["python_version"]), dict(data["modules"]),
                               {name: data["versions"][name] for name in distributions})
-    except (KeyError, TypeError):
+    except (KeyError, TypeError, AttributeError):
         raise UserError(f"{python}: its answer to the package probe is not the probe's; run pdrepro with a working "
                         "Python") from None
+    if broken:
+        # Installed but failing on import (a shared library, a dependency of the package): "install it" would be
+        # wrong advice, the cause is what to fix.
+        name, cause = next(iter(broken.items()))
+        more = f" (and {', '.join(list(broken)[1:])})" if len(broken) > 1 else ""
+        raise UserError(f"the Python running pdrepro ({python}) has {name} but importing it fails: {cause}{more}; "
+                        f"fix that in its environment (the servers would die on the same import)")
     if missing:
         raise UserError(f"the Python running pdrepro ({python}) cannot import {', '.join(missing)}; install "
                         f"{engine.label} (server and router) and {backend.label} into it (`make gpu-venv`, then run "
