@@ -55,6 +55,10 @@ signals-soak: setup ## Run the sweep's SIGTERM test (the 15-143 case, which once
 	  echo "signals-soak: run $$i of $(SOAK_RUNS): $$(echo "$$out" | tail -1)"; \
 	done
 
+BENCH_LOG_MB ?= 500
+bench-analysis-memory: setup ## Print the peak memory of `pdrepro analyze` on a 500 MB prefill log of request-stats lines
+	$(BIN)/python scripts/bench_analysis_memory.py --size-mb $(BENCH_LOG_MB)
+
 schemas: setup ## Regenerate the JSON Schemas of scenario files and summary.json from their models
 	$(BIN)/pdrepro schema --write src/pdrepro/schemas
 
@@ -70,4 +74,4 @@ knobs: ## Regenerate the knob lists from source: make knobs SGLANG_SRC=<checkout
 	python3 scripts/knobgen.py --sglang-src "$(SGLANG_SRC)" --sglang-ref "$(SGLANG_REF)" \
 		--mooncake-src "$(MOONCAKE_SRC)" --mooncake-ref "$(MOONCAKE_REF)" --out src/pdrepro/knobdata
 
-.PHONY: help setup test adversarial-deep signals-soak schemas docs knobs
+.PHONY: help setup test adversarial-deep signals-soak bench-analysis-memory schemas docs knobs

@@ -7,6 +7,7 @@ why it may; an entry whose call site is gone fails the stale-entry test."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "pdrepro"
@@ -25,23 +26,9 @@ READERS = {
     # Writers that open a file they then write (not a read of a run file).
     "commands/offline_model.py::run": "writer: model.safetensors inside the command's own fresh private stage",
     "sweep/runlock.py::RunLock.__enter__": "the sweep's lock file, opened O_NOFOLLOW to flock, never read",
-    # The host: /proc and sysfs, read by their own readers (small kernel files, never a run's).
-    "host/sysfs.py::_read": "sysfs attributes (host access)",
-    "fabric/counters.py::_read": "sysfs port counters of the NICs",
-    "fabric/capture.py::_Copier.copy": "copies a sysfs tree (the capture tool's source is sysfs)",
-    "fabric/capture.py::capture": "sysfs PCI vendor and class attributes",
-    "fabric/dockerd.py::_read": "/proc/PID files of the Docker engine (how it was started, its limits)",
-    "launch/stack/ownership.py::boot_id": "/proc/sys/kernel/random/boot_id",
-    "sweep/provenance.py::boot_id": "/proc/sys/kernel/random/boot_id of the sweep host, for provenance",
-    "launch/stack/ownership.py::stat": "/proc/PID/stat",
-    "launch/stack/ownership.py::_proc_bytes": "/proc/PID/cmdline and environ",
-    "launch/stack/ownership.py::comm": "/proc/PID/comm",
-    "launch/stack/ownership.py::listening_inodes": "/proc/net/tcp and tcp6",
+    # The host: /proc and sysfs are read through core.runfile.read_host (capped, no FIFO); only these remain.
     "launch/stack/lock.py::held": "the run folder itself, opened O_DIRECTORY to flock it, never read",
-    "smoke/memory.py::memory_peak": "cgroup memory files and /proc/self/status",
-    "image/versions.py::cuda_toolkit": "the CUDA toolkit's version.json on the host",
-    "image/versions.py::nvidia_driver": "/proc/driver/nvidia/version",
-    "image/versions.py::kernel_module": "/sys/module/NAME/version",
+    "cli.py::_quiet_stdout": "/dev/null, put under a standard output its reader closed (never read)",
     # The repository's own build inputs and the package's resources (not a run's).
     "core/pins.py::parse_env_file": "versions.env, the repository's pins",
     "launch/targets/templating.py::template": "the package's own job-file templates (resources, not a run's)",
@@ -113,13 +100,40 @@ def _sites(kinds: set[str]) -> dict[str, list[str]]:
 def test_the_walk_finds_what_it_looks_for():
     # A walk that finds nothing would pass everything: the reader's own open and a known /proc read are seen.
     sites = _sites(READ_CALLS)
-    assert "core/runfile.py::_open" in sites and "launch/stack/ownership.py::boot_id" in sites, sorted(sites)
+    assert "core/runfile.py::_open" in sites and "core/pins.py::parse_env_file" in sites, sorted(sites)
 
 
 def test_no_file_is_read_but_through_the_one_reader_or_a_named_exception():
     stray = {site: calls for site, calls in _sites(READ_CALLS).items() if site not in READERS}
     assert not stray, ("read a run's files with pdrepro.core.runfile (read_json, read_text, lines: each with its "
                        f"kind's size cap), or name the site in READERS with why it is no run file: {stray}")
+
+
+# A path under /proc or /sys named in a module's text (a default root, a file, a script it hands a shell).
+_HOST_PATH = re.compile(r"(?:^|[\s\"'(={$:])/(?:proc|sys)(?:/|$|[\s\"')}])")
+
+
+def _host_modules() -> dict[str, list[str]]:
+    """Modules outside core naming a /proc or /sys path, and the read calls each makes itself."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = str(path.relative_to(PACKAGE))
+        if rel.startswith("core/"):
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        if any(isinstance(n, ast.Constant) and isinstance(n.value, str) and _HOST_PATH.search(n.value)
+               for n in ast.walk(tree)):
+            found[rel] = [f"{where}: {name} at line {line}" for where, name, line in _calls(path) if name in READ_CALLS]
+    return found
+
+
+def test_no_module_outside_core_opens_proc_or_sys_itself():
+    # A FIFO where an MTU belongs hung doctor, a 2.5 GiB one ended in a MemoryError: every read of the host's
+    # kernel files goes through core.runfile.read_host (regular files only, at most its cap plus one byte read).
+    modules = _host_modules()
+    assert {"host/sysfs.py", "launch/stack/ownership.py", "sweep/provenance.py"} <= set(modules), sorted(modules)
+    own = {m: calls for m, calls in modules.items() if calls}
+    assert not own, f"read /proc and /sys through pdrepro.core.runfile.read_host (or read_host_bytes): {own}"
 
 
 def test_no_file_is_written_but_through_the_one_writer_or_a_named_exception():

@@ -31,6 +31,9 @@ from .errors import UserError
 # Request-stats lines are about a kilobyte: a line of a log or record past this is no line its writer wrote.
 MAX_LINE = 1 << 20
 
+_NOT_THE_RUNS = "it is not the file the run wrote: replace it, or move it out of the run directory"
+
+
 @dataclass(frozen=True)
 class Kind:
     """A kind of file a run holds, and the most bytes one of them is ever read up to (None: no cap, for files
@@ -39,6 +42,7 @@ class Kind:
     name: str
     cap: int | None
     line_cap: int = MAX_LINE  # the longest line one of them ever holds
+    fix: str = _NOT_THE_RUNS  # what a file of this kind that is too large or no regular file asks of the user
 
 
 MiB = 1 << 20
@@ -57,6 +61,17 @@ BENCH = Kind("bench result", 512 * MiB, line_cap=512 * MiB)
 LOG = Kind("server log", 8 * 1024 * MiB)
 # Any other text of a run read whole (the default of ``read_text``): held in memory, so capped.
 TEXT = Kind("text file", 1024 * MiB)
+
+# The host's own files, read by the same rules (``read_host``): a FIFO or a 2.5 GiB file where a kernel attribute
+# belongs (a copy of /sys given as --sysfs-root, a tree someone edited) is one line and exit 2, never a hang or
+# a MemoryError. /proc reports a size of 0 and sysfs one of 4096 whatever they hold, so these caps bound the
+# bytes read, not only the size the file claims.
+_HOST_FIX = "the kernel never shows one; if this tree is a copy of the host's (--sysfs-root), copy it again"
+# A sysfs attribute: the kernel prints at most a page (4 KiB) into one.
+SYSFS = Kind("sysfs attribute", MiB, fix=_HOST_FIX)
+# A /proc file: a process's stat, status, limits, command line and environment (ARG_MAX bounds the last two),
+# the boot id, the socket tables of /proc/net (a line per socket: 64 MiB is some 400 000 sockets).
+PROC = Kind("/proc file", 64 * MiB, fix=_HOST_FIX)
 
 
 def _human(size: int) -> str:
@@ -103,14 +118,18 @@ def _open(path: Path, kind: Kind) -> io.BufferedReader:
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         via = f" (a symlink to {os.readlink(path)})" if os.path.islink(path) else ""
+        fix = "put the file itself there (or move this out of the way)" if kind.fix is _NOT_THE_RUNS else kind.fix
         raise NotARegularFile(f"{path}{via}: is {_kind(st.st_mode)}, not a regular file; nothing reads it to the end: "
-                              "put the file itself there (or move this out of the way)")
+                              f"{fix}")
     if kind.cap is not None and st.st_size > kind.cap:
         os.close(fd)
-        raise TooLarge(f"{path}: is {_human(st.st_size)}, larger than any {kind.name} ({_human(kind.cap)} at most); "
-                       "it is not the file the run wrote: replace it, or move it out of the run directory")
+        raise _too_large(path, _human(st.st_size), kind, kind.cap)
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
+
+
+def _too_large(path: Path, size: str, kind: Kind, cap: int) -> TooLarge:
+    return TooLarge(f"{path}: is {size}, larger than any {kind.name} ({_human(cap)} at most); {kind.fix}")
 
 
 def _encoding(path: Path, head: bytes) -> str:
@@ -166,3 +185,27 @@ def read_bytes(path: Path | str, kind: Kind) -> bytes:
     path = Path(path)
     with _open(path, kind) as raw:
         return raw.read()
+
+
+def read_host_bytes(path: Path | str, kind: Kind = SYSFS) -> bytes:
+    """A host file's bytes (a sysfs attribute, a /proc entry), read as the run's files are (a regular file,
+    opened without waiting for a writer) and never more than ``kind``'s cap plus one byte: a file that holds
+    more is TooLarge whatever size it claims. Absence is FileNotFoundError and any other OS error an
+    ``Unreadable`` (an OSError: unused GID slots answer EINVAL, another user's process EACCES, for callers
+    that treat those as no value); the file's type or size is a UserError, one line and exit 2."""
+    path = Path(path)
+    assert kind.cap is not None, "a host file is read whole, so its kind has a cap"
+    with _open(path, kind) as raw:
+        try:
+            data = raw.read(kind.cap + 1)
+        except OSError as exc:
+            raise Unreadable(f"{path}: cannot be read ({exc.strerror})") from None
+    if len(data) > kind.cap:
+        raise _too_large(path, f"more than {_human(kind.cap)}", kind, kind.cap)
+    return data
+
+
+def read_host(path: Path | str, kind: Kind = SYSFS, errors: str = "replace") -> str:
+    """A host file's text, under ``read_host_bytes``'s rules (undecodable bytes replaced, or with
+    ``errors="strict"`` a UnicodeDecodeError)."""
+    return read_host_bytes(path, kind).decode("utf-8", errors)

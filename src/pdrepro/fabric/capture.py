@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..core import runfile
 from ..core.safewrite import write_file
 
 MODULES = ("nvidia_peermem", "nvidia", "ib_uverbs", "ib_core", "mlx5_core", "mlx5_ib", "rdma_rxe")
@@ -36,7 +37,7 @@ class _Copier:
     def copy(self, rel: str) -> None:
         path = self.src / rel
         try:
-            text = path.read_text()
+            text = runfile.read_host(path, errors="strict")
         except (OSError, UnicodeDecodeError):
             return  # unused GID slots and write-only attributes refuse reads; the reader treats them as absent
         real = os.path.relpath(os.path.realpath(path), self.src_real)
@@ -83,8 +84,8 @@ def capture(src: Path, dst: Path) -> str:
     for bdf in c.entries("bus/pci/devices"):
         base = f"bus/pci/devices/{bdf}"
         try:
-            vendor = (Path(src) / base / "vendor").read_text().strip()
-            klass = (Path(src) / base / "class").read_text().strip()
+            vendor = runfile.read_host(Path(src) / base / "vendor").strip()
+            klass = runfile.read_host(Path(src) / base / "class").strip()
         except OSError:
             continue
         if vendor == NVIDIA_VENDOR and klass.startswith("0x03"):

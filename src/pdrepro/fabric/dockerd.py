@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core import runfile
+
 READ_LIMIT = 64 * 1024  # /proc's status, limits and cgroup files are a few KiB; more is not /proc
 CAP_SYS_RESOURCE = 24
 # A systemd service unit in a cgroup path: /system.slice/docker.service, /system.slice/snap.docker.dockerd.service.
@@ -27,8 +29,7 @@ class Dockerd:
 
 def _read(path: Path) -> str | None:
     try:
-        with path.open("rb") as f:
-            return f.read(READ_LIMIT).decode("utf-8", "replace")
+        return runfile.read_host_bytes(path, runfile.PROC)[:READ_LIMIT].decode("utf-8", "replace")
     except OSError:
         return None
 

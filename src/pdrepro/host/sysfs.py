@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core import runfile
 from ..core.roce import roce_mtu
 from ..rundir.counters import parse_rate
 
@@ -23,10 +24,11 @@ _NULL_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
 def _read(path: Path) -> str | None:
     """File content stripped, or None where the kernel has no value.
 
-    Unused GID-attribute slots answer reads with EINVAL; treat that like absent.
+    Unused GID-attribute slots answer reads with EINVAL; treat that like absent. A FIFO or a huge file where
+    an attribute belongs is no value but a tree that is not the kernel's: the capped reader refuses it (exit 2).
     """
     try:
-        return path.read_text().strip()
+        return runfile.read_host(path, errors="strict").strip()
     except (OSError, UnicodeDecodeError):
         return None
 

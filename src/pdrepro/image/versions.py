@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes.util
 import importlib.metadata as md
-import json
 import os
 import re
 import shutil
@@ -17,6 +16,7 @@ import sys
 from pathlib import Path
 
 from .. import __version__
+from ..core import runfile
 from ..core.pins import load_pins
 from ..fabric.driver import Requirement
 from ..host.nvidia import parse_driver_version
@@ -134,9 +134,9 @@ def cuda_toolkit(root: Path = Path("/usr/local/cuda")) -> dict:
     version_json = root / "version.json"
     if version_json.is_file():
         try:
-            data = json.loads(version_json.read_text())
+            data = runfile.read_json(version_json)
             return _found(data.get("cuda", {}).get("version"), source=str(version_json))
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             pass
     code, out = _run(["nvcc", "--version"])
     if code == 0:
@@ -157,7 +157,7 @@ def nvidia_driver(proc_file: Path = Path("/proc/driver/nvidia/version")) -> dict
         if version is not None:
             return _found(version, gpus=[r[1].strip() for r in rows if len(r) > 1], source="nvidia-smi")
     if proc_file.is_file():
-        match = re.search(r"Kernel Module\s+([\d.]+)", proc_file.read_text())
+        match = re.search(r"Kernel Module\s+([\d.]+)", runfile.read_host(proc_file, runfile.PROC))
         if match:
             return _found(match.group(1), source=str(proc_file))
     return _found(None, reason="no nvidia-smi answer and no /proc/driver/nvidia/version")
@@ -226,7 +226,7 @@ def kernel_module(name: str, sys_module: Path = Path("/sys/module")) -> dict:
     if not mod.exists():
         return {"loaded": False}
     version_file = mod / "version"
-    version = version_file.read_text().strip() if version_file.is_file() else None
+    version = runfile.read_host(version_file).strip() if version_file.is_file() else None
     return {"loaded": True, "version": version}
 
 

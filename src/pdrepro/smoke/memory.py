@@ -5,8 +5,8 @@ from __future__ import annotations
 import ctypes
 import mmap
 import resource
-from pathlib import Path
 
+from ..core import runfile
 from ..core.errors import UserError
 
 
@@ -27,10 +27,10 @@ def memory_peak() -> dict:
     """Peak memory of this container (cgroup) or, failing that, of this process."""
     for path in ("/sys/fs/cgroup/memory.peak", "/sys/fs/cgroup/memory/memory.max_usage_in_bytes"):
         try:
-            return {"bytes": int(Path(path).read_text().split()[0]), "source": path}
+            return {"bytes": int(runfile.read_host(path).split()[0]), "source": path}
         except (OSError, ValueError, IndexError):
             pass
-    for line in Path("/proc/self/status").read_text().splitlines():
+    for line in runfile.read_host("/proc/self/status", runfile.PROC).splitlines():
         if line.startswith("VmHWM:"):
             return {"bytes": int(line.split()[1]) * 1024, "source": "VmHWM"}
     return {"bytes": None, "source": None}

@@ -15,6 +15,7 @@ from pathlib import Path
 import requests
 
 from .. import backends, engines
+from ..core import runfile
 from ..core.pins import load_pins
 from ..host import nvidia
 from ..host import sysfs as host_sysfs
@@ -82,7 +83,7 @@ def boot_id(proc: Path = Path("/proc")) -> str | None:
     """This boot of this host: where `pdrepro stack up` ran the servers on the same boot (its stack.json holds
     the same id), the analysis may take this host's RDMA devices as theirs."""
     try:
-        return (proc / "sys/kernel/random/boot_id").read_text().strip() or None
+        return runfile.read_host(proc / "sys/kernel/random/boot_id", runfile.PROC).strip() or None
     except OSError:
         return None
 

@@ -1,14 +1,17 @@
 """What Linux's /proc says about a process and a port: its start time, session, group, command line,
 the stack marker in its environment, and which processes hold a port's listening socket.
 
-The only module of the stack that reads /proc. Every read answers None (or nothing) when the process
-is gone or the file cannot be read: a process whose facts cannot be read is never proven ours."""
+The only module of the stack that reads /proc, through the capped reader (core.runfile.read_host). Every read
+answers None (or nothing) when the process is gone or the file cannot be read: a process whose facts cannot be
+read is never proven ours."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from ...core import runfile
 
 PROC = Path("/proc")
 # The launcher puts MARKER=<the record's stack_id> into each child's environment; a server's own children
@@ -22,7 +25,7 @@ PID_MAX = 1 << 22
 
 def boot_id() -> str:
     try:
-        return (PROC / "sys/kernel/random/boot_id").read_text().strip()
+        return runfile.read_host(PROC / "sys/kernel/random/boot_id", runfile.PROC).strip()
     except OSError:
         return "unknown"
 
@@ -48,7 +51,7 @@ def stat(pid: int) -> Stat | None:
     if not _valid(pid):
         return None
     try:
-        text = (PROC / str(pid) / "stat").read_text()
+        text = runfile.read_host(PROC / str(pid) / "stat", runfile.PROC, errors="strict")
     except (OSError, UnicodeDecodeError):
         return None
     # The command name (field 2) may hold spaces and parentheses: the fields after it follow the last ")".
@@ -69,7 +72,7 @@ def _proc_bytes(pid: int, name: str) -> bytes | None:
     if not _valid(pid):
         return None
     try:
-        return (PROC / str(pid) / name).read_bytes()
+        return runfile.read_host_bytes(PROC / str(pid) / name, runfile.PROC)
     except OSError:
         return None
 
@@ -84,7 +87,7 @@ def cmdline(pid: int) -> tuple[str, ...] | None:
 def comm(pid: int) -> str:
     """The name the process gives itself (SGLang's children retitle themselves), for messages."""
     try:
-        return (PROC / str(pid) / "comm").read_text(errors="replace").strip() or "?"
+        return runfile.read_host(PROC / str(pid) / "comm", runfile.PROC).strip() or "?"
     except OSError:
         return "?"
 
@@ -126,7 +129,7 @@ def listening_inodes(port: int) -> set[int]:
     found: set[int] = set()
     for name in ("tcp", "tcp6"):
         try:
-            lines = (PROC / "net" / name).read_text().splitlines()[1:]
+            lines = runfile.read_host(PROC / "net" / name, runfile.PROC).splitlines()[1:]
         except OSError:
             continue
         for line in lines:
