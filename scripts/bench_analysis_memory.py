@@ -82,10 +82,12 @@ def main() -> int:
         proc = subprocess.run([sys.executable, "-m", "pdrepro", "analyze", str(run)], capture_output=True, text=True)
         took = time.monotonic() - started
         peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux
-        warned = [line for line in (proc.stdout + proc.stderr).splitlines() if "beyond" in line or "extra" in line]
         print(f"pdrepro analyze: exit {proc.returncode} in {took:.0f} s, peak RSS {peak_mib:.0f} MiB")
-        for line in warned[:3]:
-            print(f"  {line[:300]}")
+        summary = run / "summary.json"
+        issues = json.loads(summary.read_text()).get("issues", []) if summary.is_file() else []
+        extra = [i for i in issues if i.get("kind") == "extra_requests"]
+        print(f"  {len(extra)} length(s) warned about extra request-stats lines"
+              + (f", e.g.: {extra[0].get('message', '')[:400]}" if extra else ""))
         if proc.returncode != 0:
             print((proc.stdout + proc.stderr)[-2000:])
         return proc.returncode

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from ..parsers.reqstats import ReqStat, merge_scans, parse_log
+from ..parsers.reqstats import Keep, ReqStat, merge_scans, parse_log
 from ..rundir import RunDir
 from ..rundir.contract import WARNING, issue
 from ..rundir.issuekind import IssueKind
@@ -32,12 +32,13 @@ def _client_request(stat: ReqStat) -> bool:
     return not (stat.is_health_check or stat.is_server_warmup)
 
 
-def read_decode(run: RunDir, scenario: Scenario, issues: list[dict]) -> list[ReqStat]:
-    """The client's decode requests in every decode server's log of the run, merged (a request once);
-    a log whose server started again after its last request refuses the run (serverlogs)."""
+def read_decode(run: RunDir, scenario: Scenario, issues: list[dict], keep: Keep | None = None) -> list[ReqStat]:
+    """The client's decode requests in every decode server's log of the run, merged (a request once), with
+    ``keep`` the newest of each length (serverlogs.length_keep); a log whose server started again after its last
+    request refuses the run (serverlogs)."""
     scans = []
     for path in topology_logs(run, scenario, "decode", issues):
-        scan = parse_log(path)
+        scan = parse_log(path, keep)
         refuse_stale_start(scan, [s for s in scan.stats if _client_request(s)])
         scans.append(scan)
     return [s for s in merge_scans(scans).stats if _client_request(s) and s.kind in ("decode", "")]

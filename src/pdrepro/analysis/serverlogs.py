@@ -22,12 +22,52 @@ from pathlib import Path
 
 from ..core import runfile
 from ..core.errors import UserError
-from ..parsers.reqstats import LogScan, ReqStat
+from ..parsers.reqstats import Keep, LogScan, ReqStat
 from ..parsers.serverstart import START_MARKER
 from ..rundir import RunDir, server_log_index
 from ..rundir.contract import ERROR, WARNING, issue
 from ..rundir.issuekind import IssueKind
 from ..scenario.model import Scenario
+
+
+def length_tolerance(prompt_len: int) -> int:
+    """Tokens a logged input length may differ from the configured one (chat templates add a few)."""
+    return max(32, prompt_len * 3 // 100)
+
+
+def nearest_length(input_len: int | None, lengths: list[int]) -> int | None:
+    """The sweep length a request belongs to, or None (a line without input_len belongs to none)."""
+    if input_len is None:
+        return None
+    best = min(lengths, key=lambda L: abs(L - input_len))
+    return best if abs(best - input_len) <= length_tolerance(best) else None
+
+
+# How many request-stats lines of one length a scan holds: the figures are drawn from the last requests of
+# each length (as many as the bench completed, after the warm-up), so a log of the usual size is held whole and
+# judged as it always was, while one with a million extra lines of a length holds its newest few thousand and
+# counts the rest (a 500 MB log of request lines took 2.2 GB to analyse when every line was held).
+HELD_PER_REQUEST = 4
+HELD_SLACK = 1000
+
+
+def length_keep(scenario: Scenario, completed: dict[int, int], kind: str) -> Keep:
+    """What a scan of a ``kind`` server's log holds: per sweep length, the newest lines of the client's
+    requests of that length, up to a few times the requests judged; the rest grouped and bounded alike."""
+    lengths = list(scenario.sweep.prompt_lens)
+    warm, prompts = scenario.sweep.warmup_requests, scenario.sweep.num_prompts
+
+    def group(stat: ReqStat) -> int | str:
+        if stat.is_health_check or stat.is_server_warmup or stat.kind not in (kind, ""):
+            return "other"
+        L = nearest_length(stat.input_len, lengths)
+        return "stray" if L is None else L
+
+    def cap(key) -> int:
+        judged = max(completed.get(key, 0), prompts) if isinstance(key, int) else prompts
+        return HELD_PER_REQUEST * (warm + judged) + HELD_SLACK
+
+    return Keep(group, cap)
 
 
 def topology_logs(run: RunDir, scenario: Scenario, role: str, issues: list[dict]) -> list[Path]:

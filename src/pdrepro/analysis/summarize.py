@@ -36,24 +36,22 @@ from ..rundir.summarymodel import build as build_summary
 from ..scenario.model import Scenario
 from ..scenario.seams import engine_of, run_backend
 from .phases import decode_of, phase_figures, read_decode
-from .serverlogs import logs_label, refuse_outside_window, refuse_stale_start, sweep_windows, topology_logs
+from .serverlogs import (
+    length_keep,
+    length_tolerance,
+    logs_label,
+    nearest_length,
+    refuse_outside_window,
+    refuse_stale_start,
+    sweep_windows,
+    topology_logs,
+)
+
+__all__ = ["compute_summary", "length_tolerance", "nearest_length"]
 from .transport_evidence import transport_facts
 from .whatran import describe as describe_ran
 from .whatran import differences, what_ran
 from .witness import describe_allowance, outside_window, witness_row
-
-
-def length_tolerance(prompt_len: int) -> int:
-    """Tokens a logged input length may differ from the configured one (chat templates add a few)."""
-    return max(32, prompt_len * 3 // 100)
-
-
-def nearest_length(input_len: int | None, lengths: list[int]) -> int | None:
-    """The sweep length a request belongs to, or None (a line without input_len belongs to none)."""
-    if input_len is None:
-        return None
-    best = min(lengths, key=lambda L: abs(L - input_len))
-    return best if abs(best - input_len) <= length_tolerance(best) else None
 
 
 def _sweep_failures(run: RunDir) -> dict[int, str]:
@@ -110,7 +108,10 @@ def _scan_issues(scan: LogScan, issues: list[dict]) -> None:
                             "measurement: the log is damaged or edited, use the server's own log"))
 
 
-def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[int, list[ReqStat]]:
+def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict],
+                  completed: dict[int, int]) -> tuple[dict[int, list[ReqStat]], dict[int, int]]:
+    """Per sweep length the prefill requests the logs hold (the newest, when a log holds far more than the bench
+    sent: serverlogs.length_keep), and per length how many older ones were counted but not held."""
     paths = topology_logs(run, scenario, "prefill", issues)
     if run.prefill_log not in paths:
         path = run.prefill_log
@@ -118,8 +119,9 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
                             f"{path}: {why_absent(path)}; save the prefill server's log there (it must run with "
                             "--enable-request-time-stats-logging)"))
         if not paths:
-            return {}
-    scans = [parse_log(p) for p in paths]
+            return {}, {}
+    keep = length_keep(scenario, completed, "prefill")
+    scans = [parse_log(p, keep) for p in paths]
     for scan in scans:
         _scan_issues(scan, issues)
         refuse_stale_start(scan, [s for s in scan.stats if not (s.is_health_check or s.is_server_warmup)])
@@ -142,10 +144,11 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
         issues.append(issue(ERROR, IssueKind.NO_REQSTATS,
                             f"{label}: no ReqTimeStats line of a prefill request in {lines} lines; start the prefill "
                             "server with --enable-request-time-stats-logging and keep its whole log"))
-        return {}
+        return {}, {}
     lengths = list(scenario.sweep.prompt_lens)
     groups: dict[int, list[ReqStat]] = {L: [] for L in lengths}
-    stray = 0
+    dropped = {L: sum(int(scan.dropped.get(L, 0)) for scan in scans) for L in lengths}
+    stray = sum(int(scan.dropped.get("stray", 0)) for scan in scans)
     for stat in prefill:
         L = nearest_length(stat.input_len, lengths)
         if L is None:
@@ -156,21 +159,27 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict]) -> dict[i
         issues.append(issue(WARNING, IssueKind.UNMATCHED_REQUESTS,
                             f"{label}: {stray} prefill request(s) match no prompt length of the sweep "
                             "(other traffic on the server?); they were left out"))
-    return groups
+    return groups, {L: n for L, n in dropped.items() if n}
 
 
-def _transfer_samples(L: int, stats: list[ReqStat], bench: BenchResult | None, scenario: Scenario,
+def _transfer_samples(L: int, stats: list[ReqStat], dropped: int, bench: BenchResult | None, scenario: Scenario,
                       issues: list[dict], path: Path | str) -> list[ReqStat]:
+    """The requests of length ``L`` the figures are drawn from: the last the bench completed, after the warm-up.
+    ``stats`` are the newest the logs hold, ``dropped`` how many older ones were counted but not held (the
+    warm-up among them)."""
     warm = scenario.sweep.warmup_requests
-    kept = stats[warm:]
-    if bench is not None and 0 < len(kept) < bench.completed:
+    kept = stats if dropped else stats[warm:]
+    logged = max(0, len(stats) + dropped - warm)
+    if bench is not None and 0 < logged < bench.completed:
         issues.append(issue(WARNING, IssueKind.FEWER_LOGGED_REQUESTS,
-                            f"{path}: {len(kept)} requests of length {L} logged after the warm-up, the bench completed "
+                            f"{path}: {logged} requests of length {L} logged after the warm-up, the bench completed "
                             f"{bench.completed}; the figures cover only those (a server's log missing or cut short?)", L))
-    if bench is not None and len(kept) > bench.completed > 0:
+    if bench is not None and logged > bench.completed > 0:
+        unheld = f" ({dropped} of the older lines counted, not held)" if dropped else ""
         issues.append(issue(WARNING, IssueKind.EXTRA_REQUESTS,
-                            f"{path}: {len(kept)} requests of length {L} after the warm-up, the bench completed "
-                            f"{bench.completed}; used the last {bench.completed} (a repeated run?)", L))
+                            f"{path}: {logged} requests of length {L} after the warm-up, the bench completed "
+                            f"{bench.completed}; used the last {bench.completed}, the other {logged - bench.completed} "
+                            f"request-stats lines left out{unheld} (a repeated run, or another client's traffic?)", L))
         kept = kept[-bench.completed:]
     return kept
 
@@ -267,11 +276,12 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
     issues: list[dict] = []
     windows = sweep_windows(run)
     bench = _read_bench(run, scenario, issues)
-    groups = _read_prefill(run, scenario, issues)
+    completed = {L: result.completed for L, result in bench.items()}
+    groups, dropped = _read_prefill(run, scenario, issues, completed)
     if run.prefill_log.is_file() and not run.decode_log.is_file():
         issues.append(issue(WARNING, IssueKind.DECODE_LOG_MISSING,
                             f"{run.decode_log}: {why_absent(run.decode_log)}; keep the decode server's log there too"))
-    decode = read_decode(run, scenario, issues)
+    decode = read_decode(run, scenario, issues, length_keep(scenario, completed, "decode"))
     prefill_logs = logs_label(run, topology_logs(run, scenario, "prefill", []))
     rows = []
     for L in scenario.sweep.prompt_lens:
@@ -282,7 +292,7 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
             issues.append(issue(ERROR, IssueKind.MISSING_LENGTH,
                                 f"{prefill_logs}: no prefill request of length {L}; was the log cut short, or the "
                                 "server restarted? keep the whole log of the sweep", L))
-        samples = _transfer_samples(L, stats, bench.get(L), scenario, issues, prefill_logs)
+        samples = _transfer_samples(L, stats, dropped.get(L, 0), bench.get(L), scenario, issues, prefill_logs)
         row = _row(L, scenario, bench.get(L), samples, issues, prefill_logs)
         same = [s for s in decode if nearest_length(s.input_len, list(scenario.sweep.prompt_lens)) == L]
         row.update(phase_figures(L, samples, decode_of(samples, decode, same, scenario.sweep.warmup_requests), issues,
@@ -290,7 +300,7 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
         if groups:
             # Requests of the length the logs hold after the warm-up: fewer than the client completed
             # means the figures are not all of the run's requests (checks.requests_logged).
-            row["logged_requests"] = len(stats[scenario.sweep.warmup_requests:])
+            row["logged_requests"] = max(0, len(stats) + dropped.get(L, 0) - scenario.sweep.warmup_requests)
         for is_error, kind, message in witness_row(run, scenario, row):
             issues.append(issue(ERROR if is_error else WARNING, kind, message, L))
         refuse_outside_window(L, samples, windows, prefill_logs, run.sweep_state_file)

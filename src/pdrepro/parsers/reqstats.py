@@ -14,6 +14,8 @@ are binary (GiB/s, MiB), and ``transfer_total`` is rank 0's share only.
 from __future__ import annotations
 
 import re
+from collections import deque
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -149,6 +151,18 @@ class LogScan:
     invalid: tuple[tuple[int, str], ...] = ()
     # (line, line) of two server starts that ran at once: two servers writing one file.
     interleaved: tuple[int, int] | None = None
+    # Per group of a bounded scan (``Keep``): the readable lines of the group counted but not kept (the oldest).
+    dropped: Mapping[Hashable, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Keep:
+    """Which request-stats lines a scan holds: per group (``group`` of a line: a prompt length, say) the newest
+    ``cap(group)``, the older ones only counted. The analysis judges the last requests of each length (as many
+    as the bench completed), so a log of a million extra lines costs their count, not their memory."""
+
+    group: Callable[[ReqStat], Hashable]
+    cap: Callable[[Hashable], int]
 
 
 _NEGATIVE = re.compile(r"(?<![\w#])(#?[A-Za-z_]\w*)\s*[=(]\s*(-\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
@@ -170,7 +184,8 @@ class _Starts:
     name different ports."""
 
     def __init__(self):
-        self.events: list[tuple[str, int]] = []
+        # Only the latest four events are ever looked at: a log of a million requests holds none of them.
+        self.events: deque[tuple[str, int]] = deque(maxlen=4)
         self.ports: dict[str, int] = {}
         self.found: tuple[int, int] | None = None
 
@@ -187,18 +202,23 @@ class _Starts:
                     self.found = (first, number)
         elif _READY in line:
             self.events.append(("R", number))
-            if [e for e, _ in self.events[-4:]] == ["S", "S", "R", "R"]:
+            if [e for e, _ in self.events] == ["S", "S", "R", "R"]:
                 self.found = (self.events[-4][1], self.events[-3][1])
 
     def request(self) -> None:
         self.events.append(("Q", 0))
 
 
-def parse_log(path: Path) -> LogScan:
-    """All request-stats lines in a server log, in file order; other lines are skipped. A request
-    logged twice is kept twice here: ``merge_scans`` decides what repeats mean."""
+def parse_log(path: Path, keep: Keep | None = None) -> LogScan:
+    """All request-stats lines in a server log (with ``keep``: the newest of each of its groups, the rest
+    counted in ``dropped``), in file order; other lines are skipped. A request logged twice is kept twice
+    here: ``merge_scans`` decides what repeats mean."""
     path = Path(path)
-    stats, unreadable, invalid = [], [], []
+    stats: list[ReqStat] = []
+    unreadable: list[int] = []
+    invalid: list[tuple[int, str]] = []
+    groups: dict[Hashable, deque[ReqStat]] = {}
+    dropped: dict[Hashable, int] = {}
     count = 0
     starts = _Starts()
     for count, line in enumerate(runfile.lines(path), 1):
@@ -214,9 +234,20 @@ def parse_log(path: Path) -> LogScan:
         if negative:
             invalid.append((count, f"{negative.group(1)}={negative.group(2)}"))
             continue
-        stats.append(stat)
+        if keep is None:
+            stats.append(stat)
+            continue
+        key = keep.group(stat)
+        held = groups.get(key)
+        if held is None:
+            held = groups[key] = deque(maxlen=max(1, keep.cap(key)))
+        if len(held) == held.maxlen:
+            dropped[key] = dropped.get(key, 0) + 1
+        held.append(stat)
+    if keep is not None:
+        stats = sorted((stat for held in groups.values() for stat in held), key=lambda stat: stat.line_no)
     return LogScan(path=path, stats=tuple(stats), lines=count, unreadable=tuple(unreadable), invalid=tuple(invalid),
-                   interleaved=starts.found)
+                   interleaved=starts.found, dropped=dropped)
 
 
 @dataclass(frozen=True)
