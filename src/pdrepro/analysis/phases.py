@@ -20,7 +20,7 @@ from ..rundir import RunDir
 from ..rundir.contract import WARNING, issue
 from ..rundir.issuekind import IssueKind
 from ..scenario.model import Scenario
-from .serverlogs import refuse_stale_start, topology_logs
+from .serverlogs import refuse_stale_start, refuse_wrong_role, topology_logs
 
 SUFFIX = "_duration"
 # No phase of one request in a benchmark lasts a day: a longer figure (or one too large for a float) is a
@@ -39,6 +39,7 @@ def read_decode(run: RunDir, scenario: Scenario, issues: list[dict], keep: Keep 
     scans = []
     for path in topology_logs(run, scenario, "decode", issues):
         scan = parse_log(path, keep)
+        refuse_wrong_role(run, scenario, "decode", scan)
         refuse_stale_start(scan, [s for s in scan.stats if _client_request(s)])
         scans.append(scan)
     return [s for s in merge_scans(scans).stats if _client_request(s) and s.kind in ("decode", "")]

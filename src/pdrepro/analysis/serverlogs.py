@@ -23,7 +23,7 @@ from pathlib import Path
 from ..core import runfile
 from ..core.errors import UserError
 from ..parsers.reqstats import Keep, LogScan, ReqStat
-from ..parsers.serverstart import START_MARKER
+from ..parsers.serverstart import START_MARKER, start_mode
 from ..rundir import RunDir, server_log_index
 from ..rundir.contract import ERROR, WARNING, issue
 from ..rundir.issuekind import IssueKind
@@ -88,6 +88,39 @@ def topology_logs(run: RunDir, scenario: Scenario, role: str, issues: list[dict]
                             f"others' requests are not in the figures: copy every server's log ({role}.log, {role}-1.log, "
                             "...) with `pdrepro sweep --logs-from` the folder they share"))
     return own
+
+
+_PD_ROLES = ("prefill", "decode")
+
+
+def _latest_mode(path: Path) -> str | None:
+    mode = None
+    try:
+        for line in runfile.lines(path):
+            if START_MARKER in line:
+                mode = start_mode(line)
+    except (OSError, UserError):
+        return None
+    return mode
+
+
+def refuse_wrong_role(run: RunDir, scenario: Scenario, role: str, scan: LogScan) -> None:
+    """Refuses a ``role`` log whose server started as the other PD role (its latest start's
+    disaggregation_mode): prefill and decode logs given the wrong way round are named as swapped, exit 2, not
+    read as a run whose prefill logged no transfer."""
+    if role not in _PD_ROLES or scan.mode is None or scan.mode[1] not in _PD_ROLES or scan.mode[1] == role:
+        return
+    line, mode = scan.mode
+    other = "decode" if role == "prefill" else "prefill"
+    others = run.role_logs(other)[:scenario.topology.servers(other)]
+    swapped = [p for p in others if _latest_mode(p) == role]
+    said = f"{scan.path}: holds a {mode} server's start (disaggregation_mode='{mode}' at line {line}), not a {role} server's"
+    if swapped:
+        raise UserError(f"{said}, and {swapped[0]} holds a {role} server's: the prefill and decode logs are swapped; "
+                        f"give each log its own role's name (or swap the folders given as --logs-from and "
+                        f"--prefill-logs-from to `pdrepro sweep`) and analyse again")
+    raise UserError(f"{said}; put the {role} server's own log there (`pdrepro sweep --logs-from` its folder) and "
+                    "analyse again")
 
 
 def logs_label(run: RunDir, paths: list[Path]) -> str:

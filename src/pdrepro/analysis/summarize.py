@@ -43,6 +43,7 @@ from .serverlogs import (
     nearest_length,
     refuse_outside_window,
     refuse_stale_start,
+    refuse_wrong_role,
     sweep_windows,
     topology_logs,
 )
@@ -123,6 +124,7 @@ def _read_prefill(run: RunDir, scenario: Scenario, issues: list[dict],
     keep = length_keep(scenario, completed, "prefill")
     scans = [parse_log(p, keep) for p in paths]
     for scan in scans:
+        refuse_wrong_role(run, scenario, "prefill", scan)
         _scan_issues(scan, issues)
         refuse_stale_start(scan, [s for s in scan.stats if not (s.is_health_check or s.is_server_warmup)])
     merged = merge_scans(scans)

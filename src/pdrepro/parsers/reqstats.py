@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..core import runfile
 from ..core.units import GiB, MiB
+from .serverstart import START_MARKER, start_mode
 
 # Linear time on any line (a 40 KB line once took 37 s): a key may start only where no word character or
 # '#' precedes it, so finditer does not rescan every suffix of a long word; the head's keys are read by
@@ -153,6 +154,8 @@ class LogScan:
     interleaved: tuple[int, int] | None = None
     # Per group of a bounded scan (``Keep``): the readable lines of the group counted but not kept (the oldest).
     dropped: Mapping[Hashable, int] = field(default_factory=dict)
+    # (line, disaggregation mode) of the server's latest start in the log, when it names one.
+    mode: tuple[int, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -219,11 +222,15 @@ def parse_log(path: Path, keep: Keep | None = None) -> LogScan:
     invalid: list[tuple[int, str]] = []
     groups: dict[Hashable, deque[ReqStat]] = {}
     dropped: dict[Hashable, int] = {}
+    mode: tuple[int, str] | None = None
     count = 0
     starts = _Starts()
     for count, line in enumerate(runfile.lines(path), 1):
         if "Time Stats(" not in line and "ReqTimeStats(" not in line:
             starts.line(line, count)
+            if START_MARKER in line:
+                named = start_mode(line)
+                mode = (count, named) if named else None
             continue
         starts.request()
         stat = parse_line(line.rstrip("\r\n"), count)
@@ -247,7 +254,7 @@ def parse_log(path: Path, keep: Keep | None = None) -> LogScan:
     if keep is not None:
         stats = sorted((stat for held in groups.values() for stat in held), key=lambda stat: stat.line_no)
     return LogScan(path=path, stats=tuple(stats), lines=count, unreadable=tuple(unreadable), invalid=tuple(invalid),
-                   interleaved=starts.found, dropped=dropped)
+                   interleaved=starts.found, dropped=dropped, mode=mode)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,17 @@ the analysis reads the engine's transport from it."""
 
 from __future__ import annotations
 
+import re
+
 START_MARKER = "server_args=ServerArgs("
+# The role a start gives the server: prefill, decode, or 'null' for a regular server.
+_MODE = re.compile(r"[(,]\s*disaggregation_mode=['\"]?(\w+)")
+
+
+def start_mode(line: str) -> str | None:
+    """The disaggregation mode a start-up line (one holding START_MARKER) gives its server, or None."""
+    found = _MODE.search(line)
+    return found.group(1) if found else None
 
 
 def current_start(text: str) -> str:
