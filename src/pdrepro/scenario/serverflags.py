@@ -179,7 +179,7 @@ def check_words(words: tuple[str, ...] | list[str], source: str, engine_name: st
             if m.dest == CONFIG_DEST:
                 raise UserError(f"{source}: {m.flag} reads flags from a file, where the plan's own flags could hide; "
                                 "give the flags themselves")
-            raise UserError(f"{source}: {_said(m, found)} is a flag the launch plan sets itself; {fix}")
+            raise UserError(f"{source}: {_said(m, found)} is a server flag the launch plan sets itself; {fix}")
     return meanings
 
 
