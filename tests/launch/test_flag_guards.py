@@ -10,9 +10,18 @@ import json
 
 import pytest
 import yaml
-from stackhelp import SCENARIO, one_line, pdrepro, site, stack, up  # noqa: F401  (site: a fixture)
+from stackhelp import SCENARIO, make_site, one_line, pdrepro, stack, up
 
 from pdrepro.launch.stack import record
+
+
+@pytest.fixture
+def box(tmp_path):
+    """The shipped one-box scenario on free ports; whatever a test started is taken down after it."""
+    made = make_site(tmp_path)
+    yield made
+    if record.path(made["run"]).is_file():
+        stack("down", str(made["run"]), "--grace", "1")
 
 
 def _model(tmp) -> list[str]:
@@ -83,10 +92,10 @@ def test_ab_refuses_an_owned_flag_by_alias_before_any_arm(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_stack_up_refuses_an_abbreviated_owned_flag_and_starts_nothing(site):
-    done = up(site, "--server-arg=--disaggregation-mod decode")
+def test_stack_up_refuses_an_abbreviated_owned_flag_and_starts_nothing(box):
+    done = up(box, "--server-arg=--disaggregation-mod decode")
     _refused(done, "--server-arg", "--disaggregation-mod", "expands to --disaggregation-mode")
-    assert not record.path(site["run"]).exists()
+    assert not record.path(box["run"]).exists()
 
 
 def test_a_scenario_setting_an_owned_flag_by_alias_is_refused_where_it_is_loaded(tmp_path):
@@ -100,20 +109,17 @@ def test_a_scenario_setting_an_owned_flag_by_alias_is_refused_where_it_is_loaded
     assert not (tmp_path / "out").exists()
 
 
-def test_a_command_line_server_arg_overrides_the_scenario_and_the_record_says_so(site):
-    path = site["tmp"] / "onebox-test.yaml"
+def test_a_command_line_server_arg_overrides_the_scenario_and_the_record_says_so(box):
+    path = box["tmp"] / "onebox-test.yaml"
     scenario = yaml.safe_load(path.read_text())
     scenario["launch"]["extra_server_args"] = ["--page-size", "1"]
     path.write_text(yaml.safe_dump(scenario, sort_keys=False))
-    done = up(site, "--server-arg=--page 16")
-    try:
-        assert done.returncode == 0, done.stderr
-        held = json.loads(record.path(site["run"]).read_text())
-        assert held["server_arg_overrides"] == ["--page-size: the scenario's 1, --server-arg's 16"]
-        assert "overrides the scenario's flag --page-size" in done.stdout + done.stderr
-        prefill = next(p for p in held["processes"] if p["name"].startswith("prefill"))
-        argv = prefill["argv"]
-        # The command line's spelling comes last, so the server's parser takes its value.
-        assert argv.index("--page") > argv.index("--page-size")
-    finally:
-        stack("down", str(site["run"]), "--grace", "1")
+    done = up(box, "--server-arg=--page 16")
+    assert done.returncode == 0, done.stderr
+    held = json.loads(record.path(box["run"]).read_text())
+    assert held["server_arg_overrides"] == ["--page-size: the scenario's 1, --server-arg's 16"]
+    assert "overrides the scenario's flag --page-size" in done.stdout + done.stderr
+    prefill = next(p for p in held["processes"] if p["name"].startswith("prefill"))
+    argv = prefill["argv"]
+    # The command line's spelling comes last, so the server's parser takes its value.
+    assert argv.index("--page") > argv.index("--page-size")

@@ -10,6 +10,7 @@ import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import urlsplit
 
 from .. import backends, engines
@@ -226,7 +227,7 @@ _PLACEHOLDER_OUT = "/nonexistent/pdrepro-stack-args"
 class _Refusing(argparse.ArgumentParser):
     """`stack up`'s parser, whose complaints become one line naming --stack-args."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UserError(f"--stack-args: {message}; give flags `pdrepro stack up` takes")
 
 
