@@ -92,6 +92,13 @@ def test_ab_refuses_an_owned_flag_by_alias_before_any_arm(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_compare_refuses_an_abbreviated_owned_flag_before_any_configuration(tmp_path):
+    done = pdrepro("compare", "--scenario", "a10-qwen25-7b-onebox-rate1", "--server-arg=--tp 2", *_model(tmp_path),
+                   "--out", str(tmp_path / "run"))
+    _refused(done, "--server-arg '--tp 2'", "expands to --tp-size", "sets itself")
+    assert not (tmp_path / "run").exists()
+
+
 def test_stack_up_refuses_an_abbreviated_owned_flag_and_starts_nothing(box):
     done = up(box, "--server-arg=--disaggregation-mod decode")
     _refused(done, "--server-arg", "--disaggregation-mod", "expands to --disaggregation-mode")
