@@ -145,7 +145,8 @@ def run(args) -> int:
     scenario = load_scenario(args.scenario)
     # Every route's server flags checked by meaning before any arm starts (an arm's `stack up` would refuse
     # them only when its turn comes).
-    stack_words.check_words(stack_words.read_words(args.server_arg, split_words(args.stack_args, "--stack-args")),
+    stack_words.check_words(stack_words.read_words(args.server_arg, split_words(args.stack_args, "--stack-args"),
+                                                   args.render),
                             scenario.launch.engine if scenario.launch else "sglang")
     picked = _backends(args, scenario)
     env = _arm_env(args, scenario, picked)

@@ -24,6 +24,7 @@ from ..scenario import serverflags
 from ..scenario.model import load_scenario
 from ..tune.grid import Route
 from .render import add_site_options, onebox_plan, server_arg_words, transfer_backend
+from .render import register as register_render
 
 log = logging.getLogger(__name__)
 
@@ -225,10 +226,10 @@ _PLACEHOLDER_OUT = "/nonexistent/pdrepro-stack-args"
 
 
 class _Refusing(argparse.ArgumentParser):
-    """`stack up`'s parser, whose complaints become one line naming --stack-args."""
+    """`stack up`'s (or `render`'s) parser, whose complaints become one line naming --stack-args."""
 
     def error(self, message: str) -> NoReturn:
-        raise UserError(f"--stack-args: {message}; give flags `pdrepro stack up` takes")
+        raise UserError(f"--stack-args: {message}; give flags `pdrepro {' '.join(self.prog.split()[1:])}` takes")
 
 
 @dataclass(frozen=True)
@@ -238,18 +239,23 @@ class StackWords:
     backend_source: str | None
 
 
-def _stack_up(words: tuple[str, ...]) -> argparse.Namespace:
+def _parsed(words: tuple[str, ...], render_target: str | None) -> argparse.Namespace:
+    """``words`` as the command they are handed to reads them: `stack up` on one box, `render` for a cluster."""
     parser = _Refusing(prog="pdrepro", add_help=False)
-    register(parser.add_subparsers(dest="command"))
-    return parser.parse_args(["stack", "up", "--out", _PLACEHOLDER_OUT, *words])
+    verbs = parser.add_subparsers(dest="command")
+    if render_target is None:
+        register(verbs)
+        return parser.parse_args(["stack", "up", "--out", _PLACEHOLDER_OUT, *words])
+    register_render(verbs)
+    return parser.parse_args(["render", "--target", render_target, *words])
 
 
-def read_words(server_args: list[str], stack_words: tuple[str, ...]) -> StackWords:
+def read_words(server_args: list[str], stack_words: tuple[str, ...], render_target: str | None = None) -> StackWords:
     """The routes server flags take besides the scenario, and the backend the stack really runs."""
     routes: list[Route] = []
     for value in server_args:
         routes.append(Route(f"--server-arg {value!r}", server_arg_words([value])))
-    given = _stack_up(stack_words)
+    given = _parsed(stack_words, render_target)
     for value in given.server_arg:
         routes.append(Route(f"--stack-args' --server-arg {value!r}", server_arg_words([value])))
     backend = transfer_backend(given)

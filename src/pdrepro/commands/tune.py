@@ -100,7 +100,7 @@ def _plan(args, scenario: Scenario) -> tuple[TunePlan, dict[str, Scenario]]:
                         f"at least {MIN_REPEATS} runs of the baseline)")
     knobs = [grid.parse(text) for text in args.grid]
     # The server flags of every route and the backend the stack will run, as `stack up` will read them.
-    words = stack_words.read_words(args.server_arg, split_words(args.stack_args, "--stack-args"))
+    words = stack_words.read_words(args.server_arg, split_words(args.stack_args, "--stack-args"), args.render)
     grid.check(knobs, scenario, words.routes, words.backend, words.backend_source)
     stack_words.check_words(words, scenario.launch.engine if scenario.launch else "sglang")
     points = grid.settings(knobs, scenario, args.one_at_a_time)
