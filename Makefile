@@ -67,11 +67,13 @@ docs: setup ## Regenerate docs/reference (commands, scenario file, summary.json)
 
 # The knob lists (src/pdrepro/knobdata) from source trees given by path: an SGLang checkout or its release
 # wheel unpacked (SGLANG_REF names which), a Mooncake checkout at the pin. Reads them; writes only the lists.
+# SGLANG_PIN_SRC (optional): a checkout at SGLANG_COMMIT, whose server flags count beside the release's.
 SGLANG_REF ?= v$(SGLANG_NEAREST_RELEASE)
 MOONCAKE_REF ?= $(MOONCAKE_COMMIT)
 knobs: ## Regenerate the knob lists from source: make knobs SGLANG_SRC=<checkout> MOONCAKE_SRC=<checkout>
 	@test -n "$(SGLANG_SRC)" -a -n "$(MOONCAKE_SRC)" || { echo "make knobs: give SGLANG_SRC=<sglang tree> MOONCAKE_SRC=<Mooncake tree>" >&2; exit 2; }
 	python3 scripts/knobgen.py --sglang-src "$(SGLANG_SRC)" --sglang-ref "$(SGLANG_REF)" \
-		--mooncake-src "$(MOONCAKE_SRC)" --mooncake-ref "$(MOONCAKE_REF)" --out src/pdrepro/knobdata
+		--mooncake-src "$(MOONCAKE_SRC)" --mooncake-ref "$(MOONCAKE_REF)" --out src/pdrepro/knobdata \
+		$(if $(SGLANG_PIN_SRC),--sglang-flags-src "$(SGLANG_COMMIT)=$(SGLANG_PIN_SRC)")
 
 .PHONY: help setup test adversarial-deep signals-soak bench-analysis-memory schemas docs knobs

@@ -11,6 +11,11 @@ binding SGLang loads; not the store, the expert-parallel or collective libraries
 variable counts as RDMA-only when the configuration field it sets is used only by files of an RDMA transport
 (or, with no field, when it is read only there): traced through the source, the evidence recorded.
 
+SGLang's server flags: every option string (the flag and its aliases) its server parser declares, by the
+field it sets, read from the ServerArgs dataclass's CLI annotations and the add_cli_args function, and whether
+that parser takes prefix abbreviations; from each tree given (the pin's source and the release that runs), so
+the guards refuse a flag the launch plan owns under any spelling one of them accepts.
+
 Standard library only, so it runs before the bundle is installed. Reads; writes only the --out folder.
 """
 
@@ -143,6 +148,82 @@ def sglang(root: Path, repo: str, ref: str) -> dict:
             "knobs": knobs}
 
 
+# --- SGLang's server flags -------------------------------------------------------------------------------
+
+def _const(node: ast.AST | None) -> object:
+    try:
+        return ast.literal_eval(node) if node is not None else None
+    except ValueError:
+        return None
+
+
+def _cli_meta(annotation: ast.AST) -> dict | None:
+    """The CLI metadata of one ``A[T, "help"]`` / ``A[T, Arg(...)]`` field annotation; None: no CLI surface."""
+    if not (isinstance(annotation, ast.Subscript) and ast.unparse(annotation.value).split(".")[-1] in ("A", "Annotated")
+            and isinstance(annotation.slice, ast.Tuple)):
+        return None
+    for extra in annotation.slice.elts[1:]:
+        if isinstance(extra, ast.Constant) and isinstance(extra.value, str):
+            return {}
+        if isinstance(extra, ast.Call) and ast.unparse(extra.func).split(".")[-1] == "Arg":
+            return {k.arg: _const(k.value) for k in extra.keywords if k.arg in ("cli_name", "aliases", "no_cli")}
+    return None
+
+
+def _add_argument_calls(func: ast.AST) -> list[tuple[list[str], str | None]]:
+    """(option strings, dest keyword) of each ``<parser>.add_argument(...)`` call inside ``func``."""
+    calls = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+            options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            dest = next((_const(k.value) for k in node.keywords if k.arg == "dest"), None)
+            if options and all(o.startswith("-") for o in options):
+                calls.append((options, dest if isinstance(dest, str) else None))
+    return calls
+
+
+def _argparse_dest(options: list[str]) -> str:
+    """argparse's default dest: the first long option (else the first), dashes stripped, '-' -> '_'."""
+    first = next((o for o in options if o.startswith("--")), options[0])
+    return first.lstrip("-").replace("-", "_")
+
+
+def sglang_flags(root: Path, repo: str, ref: str) -> dict:
+    """Every option string the server's parser takes, grouped by the field (dest) each sets."""
+    srt = _sglang_srt(root)
+    path = srt / "server_args.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServerArgs"), None)
+    if cls is None:
+        raise SystemExit(f"knobgen: {path} defines no class ServerArgs")
+    flags: dict[str, list[str]] = {}
+    for node in cls.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            meta = _cli_meta(node.annotation)
+            if meta is None or meta.get("no_cli") is True:
+                continue
+            name = node.target.id
+            flags.setdefault(name, []).extend(
+                [meta.get("cli_name") or "--" + name.replace("_", "-"), *(meta.get("aliases") or [])])
+    adder = next((n for n in ast.walk(cls) if isinstance(n, ast.FunctionDef) and n.name == "add_cli_args"), None)
+    if adder is None:
+        raise SystemExit(f"knobgen: {path}: ServerArgs has no add_cli_args")
+    for options, dest in _add_argument_calls(adder):
+        flags.setdefault(dest or _argparse_dest(options), []).extend(options)
+    # The parser the server builds (prepare_server_args): argparse takes abbreviations unless told otherwise,
+    # and adds -h/--help unless told otherwise.
+    made = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("ArgumentParser")]
+    if not made:
+        raise SystemExit(f"knobgen: {path} builds no ArgumentParser")
+    keywords = {k.arg: _const(k.value) for k in made[0].keywords}
+    if keywords.get("add_help", True) is not False:
+        flags.setdefault("help", []).extend(["-h", "--help"])
+    return {"repo": repo, "ref": ref, "tree": _tree_kind(srt.parent.parent),
+            "file": "python/" + path.relative_to(srt.parent.parent).as_posix(),
+            "allow_abbrev": keywords.get("allow_abbrev", True) is not False,
+            "flags": [{"dest": dest, "options": sorted(dict.fromkeys(opts))} for dest, opts in sorted(flags.items())]}
+
+
 # --- Mooncake -------------------------------------------------------------------------------------------
 
 def _mooncake_files(root: Path) -> list[Path]:
@@ -228,14 +309,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sglang-ref", required=True, help="the tag or commit the SGLang tree is (named in the data)")
     ap.add_argument("--mooncake-src", type=Path, required=True)
     ap.add_argument("--mooncake-ref", required=True, help="the commit the Mooncake tree is (named in the data)")
+    ap.add_argument("--sglang-flags-src", action="append", default=[], metavar="REF=PATH",
+                    help="another SGLang tree whose server flags count too (the pin's source beside the release)")
     ap.add_argument("--out", type=Path, required=True, help="the folder of the lists (src/pdrepro/knobdata)")
     args = ap.parse_args(argv)
+    trees = [(args.sglang_ref, args.sglang_src)]
+    for given in args.sglang_flags_src:
+        ref, eq, where = given.partition("=")
+        if not (eq and ref and where):
+            raise SystemExit(f"knobgen: --sglang-flags-src {given!r}: give REF=PATH")
+        trees.append((ref, Path(where)))
     args.out.mkdir(parents=True, exist_ok=True)
     sg = sglang(args.sglang_src, "sgl-project/sglang", args.sglang_ref)
     mc = mooncake(args.mooncake_src, "kvcache-ai/Mooncake", args.mooncake_ref)
     write(sg, args.out / "sglang.json")
     write(mc, args.out / "mooncake.json")
-    print(f"knobgen: {len(sg['knobs'])} SGLang and {len(mc['knobs'])} Mooncake knobs written to {args.out}")
+    flags = {"reader": "sglang", "trees": [sglang_flags(where, "sgl-project/sglang", ref) for ref, where in trees]}
+    write(flags, args.out / "sglang-flags.json")
+    print(f"knobgen: {len(sg['knobs'])} SGLang and {len(mc['knobs'])} Mooncake knobs written to {args.out}; "
+          + ", ".join(f"{len(t['flags'])} server flags of SGLang {t['ref']}" for t in flags["trees"]))
     return 0
 
 

@@ -33,6 +33,21 @@ FIXTURE_SGLANG = {
     "srt/disaggregation/encode_server.py": "from x import envs\nt = envs.SGLANG_FIXTURE_ENCODER_ONLY.get()\n",
     "srt/disaggregation/ascend/conn.py": "import os\np = os.getenv('SGLANG_FIXTURE_ASCEND_ONLY')\n",
     "srt/disaggregation/broken.py": "def (:\n",  # a file that does not parse is skipped, not fatal
+    # The server's flags: fields with CLI metadata (a bare help string, an Arg with aliases or another name,
+    # one without a CLI), flags added by hand in add_cli_args (one with its own dest), and the parser it builds.
+    "srt/server_args.py": (
+        "import argparse\nimport dataclasses\nfrom x import A, Arg\n\n"
+        "@dataclasses.dataclass\nclass ServerArgs:\n"
+        "    fixture_path: A[str, Arg(help='h', aliases=['--fixture'])]\n"
+        "    fixture_size: A[int, 'help']\n"
+        "    fixture_named: A[int, Arg(cli_name='--fixture-other-name')] = 1\n"
+        "    fixture_hidden: A[int, Arg(no_cli=True)] = 0\n"
+        "    fixture_plain: int = 0\n\n"
+        "    @staticmethod\n    def add_cli_args(parser):\n"
+        "        parser.add_argument('--fixture-by-hand', type=str)\n"
+        "        parser.add_argument('--fixture-old', dest='fixture_size', action='store_true')\n\n"
+        "def prepare_server_args(argv):\n"
+        "    parser = argparse.ArgumentParser(prog='fixture')\n    ServerArgs.add_cli_args(parser)\n"),
 }
 
 FIXTURE_MOONCAKE = {
@@ -97,6 +112,37 @@ def test_sglang_list_from_the_settings_module_and_the_transfer_path(layout, tmp_
     assert got["SGLANG_DISAGGREGATION_FIXTURE_UNUSED"]["file"] == "python/sglang/srt/environ.py"
     assert got["SGLANG_DISAGG_FIXTURE_COMPUTED"]["default"] is None  # computed at run time: no default stated
     assert not any(k["rdma_only"] for k in data["knobs"])
+
+
+def test_server_flags_with_every_alias_from_each_tree(tmp_path):
+    data = _generate(tmp_path)["sglang-flags"]
+    (tree,) = data["trees"]
+    assert (tree["ref"], tree["file"], tree["allow_abbrev"]) == ("v0.0.1", "python/sglang/srt/server_args.py", True)
+    assert {f["dest"]: f["options"] for f in tree["flags"]} == {
+        "fixture_path": ["--fixture", "--fixture-path"], "fixture_size": ["--fixture-old", "--fixture-size"],
+        "fixture_named": ["--fixture-other-name"], "fixture_by_hand": ["--fixture-by-hand"],
+        "help": ["--help", "-h"]}
+    # The pin's tree beside the release's, each named; a parser built without abbreviations says so.
+    pin = _tree(tmp_path / "pin", {f"python/sglang/{k}": v.replace("prog='fixture'", "prog='f', allow_abbrev=False")
+                                   for k, v in FIXTURE_SGLANG.items()})
+    out = tmp_path / "two"
+    done = subprocess.run([sys.executable, str(KNOBGEN), "--sglang-src", str(tmp_path / "fixture-sglang"),
+                           "--sglang-ref", "v0.0.1", "--sglang-flags-src", f"{'a' * 40}={pin}",
+                           "--mooncake-src", str(tmp_path / "fixture-mooncake"), "--mooncake-ref", "f" * 40,
+                           "--out", str(out)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    trees = json.loads((out / "sglang-flags.json").read_text())["trees"]
+    assert [(t["ref"], t["allow_abbrev"]) for t in trees] == [("v0.0.1", True), ("a" * 40, False)]
+
+
+def test_the_shipped_flag_list_holds_the_aliases_of_the_flags_the_plan_owns():
+    # The generated list (not a fixture): the spellings issue 33 found reaching the servers are in it.
+    data = json.loads((REPO / "src/pdrepro/knobdata/sglang-flags.json").read_text())
+    assert data["trees"] and all(t["allow_abbrev"] for t in data["trees"])
+    options = {o: f["dest"] for f in data["trees"][0]["flags"] for o in f["options"]}
+    assert options["--tensor-parallel-size"] == options["--tp-size"] == "tp_size"
+    assert options["--model"] == options["--model-path"] == "model_path"
+    assert options["--disaggregation-mode"] == "disaggregation_mode"
 
 
 def test_mooncake_list_and_its_rdma_judgement(tmp_path):

@@ -30,6 +30,7 @@ from ..rundir.contract import dumps_json, write_atomic
 from ..scenario.armvariant import for_backend
 from ..scenario.model import Scenario, load_scenario
 from . import run_command
+from . import stack as stack_words
 
 HELP = "A/B of transfer backends: the same stack and sweep once per backend, one after the other, side by side"
 DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
@@ -142,6 +143,11 @@ def run(args) -> int:
     if args.out is None:
         raise UserError("give the A/B's run folder: --out RUN")
     scenario = load_scenario(args.scenario)
+    # Every route's server flags checked by meaning before any arm starts (an arm's `stack up` would refuse
+    # them only when its turn comes).
+    stack_words.check_words(stack_words.read_words(args.server_arg, split_words(args.stack_args, "--stack-args"),
+                                                   args.render),
+                            scenario.launch.engine if scenario.launch else "sglang")
     picked = _backends(args, scenario)
     env = _arm_env(args, scenario, picked)
     # Each arm runs its own scenario: the backend set, its variables only (scenario.armvariant).

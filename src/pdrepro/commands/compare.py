@@ -33,6 +33,7 @@ from ..scenario.model import ComparisonScenario, load_scenario
 from ..sweep.config import is_disaggregated
 from ..sweep.state import result_problem
 from . import run_command
+from . import stack as stack_words
 from .render import add_site_options, transfer_backend
 
 HELP = "run a comparison scenario's two configurations on this box, one after the other, and judge them"
@@ -226,6 +227,10 @@ def _stop_leftovers(out: Path, configurations: list[str]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     scenarios = _load(args.scenario)
+    # The --server-arg flags by meaning, before any configuration's stack starts.
+    first_launch = scenarios[0].launch
+    stack_words.check_words(stack_words.read_words(args.server_arg, ()),
+                            first_launch.engine if first_launch else "sglang")
     if not args.model or not args.dataset:
         raise UserError("pass --model DIR and --dataset FILE: the servers load the model, the bench client reads its "
                         "tokenizer and draws its prompts from the dataset (`pdrepro offline-model` makes both)")

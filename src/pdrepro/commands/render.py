@@ -140,7 +140,7 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _server_args(values: list[str]) -> tuple[str, ...]:
+def server_arg_words(values: list[str]) -> tuple[str, ...]:
     words: list[str] = []
     for value in values:
         try:
@@ -207,7 +207,7 @@ def build_site(args, scenario, prefill_hosts: tuple[str, ...], decode_hosts: tup
     return launch.Site(
         prefill_hosts=prefill_hosts, decode_hosts=decode_hosts, model_path=model_path, dataset_path=dataset,
         ib_devices_file=ib_devices, gpus=gpus, image=siteinput.gpu_image(), log_dir=args.log_dir, memlock=args.memlock,
-        mem_fraction=args.mem_fraction, extra_server_args=_server_args(args.server_arg),
+        mem_fraction=args.mem_fraction, extra_server_args=server_arg_words(args.server_arg),
         transfer_backend=transfer_backend(args),
     )
 

@@ -8,7 +8,9 @@ import logging
 import math
 import sys
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import urlsplit
 
 from .. import backends, engines
@@ -18,8 +20,11 @@ from ..launch.stack import interrupt, lock, ownership, procs, proof, ready, reco
 from ..launch.stack import up as launcher
 from ..launch.stack.packages import probe
 from ..rundir import RunDir
+from ..scenario import serverflags
 from ..scenario.model import load_scenario
-from .render import add_site_options, onebox_plan
+from ..tune.grid import Route
+from .render import add_site_options, onebox_plan, server_arg_words, transfer_backend
+from .render import register as register_render
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +143,8 @@ def _up_locked(args, run: RunDir, lp, plan_steps: list[launcher.Step], scenario:
     installed = probe(sys.executable, launcher.child_env(plan_steps[0], base)[0], engines.engine(lp.engine),
                       backends.backend(lp.backend))
     print(f"stack up: {installed.line()} ({sys.executable})", flush=True)
+    for line in lp.server_arg_overrides:
+        print(f"stack up: --server-arg overrides the scenario's flag {line}", flush=True)
     router = plan_steps[-1]
     host = urlsplit(router.health_url).hostname or "127.0.0.1"
     launcher.check_free(plan_steps, host)
@@ -208,3 +215,56 @@ def run_status(args) -> int:
               + ", ".join(f"{f.name} (pid {f.pid})" for f in forked))
     _refuse([f.line() for f in survey.refused], args.run)
     return 0 if all_up else 1
+
+
+# ---- what composite commands hand `stack up` -------------------------------------------------------
+# A composite command (tune, ab) reads its server flags and `--stack-args` before anything starts: --stack-args
+# through this parser (an abbreviation or a repeated option means here what it will mean in the arm), the
+# server flags of every route checked by meaning (scenario.serverflags).
+
+_PLACEHOLDER_OUT = "/nonexistent/pdrepro-stack-args"
+
+
+class _Refusing(argparse.ArgumentParser):
+    """`stack up`'s (or `render`'s) parser, whose complaints become one line naming --stack-args."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UserError(f"--stack-args: {message}; give flags `pdrepro {' '.join(self.prog.split()[1:])}` takes")
+
+
+@dataclass(frozen=True)
+class StackWords:
+    routes: tuple[Route, ...]      # the server flags of --server-arg and of --stack-args, each with its place
+    backend: str | None            # the transfer backend --stack-args picks (None: the scenario's)
+    backend_source: str | None
+
+
+def _parsed(words: tuple[str, ...], render_target: str | None) -> argparse.Namespace:
+    """``words`` as the command they are handed to reads them: `stack up` on one box, `render` for a cluster."""
+    parser = _Refusing(prog="pdrepro", add_help=False)
+    verbs = parser.add_subparsers(dest="command")
+    if render_target is None:
+        register(verbs)
+        return parser.parse_args(["stack", "up", "--out", _PLACEHOLDER_OUT, *words])
+    register_render(verbs)
+    return parser.parse_args(["render", "--target", render_target, *words])
+
+
+def read_words(server_args: list[str], stack_words: tuple[str, ...], render_target: str | None = None) -> StackWords:
+    """The routes server flags take besides the scenario, and the backend the stack really runs."""
+    routes: list[Route] = []
+    for value in server_args:
+        routes.append(Route(f"--server-arg {value!r}", server_arg_words([value])))
+    given = _parsed(stack_words, render_target)
+    for value in given.server_arg:
+        routes.append(Route(f"--stack-args' --server-arg {value!r}", server_arg_words([value])))
+    backend = transfer_backend(given)
+    return StackWords(tuple(routes), backend, "--stack-args' --transfer-backend" if backend else None)
+
+
+def check_words(found: StackWords, engine: str) -> None:
+    """Each route's flags ones the server takes and the launch plan does not set itself (one line, exit 2)."""
+    owned = serverflags.plan_owned(engine)
+    for route in found.routes:
+        serverflags.check_words(route.words, route.place, engine, owned,
+                                "drop it: the scenario and the site options set it")

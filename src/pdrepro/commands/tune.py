@@ -31,6 +31,7 @@ from ..tune import slurm as slurm_render
 from ..tune.collect import check_outputs, collect
 from ..tune.judge import engine_alone
 from . import run_command
+from . import stack as stack_words
 from .ab import RENDER_ONLY, SITE
 
 HELP = "try tuning knobs: the sweep once per setting of a grid, ranked against the scenario's own setting run 3 times"
@@ -92,20 +93,16 @@ def _site(args, onebox: bool, paths: bool = True) -> list[str]:
     return words + [f"--server-arg={v}" for v in args.server_arg]
 
 
-def _site_server_words(args) -> tuple[str, ...]:
-    words: list[str] = []
-    for value in args.server_arg:
-        words += split_words(value, "--server-arg")
-    return tuple(words)
-
-
 def _plan(args, scenario: Scenario) -> tuple[TunePlan, dict[str, Scenario]]:
     """The plan (settings, their run folders) and each setting's scenario, by setting name."""
     if args.baseline_repeats < MIN_REPEATS or args.baseline_repeats > 20:
         raise UserError(f"--baseline-repeats {args.baseline_repeats}: give {MIN_REPEATS} to 20 (the spread needs "
                         f"at least {MIN_REPEATS} runs of the baseline)")
     knobs = [grid.parse(text) for text in args.grid]
-    grid.check(knobs, scenario, _site_server_words(args))
+    # The server flags of every route and the backend the stack will run, as `stack up` will read them.
+    words = stack_words.read_words(args.server_arg, split_words(args.stack_args, "--stack-args"), args.render)
+    grid.check(knobs, scenario, words.routes, words.backend, words.backend_source)
+    stack_words.check_words(words, scenario.launch.engine if scenario.launch else "sglang")
     points = grid.settings(knobs, scenario, args.one_at_a_time)
     variants = {grid.BASELINE: scenario, **{s.name: grid.variant(scenario, s, knobs) for s in points}}
     mode: Literal["full grid", "one at a time"] = "one at a time" if args.one_at_a_time else "full grid"

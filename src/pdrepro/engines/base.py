@@ -38,6 +38,9 @@ class ServingEngine(SeamPart, Protocol):
     def host_ip_env(self) -> str: ...
     @property
     def mem_fraction_flag(self) -> str: ...
+    # Its server's option strings by field (pdrepro/knobdata/, `make knobs`); None: no guard by meaning.
+    @property
+    def flag_file(self) -> str | None: ...
     # What-ran rows: the versions.env keys of its nearest release and its router's version; the router's
     # distribution.
     @property

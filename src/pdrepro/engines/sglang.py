@@ -32,6 +32,9 @@ class SGLang:
     env_prefixes: tuple[str, ...] = ("SGLANG_",)
     # The variables its disaggregation transfer path reads, generated from the pinned release (make knobs).
     knob_file: str | None = "sglang.json"
+    # Its server's option strings (every alias) by field, generated from its argument definitions (make knobs):
+    # the guards resolve a flag's spelling the way its parser does.
+    flag_file: str | None = "sglang-flags.json"
     modules: tuple[str, ...] = ("sglang.launch_server", "sglang_router.launch_router")
     distributions: tuple[str, ...] = ("sglang", "sglang-router")
     # provenance.json's pins field -> the versions.env key holding the pinned commit.

@@ -19,7 +19,7 @@ from ..core.roles import SERVER_ROLES, Role, RoleSpec, ServerPorts
 from ..engines import ServingEngine
 from ..engines.spec import RouterSpec, ServerSpec, Worker
 from ..rundir import server_log_name
-from ..scenario import launch_env
+from ..scenario import launch_env, serverflags
 from ..scenario.launch_section import Launch
 from ..scenario.model import Scenario
 from .site import (  # noqa: F401  (re-exported: the targets and the commands read them from the plan)
@@ -86,6 +86,8 @@ class LaunchPlan:
     # The registry names of the serving engine and the transfer backend the servers run.
     engine: str = ""
     backend: str = ""
+    # Flags the command line's --server-arg sets over the scenario's own (serverflags.overrides).
+    server_arg_overrides: tuple[str, ...] = ()
 
     def role(self, role: str) -> tuple[NodeLaunch, ...]:
         return tuple(n for n in self.nodes if n.role == role)
@@ -107,6 +109,11 @@ class Plan:
         self.site = site
         self.engine: ServingEngine = engines.engine(self.launch.engine)
         self.backend: TransferBackend = backends.backend(site.transfer_backend or self.launch.transfer_backend)
+        # The site's flags by meaning: none the plan's own; one the scenario sets too wins (last), and is named.
+        serverflags.check_words(site.extra_server_args, "--server-arg", self.launch.engine,
+                                serverflags.plan_owned(self.launch.engine), "drop it: the scenario and the site set it")
+        self.server_arg_overrides = serverflags.overrides(self.launch.extra_server_args, site.extra_server_args,
+                                                          self.launch.engine)
         if self.disaggregated and self.backend.name != self.launch.transfer_backend:
             # The scenario was checked for its own backend; the site's may require other variables.
             launch_env.missing(self.launch.env, self.backend, f"scenario {scenario.name}: launch.env",
@@ -239,8 +246,9 @@ class Plan:
         else:
             return None
         flag = self.engine.mem_fraction_flag
-        given = [a for a in (*self.launch.extra_server_args, *self.site.extra_server_args) if a.split("=", 1)[0] == flag]
-        if given:
+        dest = serverflags.resolve(flag, self.launch.engine).dest or flag
+        if serverflags.value_of((*self.launch.extra_server_args, *self.site.extra_server_args), dest,
+                                self.launch.engine) is not None:
             raise UserError(f"{flag} is given in the extra server args and as a fraction ({fraction}); "
                             "give it once, with --mem-fraction")
         return fraction
@@ -329,7 +337,8 @@ class Plan:
                 nodes.append(NodeLaunch(name=f"{role}-{node}", role=role.value, index=node, host=host, servers=tuple(servers)))
         return LaunchPlan(scenario=self.scenario.name, topology=self.topology.label, nodes=tuple(nodes),
                           router_port=self.launch.ports.router, router_argv=tuple(self.router_argv()),
-                          engine=self.engine.name, backend=self.backend.name)
+                          engine=self.engine.name, backend=self.backend.name,
+                          server_arg_overrides=self.server_arg_overrides)
 
 
 def shell_line(env: dict[str, str], argv: list[str] | tuple[str, ...]) -> str:

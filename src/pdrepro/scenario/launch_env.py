@@ -61,8 +61,11 @@ def reader(key: str) -> TransferBackend | ServingEngine | None:
     return None
 
 
-def check(env: Mapping[str, str], engine_name: str, backend_name: str, source: str, disaggregated: bool) -> None:
-    """One clear error for the first key of ``env`` the servers would not read, or a required one missing."""
+def check(env: Mapping[str, str], engine_name: str, backend_name: str, source: str, disaggregated: bool,
+          backend_source: str | None = None) -> None:
+    """One clear error for the first key of ``env`` the servers would not read, or a required one missing.
+    ``backend_source``: where the backend was chosen, when not by the scenario (--transfer-backend)."""
+    chosen_by = backend_source or "the scenario's launch.transfer_backend"
     engine, backend = engines.engine(engine_name), backends.backend(backend_name)
     owned = plan_owned(engine)
     for key in sorted(env):
@@ -83,8 +86,8 @@ def check(env: Mapping[str, str], engine_name: str, backend_name: str, source: s
             continue
         other = reader(key)
         if other is not None:
-            raise UserError(f"{source}: launch.env.{key} is read by {other.label} ({other.name}), not by the "
-                            f"scenario's launch.transfer_backend {backend.name}; drop it or run {other.name}")
+            raise UserError(f"{source}: launch.env.{key} is read by {other.label} ({other.name}), not by "
+                            f"{chosen_by} {backend.name}; drop it or run {other.name}")
         prefixes = ", ".join(f"{p}*" for p in (*engine.env_prefixes, *backend.env_prefixes))
         raise UserError(f"{source}: launch.env.{key} is not read by {engine.label} or {backend.label}; "
                         f"use {prefixes} or {', '.join(SHARED_TUNABLES)}")

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from ..core.errors import UserError
 from ..core.strictmodel import Flag, IntBounds, NumberBounds, Record
-from . import launch_env
+from . import launch_env, serverflags
 
 PORT = Annotated[int, IntBounds(1, 65535)]
 
@@ -98,6 +98,9 @@ class Launch(Record):
             raise UserError(f"{source}: launch.ports.regular must list two ports, "
                             "different from each other and from the router's")
         launch_env.check(self.env, self.engine, self.transfer_backend, source, "disaggregated" in self.stacks)
+        serverflags.check_words(self.extra_server_args, f"{source}: launch.extra_server_args", self.engine,
+                                serverflags.plan_owned(self.engine), "drop it: the launch plan sets it from the "
+                                "scenario's other fields and the site options")
         for key, value in self.env.items():
             if key.endswith("_TIMEOUT") and not _positive_number(value):
                 raise UserError(f"{source}: launch.env.{key} is {value!r}; give a timeout in seconds above 0")

@@ -2,7 +2,8 @@
 
 A knob is an environment variable by name (``SGLANG_DISAGGREGATION_THREAD_POOL_SIZE=4,16``), validated as
 launch.env is (scenario.launch_env: read by the servers, not one the launch plan sets), or a server flag with
-its dashes (``--page-size=1,16``), which may not be a flag the launch plan writes itself. A setting is one value
+its dashes (``--page-size=1,16``), which may not be a flag the launch plan writes itself, under any spelling
+the server takes (scenario.serverflags), nor one also given by --server-arg or --stack-args. A setting is one value
 per varied knob; everything else is the scenario's own (the baseline). Each setting is a scenario of its own:
 the variables in launch.env, the flags in launch.extra_server_args, validated as any scenario file is, so a
 setting the servers would not take is refused before anything starts.
@@ -15,10 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from .. import engines
 from ..core.errors import UserError
-from ..engines.spec import ServerSpec
-from ..scenario import launch_env
+from ..scenario import launch_env, serverflags
 from ..scenario.model import Scenario, scenario_from_dict
 
 KnobKind = Literal["env", "flag"]
@@ -79,18 +78,29 @@ def parse(text: str) -> GridAxis:
     return GridAxis(key, kind, values)
 
 
-def plan_flags(scenario: Scenario) -> frozenset[str]:
-    """The server flags the launch plan writes itself (the engine's argv for a disaggregated server with every
-    optional part present): a grid may not set them, the plan would pass them twice."""
-    engine = engines.engine(scenario.launch.engine if scenario.launch else "sglang")
-    spec = ServerSpec(python="python", model_path="/m", port=1, tp=1, dtype="auto", stream_interval=1,
-                      chunked_prefill_size=1, mode="prefill", bootstrap_port=2, backend="mooncake",
-                      ib_devices_file="/f", metrics=True, mem_fraction=0.5)
-    return frozenset(w for w in engine.server_argv(spec) if w.startswith("--"))
+def plan_flags(scenario: Scenario) -> dict[str, str]:
+    """Field -> flag of the server flags the launch plan writes itself, also those it adds only when asked
+    (metrics, the memory fraction): a grid may vary none of them, under any spelling the server takes."""
+    return serverflags.plan_owned(_engine(scenario), conditional=True)
 
 
-def check(knobs: list[GridAxis], scenario: Scenario, site_args: tuple[str, ...]) -> None:
-    """Each knob one the servers take here, each once, and a grid the GPU time allows."""
+def _engine(scenario: Scenario) -> str:
+    return scenario.launch.engine if scenario.launch else "sglang"
+
+
+@dataclass(frozen=True)
+class Route:
+    """Server flags that reach the servers another way than the grid: where (for the error) and the words."""
+
+    place: str
+    words: tuple[str, ...]
+
+
+def check(knobs: list[GridAxis], scenario: Scenario, routes: tuple[Route, ...] = (),
+          backend: str | None = None, backend_source: str | None = None) -> None:
+    """Each knob one the servers take here, each once, and a grid the GPU time allows. ``routes``: the other
+    places server flags come from (--server-arg, --stack-args); ``backend``: the transfer backend the stack
+    really runs (--transfer-backend, --stack-args), named by ``backend_source``; None: the scenario's."""
     if not knobs:
         raise UserError(f"give the knobs to vary: --grid KEY=v1,v2 ({EXAMPLE})")
     if scenario.launch is None:
@@ -100,26 +110,32 @@ def check(knobs: list[GridAxis], scenario: Scenario, site_args: tuple[str, ...])
     twice = next((n for n in names if names.count(n) > 1), None)
     if twice:
         raise UserError(f"--grid {twice}: given twice; give its values in one --grid {twice}=v1,v2")
-    owned, site = plan_flags(scenario), {w.split("=", 1)[0] for w in site_args if w.startswith("--")}
+    engine, owned = _engine(scenario), plan_flags(scenario)
+    seen: dict[str, str] = {}
     for knob in knobs:
         if knob.kind == "env":
-            source = f"--grid {knob.name}"
-            launch_env.check({knob.name: knob.values[0]}, scenario.launch.engine, scenario.launch.transfer_backend,
-                             source, disaggregated=False)
-        elif knob.name in owned:
-            raise UserError(f"--grid {knob.name}: the launch plan sets that flag itself from the scenario and the "
-                            "site options; vary another flag (or set it in the scenario)")
-        elif knob.name in site:
-            raise UserError(f"--grid {knob.name}: also given as --server-arg; give it once, in the grid")
+            launch_env.check({knob.name: knob.values[0]}, engine, backend or scenario.launch.transfer_backend,
+                             f"--grid {knob.name}", disaggregated=False,
+                             backend_source=backend_source if backend else None)
+            continue
+        meaning = serverflags.check_words([knob.name], f"--grid {knob.name}", engine, owned,
+                                          "vary another flag (the scenario and the site options set this one)")[0]
+        dest = meaning.dest or knob.name
+        if dest in seen:
+            raise UserError(f"--grid {knob.name}: the server reads it as {seen[dest]}, given in the grid already; "
+                            f"give its values once, in one --grid")
+        seen[dest] = knob.name
+        for route in routes:
+            given = serverflags.value_of(route.words, dest, engine)
+            if given is not None:
+                raise UserError(f"--grid {knob.name}: the same server flag is given in {route.place} "
+                                f"({given or 'set'}), and the last one given would win over the grid's value; "
+                                "give it once, in the grid")
 
 
-def _flag_value(args: tuple[str, ...], flag: str) -> str | None:
-    for i, word in enumerate(args):
-        if word == flag:
-            return args[i + 1] if i + 1 < len(args) else ""
-        if word.startswith(flag + "="):
-            return word.split("=", 1)[1]
-    return None
+def _flag_dest(scenario: Scenario, knob: GridAxis) -> str:
+    meaning = serverflags.resolve(knob.name, _engine(scenario))
+    return meaning.dest or knob.name
 
 
 def baseline_value(scenario: Scenario, knob: GridAxis) -> str | None:
@@ -127,7 +143,7 @@ def baseline_value(scenario: Scenario, knob: GridAxis) -> str | None:
     assert scenario.launch is not None
     if knob.kind == "env":
         return scenario.launch.env.get(knob.name)
-    return _flag_value(scenario.launch.extra_server_args, knob.name)
+    return serverflags.value_of(scenario.launch.extra_server_args, _flag_dest(scenario, knob), _engine(scenario))
 
 
 def settings(knobs: list[GridAxis], scenario: Scenario, one_at_a_time: bool) -> list[Setting]:
@@ -162,17 +178,9 @@ def variant(scenario: Scenario, setting: Setting, knobs: list[GridAxis]) -> Scen
         if kinds[name] == "env":
             launch["env"] = {**(launch.get("env") or {}), name: value}
             continue
-        kept: list[str] = []
-        skip = False
-        for i, word in enumerate(args):
-            if skip:
-                skip = False
-                continue
-            if word == name:
-                skip = i + 1 < len(args) and not args[i + 1].startswith("--")
-                continue
-            if not word.startswith(name + "="):
-                kept.append(word)
+        # The scenario's own value of the flag goes, under whatever spelling it has there.
+        kept = serverflags.without(args, _flag_dest(scenario, next(k for k in knobs if k.name == name)),
+                                   _engine(scenario))
         args = [*kept, name, value]
     launch["extra_server_args"] = args
     return scenario_from_dict(data, f"scenario {scenario.name}, tune setting {setting.name}")

@@ -75,6 +75,9 @@ class StackRecord(Record):
     # scenario's (whose default backend is the one those runs used).
     engine: str | None = None
     transfer_backend: str | None = None
+    # Flags `stack up --server-arg` set over the scenario's own launch.extra_server_args (the last one given
+    # wins): "--flag: the scenario's V, --server-arg's W".
+    server_arg_overrides: tuple[str, ...] = ()
     processes: tuple[Started, ...] = ()
     stopped_at: str | None = None
 

@@ -268,7 +268,8 @@ def new_record(scenario: str, python: str, installed: Installed, lp: LaunchPlan 
     return record.StackRecord(scenario=scenario, stack_id=secrets.token_hex(16), boot_id=ownership.boot_id(),
                               python=python, python_version=installed.python_version, packages=installed.versions,
                               modules=installed.modules, engine=lp.engine if lp else None,
-                              transfer_backend=backend, stack=stack)
+                              transfer_backend=backend, stack=stack,
+                              server_arg_overrides=lp.server_arg_overrides if lp is not None else ())
 
 
 def base_environment() -> dict[str, str]:
