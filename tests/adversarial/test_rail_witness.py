@@ -59,7 +59,7 @@ def test_the_smallest_rail_below_the_floor_fails_by_name(weights, roles, storage
     ports = [f"mlx5_{i}/1" for i in range(n)]
     # GPUs 0..7 spread over the n devices, each named at least once.
     write_map(run, {g: f"mlx5_{g % n}" for g in range(8)})
-    resplit(run, {p: w / sum(weights) for p, w in zip(ports, weights)}, roles=roles, rate_GB_s=10,
+    resplit(run, {p: w / sum(weights) for p, w in zip(ports, weights)}, roles=roles,
             unnamed=None if storage is None else {"mlx5_9/1": storage})
     results = evaluate(compute_summary(run, SCENARIO), SCENARIO)
     assert {r.verdict for r in results} <= {"PASS", "FAIL", "N/A"}
