@@ -31,6 +31,7 @@ import ipaddress
 from typing import Any
 from urllib.parse import urlsplit
 
+from .. import backends
 from ..backends import TransferBackend
 from ..backends import TransportReading as ServerTransport
 from ..core import runfile
@@ -67,6 +68,30 @@ def _server_logs(run: RunDir, backend: TransferBackend) -> dict[str, ServerTrans
             except OSError:
                 continue
     return seen
+
+
+def _other_backends_rdma(run: RunDir, backend: TransferBackend) -> tuple[list[str], dict[str, set[str]]]:
+    """What the start-up lines of every other backend (another parser: a backend's variants read the same lines)
+    say in the run's server logs: a log that also holds RDMA lines of a backend the run did not run contradicts any
+    reading of it as "no RDMA" (the logs are of more than one stack, or the record names the wrong backend). Returns
+    (the conflicts, per role the RDMA devices those lines name)."""
+    others = [b for b in (backends.backend(n) for n in backends.names()) if type(b) is not type(backend)]
+    conflicts: list[str] = []
+    devices: dict[str, set[str]] = {}
+    for role in ROLES:
+        for path in run.role_logs(role):
+            for other in others:
+                try:
+                    reading = other.scan_latest_start(path.stem, runfile.lines(path))
+                except OSError:
+                    continue
+                found = other.found_devices(reading)
+                if reading.verdict != "rdma" and not found:
+                    continue
+                devices.setdefault(role, set()).update(found or ())
+                conflicts.append(f"{path.name}: the run's backend is {backend.label}, but the log also holds "
+                                 f"{other.label}'s start-up lines, which say RDMA ({reading.describe()})")
+    return conflicts, devices
 
 
 def engine_transport(run: RunDir, seen: dict[str, ServerTransport]) -> tuple[str | None, dict[str, str]]:
@@ -260,7 +285,7 @@ def _proof_conflicts(proof: Any, used: str | None, seen: dict[str, ServerTranspo
 
 
 def rdma_devices(run: RunDir, provenance: dict | None, seen: dict[str, ServerTransport],
-                 backend: TransferBackend) -> dict:
+                 backend: TransferBackend, foreign: dict[str, set[str]] | None = None) -> dict:
     """{"found": True (devices seen) | False (every node's every list is empty, no source disagreeing) | None,
     "devices": {role: [names]}, "evidence": [where each role's answer comes from], "conflicts": [...]}."""
     host = _Host(provenance, str(run.provenance_file))
@@ -288,6 +313,8 @@ def rdma_devices(run: RunDir, provenance: dict | None, seen: dict[str, ServerTra
         if engine and empty:
             lists.conflicts.append(f"the {name} engine's log found {_show(engine)}, but {empty[0]} lists no RDMA "
                                    "device on its node")
+    for role, found_there in (foreign or {}).items():
+        engines.setdefault(role, set()).update(found_there or {"RDMA"})
     devices: dict[str, list[str]] = {role: sorted(set().union(*(d for _, d in lists.node[role])))
                                      for role in ROLES if lists.node[role]}
     found: bool | None
@@ -308,8 +335,9 @@ def transport_facts(run: RunDir, provenance: dict | None, backend: TransferBacke
     seen = _server_logs(run, backend)
     used, servers = engine_transport(run, seen)
     proof = (provenance or {}).get("transport")
-    devices = rdma_devices(run, provenance, seen, backend)
-    conflicts = _proof_conflicts(proof, used, seen, str(run.provenance_file)) + devices["conflicts"]
+    foreign_conflicts, foreign = _other_backends_rdma(run, backend)
+    devices = rdma_devices(run, provenance, seen, backend, foreign)
+    conflicts = _proof_conflicts(proof, used, seen, str(run.provenance_file)) + devices["conflicts"] + foreign_conflicts
     devices["conflicts"] = conflicts
     if conflicts and devices["found"] is False:
         devices["found"] = None  # sources that disagree prove no absence
