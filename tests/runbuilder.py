@@ -94,6 +94,9 @@ class BuildOptions:
     # Seconds both readings of a length are moved by (-86400: read a day before its requests).
     nic_shift_s: dict[int, float] = field(default_factory=dict)
     nic_hw: dict[str, int] = field(default_factory=dict)
+    # RUN/ib_devices.json as the sweep keeps it from the servers' /server_info: the GPUs in use spread over the four
+    # NICs of the counters' trees (False: a run whose servers named no map).
+    rail_map: bool = True
     # Server logs (role, index) the run lacks, as when the sweep copied only some servers' logs.
     drop_logs: set[tuple[str, int]] = field(default_factory=set)
 
@@ -196,6 +199,11 @@ def build_run(root: Path, scenario: Scenario, *, rows: list[Row] | None = None, 
         if opts.counters:
             _write_counters(run, scenario, opts, L, n_ok + sweep.warmup_requests, t_start, clock.t)
 
+    if opts.rail_map and opts.counters:
+        from pdrepro.sweep.railmap import gpus_in_use
+
+        run.root.joinpath("ib_devices.json").write_text(
+            json.dumps({str(g): f"mlx5_{g % 4}" for g in range(gpus_in_use(scenario))}))
     for role, logs in (("prefill", prefills), ("decode", decodes)):
         for k, lines in enumerate(logs):
             if (role, k) in opts.drop_logs:

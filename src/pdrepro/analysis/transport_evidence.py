@@ -31,13 +31,13 @@ import ipaddress
 from typing import Any
 from urllib.parse import urlsplit
 
-from .. import backends
 from ..backends import TransferBackend
 from ..backends import TransportReading as ServerTransport
 from ..core import runfile
 from ..core.errors import UserError
 from ..core.roles import SERVER_ROLES
 from ..rundir import RunDir
+from .foreign_lines import other_backends_rdma
 
 ROLES = SERVER_ROLES
 STACK_FILE = "stack.json"
@@ -68,30 +68,6 @@ def _server_logs(run: RunDir, backend: TransferBackend) -> dict[str, ServerTrans
             except OSError:
                 continue
     return seen
-
-
-def _other_backends_rdma(run: RunDir, backend: TransferBackend) -> tuple[list[str], dict[str, set[str]]]:
-    """What the start-up lines of every other backend (another parser: a backend's variants read the same lines)
-    say in the run's server logs: a log that also holds RDMA lines of a backend the run did not run contradicts any
-    reading of it as "no RDMA" (the logs are of more than one stack, or the record names the wrong backend). Returns
-    (the conflicts, per role the RDMA devices those lines name)."""
-    others = [b for b in (backends.backend(n) for n in backends.names()) if type(b) is not type(backend)]
-    conflicts: list[str] = []
-    devices: dict[str, set[str]] = {}
-    for role in ROLES:
-        for path in run.role_logs(role):
-            for other in others:
-                try:
-                    reading = other.scan_latest_start(path.stem, runfile.lines(path))
-                except OSError:
-                    continue
-                found = other.found_devices(reading)
-                if reading.verdict != "rdma" and not found:
-                    continue
-                devices.setdefault(role, set()).update(found or ())
-                conflicts.append(f"{path.name}: the run's backend is {backend.label}, but the log also holds "
-                                 f"{other.label}'s start-up lines, which say RDMA ({reading.describe()})")
-    return conflicts, devices
 
 
 def engine_transport(run: RunDir, seen: dict[str, ServerTransport]) -> tuple[str | None, dict[str, str]]:
@@ -147,6 +123,14 @@ class _Host:
         if not isinstance(endpoints, dict) or not all(isinstance(v, str) or v is None for v in endpoints.values()):
             raise _malformed(f"{where} endpoints", "is not an object of role -> URL")
         self.endpoints: dict[str, str | None] = endpoints
+        # A host the sweep recorded without a GPU (nvidia-smi absent or failing, or listing none) is not the node of
+        # a server that says it runs on one, whatever address reached it (a tunnel on loopback, a forwarded port).
+        gpu = host.get("gpu")
+        self.gpuless = isinstance(gpu, dict) and (bool(gpu.get("error")) or gpu.get("gpus") == [])
+        info = prov.get("server_info")
+        self.accelerated: set[str] = {
+            str(role) for role, facts in (info.items() if isinstance(info, dict) else ())
+            if isinstance(facts, dict) and isinstance(facts.get("device"), str) and facts["device"] != "cpu"}
 
 
 def _stack_roles(run: RunDir, boot_id: str | None) -> tuple[set[str], str | None]:
@@ -174,6 +158,8 @@ def _same_machine(run: RunDir, host: _Host) -> dict[str, str]:
     out: dict[str, str] = {}
     for role in ROLES:
         name = urlsplit(host.endpoints.get(role) or "").hostname
+        if host.gpuless and role in host.accelerated:
+            continue  # the server runs on a GPU the sweep's host does not have: another machine, its lists abstain
         if name and _is_loopback(name):
             out[role] = f"reached at {name}"
         elif name and name in host.addresses:
@@ -335,7 +321,7 @@ def transport_facts(run: RunDir, provenance: dict | None, backend: TransferBacke
     seen = _server_logs(run, backend)
     used, servers = engine_transport(run, seen)
     proof = (provenance or {}).get("transport")
-    foreign_conflicts, foreign = _other_backends_rdma(run, backend)
+    foreign_conflicts, foreign = other_backends_rdma(run, backend)
     devices = rdma_devices(run, provenance, seen, backend, foreign)
     conflicts = _proof_conflicts(proof, used, seen, str(run.provenance_file)) + devices["conflicts"] + foreign_conflicts
     devices["conflicts"] = conflicts
