@@ -170,7 +170,8 @@ class FakeCluster:
         if self.ib_devices:
             from pdrepro.sweep.railmap import gpus_in_use
 
-            path = Path(self.root) / "ib_devices.json"
+            path = Path(self.root) / "server-config" / "ib_devices.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps({str(g): f"mlx5_{g % 4}" for g in range(gpus_in_use(self.scenario))}))
             self.ib_devices_file = str(path)
         for role in ("prefill", "decode"):
