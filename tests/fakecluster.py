@@ -115,7 +115,8 @@ class _Server:
                     return self._send(200, {"object": "list", "data": [{"id": c.scenario.model.name, "object": "model"}]})
                 if self.path == "/get_server_info":
                     return self._send(200, {"version": c.server_version, "disaggregation_mode": server.role,
-                                            "tp_size": c.scenario.parallel.prefill_tp})
+                                            "tp_size": c.scenario.parallel.prefill_tp,
+                                            "disaggregation_ib_device": c.ib_devices_file})
                 if self.path == "/metrics":
                     if not c.metrics:
                         return self._send(404, {"detail": "Not Found"})
@@ -157,11 +158,22 @@ class FakeCluster:
     # What /get_server_info says the servers are: by default the image's build of the pins
     # (<release>+g<commit>, as docker/gpu.Dockerfile versions it), as a reproduction runs.
     server_version: str = field(default_factory=lambda: "{SGLANG_NEAREST_RELEASE}+g{SGLANG_COMMIT}".format(**load_pins()))
+    # The GPU-to-NIC map the servers were started with, as every rendered target starts them (a file of GPU id to
+    # devices, named by /get_server_info's disaggregation_ib_device); False: started without one.
+    ib_devices: bool = True
+    ib_devices_file: str | None = None
 
     def __post_init__(self):
         self.log_dir = Path(self.root) / "server-logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.ready_at = None if self.ready_after_s is None else time.monotonic() + self.ready_after_s
+        if self.ib_devices:
+            from pdrepro.sweep.railmap import gpus_in_use
+
+            path = Path(self.root) / "server-config" / "ib_devices.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({str(g): f"mlx5_{g % 4}" for g in range(gpus_in_use(self.scenario))}))
+            self.ib_devices_file = str(path)
         for role in ("prefill", "decode"):
             head = [f"server_args=ServerArgs(model_path='/models/{self.scenario.model.name}', disaggregation_mode='{role}', "
                     "disaggregation_transfer_backend='mooncake', enable_request_time_stats_logging=True)"]

@@ -21,7 +21,7 @@ RATE = "400 Gb/sec (4X NDR)"
 
 
 def fixture_run(root: Path, scenario: Scenario) -> RunDir:
-    return build_run(root, scenario, provenance=sweep_provenance(scenario))
+    return build_run(root, scenario, provenance=sweep_provenance(scenario), rail_map=False)
 
 
 def write_map(run: RunDir, gpu_to_devices: dict[int, str]) -> None:

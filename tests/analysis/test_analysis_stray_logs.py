@@ -93,10 +93,20 @@ def test_a_log_short_of_the_clients_requests_fails_the_length(tmp_path):
     assert any(l.startswith("FAIL ") and "4096" in l for l in result.out.splitlines())
 
 
-def test_logs_outside_the_counters_window_are_a_printed_warning(tmp_path):
-    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO), nic_window_s={2048: 0.5})
+def test_counters_read_a_day_before_the_requests_leave_the_witness_not_measured(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO), nic_shift_s={2048: -86400.0})
     summary = compute_summary(run, SCENARIO)
     warned = [i for i in summary["issues"] if i["kind"] == "logs_outside_counter_window"]
     assert [i["prompt_len"] for i in warned] == [2048] and warned[0]["severity"] == "warning"
+    row = next(r for r in summary["rows"] if r["prompt_len"] == 2048)
+    # The readings' bytes (the KV of some other stretch) stay, but they witness nothing of this length.
+    assert row["nic_kv_share_pct"] is None and row["nic_nodes"]["prefill"]["bytes"] > 0
+    bad = failed(evaluate(summary, SCENARIO))
+    # The witness and each rail: readings of another stretch of time measure neither.
+    assert {(r.name, r.prompt_len) for r in bad} == {("nic_witness", 2048), ("rail_share", 2048)}
+    assert all("not measured" in r.detail for r in bad)
+    assert "outside the window" in next(r.detail for r in bad if r.name == "nic_witness")
     result = pdrepro("check", run.root)
+    assert result.rc == 1
     assert any(l.startswith("WARN ") and "2048" in l and "window" in l for l in result.out.splitlines())
+    assert any(l.startswith("FAIL length 2048: NIC byte counts not measured") for l in result.out.splitlines())

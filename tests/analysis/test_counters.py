@@ -130,8 +130,11 @@ def test_legacy_32bit_counters_that_wrap(tmp_path):
 def test_counts_above_the_line_rate_fail(tmp_path):
     _, results = _checks(tmp_path, nic_window_s={32768: 0.5})
     bad = failed(results)
-    assert [(r.name, r.prompt_len) for r in bad] == [("nic_within_line_rate", 32768)]
-    assert bad[0].figure > 200 and bad[0].bound == 200.0
+    # The node above its 200 GB/s, and each of its rails (a quarter of it each) above its own 50 GB/s.
+    assert {(r.name, r.prompt_len) for r in bad} == {("nic_within_line_rate", 32768), ("rail_within_line_rate", 32768)}
+    node = next(r for r in bad if r.name == "nic_within_line_rate")
+    assert node.figure > 200 and node.bound == 200.0
+    assert len([r for r in bad if r.name == "rail_within_line_rate"]) == 8
 
 
 def test_extra_traffic_and_retries_are_noted(tmp_path):
@@ -218,3 +221,52 @@ def test_a_64bit_counter_that_ran_backwards_is_bad_input(tmp_path):
     port["port_rcv_data"] = record["nodes"]["decode"]["before"]["ports"]["mlx5_1/1"]["port_rcv_data"] - 10
     run.counters_file(8192).write_text(json.dumps(record))
     assert_one_line_error(pdrepro("check", run.root), "check", "counters/8192.json", "mlx5_1/1", "back")
+
+
+# Counters of another stretch of time ------------------------------------------------------------------------
+
+def _sweep_state_from_counters(run, shift: dict[int, float] | None = None) -> None:
+    """sweep-state.json as the sweep writes it: each length stamped (local time, whole seconds) once its after-reading
+    is written, with the client's run time; SHIFT moves a length's recorded window (seconds) off its readings."""
+    import datetime as dt
+
+    lengths = {}
+    for L in run.bench_lengths():
+        node = json.loads(run.counters_file(L).read_text())["nodes"]["decode"]
+        end = node["after"]["at"] + 0.4 + (shift or {}).get(L, 0.0)
+        at = dt.datetime.fromtimestamp(end, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S%z")
+        lengths[str(L)] = {"status": "done", "at": at, "seconds": round(node["after"]["at"] - node["before"]["at"], 3)}
+    run.sweep_state_file.write_text(json.dumps({"lengths": lengths, "events": []}))
+
+
+def test_readings_around_the_sweeps_window_witness_the_length(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO))
+    _sweep_state_from_counters(run)
+    results = evaluate(compute_summary(run, SCENARIO), SCENARIO)
+    witness = [r for r in results if r.name == "nic_witness"]
+    assert len(witness) == len(SCENARIO.sweep.prompt_lens) and all(r.passed for r in witness)
+
+
+def test_readings_a_day_off_the_sweeps_window_are_not_measured(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO), nic_shift_s={4096: -86400.0})
+    _sweep_state_from_counters(run, shift={4096: 86400.0})  # the sweep's window: where the requests really ran
+    summary = compute_summary(run, SCENARIO)
+    bad = failed(evaluate(summary, SCENARIO))
+    assert {(r.name, r.prompt_len) for r in bad} == {("nic_witness", 4096), ("rail_share", 4096)}
+    witness = next(r for r in bad if r.name == "nic_witness")
+    assert "not measured" in witness.detail and "sweep-state.json" in witness.detail
+    # Both days are named, so the reader sees how far off the readings are.
+    assert "the decode node's counters were read from 2026-07-14" in witness.detail and "to 2026-07-15" in witness.detail
+    assert pdrepro("check", run.root).rc == 1
+
+
+def test_readings_of_the_right_length_but_no_place_in_time_are_not_measured(tmp_path):
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO))
+    # Neither a sweep window nor a time on the request lines: nothing says when the readings were taken.
+    for log in run.logs_dir.glob("*.log"):
+        log.write_text("".join(line.split("] ", 1)[1] + "\n" if line.startswith("[") else line + "\n"
+                               for line in log.read_text().splitlines()))
+    summary = compute_summary(run, SCENARIO)
+    witness = [r for r in evaluate(summary, SCENARIO) if r.name == "nic_witness"]
+    assert witness and not any(r.passed for r in witness)
+    assert all("nothing places the readings" in r.detail for r in witness)

@@ -141,17 +141,76 @@ def test_a_named_device_missing_from_the_readings_fails_as_a_rail(tmp_path):
 
 
 @pytest.mark.parametrize("content", [None, "not json", "[1, 2]", json.dumps({"0": "mlx5_0"}), "{}"])
-def test_without_a_usable_map_ports_are_listed_not_judged(tmp_path, content):
+def test_without_a_usable_map_a_fabric_run_fails_as_not_measured(tmp_path, content):
+    # The 70/10/10/10 run: without a map its ports are listed, none is judged, and that is no pass on a fabric.
     run = fixture_run(tmp_path / "r", SCENARIO)
     resplit(run, dict(zip(FOUR, (0.7, 0.1, 0.1, 0.1))))
     if content is not None:
         (run.root / "ib_devices.json").write_text(content)
     summary, results = _judge(run)
-    assert _rail_checks(results) == [] and failed(results) == []
+    bad = failed(results)
+    assert {r.name for r in bad} == {"rail_share"} and {r.prompt_len for r in bad} == set(SCENARIO.sweep.prompt_lens)
+    assert all("not measured" in r.detail and "ib_devices.json" in r.detail for r in bad)
     row = as_summary(summary).rows_by_length()[1024]
     assert row.nic_rails_note and "ib_devices.json" in row.nic_rails_note
     assert row.nic_rails and all(isinstance(r, NicRail) and not r.judged for r in row.nic_rails)
     assert "No rail judged: the run holds no ib_devices.json" in render_report(summary) or content is not None
+    assert pdrepro("check", run.root).rc == 1
+
+
+def test_without_a_map_a_run_that_may_use_tcp_judges_no_rail(tmp_path):
+    # A scenario whose KV may stay off the fabric (transport: any, one box) holds no rail without a map.
+    relaxed = load_scenario("h20-qwen3-235b-1p1d").model_copy(update={"transport": "any"})
+    run = fixture_run(tmp_path / "r", SCENARIO)
+    resplit(run, dict(zip(FOUR, (0.25, 0.25, 0.25, 0.25))))
+    _, results = _judge(run, relaxed)
+    assert _rail_checks(results) == [] and not [r for r in failed(results) if r.name.startswith("rail")]
+
+
+def test_the_sweep_keeps_the_map_the_servers_report(tmp_path):
+    from pdrepro.rundir import RunDir
+    from pdrepro.sweep.railmap import record_servers_map
+
+    given = tmp_path / "ib_devices.json"
+    given.write_text(json.dumps({str(g): f"mlx5_{g // 2}" for g in range(8)}))
+    info = {role: {"disaggregation_ib_device": str(given), "device": "cuda"} for role in ("prefill", "decode")}
+    run = fixture_run(tmp_path / "r", SCENARIO)
+    resplit(run, dict(zip(FOUR, (0.7, 0.1, 0.1, 0.1))))
+    assert record_servers_map(RunDir(run.root), SCENARIO, info)
+    assert (run.root / "ib_devices.json").read_text() == given.read_text()
+    # Now the 70/10/10/10 split fails on its three starved rails, by name.
+    bad = [r for r in failed(_judge(run)[1]) if r.name == "rail_share"]
+    assert {r.detail.split("rail ")[1].split(" (")[0] for r in bad} == {
+        f"{role} mlx5_{i}/1" for role in ("prefill", "decode") for i in (1, 2, 3)}
+
+
+@pytest.mark.parametrize("value,want", [("mlx5_0,mlx5_1", {str(g): "mlx5_0,mlx5_1" for g in range(8)}),
+                                        (" mlx5_2 ", {str(g): "mlx5_2" for g in range(8)})])
+def test_a_device_list_the_servers_report_is_a_map_of_every_gpu(tmp_path, value, want):
+    from pdrepro.rundir import RunDir
+    from pdrepro.sweep.railmap import record_servers_map
+
+    run = RunDir(tmp_path / "r")
+    run.root.mkdir()
+    info = {role: {"disaggregation_ib_device": value} for role in ("prefill", "decode")}
+    assert record_servers_map(run, SCENARIO, info)
+    assert json.loads((run.root / "ib_devices.json").read_text()) == want
+
+
+@pytest.mark.parametrize("info", [None, {}, {"prefill": {"disaggregation_ib_device": None}, "decode": {}},
+                                  {"prefill": {"disaggregation_ib_device": "mlx5_0"},
+                                   "decode": {"disaggregation_ib_device": "mlx5_1"}},
+                                  {"prefill": {"disaggregation_ib_device": "/nonexistent/ib.json"},
+                                   "decode": {"disaggregation_ib_device": "/nonexistent/ib.json"}},
+                                  {"prefill": {"error": "ConnectionError"}, "decode": {"error": "ConnectionError"}}])
+def test_servers_that_name_no_usable_map_leave_none(tmp_path, info):
+    from pdrepro.rundir import RunDir
+    from pdrepro.sweep.railmap import record_servers_map
+
+    run = RunDir(tmp_path / "r")
+    run.root.mkdir()
+    assert not record_servers_map(run, SCENARIO, info)
+    assert not (run.root / "ib_devices.json").exists()
 
 
 def test_a_lower_rail_floor_is_named_as_loosening_the_judgement():

@@ -48,3 +48,52 @@ def test_the_stack_record_names_the_backend_the_analysis_reads_by(tmp_path):
     (run.root / "stack.json").write_text(json.dumps({"transfer_backend": "nixl"}))
     used, evidence = transport_facts(run, None, run_backend(run.root, scenario))
     assert used == "rdma" and evidence["rdma_devices"]["found"] is True
+
+
+# Another backend's start-up lines in the same logs ----------------------------------------------------------
+
+# The sweep's host with no RDMA device, both servers reached on loopback: the run's own lists say "no device".
+NO_DEVICE_HOST = {"host": {"hostname": "box", "nics": {}},
+                  "endpoints": {"prefill": "http://127.0.0.1:30000", "decode": "http://127.0.0.1:30001"}}
+
+
+def _verdict(used, evidence) -> str:
+    from pdrepro.scenario.model import load_scenario
+    from pdrepro.verdicts.gates import evaluate
+
+    scenario = load_scenario("onebox-qwen25-0.5b")  # transport: any
+    summary = {"schema_version": 1, "source": "sglang", "transport": used, "transport_evidence": evidence,
+               "rows": [], "issues": [], "scenario": scenario.to_dict(), "scenario_fingerprint": scenario.fingerprint}
+    return next(r.verdict for r in evaluate(summary, scenario) if r.name == "transport")
+
+
+def test_a_nixl_tcp_run_on_a_box_without_devices_is_not_applicable(tmp_path):
+    run = _run(tmp_path, NIXL)
+    used, evidence = transport_facts(run, NO_DEVICE_HOST, backend("nixl"))
+    assert (used, evidence["rdma_devices"]["found"], evidence["conflicts"]) == ("tcp", False, [])
+    assert _verdict(used, evidence) == "N/A"
+
+
+def test_mooncake_rdma_lines_in_a_nixl_runs_logs_contradict_no_rdma_device(tmp_path):
+    run = _run(tmp_path, NIXL + "\n".join(mooncake_startup("rdma")) + "\n")
+    used, evidence = transport_facts(run, NO_DEVICE_HOST, backend("nixl"))
+    assert used == "tcp"  # NIXL's own lines still say TCP
+    assert evidence["rdma_devices"]["found"] is not False
+    named = [c for c in evidence["conflicts"] if "Mooncake" in c and "NIXL" in c]
+    assert {c.split(":", 1)[0] for c in named} == {"prefill.log", "decode.log"}
+    assert any("mlx5_0" in c for c in named)
+    assert _verdict(used, evidence) == "FAIL"
+
+
+def test_nixl_rdma_lanes_in_a_mooncake_tcp_runs_logs_contradict_it_too(tmp_path):
+    run = _run(tmp_path, "\n".join(mooncake_startup("tcp")) + "\n" + RDMA_NIXL)
+    used, evidence = transport_facts(run, NO_DEVICE_HOST, backend("mooncake_tcp"))
+    assert used == "tcp" and any("NIXL" in c for c in evidence["conflicts"])
+    assert _verdict(used, evidence) == "FAIL"
+
+
+def test_a_backends_own_variant_is_no_other_backend(tmp_path):
+    # Mooncake and Mooncake over TCP read the same lines: a Mooncake RDMA run is not contradicted by itself.
+    run = _run(tmp_path, "\n".join(mooncake_startup("rdma")) + "\n")
+    used, evidence = transport_facts(run, None, backend("mooncake"))
+    assert used == "rdma" and evidence["conflicts"] == []

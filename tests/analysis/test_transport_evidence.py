@@ -151,3 +151,35 @@ def test_the_gates_fail_a_run_whose_sources_disagree_as_check_does(tmp_path):
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout[-2000:]
     assert "test_transport_proven FAILED" in proc.stdout or "FAILED repro/test_gates.py::test_transport_proven" in proc.stdout
+
+
+@pytest.mark.parametrize("gpu", [{"error": "nvidia-smi not found on the host running the sweep"},
+                                 {"error": "nvidia-smi failed: TimeoutExpired"},
+                                 {"driver": None, "cuda": None, "gpus": []}])
+def test_a_sweep_host_without_a_gpu_does_not_speak_for_gpu_servers(tmp_path, capsys, gpu):
+    # The servers say they ran on CUDA; the sweep's host, as the sweep records it, has no GPU: reached on loopback
+    # or not (a tunnel), it is not their node, so its empty device lists are no evidence of "no RDMA device".
+    run = _copy(tmp_path)
+    _edit_json(run / "provenance.json", lambda d: d["host"].update(gpu=gpu))
+    summary, verdicts = _verdicts(run)
+    devices = summary["transport_evidence"]["rdma_devices"]
+    assert devices["found"] is None
+    assert all(line.endswith("no record of its RDMA devices") for line in devices["evidence"])
+    assert "N/A" not in verdicts.values()
+    assert verdicts[("nic_witness", 1024)] == "FAIL"
+    rc, out, _ = _check(run, capsys)
+    assert rc == 1 and "N/A " not in out
+
+
+def test_a_gpuless_sweep_host_still_speaks_for_servers_that_run_without_one(tmp_path):
+    # Servers whose /server_info names no accelerator (a CPU build) may well share the sweep's GPU-less host.
+    run = _copy(tmp_path)
+
+    def cpu(prov):
+        prov["host"]["gpu"] = {"error": "nvidia-smi not found on the host running the sweep"}
+        for info in prov["server_info"].values():
+            info["device"] = "cpu"
+    _edit_json(run / "provenance.json", cpu)
+    summary, verdicts = _verdicts(run)
+    assert summary["transport_evidence"]["rdma_devices"]["found"] is False
+    assert verdicts[("transport", None)] == "N/A"

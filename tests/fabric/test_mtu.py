@@ -121,6 +121,53 @@ def test_doctor_cli_exits_1_on_a_published_node_with_small_mtu(tmp_path, monkeyp
     assert "FAIL  mtu" in out and "RoCE MTU 1024" in out and "mtu 9000" in out
 
 
+# An MTU that is no number is not measured ----------------------------------------------------------------
+
+@pytest.mark.parametrize("content", ["jumbo", "", "9000 bytes", "0x2328", "-"])
+def test_an_unreadable_mtu_fails_a_published_run_node(tmp_path, content):
+    h20_node(tmp_path / "sys")
+    (tmp_path / "sys" / "class" / "net" / "ens11np0" / "mtu").write_text(content)
+    c = _mtu_check(_ctx(tmp_path))
+    assert c.status == "fail"
+    assert "mlx5_1/1: netdev MTU not measured" in c.detail and "ens11np0/mtu" in c.detail
+    assert "mlx5_0/1: ens10np0 MTU 9000 -> RoCE MTU 4096" in c.detail
+    assert "/sys/class/net/<netdev>/mtu" in c.fix
+
+
+def test_an_mtu_file_that_is_a_folder_is_not_measured_either(tmp_path):
+    h20_node(tmp_path / "sys")
+    mtu = tmp_path / "sys" / "class" / "net" / "ens10np0" / "mtu"
+    mtu.unlink()
+    mtu.mkdir()
+    assert _mtu_check(_ctx(tmp_path)).status == "fail"
+
+
+@pytest.mark.parametrize("kw", [dict(scenario=load_scenario("onebox-qwen25-0.5b")), dict(scenario=None),
+                                dict(role=None)])
+def test_an_unreadable_mtu_warns_where_no_scenario_requires_it(tmp_path, kw):
+    h20_node(tmp_path / "sys")
+    (tmp_path / "sys" / "class" / "net" / "ens12np0" / "mtu").write_text("jumbo\n")
+    c = _mtu_check(_ctx(tmp_path, **kw))
+    assert c.status == "warn" and "mlx5_2/1: netdev MTU not measured" in c.detail
+
+
+def test_an_unreadable_mtu_on_a_port_the_engine_does_not_use_keeps_the_pass(tmp_path):
+    h20_node(tmp_path / "sys")
+    (tmp_path / "sys" / "class" / "net" / "ens12np0" / "mtu").write_text("jumbo\n")
+    c = _mtu_check(_ctx(tmp_path, env={"MC_TE_FILTERS": "mlx5_0,mlx5_1"}))
+    assert c.status == "pass" and "mlx5_2/1: netdev MTU not measured" in c.detail
+
+
+def test_doctor_cli_exits_1_on_a_published_node_whose_mtu_reads_jumbo(tmp_path, monkeypatch, capsys):
+    fakebin.first_on_path(tmp_path / "bin", monkeypatch)
+    h20_node(tmp_path / "sys")
+    (tmp_path / "sys" / "class" / "net" / "ens13np0" / "mtu").write_text("jumbo\n")
+    rc = main(["doctor", "--sysfs-root", str(tmp_path / "sys"), "--role", "prefill", "--scenario", PUBLISHED])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "FAIL  mtu" in out and "mlx5_3/1: netdev MTU not measured" in out
+
+
 # The run's NIC record -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("mtu,want", [(1500, 1024), (9000, 4096), (4000, 2048)])

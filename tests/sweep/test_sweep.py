@@ -200,6 +200,39 @@ def test_sweep_output_analyses_and_passes_the_checks(tmp_path, cluster):
     assert any(l.startswith("analysis: report in") for l in lines)
 
 
+def test_the_sweep_keeps_the_map_the_servers_were_started_with(tmp_path, cluster):
+    """The servers name their GPU-to-NIC map in /get_server_info; the sweep keeps it, so each rail is judged."""
+    from sysfs_builder import h20_node
+
+    from pdrepro.verdicts.gates import evaluate, failed
+
+    cluster.nics = h20_node(tmp_path / "sys")
+    run_sweep(config(tmp_path, cluster, FakeBench(cluster), analyze=analyze_run,
+                     sysfs=tmp_path / "sys" / "class" / "infiniband"))
+    assert cluster.ib_devices_file is not None
+    assert (tmp_path / "run" / "ib_devices.json").read_text() == Path(cluster.ib_devices_file).read_text()
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    results = evaluate(summary, cluster.scenario)
+    rails = [r for r in results if r.name == "rail_share"]
+    assert rails and all(r.passed for r in rails) and failed(results) == []
+
+
+def test_servers_started_without_a_map_leave_the_rails_not_measured(tmp_path):
+    from sysfs_builder import h20_node
+
+    from pdrepro.verdicts.gates import evaluate, failed
+
+    with FakeCluster(tmp_path, short_scenario(), ib_devices=False) as cluster:
+        cluster.nics = h20_node(tmp_path / "sys")
+        run_sweep(config(tmp_path, cluster, FakeBench(cluster), analyze=analyze_run,
+                         sysfs=tmp_path / "sys" / "class" / "infiniband"))
+    assert not (tmp_path / "run" / "ib_devices.json").exists()
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    bad = failed(evaluate(summary, cluster.scenario))
+    assert bad and {r.name for r in bad} == {"rail_share"}
+    assert all("not measured" in r.detail and "ib_devices.json" in r.detail for r in bad)
+
+
 def test_overhead_counts_time_outside_the_client(tmp_path, cluster):
     lines = []
     # Start-ups long against the client's own time, so a loaded machine's delays cannot blur the two.
@@ -311,6 +344,10 @@ def test_kv_that_never_crossed_the_nics_fails_the_witness(tmp_path, cluster):
     cluster.kv_crosses_nics = False
     run_sweep(config(tmp_path, cluster, FakeBench(cluster), analyze=analyze_run, sysfs=tmp_path / "sys" / "class" / "infiniband"))
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    bad = failed(evaluate(summary, cluster.scenario))
+    results = failed(evaluate(summary, cluster.scenario))
+    bad = [r for r in results if r.name == "nic_witness"]
     assert sorted((r.name, r.prompt_len) for r in bad) == [("nic_witness", 128), ("nic_witness", 256), ("nic_witness", 512)]
     assert all(r.figure == 0.0 and "TCP fallback or a dead path" in r.detail for r in bad)
+    # The servers' map names the rails; none of them moved a byte, so no rail's share is a pass either.
+    rails = [r for r in results if r.name != "nic_witness"]
+    assert rails and all(r.name == "rail_share" and "no rail of the node moved a byte" in r.detail for r in rails)

@@ -35,7 +35,9 @@ def rail_map(run_root: Path, gpus_in_use: dict[str, int]) -> tuple[dict[str, set
     path = Path(run_root) / RAIL_MAP_FILE
     # Named relative to the run: the note travels into the report, which must read the same wherever the run lies.
     shown = f"the run's {RAIL_MAP_FILE}"
-    fix = f"copy the {RAIL_MAP_FILE} the servers were started with into the run folder"
+    fix = (f"the sweep keeps the map the servers report (/server_info disaggregation_ib_device) or the one "
+           f"`pdrepro sweep --ib-devices FILE` names as RUN/{RAIL_MAP_FILE}; rerun the sweep with the servers started "
+           "with a map (`pdrepro ib-devices`)")
     try:
         if path.is_symlink() or (path.exists() and not path.is_file()):
             return None, f"{shown} is not a plain file; {fix}"

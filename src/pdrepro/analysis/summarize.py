@@ -52,7 +52,7 @@ __all__ = ["compute_summary", "length_tolerance", "nearest_length"]
 from .transport_evidence import transport_facts
 from .whatran import describe as describe_ran
 from .whatran import differences, what_ran
-from .witness import describe_allowance, outside_window, witness_row
+from .witness import describe_allowance, not_measured, outside_window, witness_row
 
 
 def _sweep_failures(run: RunDir) -> dict[int, str]:
@@ -307,9 +307,11 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
             issues.append(issue(ERROR if is_error else WARNING, kind, message, L))
         refuse_outside_window(L, samples, windows, prefill_logs, run.sweep_state_file)
         offset = windows[L][2] if L in windows else dt.timedelta(0)
-        late = outside_window(L, row, [s.timestamp for s in samples if s.timestamp], offset)
+        late = outside_window(row, [s.timestamp for s in samples if s.timestamp], offset, windows.get(L))
         if late:
-            issues.append(issue(WARNING, IssueKind.LOGS_OUTSIDE_COUNTER_WINDOW, late, L))
+            # Readings of another stretch of time are no witness of this length: not measured, never a pass.
+            not_measured(row, late)
+            issues.append(issue(WARNING, IssueKind.LOGS_OUTSIDE_COUNTER_WINDOW, f"length {L}: {late}", L))
         rows.append(row)
     provenance = _provenance(run, issues)
     backend = run_backend(run.root, scenario)

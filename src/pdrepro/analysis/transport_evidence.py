@@ -37,6 +37,7 @@ from ..core import runfile
 from ..core.errors import UserError
 from ..core.roles import SERVER_ROLES
 from ..rundir import RunDir
+from .foreign_lines import other_backends_rdma
 
 ROLES = SERVER_ROLES
 STACK_FILE = "stack.json"
@@ -122,6 +123,14 @@ class _Host:
         if not isinstance(endpoints, dict) or not all(isinstance(v, str) or v is None for v in endpoints.values()):
             raise _malformed(f"{where} endpoints", "is not an object of role -> URL")
         self.endpoints: dict[str, str | None] = endpoints
+        # A host the sweep recorded without a GPU (nvidia-smi absent or failing, or listing none) is not the node of
+        # a server that says it runs on one, whatever address reached it (a tunnel on loopback, a forwarded port).
+        gpu = host.get("gpu")
+        self.gpuless = isinstance(gpu, dict) and (bool(gpu.get("error")) or gpu.get("gpus") == [])
+        info = prov.get("server_info")
+        self.accelerated: set[str] = {
+            str(role) for role, facts in (info.items() if isinstance(info, dict) else ())
+            if isinstance(facts, dict) and isinstance(facts.get("device"), str) and facts["device"] != "cpu"}
 
 
 def _stack_roles(run: RunDir, boot_id: str | None) -> tuple[set[str], str | None]:
@@ -149,6 +158,8 @@ def _same_machine(run: RunDir, host: _Host) -> dict[str, str]:
     out: dict[str, str] = {}
     for role in ROLES:
         name = urlsplit(host.endpoints.get(role) or "").hostname
+        if host.gpuless and role in host.accelerated:
+            continue  # the server runs on a GPU the sweep's host does not have: another machine, its lists abstain
         if name and _is_loopback(name):
             out[role] = f"reached at {name}"
         elif name and name in host.addresses:
@@ -260,7 +271,7 @@ def _proof_conflicts(proof: Any, used: str | None, seen: dict[str, ServerTranspo
 
 
 def rdma_devices(run: RunDir, provenance: dict | None, seen: dict[str, ServerTransport],
-                 backend: TransferBackend) -> dict:
+                 backend: TransferBackend, foreign: dict[str, set[str]] | None = None) -> dict:
     """{"found": True (devices seen) | False (every node's every list is empty, no source disagreeing) | None,
     "devices": {role: [names]}, "evidence": [where each role's answer comes from], "conflicts": [...]}."""
     host = _Host(provenance, str(run.provenance_file))
@@ -288,6 +299,8 @@ def rdma_devices(run: RunDir, provenance: dict | None, seen: dict[str, ServerTra
         if engine and empty:
             lists.conflicts.append(f"the {name} engine's log found {_show(engine)}, but {empty[0]} lists no RDMA "
                                    "device on its node")
+    for role, found_there in (foreign or {}).items():
+        engines.setdefault(role, set()).update(found_there or {"RDMA"})
     devices: dict[str, list[str]] = {role: sorted(set().union(*(d for _, d in lists.node[role])))
                                      for role in ROLES if lists.node[role]}
     found: bool | None
@@ -308,8 +321,9 @@ def transport_facts(run: RunDir, provenance: dict | None, backend: TransferBacke
     seen = _server_logs(run, backend)
     used, servers = engine_transport(run, seen)
     proof = (provenance or {}).get("transport")
-    devices = rdma_devices(run, provenance, seen, backend)
-    conflicts = _proof_conflicts(proof, used, seen, str(run.provenance_file)) + devices["conflicts"]
+    foreign_conflicts, foreign = other_backends_rdma(run, backend)
+    devices = rdma_devices(run, provenance, seen, backend, foreign)
+    conflicts = _proof_conflicts(proof, used, seen, str(run.provenance_file)) + devices["conflicts"] + foreign_conflicts
     devices["conflicts"] = conflicts
     if conflicts and devices["found"] is False:
         devices["found"] = None  # sources that disagree prove no absence

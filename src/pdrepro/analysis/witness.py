@@ -161,21 +161,62 @@ def _epochs(stamp: str, offset: dt.timedelta) -> set[float]:
     return {naive.replace(tzinfo=zone).timestamp() for zone in {dt.timezone.utc, dt.timezone(offset)}}
 
 
-def outside_window(L: int, row: dict, stamps: list[str], offset: dt.timedelta = dt.timedelta(0)) -> str | None:
-    """Why the length's request lines were not logged while the counters counted, or None: then the
-    counters' bytes need not be this length's KV (read around another stretch of the run)."""
-    spans = row.pop("nic_span", None) or {}
-    if not spans or not stamps:
-        return None
+# How far a length's counter readings may lie from the window the sweep recorded for it, seconds: the sweep reads
+# them just before it starts the client and just after it ends, and stamps the length once the after-reading is
+# written (whole seconds), so a reading of the length itself lies a moment (a remote node's read: seconds) off.
+READING_SLACK_S = 120.0
+
+
+def _sweep_window_problem(spans: dict, window: tuple[float, float, dt.timedelta]) -> str | None:
+    """Why the counters' readings are not the ones the sweep took around its measurement of the length, or None."""
+    start, end, offset = window
+    zone = dt.timezone(offset)
+    for role, (before, after) in sorted(spans.items()):
+        if abs(before - start) <= READING_SLACK_S + 1 and abs(after - end) <= READING_SLACK_S + 1:
+            continue
+        shown = [dt.datetime.fromtimestamp(t, zone).strftime("%Y-%m-%d %H:%M:%S%z") for t in (before, after, start, end)]
+        return (f"the {role} node's counters were read from {shown[0]} to {shown[1]}, while the sweep measured the "
+                f"length from {shown[2]} to {shown[3]} (sweep-state.json): they are not readings of this length")
+    return None
+
+
+def _log_problem(spans: dict, stamps: list[str], offset: dt.timedelta) -> str | None:
     start = min(s[0] for s in spans.values()) - 1.0  # log times are whole seconds
     end = max(s[1] for s in spans.values()) + 1.0
     times = [found for found in (_epochs(s, offset) for s in stamps) if found]
     out = [t for t in times if not any(start <= one <= end for one in t)]
     if not out:
+        return None if times else ("nothing places the readings around the length's requests (no sweep window in "
+                                   "sweep-state.json, no time on the request lines)")
+    return (f"{len(out)} of its {len(times)} request lines were logged outside the window the NIC counters were "
+            f"read over ({end - start - 2:.1f} s), so the counters did not count (only) this length's KV (the "
+            "server's clock, or its log's time zone, off the sweep's?)")
+
+
+def outside_window(row: dict, stamps: list[str], offset: dt.timedelta = dt.timedelta(0),
+                   window: tuple[float, float, dt.timedelta] | None = None) -> str | None:
+    """Why the counters' readings are not of the stretch in which the length's requests ran, or None. The sweep's
+    own window for the length (``window``, from sweep-state.json) and the request lines' times both place it."""
+    spans = row.pop("nic_span", None) or {}
+    if not spans:
         return None
-    return (f"length {L}: {len(out)} of its {len(times)} request lines were logged outside the window the NIC counters "
-            f"were read over ({end - start - 2:.1f} s); the counters may not have counted this "
-            "length's KV (the server's clock, or its log's time zone, off the sweep's?)")
+    problem = _sweep_window_problem(spans, window) if window is not None else None
+    if problem is None and (window is None or stamps):
+        problem = _log_problem(spans, stamps, offset)
+    return problem
+
+
+def not_measured(row: dict, why: str) -> None:
+    """Counters of another stretch of time witness nothing of this length: the share and each rail's split are
+    not measured (what the readings moved stays in nic_nodes and nic_rails, for the report)."""
+    row["nic_kv_share_pct"] = None
+    row["nic_problem"] = f"{why}; rerun the length with `pdrepro sweep` to read them around it"
+    for entry in row.get("nic_nodes", {}).values():
+        entry["kv_share_pct"] = None
+    for rail in row.get("nic_rails", []):
+        if rail.get("judged"):
+            rail["share_of_mean"] = None
+            rail["note"] = "not measured: the counters were not read around this length's requests"
 
 
 def witness_row(run: RunDir, scenario: Scenario, row: dict) -> list[tuple[bool, IssueKind, str]]:

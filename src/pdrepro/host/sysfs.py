@@ -233,10 +233,9 @@ def netdev_mtu(root: Path, ndev: str) -> int | None:
     if "/" in ndev or ndev in (".", ".."):  # a netdev name is one path component; anything else is not one
         return None
     text = _read(Path(root) / "class" / "net" / ndev / "mtu")
-    try:
-        return int(text) if text is not None else None
-    except ValueError:
-        return None
+    # The kernel prints the MTU as ASCII decimal digits; anything else ("jumbo", "", "9_000", "+9000", other
+    # scripts' digits, which int() would take) is no MTU it wrote, so not a measurement.
+    return int(text) if text is not None and re.fullmatch(r"[0-9]{1,9}", text) else None
 
 
 def module_loaded(root: Path, name: str) -> bool:

@@ -35,6 +35,8 @@ def _length_table(row: Row, min_share: float) -> list[str]:
               r.note or ""] for r in rails]
     headers = ["Node", "Port", "Counter", "Moved (GB)", "Share (x mean per rail)", "Rate (GB/s)",
                "Line rate (GB/s)", "Verdict", "Note"]
+    if not any(r.note for r in rails):  # a column no row fills says nothing
+        table, headers = [line[:-1] for line in table], headers[:-1]
     out = [f"### {row.prompt_len} tokens", ""]
     if row.nic_rails_note:
         out += [f"No rail judged: {row.nic_rails_note}.", ""]

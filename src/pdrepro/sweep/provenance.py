@@ -23,7 +23,7 @@ from ..host.tools import ToolFailed, ToolMissing, capture
 from ..image.versions import collect_versions
 from ..rundir import Provenance, RunDir
 from ..scenario.seams import backend_of, engine_of
-from . import knobrecord
+from . import knobrecord, railmap
 
 # Read by the collective library under every engine and backend; each engine and backend adds its own.
 SHARED_ENV_PREFIXES = ("NCCL_",)
@@ -212,6 +212,8 @@ class ProvenanceRecord:
     def _ask_servers(self) -> None:
         if self.server_info is None:
             self.server_info = servers_info(self.cfg.endpoints(), engine_of(self.cfg.scenario).info_path)
+            # The GPU-to-NIC map the servers say they were started with, for the per-rail witness.
+            railmap.record_servers_map(self.run, self.cfg.scenario, self.server_info)
 
     def write(self, transport_facts, state) -> None:
         self._ask_servers()

@@ -201,7 +201,7 @@ def _row_checks(L: int, row: Row, summary: Summary, scenario: Scenario, line_rat
                           "errors", "failed requests"))
     if measures_ttft:
         out += witness_checks(L, row, line_rate, t.min_nic_kv_share_pct, witness_applies)
-        out += rail_checks(L, row, t.min_rail_share, witness_applies)
+        out += rail_checks(L, row, t.min_rail_share, witness_applies, required=scenario.transport == "rdma")
     mismatch = row.kv_size_mismatch_pct
     if mismatch is not None:
         out.append(check("kv_size_match", L, abs(mismatch), "<=", t.max_kv_size_mismatch_pct, "%",

@@ -31,12 +31,20 @@ def witness_checks(L: int, row: Row, line_rate: float | None, floor: float, appl
     return out
 
 
-def rail_checks(L: int, row: Row, min_share: float, applies: bool = True) -> list[CheckResult]:
+def rail_checks(L: int, row: Row, min_share: float, applies: bool = True, required: bool = False) -> list[CheckResult]:
     """Each rail (a port ib_devices.json names for the GPUs in use) on its own: its share of the KV bytes
-    against the mean per rail, and its rate against its own line rate (above it, the counters are wrong)."""
+    against the mean per rail, and its rate against its own line rate (above it, the counters are wrong).
+    ``required``: the scenario's KV must cross the fabric, so a length with no rail judged (no map in the run, or
+    no counters) fails as not measured; elsewhere (TCP allowed, one box) no rail judged is no check."""
     rails = [r for r in row.nic_rails or [] if r.judged]
     if not applies:
         return [not_applicable_result("rail_share", L, min_share, "x the mean per rail", ">=")] if rails else []
+    # Without readings the witness already fails as not measured; with readings and no rail, the spread is unknown.
+    if not rails and required and row.nic_rails:
+        why = row.nic_rails_note or row.nic_problem or "no port counters of the length"
+        return [CheckResult("rail_share", L, None, min_share, "x the mean per rail", False,
+                            f"length {L}: no rail judged, so the KV's spread over the RDMA ports is not measured: {why}",
+                            ">=")]
     out: list[CheckResult] = []
     for r in rails:
         what = f"rail {r.name} ({r.counter or 'no counter'}) share of its node's KV bytes:"

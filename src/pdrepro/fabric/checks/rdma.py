@@ -154,7 +154,7 @@ def _used_devices(ctx: Context) -> set[str] | None:
 
 
 def check_mtu(ctx: Context, f: Facts) -> Check:
-    lines, small, short = [], [], []
+    lines, small, short, unread = [], [], [], []
     used = _used_devices(ctx)
     for p in f.active_ports:
         if p.link_layer != "Ethernet":
@@ -163,7 +163,12 @@ def check_mtu(ctx: Context, f: Facts) -> Check:
         ndev = (choice.ndev if choice else None) or (p.ndevs[0] if p.ndevs else None)
         mtu = sysfs.netdev_mtu(ctx.sysfs_root, ndev) if ndev else None
         if mtu is None:
-            lines.append(f"{p.name}: netdev MTU unknown")
+            # An unreadable, empty or non-numeric MTU file (or no netdev at all) is not a measurement: the port's
+            # RoCE MTU is unknown, which is never a pass.
+            where = f"{ctx.sysfs_root}/class/net/{ndev}/mtu" if ndev else "no netdev under its GIDs"
+            lines.append(f"{p.name}: netdev MTU not measured ({where} holds no MTU in bytes)")
+            if used is None or p.device in used:
+                unread.append(p.name)
             continue
         active = roce_mtu(mtu)
         lines.append(f"{p.name}: {ndev} MTU {mtu} -> RoCE MTU {active}")
@@ -176,10 +181,18 @@ def check_mtu(ctx: Context, f: Facts) -> Check:
             Check("mtu", ctx.need, "no active port", "see port-state")
     fix = (f"set jumbo frames on the RDMA netdevs and on their switch ports: `ip link set dev {small[0]} mtu 9000` "
            f"and MTU 9000 (or more) on the switch, so the RoCE MTU becomes {FULL_MTU}") if small else ""
-    if short and ctx.role and holds_published_run(ctx.scenario):
-        name = ctx.scenario.name if ctx.scenario is not None else "?"
+    required = bool(ctx.role) and holds_published_run(ctx.scenario)
+    name = ctx.scenario.name if ctx.scenario is not None else "?"
+    if short and required:
         return Check("mtu", FAIL, f"scenario {name} reproduces a run published at RoCE MTU {FULL_MTU}; "
-                     + "; ".join(short), fix)
+                     + "; ".join(short + [line for line in lines if "not measured" in line]), fix)
+    if unread:
+        unread_fix = ("make each RDMA netdev's MTU readable: `cat /sys/class/net/<netdev>/mtu` must print a number "
+                      f"of bytes (9000 for RoCE MTU {FULL_MTU}); with --sysfs-root, capture the copy again")
+        if required:
+            return Check("mtu", FAIL, f"scenario {name} reproduces a run published at RoCE MTU {FULL_MTU}, and the "
+                         f"RoCE MTU of {', '.join(unread)} is not measured: " + "; ".join(lines), unread_fix)
+        return Check("mtu", WARN, "; ".join(lines), unread_fix)
     if small:
         return Check("mtu", WARN, "; ".join(lines) + f" (Mooncake uses up to {FULL_MTU})", fix + " (or MC_MTU to match)")
     return Check("mtu", PASS, "; ".join(lines))
