@@ -30,7 +30,7 @@ from ..rundir.loadsummary import LoadIssue, LoadStepFigures, LoadSummary, LoadTh
 from ..rundir.memberrecord import MemberFinding
 from ..scenario.model import Scenario
 from ..scenario.recorded import recorded_fingerprint
-from .members import Claim, bench_findings, bench_record, copies, finding, folder_findings, record_findings
+from .members import Claim, bench_findings, copies, finding, folder_findings, readable_bench, record_findings
 from .summarize import length_tolerance
 
 ROLES = ("prefill", "decode")
@@ -178,9 +178,9 @@ def member_findings(top: RunDir, state: LoadState, requests: list[ReqStat], warm
     for name, run in present.items():
         step = by_name[name]
         out += record_findings(name, run, "load", state.run_id)
-        if run.bench_file(plan.prompt_len).is_file():
-            out += bench_findings(name, bench_record(run.bench_file(plan.prompt_len)), plan.prompt_len,
-                                  plan.num_prompts, step.concurrency, step.request_rate)
+        record = readable_bench(run.bench_file(plan.prompt_len)) if run.bench_file(plan.prompt_len).is_file() else None
+        if record is not None:
+            out += bench_findings(name, record, plan.prompt_len, plan.num_prompts, step.concurrency, step.request_rate)
     return out + copies(present) + _windows(state, requests, warmup)
 
 

@@ -137,6 +137,15 @@ def bench_record(path: Path) -> dict:
     return data
 
 
+def readable_bench(path: Path) -> dict | None:
+    """The bench record, None where it cannot be read: the member's own analysis names that file as bad input
+    and fails on it, so identity has nothing to add (and the other members are still judged)."""
+    try:
+        return bench_record(path)
+    except UserError:
+        return None
+
+
 def sent(record: Mapping) -> int | None:
     """Requests the client sent, as its record lists them (per-request lists), else completed plus failed."""
     for key in ("input_lens", "errors"):
@@ -194,14 +203,17 @@ def _digest(path: Path) -> str | None:
 
 
 def content(member: RunDir) -> dict[str, str]:
-    """digest -> the file (relative to the member) for its bench files and server logs."""
+    """digest -> the file (relative to the member) for its bench files and its servers' logs: records of one
+    measurement each, with per-request timings and timestamps no other run repeats byte for byte (a router's
+    log, which may hold no timestamp, is left out)."""
     out: dict[str, str] = {}
-    for folder in (member.bench_dir, member.logs_dir):
-        if folder.is_dir() and not folder.is_symlink():
-            for p in sorted(folder.iterdir()):
-                d = _digest(p)
-                if d is not None:
-                    out.setdefault(d, f"{folder.name}/{p.name}")
+    files = [member.bench_file(L) for L in member.bench_lengths()]
+    if not member.logs_dir.is_symlink():
+        files += [p for role in (Role.PREFILL, Role.DECODE, Role.REGULAR) for p in member.role_logs(role.value)]
+    for p in files:
+        d = _digest(p)
+        if d is not None:
+            out.setdefault(d, f"{p.parent.name}/{p.name}")
     return out
 
 
@@ -273,8 +285,10 @@ def member_findings(name: str, member: RunDir, claim: Claim) -> list[MemberFindi
                 out.append(finding(name, "bench", f"lengths {', '.join(map(str, sweep.prompt_lens))}",
                                    f"a bench file of length {L}"))
                 continue
-            out += bench_findings(name, bench_record(member.bench_file(L)), L, sweep.num_prompts,
-                                  sweep.max_concurrency, _rate(sweep.request_rate))
+            record = readable_bench(member.bench_file(L))
+            if record is not None:
+                out += bench_findings(name, record, L, sweep.num_prompts, sweep.max_concurrency,
+                                      _rate(sweep.request_rate))
     return out
 
 
