@@ -139,3 +139,71 @@ def test_a_bent_member_is_named_and_never_passes(bend):
             assert all(length.arms[[x.name for x in summary.arms].index(m)].ttft_ms_mean is None
                        for length in summary.lengths for m in named)
         assert tree_hash(outside) == victim_before
+
+
+LOAD = RECORDED / "h200-load-0.5b-mooncake-tcp-sglang-0.5.15.post1" / "load"
+STEPS = ["c1", "c2", "c4", "c8"]
+LOAD_BENDS = st.tuples(st.sampled_from(["swap", "copy", "link", "widen", "foreign", "plan"]),
+                       st.sampled_from(STEPS), st.sampled_from(STEPS)).filter(lambda b: b[1] != b[2])
+
+
+def _bend_load(how: str, a: str, b: str, run: Path, outside: Path) -> set[str]:
+    """Bend one step of the copied load run; the steps the judge must fail."""
+    bench = "bench/result-4096.jsonl"
+    if how == "swap":
+        (run / "steps" / a / bench).rename(run / "swapping")
+        (run / "steps" / b / bench).rename(run / "steps" / a / bench)
+        (run / "swapping").rename(run / "steps" / b / bench)
+        return {a, b}
+    if how == "copy":
+        shutil.copyfile(run / "steps" / a / bench, run / "steps" / b / bench)
+        return {b}  # a copy of another step's record: named a copy, and its concurrency is the other's
+    if how == "link":
+        shutil.rmtree(run / "steps" / a)
+        (run / "steps" / a).symlink_to(outside)
+        return {a}
+    if how == "foreign":
+        shutil.copyfile(FOREIGN / "bench" / "result-1024.jsonl", run / "steps" / a / bench)
+        return {a}
+    state = json.loads((run / "load-state.json").read_text())
+    if how == "widen":
+        first, last = sorted((a, b), key=STEPS.index)
+        state["steps"][first]["ended_at"] = state["steps"][last]["ended_at"]
+        bent = {s for s in STEPS if STEPS.index(first) < STEPS.index(s) <= STEPS.index(last)}
+    else:  # the plan edited: another number of requests per step than every client sent
+        state["plan"]["num_prompts"] = 16
+        bent = set(STEPS)
+    (run / "load-state.json").write_text(json.dumps(state))
+    return bent
+
+
+@settings(max_examples=EXAMPLES, suppress_health_check=[HealthCheck.too_slow])
+@given(bend=LOAD_BENDS)
+def test_a_bent_load_step_is_named_and_fails_its_gates(bend):
+    from pdrepro.analysis.load import compute_load_summary
+    from pdrepro.rundir import RunDir
+    from pdrepro.scenario.model import load_scenario
+    from pdrepro.verdicts.load import evaluate_load
+
+    how, a, b = bend
+    with tempfile.TemporaryDirectory() as tmp:
+        run = _copy(LOAD, Path(tmp) / "load")
+        outside = _copy(LOAD / "steps" / b, Path(tmp) / "victim")
+        victim_before = tree_hash(outside)
+        bent = _bend_load(how, a, b, run, outside)
+        summary = compute_load_summary(RunDir(run), load_scenario(run / "scenario.yaml"))
+        named = {f.member for f in summary.members}
+        assert bent <= named, (bend, summary.members)
+        failed = {r.detail.split(":")[0].removeprefix("member ") for r in evaluate_load(summary)
+                  if r.name == "member_identity" and not r.passed}
+        assert bent <= failed
+        assert tree_hash(outside) == victim_before
+
+
+def test_the_recorded_load_steps_prove_who_they_are(tmp_path):
+    from pdrepro.analysis.load import compute_load_summary
+    from pdrepro.rundir import RunDir
+    from pdrepro.scenario.model import load_scenario
+
+    run = _copy(LOAD, tmp_path / "load")
+    assert compute_load_summary(RunDir(run), load_scenario(run / "scenario.yaml")).members == []
