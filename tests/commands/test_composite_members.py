@@ -203,3 +203,15 @@ def test_a_member_record_of_another_composite_fails(tmp_path, capsys, source):
     status, text = _judged(capsys, *argv)
     assert status == 1, text
     assert f"member {member}: its record is member c1 (its member.json), but the plan says member {member}" in text
+
+
+def test_ab_render_refuses_to_write_an_arms_job_through_a_planted_link(tmp_path, capsys):
+    run, victim = tmp_path / "ab", tmp_path / "victim"
+    run.mkdir()
+    victim.mkdir()
+    (run / "nixl").symlink_to(Path("..") / "victim")
+    status, text = _judged(capsys, "ab", "--render", "slurm", "--scenario", "h20-qwen3-235b-1p1d", "--backends",
+                           "mooncake,nixl", "--out", str(run))
+    assert status == 2, text
+    assert "arm nixl:" in text and "is a link (to ../victim)" in text
+    assert list(victim.iterdir()) == [] and sorted(p.name for p in run.iterdir()) == ["nixl"]
