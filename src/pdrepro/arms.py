@@ -213,11 +213,11 @@ def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: _Noted, command
         if status == 0 and noted.signum is not None:
             status, why = 128 + noted.signum, "stopped by a signal before its sweep"
         elif status == 0:
+            urls = endpoints(folder)
             if state.run_id is not None and command in get_args(CompositeKind):
-                # The arm says whose member it is, beside what its stack wrote (analysis.members reads it).
+                # The arm says whose member it is, beside the stack record it wrote (analysis.members reads it).
                 memberrecord.write(folder, MemberRecord(kind=cast(CompositeKind, command), composite=state.run_id,
                                                         member=arm.name), run)
-            urls = endpoints(folder)
             argv = sweep_argv(arm, run, urls)
             say(f"== arm {arm.name}: sweep against {urls.router}")
             status = cli(argv)
