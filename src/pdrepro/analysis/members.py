@@ -36,7 +36,7 @@ from ..core.roles import Role
 from ..rundir import RunDir, memberrecord
 from ..rundir.layout import STACK_FILE
 from ..rundir.memberrecord import MemberFinding
-from ..scenario.model import Scenario
+from ..scenario.model import Scenario, load_scenario
 from ..scenario.recorded import recorded_fingerprint
 
 CHUNK = 1 << 20  # bytes read at a time for a digest: memory stays flat whatever a log's size
@@ -120,6 +120,13 @@ def _log_shape(member: RunDir) -> str | None:
     if (has[Role.PREFILL.value] or has[Role.DECODE.value]) and not has[Role.REGULAR.value]:
         return "disaggregated"
     return None
+
+
+def _shape_of(roles: list[str]) -> str | None:
+    """The stack kind a set of server roles makes: prefill and decode apart, or regular servers only."""
+    if set(roles) == {Role.PREFILL.value, Role.DECODE.value}:
+        return "disaggregated"
+    return "regular" if set(roles) == {Role.REGULAR.value} else None
 
 
 def bench_record(path: Path) -> dict:
@@ -250,8 +257,6 @@ def own_fingerprint(member: RunDir) -> str | None:
     recorded = recorded_fingerprint(member)
     if recorded is not None or not member.scenario_file.is_file():
         return recorded
-    from ..scenario.model import load_scenario
-
     return load_scenario(member.scenario_file).fingerprint
 
 
@@ -278,6 +283,10 @@ def member_findings(name: str, member: RunDir, claim: Claim) -> list[MemberFindi
         where = STACK_FILE if stack is not None else "its server logs"
         if shown is not None and shown != claim.stack:
             out.append(finding(name, "stack", f"a {claim.stack} stack", f"a {shown} stack ({where})"))
+        elif stack is not None and stack["roles"] and _shape_of(stack["roles"]) != claim.stack:
+            # The record's kind agrees but its processes do not (a hand-edited record): the roles decide.
+            out.append(finding(name, "stack", f"a {claim.stack} stack",
+                               f"servers of roles {', '.join(stack['roles'])} (its {STACK_FILE})"))
     if scenario is not None:
         sweep = scenario.sweep
         for L in member.bench_lengths():
@@ -301,19 +310,27 @@ def judge_members(run: Path, claims: list[Claim], kind: str, composite: str | No
     stack record must name the backend the first member's names."""
     out, usable = folder_findings(run, claims)
     present = {c.name: RunDir(Path(run) / c.folder) for c in usable if (Path(run) / c.folder).is_dir()}
-    first: tuple[str, str] | None = None
+    first: dict[str, tuple[str, str]] = {}  # evidence -> (the first member showing it, what it showed)
     for c in usable:
         if c.name not in present:
             continue
         out += record_findings(c.name, present[c.name], kind, composite)
         out += member_findings(c.name, present[c.name], c)
-        stack = _stack(present[c.name]) if one_backend else None
-        if stack is not None and stack["backend"]:
-            if first is None:
-                first = (c.name, stack["backend"])
-            elif stack["backend"] != first[1]:
-                out.append(finding(c.name, "backend", f"{first[1]}, as {first[0]} ran it (one backend for all)",
-                                   f"{stack['backend']} (its {STACK_FILE})"))
+        if not one_backend:
+            continue
+        stack = _stack(present[c.name])
+        # The stack record's backend, and the backends whose transport lines the servers' logs hold (a member
+        # rendered for a cluster has only the logs): each the same for every member as for the first.
+        shown = {STACK_FILE: stack["backend"] if stack is not None else None,
+                 "the transport lines in its server logs": ", ".join(sorted(_log_backends(present[c.name]))) or None}
+        for where, value in shown.items():
+            if value is None:
+                continue
+            if where not in first:
+                first[where] = (c.name, value)
+            elif value != first[where][1]:
+                out.append(finding(c.name, "backend", f"{first[where][1]}, as {first[where][0]} ran it (one backend "
+                                   "for every member)", f"{value} ({where})"))
     return out + copies(present)
 
 
