@@ -350,6 +350,10 @@ def _write_bench(run: RunDir, scenario: Scenario, opts: BuildOptions, L: int, in
     duration = sum(e2e)
     n_ok = len(ttfts)
     obj = {
+        # The client's --tag, here the run's folder: two runs the builder makes are two measurements, and a real
+        # client's record of one never equals another's byte for byte (its timings differ); the member checks
+        # (analysis.members) name siblings whose bench files are equal as copies.
+        "tag": run.root.name,
         "backend": "sglang", "dataset_name": "random", "request_rate": sweep.request_rate,
         "max_concurrency": sweep.max_concurrency, "sharegpt_output_len": None,
         "random_input_len": L, "random_output_len": out, "random_range_ratio": sweep.random_range_ratio,

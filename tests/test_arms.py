@@ -17,7 +17,7 @@ from stackhelp import env, make_site
 
 from pdrepro import arms
 from pdrepro.launch.stack import ownership, record
-from pdrepro.rundir import armsstate
+from pdrepro.rundir import armsstate, memberrecord
 
 TESTS = Path(__file__).resolve().parent
 SCRIPT = TESTS / "armsscript.py"
@@ -92,6 +92,11 @@ def test_each_arm_is_up_swept_and_down_in_its_own_folder(site):
     envs = {arm: record.read(site["run"] / arm).processes[0].env for arm in ("tcp", "plain")}
     assert envs["tcp"].get("MC_FORCE_TCP") == "1" and "MC_FORCE_TCP" not in envs["plain"]
     assert (site["run"] / "tcp" / "bench").is_dir() and (site["run"] / "plain" / "bench").is_dir()
+    # Each arm records whose member it is: the run's own id (in its state) and the arm's name.
+    assert state.run_id is not None
+    for arm in ("tcp", "plain"):
+        rec = memberrecord.read(site["run"] / arm)
+        assert rec is not None and (rec.kind, rec.composite, rec.member) == ("ab", state.run_id, arm)
 
 
 def test_a_failed_sweep_still_takes_its_stack_down_and_the_next_arm_runs(site):

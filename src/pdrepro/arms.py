@@ -25,13 +25,15 @@ import signal
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast, get_args
 
 from .core.errors import UserError
 from .core.exits import EXIT_BAD_INPUT, HANDLED, STOPPED
 from .core.safewrite import make_folder
 from .launch.stack import record as stack_record
-from .rundir import armsstate
+from .rundir import armsstate, memberrecord
 from .rundir.armsstate import ArmRecord, ArmsState
+from .rundir.memberrecord import CompositeKind, MemberRecord, new_run_id
 
 # Words the runner sets on each stage itself: an arm may not set them again (the stage would take the last).
 OWN_STACK_FLAGS = ("--out",)
@@ -142,15 +144,28 @@ def start(run: Path, label: str, arms: Sequence[Arm]) -> ArmsState:
         raise UserError("no arms to run; name at least one")
     for arm in arms:
         arm.check()
-    wanted = ArmsState(label=label, arms=tuple(a.record() for a in arms))
+    wanted = ArmsState(label=label, arms=tuple(a.record() for a in arms), run_id=new_run_id())
     wanted.check("the arms asked for")
     make_folder(run, "the arms runner")
+    _refuse_links(run, arms)
     found = armsstate.read(run)
     if found is None:
         armsstate.write(run, wanted)
         return wanted
     armsstate.check_same(found, wanted, armsstate.path(run))
+    if found.run_id is None:  # a state from before members carried a record: this run gives it its id
+        found = found.model_copy(update={"run_id": wanted.run_id})
+        armsstate.write(run, found)
     return found
+
+
+def _refuse_links(run: Path, arms: Sequence[Arm]) -> None:
+    """An arm's folder that is a link (or resolves outside the run) is refused before anything is written through
+    it: the stack record, the logs and the bench files would land wherever it points."""
+    for arm in arms:
+        why = memberrecord.folder_problem(run, arm.name)
+        if why is not None:
+            raise UserError(f"arm {arm.name}: {why}; move it away and rerun")
 
 
 def run_arms(run: Path, label: str, arms: Sequence[Arm], *, command: str, cli: Callable[[list[str]], int],
@@ -189,6 +204,7 @@ def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: _Noted, command
     """One arm: up, sweep, down. It is done when its sweep ended 0 and its stack went down; a signal noted
     while its sweep ran lets it finish so (the runner stops after it), one noted before the sweep stops it."""
     folder = run / arm.name
+    _refuse_links(run, [arm])  # planted since the run started: still nothing written through it
     state = _save(run, state, state.arm(arm.name), status="running", exit=None, reason=None)
     status, why = EXIT_BAD_INPUT, "its stack did not come up"
     try:
@@ -198,6 +214,10 @@ def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: _Noted, command
             status, why = 128 + noted.signum, "stopped by a signal before its sweep"
         elif status == 0:
             urls = endpoints(folder)
+            if state.run_id is not None and command in get_args(CompositeKind):
+                # The arm says whose member it is, beside the stack record it wrote (analysis.members reads it).
+                memberrecord.write(folder, MemberRecord(kind=cast(CompositeKind, command), composite=state.run_id,
+                                                        member=arm.name), run)
             argv = sweep_argv(arm, run, urls)
             say(f"== arm {arm.name}: sweep against {urls.router}")
             status = cli(argv)

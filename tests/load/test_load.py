@@ -18,6 +18,7 @@ import pytest
 from stackhelp import REPO, env, make_site, up
 
 from pdrepro.launch.stack import record
+from pdrepro.rundir import loadstate, memberrecord
 from pdrepro.rundir.loadsummary import LoadSummary
 from pdrepro.scenario import schemagen
 
@@ -72,6 +73,12 @@ def test_each_step_is_measured_accounted_and_passes_the_gates(box):
     summary = _summary(box)
     assert [(s.name, s.concurrency, s.status) for s in summary.steps] == [("c1", 1, "done"), ("c2", 2, "done"),
                                                                         ("c4", 4, "done")]
+    # Each step records whose member it is (the load's own id, in its state) and its name; none is contradicted.
+    state = loadstate.read(box["out"])
+    assert state is not None and state.run_id is not None and summary.members == []
+    for step in summary.steps:
+        rec = memberrecord.read(box["out"] / "steps" / step.name)
+        assert rec is not None and (rec.kind, rec.composite, rec.member) == ("load", state.run_id, step.name)
     for step in summary.steps:
         result = json.loads((box["out"] / "steps" / step.name / "bench" / f"result-{LENGTH}.jsonl").read_text())
         assert result["max_concurrency"] == step.concurrency and result["random_input_len"] == LENGTH

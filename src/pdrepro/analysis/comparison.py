@@ -22,9 +22,11 @@ from ..rundir import RunDir
 from ..rundir.contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, issue
 from ..rundir.issuekind import IssueKind
 from ..rundir.layout import STACK_FILE
+from ..rundir.memberrecord import is_disaggregated
 from ..rundir.summarymodel import build as build_summary
 from ..scenario.model import ComparisonScenario, Scenario
 from ..scenario.seams import engine_of
+from .members import Claim, judge_members
 
 # metric -> (bench JSON key, one of parsers.bench.REPORTED_KEYS; unit, label, better): better is "higher" or "lower".
 METRICS = {
@@ -109,7 +111,15 @@ def compute_comparison(run: RunDir, scenario: Scenario) -> dict:
         raise UserError(f"scenario {scenario.name}: reference.configurations must name exactly two configurations, "
                         f"found {len(names)}")
     issues: list[dict] = []
-    measured = {name: _measure(run, scenario, name, issues) for name in names}
+    # Each configuration's folder proves it is that configuration (analysis.members): the comparison's scenario,
+    # the stack its name says (1P1D disaggregated, the other regular), a run of its own. A contradiction is an
+    # issue the checks fail on (verdicts.gates), and a folder refused as a link is never read.
+    findings = judge_members(run.root, [Claim(name=n, folder=n, scenario=scenario,
+                                              stack="disaggregated" if is_disaggregated(n) else "regular")
+                                        for n in names], "compare", None, one_backend=True)
+    issues += [issue(WARNING, IssueKind.MEMBER_IDENTITY, f.message()) for f in findings]
+    refused = {f.member for f in findings if f.about == "folder"}
+    measured = {name: None if name in refused else _measure(run, scenario, name, issues) for name in names}
     if all(m is None for m in measured.values()):
         unreadable = [i["message"] for i in issues if i["severity"] == ERROR]
         if unreadable:

@@ -27,7 +27,10 @@ from ..rundir import RunDir, loadstate
 from ..rundir.contract import analysis_code_stamp
 from ..rundir.loadstate import LoadPlan, LoadState, LoadStep, step_run
 from ..rundir.loadsummary import LoadIssue, LoadStepFigures, LoadSummary, LoadThresholds, ServerFailures
+from ..rundir.memberrecord import MemberFinding
 from ..scenario.model import Scenario
+from ..scenario.recorded import recorded_fingerprint
+from .members import Claim, bench_findings, copies, finding, folder_findings, readable_bench, record_findings
 from .summarize import length_tolerance
 
 ROLES = ("prefill", "decode")
@@ -133,16 +136,70 @@ def _step(top: RunDir, state: LoadState, step: LoadStep, requests: list[ReqStat]
     return LoadStepFigures(**figures)
 
 
+def _windows(state: LoadState, requests: list[ReqStat], warmup: int) -> list[MemberFinding]:
+    """Each measured step's window its own: no two overlap, and none holds more requests than its client sent
+    (its bench record) and the warm-up before them; a widened window would claim another step's requests."""
+    out = []
+    done = [(s, state.step(s.name).window) for s in state.plan.steps if state.step(s.name).status == "done"]
+    timed = sorted(((s, w) for s, w in done if w is not None), key=lambda sw: sw[1][0])
+    latest: tuple[LoadStep, float] | None = None  # the step whose window ends last so far
+    for b, wb in timed:
+        if latest is not None and wb[0] < latest[1]:
+            a = latest[0]
+            out.append(finding(b.name, "window", f"a window after step {a.name}'s (which ends at {latest[1]:.3f})",
+                               f"a window from {wb[0]:.3f}, inside step {a.name}'s"))
+        if latest is None or wb[1] > latest[1]:
+            latest = (b, wb[1])
+    for s, w in timed:
+        inside = sum(1 for r in requests if w[0] <= (r.entry_time_s or 0.0) <= w[1])
+        sent_n = state.plan.num_prompts
+        if inside > sent_n + warmup:
+            out.append(finding(s.name, "window", f"at most {sent_n + warmup} requests ({sent_n} sent by its client, "
+                               f"{warmup} warm-up)", f"{inside} prefill requests logged inside its window "
+                               f"({max(inside - warmup, 0)} after its warm-up)"))
+    return out
+
+
+def member_findings(top: RunDir, state: LoadState, requests: list[ReqStat], warmup: int) -> list[MemberFinding]:
+    """The load's steps against its plan (analysis.members): each step's folder, record and bench record (the
+    plan's length, prompts, concurrency and rate), no two steps' bench files alike, each window its own; and the
+    scenario the run recorded against the plan's."""
+    plan = state.plan
+    out: list[MemberFinding] = []
+    own = recorded_fingerprint(top)
+    if own is not None and own != plan.scenario_fingerprint:
+        out.append(finding(".", "scenario", f"fingerprint {plan.scenario_fingerprint[:12]} ({loadstate.FILE})",
+                           f"fingerprint {own[:12]} (the run's provenance.json)"))
+    claims = [Claim(name=s.name, folder=f"steps/{s.name}") for s in plan.steps]
+    refused, usable = folder_findings(top.root, claims)
+    out += refused
+    by_name = {s.name: s for s in plan.steps}
+    present = {c.name: step_run(top.root, by_name[c.name]) for c in usable if (top.root / c.folder).is_dir()}
+    for name, run in present.items():
+        step = by_name[name]
+        out += record_findings(name, run, "load", state.run_id)
+        record = readable_bench(run.bench_file(plan.prompt_len)) if run.bench_file(plan.prompt_len).is_file() else None
+        if record is not None:
+            out += bench_findings(name, record, plan.prompt_len, plan.num_prompts, step.concurrency, step.request_rate)
+    return out + copies(present) + _windows(state, requests, warmup)
+
+
 def compute_load_summary(top: RunDir, scenario: Scenario) -> LoadSummary:
     state = read_state(top)
     plan = state.plan
     issues: list[LoadIssue] = []
     requests = _prefill_requests(top, plan, issues)
-    steps = [_step(top, state, step, requests, scenario, issues) for step in plan.steps]
+    members = member_findings(top, state, requests, scenario.sweep.warmup_requests)
+    refused = {f.member for f in members if f.about == "folder"}
+    # A step refused for its folder (a link, outside the run) is never read: it is reported as not measured.
+    steps = [_step(top, state, step, requests, scenario, issues) if step.name not in refused else
+             LoadStepFigures(name=step.name, concurrency=step.concurrency, request_rate=step.request_rate,
+                             status="failed", reason="its folder is refused", requests=plan.num_prompts)
+             for step in plan.steps]
     t = scenario.thresholds
     return LoadSummary(scenario=scenario.name, scenario_fingerprint=plan.scenario_fingerprint,
                        prompt_len=plan.prompt_len, num_prompts=plan.num_prompts,
                        warmup_requests=scenario.sweep.warmup_requests,
                        thresholds=LoadThresholds(max_request_errors=t.max_request_errors,
                                                  max_transfer_p99_over_p50=t.max_transfer_p99_over_p50),
-                       steps=steps, issues=issues, analysis_code=analysis_code_stamp())
+                       steps=steps, issues=issues, members=members, analysis_code=analysis_code_stamp())

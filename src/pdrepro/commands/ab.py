@@ -23,7 +23,7 @@ from ..core.safewrite import make_folder, write_file
 from ..pipeline import split_words
 from ..publish.abjudge import ArmInput, judge
 from ..report.ab import render as render_report
-from ..rundir import armsstate
+from ..rundir import armsstate, memberrecord
 from ..rundir.absummary import AB_LABEL, AbSummary
 from ..rundir.armsstate import ArmRecord, ArmsState
 from ..rundir.contract import dumps_json, write_atomic
@@ -188,6 +188,10 @@ def _render(args, out: Path, label: str, variants: dict[str, Scenario]) -> int:
         if word.split("=", 1)[0] in ("--run-dir", "--out") or (args.render == "k8s" and word.startswith("--namespace")):
             raise UserError(f"--stack-args: {word.split('=', 1)[0]} is set per arm by `pdrepro ab --render`; leave it "
                             "out")
+    for b in variants:  # an arm's folder planted as a link: its job (and later its run) would land where it points
+        why = memberrecord.folder_problem(out, b)
+        if why is not None:
+            raise UserError(f"arm {b}: {why}; move it away and rerun")
     make_folder(out, "pdrepro ab")
     paths = _write_variants(out, variants)
     steps: list[str] = []

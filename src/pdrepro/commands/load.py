@@ -108,11 +108,12 @@ def check_load(run_dir: RunDir, args: argparse.Namespace) -> int:
     from ..analysis.load import compute_load_summary
     from ..scenario.recorded import own_scenario
     from ..verdicts.bounds import bound_changes
-    from ..verdicts.load import failed, step_checks
+    from ..verdicts.load import failed, run_checks, step_checks
 
     scenario = resolve_scenario(args.scenario, args.run, args.thresholds)
     summary = compute_load_summary(run_dir, scenario)
-    per_step = [(step.name, r) for step in summary.steps for r in step_checks(summary, step)]
+    per_step = [("(run)", r) for r in run_checks(summary)]
+    per_step += [(step.name, r) for step in summary.steps for r in step_checks(summary, step)]
     results = [r for _, r in per_step]
     table = [[r.name, name, "—" if r.figure is None else f"{r.figure:.2f} {r.unit}".rstrip(),
               "" if r.bound is None else f"{r.op} {r.bound:g} {r.unit}".rstrip(), r.verdict] for name, r in per_step]

@@ -13,12 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..analysis.members import Claim, judge_members, of_member
 from ..backends.registry import backend as backend_named
 from ..core.errors import UserError
-from ..rundir import RunDir
+from ..rundir import RunDir, armsstate
 from ..rundir.absummary import AbCheck, AbLength, AbSummary, AbVerdict, ArmLength, ArmSummary, ArmVerdict, TtftRatio
+from ..rundir.memberrecord import MemberFinding
 from ..rundir.summarymodel import Row, Summary
-from ..scenario.model import resolve_scenario
+from ..scenario.model import load_scenario, resolve_scenario
 from ..verdicts.gates import CheckResult, evaluate, failed
 from .verdictsource import judged_summary
 
@@ -83,14 +85,43 @@ def _ratios(arms: list[ArmLength]) -> list[TtftRatio]:
             for a in arms[1:]]
 
 
+def member_findings(run: Path, arms: Sequence[ArmInput]) -> list[MemberFinding]:
+    """Each arm's own files against what the A/B says of it (analysis.members): the scenario the A/B wrote for
+    the arm's backend (RUN/scenarios/<backend>.yaml), that backend and a disaggregated stack, a run of its own."""
+    claims = []
+    for arm in arms:
+        file = Path(run) / "scenarios" / f"{arm.backend}.yaml"
+        scenario = load_scenario(file) if arm.backend and file.is_file() else None
+        claims.append(Claim(name=arm.name, folder=arm.name, scenario=scenario, stack="disaggregated",
+                            backend=arm.backend))
+    state = armsstate.read(Path(run)) if Path(run).is_dir() else None
+    return judge_members(Path(run), claims, "ab", state.run_id if state is not None else None)
+
+
+def _refused(found: list[MemberFinding]) -> ArmVerdict:
+    """An arm whose own files are not the arm the A/B names: failed, each contradiction a check of its own."""
+    checks = [AbCheck(name="member_identity", prompt_len=None, verdict="FAIL", detail=f.message()) for f in found]
+    return ArmVerdict(passed=False, checks=checks)
+
+
 def judge(run: Path, label: str, arms: Sequence[ArmInput]) -> AbSummary:
     """The A/B of ``arms`` (folders RUN/<name>), judged without writing into them."""
     summaries: dict[str, Summary | None] = {}
     out: list[ArmSummary] = []
+    findings = member_findings(run, arms)
     for arm in arms:
         known = backend_named(arm.backend) if arm.backend else None
-        summary, verdict, scenario = _judge_arm(Path(run) / arm.name, arm.unfinished)
-        summaries[arm.name] = summary
+        mine = of_member(findings, arm.name)
+        if any(f.about == "folder" for f in mine):
+            # A link or a folder outside the run: nothing is read through it.
+            summary, verdict, scenario = None, _refused(mine), None
+        else:
+            summary, verdict, scenario = _judge_arm(Path(run) / arm.name, arm.unfinished)
+            if mine:
+                verdict = verdict.model_copy(update={"passed": False,
+                                                     "checks": [*_refused(mine).checks, *verdict.checks]})
+        # An arm whose files are not the arm it is named as lends the table no figures under that name.
+        summaries[arm.name] = None if mine else summary
         out.append(ArmSummary(name=arm.name, backend=arm.backend, backend_label=known.label if known else None,
                               timing=known.timing if known else None, scenario=scenario, verdict=verdict))
     lengths = sorted({r.prompt_len for s in summaries.values() if s is not None for r in s.rows})

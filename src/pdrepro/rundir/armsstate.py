@@ -20,6 +20,7 @@ from ..core.errors import UserError
 from ..core.exits import STOPPED
 from ..core.strictmodel import IntBounds, Record
 from ..core.text import printable
+from .memberrecord import RUN_ID
 from .statefile import read_state, write_state
 
 FILE = "arms-state.json"
@@ -71,6 +72,9 @@ class ArmsState(Record):
     schema_version: Literal[1] = 1
     label: Annotated[str, Field(min_length=1, max_length=500)] = Field(description="which A/B or comparison this is")
     arms: tuple[ArmRecord, ...] = Field(min_length=1)
+    # Random, once per run of arms; each arm it starts records it (rundir.memberrecord). None: a state written
+    # before members carried a record (or a rendered one, whose jobs start their members themselves).
+    run_id: Annotated[str, Field(pattern=RUN_ID)] | None = Field(default=None, description="the run's own id")
 
     def check(self, source: str) -> None:
         names = [a.name for a in self.arms]

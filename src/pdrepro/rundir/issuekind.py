@@ -59,6 +59,8 @@ class IssueKind(str, Enum):
     ENGINE_CEILING_TRANSPORT = "engine_ceiling_transport"
     # A comparison's configurations.
     CONFIGURATION_MISSING = "configuration_missing"
+    # A composite's member whose own files contradict the plan (analysis.members): its check fails.
+    MEMBER_IDENTITY = "member_identity"
     # The smoke test.
     SMOKE_FAILED = "smoke_failed"
     CHECKSUM_MISMATCH = "checksum_mismatch"

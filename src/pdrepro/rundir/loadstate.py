@@ -19,6 +19,7 @@ from pydantic import Field
 from ..core.errors import UserError
 from ..core.strictmodel import IntBounds, NumberBounds, Record
 from .layout import RunDir
+from .memberrecord import RUN_ID
 from .statefile import read_state, write_state
 
 FILE = "load-state.json"
@@ -97,6 +98,8 @@ class LoadState(Record):
     schema_version: Literal[1] = 1
     plan: LoadPlan
     steps: dict[str, StepRecord] = Field(default_factory=dict, description="step name -> its outcome")
+    # Random, once per load sweep; each step records it (rundir.memberrecord). None: a state from before records.
+    run_id: Annotated[str, Field(pattern=RUN_ID)] | None = Field(default=None, description="the load sweep's own id")
 
     def check(self, source: str) -> None:
         planned = {s.name for s in self.plan.steps}

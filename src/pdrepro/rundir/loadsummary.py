@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from .memberrecord import MemberFinding
 from .summarybase import _Closed
 
 FILE = "load-summary.json"
@@ -85,6 +86,9 @@ class LoadSummary(_Closed):
     thresholds: LoadThresholds
     steps: list[LoadStepFigures]
     issues: list[LoadIssue] = Field(default_factory=list)
+    # Steps whose own files are not the step the plan names (analysis.members), each a FAIL of its step; member
+    # '.' is the load run itself (its recorded scenario against the plan's).
+    members: list[MemberFinding] = Field(default_factory=list, description="what the steps' own files contradict")
     analysis_code: str | None = None
 
     def input_errors(self) -> list[LoadIssue]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Literal, get_args
 
 from ..host.sysfs import DEFAULT_ROOT
 from ..rundir import RunDir
+from ..rundir.memberrecord import is_disaggregated  # noqa: F401  (its readers import it from here)
 from ..scenario.model import Scenario
 from .benchclient import BenchLauncher
 from .benchcmd import BenchTarget
@@ -23,9 +23,6 @@ DEFAULT_WAIT_S = 900.0
 IB_CLASS = DEFAULT_ROOT / "class" / "infiniband"
 
 
-def is_disaggregated(configuration: str | None) -> bool:
-    """A comparison configuration named like 1P1D runs prefill and decode apart."""
-    return configuration is None or bool(re.fullmatch(r"\d+P\d+D", configuration))
 
 
 @dataclass

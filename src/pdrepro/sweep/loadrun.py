@@ -21,8 +21,9 @@ from pathlib import Path
 
 from ..core import runfile
 from ..core.errors import UserError
-from ..rundir import RunDir, loadstate
+from ..rundir import RunDir, loadstate, memberrecord
 from ..rundir.loadstate import LoadPlan, LoadState, LoadStep, StepRecord, step_run
+from ..rundir.memberrecord import MemberRecord, new_run_id
 from ..scenario.model import Scenario
 from . import signals
 from .benchcmd import bench_argv
@@ -93,11 +94,14 @@ class _State:
     def __init__(self, top: RunDir, plan: LoadPlan):
         found = loadstate.read(top.root)
         if found is None:
-            self.state = LoadState(plan=plan)
+            self.state = LoadState(plan=plan, run_id=new_run_id())
             loadstate.write(top.root, self.state)
         else:
             loadstate.check_same(found, plan, loadstate.path(top.root))
             self.state = found
+            if found.run_id is None:  # a state from before steps carried a record: this run gives it its id
+                self.state = found.model_copy(update={"run_id": new_run_id()})
+                loadstate.write(top.root, self.state)
 
     def record(self, top: RunDir, step: LoadStep, **fields) -> None:
         self.state = self.state.with_step(step.name, StepRecord(at=_now(), **fields))
@@ -142,6 +146,9 @@ def _run_step(cfg: SweepConfig, top: RunDir, plan: LoadPlan, step: LoadStep, sta
     the step recorded unfinished and its partial result set aside."""
     run = _own_step_run(top, step)
     run.bench_dir.mkdir(parents=True, exist_ok=True)
+    if state.state.run_id is not None:  # the step says whose member it is (analysis.members reads it)
+        memberrecord.write(run.root, MemberRecord(kind="load", composite=state.state.run_id, member=step.name),
+                           top.root)
     scenario = step_scenario(cfg.scenario, plan, step)
     scfg = dataclasses.replace(cfg, scenario=scenario)
     L = plan.prompt_len

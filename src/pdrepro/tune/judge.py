@@ -9,12 +9,14 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..analysis.members import Claim, judge_members, of_member
 from ..core.errors import UserError
 from ..publish.verdictsource import judged_summary
 from ..rundir import RunDir
 from ..rundir.armsstate import ArmRecord, ArmsState
 from ..rundir.engineceiling import CONTRADICTION_RATIO, best_layout, check_against_run, transport_mismatch
 from ..rundir.enginerepeats import load_engine_runs
+from ..rundir.memberrecord import MemberFinding
 from ..rundir.summarymodel import Row, Summary
 from ..rundir.tuneplan import TunePlan
 from ..rundir.tunesummary import (
@@ -35,8 +37,9 @@ from ..rundir.tunesummary import (
     TuneSummary,
 )
 from ..scenario import knobs as knob_data
-from ..scenario.model import load_scenario, resolve_scenario
+from ..scenario.model import Scenario, load_scenario, resolve_scenario
 from ..verdicts.gates import evaluate, failed
+from . import grid
 
 TIE_GB_S = 0.01  # bandwidths this close are a tie, which TTFT breaks
 
@@ -70,6 +73,14 @@ def _judge_run(run: Path, folder: str, arm: ArmRecord | None) -> _Judged:
     problem = errors[0].message if errors else (f"check {broken[0].name} fails: {broken[0].detail}" if broken else None)
     return _Judged(TuneRun(folder=folder, passed=not errors and not broken, problem=problem,
                            transport=summary.transport), summary.rows_by_length())
+
+
+def _refused(folder: str, found: list[MemberFinding]) -> _Judged | None:
+    """A run whose own files are not the run the plan names: failed, and no figure of it is ranked or counted
+    in the baseline's spread (a folder refused as a link is never read)."""
+    if not found:
+        return None
+    return _Judged(TuneRun(folder=folder, passed=False, problem="; ".join(f.message() for f in found)), {})
 
 
 def _mean(values: list[float]) -> float | None:
@@ -196,12 +207,41 @@ def _length(L: int, plan: TunePlan, judged: dict[str, _Judged], engine: EngineAl
     return TuneLength(prompt_len=L, baseline=base, engine_alone=engine, ranking=_rank(figures))
 
 
+def planned_scenarios(run: Path, plan: TunePlan) -> dict[str, Scenario] | None:
+    """Each setting's scenario as the plan itself makes it: the baseline's scenario (RUN/scenarios/baseline.yaml)
+    with the setting's values laid over it as the tune lays them (grid.variant). Not the scenario files the tune
+    wrote per setting: a plan whose values were swapped then names the scenario its setting did not run. None
+    where the baseline's scenario is not there (a plan without its scenarios judges the content alone)."""
+    file = run / "scenarios" / f"{plan.baseline.name}.yaml"
+    if not file.is_file():
+        return None
+    base = load_scenario(file)
+    axes = [grid.GridAxis(k.name, k.kind, k.values) for k in plan.knobs]
+    order = [k.name for k in plan.knobs]
+    out = {}
+    for s in plan.settings:
+        values = tuple(sorted(s.values.items(), key=lambda kv: order.index(kv[0])))
+        out[s.name] = base if not values else grid.variant(base, grid.Setting(s.name, values), axes)
+    return out
+
+
+def member_findings(run: Path, plan: TunePlan, state: ArmsState | None) -> list[MemberFinding]:
+    """Each run folder's own files against the plan (analysis.members): its setting's scenario, a disaggregated
+    stack, a run of its own (three copies of one baseline run are no spread)."""
+    scenarios = planned_scenarios(run, plan) or {}
+    claims = [Claim(name=f, folder=f, scenario=scenarios.get(s.name), stack="disaggregated")
+              for s in plan.settings for f in s.runs]
+    return judge_members(run, claims, "tune", state.run_id if state is not None else None, one_backend=True)
+
+
 def judge(run: Path, plan: TunePlan, state: ArmsState | None = None) -> TuneSummary:
     """The tune of ``plan`` judged from the folders in ``run``, without its best (``pick_best``). Writes nothing.
     ``state``: the tune's arms state (already held to the plan's label), which says how far each run got."""
     run = Path(run)
     arm = {a.name: a for a in state.arms} if state is not None else {}
-    judged = {f: _judge_run(run, f, arm.get(f)) for s in plan.settings for f in s.runs}
+    findings = member_findings(run, plan, state)
+    judged = {f: _refused(f, of_member(findings, f)) or _judge_run(run, f, arm.get(f))
+              for s in plan.settings for f in s.runs}
     engines, engine_transport, engine_sources = engine_alone(run, plan)
     engine_source = ", ".join(engine_sources)
     settings = [TuneSetting(name=s.name, baseline=not s.values, values=dict(s.values),
@@ -230,7 +270,8 @@ def judge(run: Path, plan: TunePlan, state: ArmsState | None = None) -> TuneSumm
         tcp_cannot_judge=blind if over_tcp else [],
         engine_ceiling=f"{engine_source} ({engine_transport or 'transport not recorded'})" if engine_source else None,
         engine_rule=ENGINE_RULE if engine_source else None,
-        unmeasured=[f for s in plan.settings for f in s.runs if not judged[f].rows], problems=problems)
+        unmeasured=[f for s in plan.settings for f in s.runs if not judged[f].rows and not of_member(findings, f)],
+        problems=problems)
     return summary
 
 

@@ -18,6 +18,7 @@ from string import Template
 from ..core import runfile
 from ..core.errors import UserError
 from ..core.safewrite import write_file
+from ..rundir import memberrecord
 
 ARRAY = "tune-array.sbatch"
 # The allocation each run's own script asks for, carried onto the array (its name and output are the array's).
@@ -39,6 +40,10 @@ def render(out: Path, scenario_name: str, runs: Sequence[tuple[str, Path]], site
         if word.split("=", 1)[0] in ("--run-dir", "--out", "--target"):
             raise UserError(f"--stack-args: {word.split('=', 1)[0]} is set per run by `pdrepro tune --render`; "
                             "leave it out")
+    for name, _ in runs:  # a run's folder planted as a link: its job would be written wherever it points
+        why = memberrecord.folder_problem(out, name)
+        if why is not None:
+            raise UserError(f"run {name}: {why}; move it away and rerun")
     jobs: list[Path] = []
     for name, scenario in runs:
         job = out / name / "job"

@@ -147,6 +147,9 @@ def _evaluate_comparison(summary: Summary, scenario: Scenario) -> list[CheckResu
                           f"{name}: failed requests"))
     if not out:
         out.append(CheckResult("configuration_present", None, None, None, "", False, "the summary names no configuration"))
+    # A configuration whose own files are not the configuration it is named as (analysis.members).
+    out += [CheckResult("member_identity", None, None, None, "", False, i.message)
+            for i in _issue_kinds(summary).get(IssueKind.MEMBER_IDENTITY, [])]
     out.append(_provenance(summary, scenario))
     return out
 

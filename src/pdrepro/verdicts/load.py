@@ -24,7 +24,23 @@ def _bound(name: str, step: LoadStepFigures, figure: float | None, bound: float,
                        f"step {step.name}: {what} {figure:g} {'<=' if ok else '>'} {bound:g}", "<=")
 
 
+def _members(summary: LoadSummary, name: str) -> list[CheckResult]:
+    """member_identity: what the step's own files (or, for '.', the run's) contradict in the plan; each a FAIL."""
+    return [CheckResult("member_identity", None, None, None, "", False, f.message())
+            for f in summary.members if f.member == name]
+
+
+def run_checks(summary: LoadSummary) -> list[CheckResult]:
+    """The checks of the load run itself rather than of one step (its recorded scenario against the plan's)."""
+    steps = {s.name for s in summary.steps}
+    return [r for name in sorted({f.member for f in summary.members} - steps) for r in _members(summary, name)]
+
+
 def step_checks(summary: LoadSummary, step: LoadStepFigures) -> list[CheckResult]:
+    return _members(summary, step.name) + _step_checks(summary, step)
+
+
+def _step_checks(summary: LoadSummary, step: LoadStepFigures) -> list[CheckResult]:
     t = summary.thresholds
     if step.status != "done":
         why = f" ({step.reason})" if step.reason else ""
@@ -46,7 +62,7 @@ def step_checks(summary: LoadSummary, step: LoadStepFigures) -> list[CheckResult
 
 
 def evaluate_load(summary: LoadSummary) -> list[CheckResult]:
-    return [r for step in summary.steps for r in step_checks(summary, step)]
+    return run_checks(summary) + [r for step in summary.steps for r in step_checks(summary, step)]
 
 
 def failed(results: list[CheckResult]) -> list[CheckResult]:
