@@ -26,9 +26,11 @@ def _provenance(scenario, proven=True):
 def _gates(*args, junit=True):
     """`pytest repro/` as a user runs it; its JUnit file where it is told, beside the run (``_junit``)."""
     words = list(map(str, args))
-    told = [f"--junitxml={Path(words[words.index('--run-dir') + 1]).parent / 'junit.xml'}"] if junit and "--run-dir" in words else []
-    return subprocess.run([sys.executable, "-m", "pytest", "repro/", "-p", "no:cacheprovider", "-p", "no:xdist", *words,
-                           *told], cwd=REPO, capture_output=True, text=True, timeout=180)
+    told = []
+    if junit and "--run-dir" in words:
+        told = [f"--junitxml={Path(words[words.index('--run-dir') + 1]).parent / 'junit.xml'}"]
+    return subprocess.run([sys.executable, "-m", "pytest", "repro/", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           *words, *told], cwd=REPO, capture_output=True, text=True, timeout=180)
 
 
 def _junit(run):

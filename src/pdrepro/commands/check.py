@@ -9,7 +9,6 @@ only where the user names one (``--report FILE``), never inside the run it judge
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from tabulate import tabulate
@@ -26,6 +25,7 @@ from ..scenario.model import resolve_scenario
 from ..scenario.recorded import own_scenario
 from ..verdicts.bounds import bound_changes
 from ..verdicts.gates import evaluate, failed, not_applicable
+from ..verdicts.outcome import Verdict, result_data
 
 
 def register(subparsers) -> None:
@@ -102,28 +102,6 @@ def _fmt(value: float | None, unit: str) -> str:
     if value is None:
         return "—"
     return f"{value:.2f} {unit}".rstrip()
-
-
-@dataclass
-class Verdict:
-    """A judge's verdict as every judging command gives it: the text for people, the data for --json, the
-    count line (standard error) and the exit status; ``error`` is input the analysis could not read (exit 2)."""
-
-    lines: list[str]
-    count: str
-    data: dict = field(default_factory=dict)
-    status: int = 0
-    error: str | None = None
-    summary: object = None  # the summary judged (a comparison's judge renders its table from it)
-
-    @property
-    def text(self) -> str:
-        return "\n".join(self.lines)
-
-
-def result_data(r) -> dict:
-    return {"check": r.name, "prompt_len": r.prompt_len, "figure": r.figure, "unit": r.unit, "bound": r.bound,
-            "op": r.op, "verdict": r.verdict, "detail": r.detail}
 
 
 def give(args, run: Path, verdict: Verdict) -> int:

@@ -119,12 +119,12 @@ def run(args: argparse.Namespace) -> int:
 
 def check_load(run_dir: RunDir, args: argparse.Namespace):
     """`pdrepro check RUN` of a load run: the load gates per step, judged from a fresh analysis in memory (a
-    ``check.Verdict``: nothing is written)."""
+    ``Verdict``: nothing is written)."""
     from ..analysis.load import compute_load_summary
     from ..scenario.recorded import own_scenario
     from ..verdicts.bounds import bound_changes
     from ..verdicts.load import failed, step_checks
-    from .check import Verdict, result_data
+    from ..verdicts.outcome import Verdict, result_data
 
     scenario = resolve_scenario(args.scenario, args.run, args.thresholds)
     summary = compute_load_summary(run_dir, scenario)
