@@ -6,7 +6,8 @@ Every figure comes from ``pdrepro.verdicts.gates.evaluate`` on the summary
 behind ``pdrepro check``, so a gate and the command cannot disagree: a failed
 check is a failed gate (a gate of its own, or ``test_no_other_check_failed``),
 inputs the analysis calls unreadable end the suite with exit 2 as `check` does,
-and nothing in the run is written but the JUnit file.
+and nothing in the run is written: the JUnit file goes where pytest is told (``--junitxml FILE``; `pdrepro repro`,
+which made the run, names RUN/junit.xml), and nowhere without one.
 """
 
 from __future__ import annotations
@@ -48,9 +49,6 @@ def pytest_configure(config):
         config.option.run_dir = run_dir
     if router is None and not Path(run_dir).is_dir():
         _bad_input(f"--run-dir {run_dir}: no such folder; give the run directory `pdrepro sweep --out` made")
-    if not getattr(config.option, "xmlpath", None):
-        Path(run_dir).mkdir(parents=True, exist_ok=True)
-        config.option.xmlpath = str(Path(run_dir) / "junit.xml")
     if router is None and config.getoption("--scenario") is None and not (Path(run_dir) / "scenario.yaml").is_file():
         # Judging a run by a scenario it may not have run with is allowed only when asked.
         _bad_input(f"--run-dir {run_dir}: has no scenario.yaml, so the scenario it ran with is unknown; pass "
@@ -185,9 +183,10 @@ def pytest_terminal_summary(terminalreporter, config):
         _bound_changes(terminalreporter, config, Path(run_dir))
     if run_dir:
         report = Path(run_dir) / "report.md"
-        # The gates write nothing into the run but their JUnit file: the report is analyze's.
+        # The gates write nothing into the run: the report is analyze's, the JUnit file where --junitxml says.
         shown = report if report.is_file() else f"not written (`pdrepro analyze {run_dir}` writes {report})"
-        terminalreporter.write_line(f"report: {shown}   JUnit XML: {config.option.xmlpath}")
+        junit = getattr(config.option, "xmlpath", None) or "not written (pass --junitxml FILE)"
+        terminalreporter.write_line(f"report: {shown}   JUnit XML: {junit}")
 
 
 def _bound_changes(terminalreporter, config, run_dir: Path) -> None:

@@ -4,8 +4,9 @@
 that command, and the gate suite's ``--router`` fixture runs the same sweep stage (``run_sweep``). Each
 stage is the CLI command of its name, run in this process through the command runner the caller hands in
 (``commands.run_command``: so its flags, messages and exit codes are that command's, and this module
-imports nothing above it); the gates are ``pytest GATES --run-dir RUN`` in a child process, because pytest
-owns its process (plugins, capture, exit).
+imports nothing above it); the gates are ``pytest GATES --run-dir RUN --junitxml RUN/junit.xml`` in a child
+process, because pytest owns its process (plugins, capture, exit); the JUnit file goes into the run because
+`repro` made the run (the gates alone write nothing into a run they judge).
 
 A sweep stopped by bad input or environment (exit 2) ends the pipeline: there is nothing to judge. A
 sweep that lost a length (exit 1) is analysed and gated like the rest: the gates name the length, and the
@@ -93,7 +94,9 @@ def gates_argv(p: Pipeline) -> list[str] | None:
         head = [sys.executable, "-m", "pytest"]
     else:
         return None
-    return [*head, p.gates, "--run-dir", p.sweep.out, "-p", "no:cacheprovider", "-q"]
+    # `repro` made the run, so its JUnit file may live there; the gates alone write it only where told.
+    return [*head, p.gates, "--run-dir", p.sweep.out, "-p", "no:cacheprovider", "-q",
+            f"--junitxml={p.sweep.out}/junit.xml"]
 
 
 def check_gates(gates: str) -> None:

@@ -156,14 +156,14 @@ OUTPUTS = ("tune-summary.json", "tune-report.md", "best-overlay.yaml")
 
 @settings(max_examples=examples(30, deep_count=1000))
 @given(plan=bent_plans(), linked=st.sets(st.sampled_from(OUTPUTS), max_size=2))
-def test_collect_trusts_no_plan_and_writes_only_its_own_files_into_the_run(plan, linked):
+def test_collect_trusts_no_plan_and_writes_nothing_into_the_run(plan, linked):
     with tempfile.TemporaryDirectory() as tmp:
         run, elsewhere = Path(tmp) / "run", Path(tmp) / "elsewhere"
         run.mkdir()
         elsewhere.mkdir()
         (elsewhere / "keep.txt").write_text("not the tune's")
         (run / tuneplan.FILE).write_bytes(plan)
-        for name in linked:  # an output already a link out of the run: written over, never through
+        for name in linked:  # an output already a link out of the run: never written through, nor over
             (run / name).symlink_to(elsewhere / "keep.txt")
         before = _tree(run)
         rc, err = _cli(["tune", "--collect", str(run)])
@@ -171,9 +171,5 @@ def test_collect_trusts_no_plan_and_writes_only_its_own_files_into_the_run(plan,
         assert rc != 0  # no run folder of any plan exists: nothing passes
         assert _tree(elsewhere) == {"keep.txt": b"not the tune's"}
         assert sorted(os.listdir(tmp)) == ["elsewhere", "run"]
-        after = _tree(run)
-        assert after[tuneplan.FILE] == before[tuneplan.FILE]
-        changed = {k for k in after if after[k] != before.get(k)} | {k for k in before if k not in after}
-        assert changed <= set(OUTPUTS), changed
-        if rc == 2:
-            assert changed <= set(linked), (changed, err)  # a refused plan writes nothing new
+        # Judging only reads: whatever the plan says, the tune's folder is as it was.
+        assert _tree(run) == before

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from judgeout import judge_ab, judged
 from runkinds import tree_hash
 from stackhelp import env, make_site, one_line, pdrepro
 
@@ -95,6 +96,21 @@ def test_two_backends_run_one_after_the_other_and_are_set_side_by_side(site):
     for arm in summary.arms:
         assert f"measures: {arm.timing}" in report
     assert "| nixl / mooncake_tcp | 2.00x | 2.00x |" in report
+
+    # Judging again writes nothing into the A/B and gives the summary and the report the run wrote.
+    before = tree_hash(run)
+    again = judge_ab(pdrepro, run)
+    assert again.returncode == done.returncode and tree_hash(run) == before, again.stderr
+    assert AbSummary.model_validate_json((judged(run) / "ab-summary.json").read_text()) == summary
+    assert (judged(run) / "report.md").read_text().rstrip("\n") == report.rstrip("\n")
+    # A report a person edited is never written over: the same command is refused by name before an arm starts.
+    edited = report + "\nmy notes on this A/B\n"
+    (run / "report.md").write_text(edited)
+    refused = _ab(*options, "--backends", "mooncake_tcp,nixl", "--dataset", str(dataset), "--stack-args",
+                  "--poll 0.1 --grace 5", "--out", str(run), fake={"ARMS_FAKE_TTFT": "nixl:2"})
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stdout + refused.stderr
+    assert f"{run / 'report.md'}: not written by pdrepro ab" in refused.stderr and "== arm" not in refused.stdout
+    assert (run / "report.md").read_text() == edited
 
 
 def _python_on_path(tmp: Path) -> str:
@@ -200,11 +216,11 @@ def test_the_recorded_arms_are_judged_without_writing_into_them(tmp_path):
     run = tmp_path / "ab"
     for folder, arm in RECORDED_ARMS.items():
         shutil.copytree(RECORDED / folder, run / arm)
-    before = {arm: tree_hash(run / arm) for arm in RECORDED_ARMS.values()}
-    judged = pdrepro("ab", "--judge", str(run), "--backends", "mooncake_tcp,nixl")
-    assert judged.returncode in (0, 1), judged.stdout + judged.stderr
-    assert {arm: tree_hash(run / arm) for arm in RECORDED_ARMS.values()} == before
-    summary = AbSummary.model_validate_json((run / "ab-summary.json").read_text())
+    before = tree_hash(run)
+    done = judge_ab(pdrepro, run, "--backends", "mooncake_tcp,nixl")
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    assert tree_hash(run) == before
+    summary = AbSummary.model_validate_json((judged(run) / "ab-summary.json").read_text())
     for arm in summary.arms:
         assert arm.verdict.passed == (pdrepro("check", str(run / arm.name)).returncode == 0)
     for length in summary.lengths:
@@ -215,7 +231,7 @@ def test_the_recorded_arms_are_judged_without_writing_into_them(tmp_path):
             assert figures.ttft_ms_median == pytest.approx(client["median_ttft_ms"], rel=1e-6)
         base, other = length.arms
         assert length.ratios[0].mean == pytest.approx((other.ttft_ms_mean or 0) / (base.ttft_ms_mean or 1), abs=1e-4)
-    assert judged.returncode == (0 if summary.passed else 1)
+    assert done.returncode == (0 if summary.passed else 1)
 
 
 def test_render_writes_one_job_per_arm_and_starts_nothing(tmp_path):
@@ -231,9 +247,10 @@ def test_render_writes_one_job_per_arm_and_starts_nothing(tmp_path):
     assert state is not None and [(a.name, a.status) for a in state.arms] == [("mooncake", "rendered"),
                                                                            ("nixl", "rendered")]
     # Before the jobs ran, judging names what is missing per arm and fails.
-    judged = pdrepro("ab", "--judge", str(run))
-    assert judged.returncode == 1
-    summary = AbSummary.model_validate_json((run / "ab-summary.json").read_text())
+    before = tree_hash(run)
+    assert judge_ab(pdrepro, run).returncode == 1
+    assert tree_hash(run) == before
+    summary = AbSummary.model_validate_json((judged(run) / "ab-summary.json").read_text())
     assert all(not a.verdict.passed and a.verdict.input_error for a in summary.arms)
 
 

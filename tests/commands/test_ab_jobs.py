@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import yaml
+from judgeout import judge_ab, judged
 from runkinds import tree_hash
 from stackhelp import env
 
@@ -102,15 +103,15 @@ def test_the_judge_reads_both_arms_where_the_jobs_put_them(tmp_path):
         shutil.copytree(rendered / job_of / "job", run / arm / "job")
     armsstate.write(run, ArmsState(label="ab fixture: mooncake_tcp, nixl", arms=tuple(
         ArmRecord(name=a, backend=a, status="rendered") for a in recorded)))
-    before = {arm: tree_hash(run / arm) for arm in recorded}
-    judged = _pdrepro("ab", "--judge", str(run))
-    assert judged.returncode in (0, 1), judged.stderr
-    assert {arm: tree_hash(run / arm) for arm in recorded} == before
-    summary = AbSummary.model_validate_json((run / "ab-summary.json").read_text())
+    before = tree_hash(run)
+    done = judge_ab(_pdrepro, run)
+    assert done.returncode in (0, 1), done.stderr
+    assert tree_hash(run) == before
+    summary = AbSummary.model_validate_json((judged(run) / "ab-summary.json").read_text())
     assert [a.name for a in summary.arms] == list(recorded)
     for arm in summary.arms:
         # Judged from its run, as `pdrepro check` judges the folder: not an input error for the job/ beside it.
         assert arm.verdict.input_error is None or "job" not in arm.verdict.input_error
         assert arm.verdict.passed == (_pdrepro("check", str(run / arm.name)).returncode == 0)
     assert all(len(length.arms) == 2 for length in summary.lengths) and summary.lengths
-    assert judged.returncode == (0 if summary.passed else 1)
+    assert done.returncode == (0 if summary.passed else 1)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from runkinds import tree_hash
 from stackhelp import REPO, decoy_server, env, free_ports, kill
 
 from pdrepro.launch.stack import ownership, record
@@ -102,6 +103,24 @@ def test_both_configurations_run_one_after_the_other_and_are_compared(box):
         assert "1P1D" in report and "2-regular" in report
         _nothing_left(run)
         assert decoy.poll() is None, "compare stopped a process it did not start"
+
+        # Judged again, it reads only: check's verdict and status, nothing written into the run.
+        before = tree_hash(run)
+        checked = subprocess.run([sys.executable, "-m", "pdrepro", "check", str(run)], capture_output=True, text=True,
+                                 env=env(), timeout=120, cwd=REPO)
+        judged = subprocess.run([sys.executable, "-m", "pdrepro", "compare", "--judge", str(run), "--json"],
+                                capture_output=True, text=True, env=env(), timeout=120, cwd=REPO)
+        assert judged.returncode == checked.returncode == 0, judged.stderr
+        (verdict,) = json.loads(judged.stdout)["runs"]
+        assert [c["verdict"] for c in verdict["checks"]] == ["PASS"] * len(verdict["checks"]) and verdict["checks"]
+        assert tree_hash(run) == before
+        # The run wrote its report; one a person edited since is never written over, refused before a stack starts.
+        edited = report + "\nmy notes on this comparison\n"
+        (run / "report.md").write_text(edited)
+        again = compare(box)
+        assert again.returncode == 2 and f"{run / 'report.md'}: not written by pdrepro compare" in again.stderr, \
+            again.stdout + again.stderr
+        assert "== arm" not in again.stdout and (run / "report.md").read_text() == edited
     finally:
         kill(decoy)
 

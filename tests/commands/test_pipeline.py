@@ -39,7 +39,9 @@ def test_stages_run_in_order_and_success_is_zero(capsys):
                         "--model-path", "/m", "--dataset-path", "/d.json", "--out", "runs/X", "--no-analyze",
                         "--wait-timeout", "5"]
     assert calls[2] == ["analyze", "runs/X"]
-    assert calls[3] == ["pytest", "repro/", "--run-dir", "runs/X", "-p", "no:cacheprovider", "-q"]
+    # `repro` made the run, so it names the gates' JUnit file there; the gates alone write none into a run.
+    assert calls[3] == ["pytest", "repro/", "--run-dir", "runs/X", "-p", "no:cacheprovider", "-q",
+                        "--junitxml=runs/X/junit.xml"]
     out = capsys.readouterr().out
     assert out.index("== 1/4 preflight") < out.index("== 2/4 sweep: s against http://r:8000 into runs/X") \
         < out.index("== 3/4 analyze runs/X") < out.index("== 4/4 gates") < out.index("report: runs/X/report.md")

@@ -1,7 +1,7 @@
 """The first real `pdrepro ab` (tests/recorded/h200-ab-mooncake-tcp-vs-nixl-*, see its SOURCE): both arms ran
 on one H200 through the arms runner; the NIXL arm lost its last length when the first session's GPU time ran
 out, and the same command resumed it on a fresh machine in a second session. Judged here as a user would
-(`pdrepro ab --judge` on a copy): both arms pass on every length, the arms' folders are not written into,
+(`pdrepro ab --judge` on a copy): both arms pass on every length, nothing is written into the A/B's folder,
 the README's table is what the raw bench files give, each arm's logs prove the transport its backend used
 (TCP only: one box, no NIC), and the resume is what the files say it was (the first session's three lengths
 kept, the fourth measured by a stack on another boot)."""
@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from judgeout import judge_ab
+from judgeout import judged as judged_dir
 from runkinds import tree_hash
 
 from pdrepro.backends.registry import backend
@@ -36,10 +38,10 @@ def _client(arm: str, length: int) -> dict:
 def judged(tmp_path_factory):
     run = tmp_path_factory.mktemp("recorded-ab") / "ab"
     shutil.copytree(RECORDED / "ab", run)
-    before = {arm: tree_hash(run / arm) for arm in ARMS}
-    done = subprocess.run([sys.executable, "-m", "pdrepro", "ab", "--judge", str(run)], capture_output=True, text=True,
-                          timeout=300)
-    after = {arm: tree_hash(run / arm) for arm in ARMS}
+    before = tree_hash(run)
+    done = judge_ab(lambda *a: subprocess.run([sys.executable, "-m", "pdrepro", *a], capture_output=True, text=True,
+                                              timeout=300), run)
+    after = tree_hash(run)
     return run, done, before, after
 
 
@@ -63,8 +65,8 @@ def test_the_readme_table_is_the_raw_files():
 def test_the_judge_passes_both_arms_on_every_length(judged):
     run, done, before, after = judged
     assert done.returncode == 0, done.stdout + done.stderr
-    assert before == after, "judging wrote into an arm's folder"
-    summary = AbSummary.model_validate_json((run / "ab-summary.json").read_text())
+    assert before == after, "judging wrote into the A/B's folder"
+    summary = AbSummary.model_validate_json((judged_dir(run) / "ab-summary.json").read_text())
     assert [length.prompt_len for length in summary.lengths] == list(LENGTHS)
     for arm in summary.arms:
         v = arm.verdict
@@ -79,7 +81,7 @@ def test_the_report_is_the_recorded_one_with_its_title_saying_ab_once(judged):
     # The machine's report predates the title fix: its first line said "A/B: ab ...". Every other line is the same.
     run, done, _, _ = judged
     assert done.returncode == 0, done.stdout + done.stderr
-    title, *rest = (run / "report.md").read_text().splitlines()
+    title, *rest = (judged_dir(run) / "report.md").read_text().splitlines()
     recorded_title, *recorded_rest = (RECORDED / "ab" / "report.md").read_text().splitlines()
     assert recorded_title == "# A/B: ab onebox-qwen25-0.5b: mooncake_tcp, nixl (arm scenarios 8047caa9fa1c)"
     assert title == "# A/B: onebox-qwen25-0.5b: mooncake_tcp, nixl (arm scenarios 8047caa9fa1c)"
@@ -113,7 +115,7 @@ def test_the_nixl_arm_was_resumed_on_a_fresh_machine():
 
 def test_ttft_ratios_are_nixl_over_mooncake_from_the_bench_files(judged):
     run = judged[0]
-    summary = AbSummary.model_validate_json((run / "ab-summary.json").read_text())
+    summary = AbSummary.model_validate_json((judged_dir(run) / "ab-summary.json").read_text())
     for length in summary.lengths:
         want = _client("nixl", length.prompt_len)["mean_ttft_ms"] / _client("mooncake_tcp", length.prompt_len)["mean_ttft_ms"]
         assert length.ratios[0].mean == pytest.approx(want, rel=1e-3)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from clihelp import pdrepro
 from runbuilder import build_run, sweep_provenance
+from runkinds import tree_hash
 
 from pdrepro.scenario.model import load_scenario
 
@@ -22,13 +23,18 @@ def _provenance(scenario, proven=True):
     return sweep_provenance(scenario, proven)
 
 
-def _gates(*args):
-    return subprocess.run([sys.executable, "-m", "pytest", "repro/", "-p", "no:cacheprovider", "-p", "no:xdist", *map(str, args)],
-                          cwd=REPO, capture_output=True, text=True, timeout=180)
+def _gates(*args, junit=True):
+    """`pytest repro/` as a user runs it; its JUnit file where it is told, beside the run (``_junit``)."""
+    words = list(map(str, args))
+    told = []
+    if junit and "--run-dir" in words:
+        told = [f"--junitxml={Path(words[words.index('--run-dir') + 1]).parent / 'junit.xml'}"]
+    return subprocess.run([sys.executable, "-m", "pytest", "repro/", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           *words, *told], cwd=REPO, capture_output=True, text=True, timeout=180)
 
 
 def _junit(run):
-    root = ET.parse(run / "junit.xml").getroot()
+    root = ET.parse(run.parent / "junit.xml").getroot()
     cases = root.iter("testcase")
     return {c.get("name"): ("failed" if c.find("failure") is not None else "skipped" if c.find("skipped") is not None
                             else "error" if c.find("error") is not None else "passed") for c in cases}
@@ -37,15 +43,27 @@ def _junit(run):
 def test_published_run_passes_every_gate(tmp_path):
     sc = load_scenario("h20-qwen3-235b-1p1d")
     run = build_run(tmp_path / "run", sc, provenance=_provenance(sc)).root
+    before = tree_hash(run)
     proc = _gates("--run-dir", run)
     assert proc.returncode == 0, proc.stdout[-3000:]
     results = _junit(run)
     assert len(results) >= 6 * 9 + 5
     assert set(results.values()) == {"passed"}
     assert "test_bandwidth[L32768]" in results and "test_ttft[L128]" in results
-    # The gates judge in memory: nothing in the run is written but their JUnit file.
-    assert not (run / "report.md").exists() and not (run / "summary.json").exists()
+    # The gates judge in memory and write nothing into the run: their JUnit file went where pytest was told.
+    assert tree_hash(run) == before and not (run / "junit.xml").exists()
     assert f"report: not written (`pdrepro analyze {run}` writes {run / 'report.md'})" in proc.stdout
+    assert f"JUnit XML: {tmp_path / 'junit.xml'}" in proc.stdout
+
+
+def test_gates_told_no_junit_file_write_none(tmp_path):
+    sc = load_scenario("h20-qwen3-235b-1p1d")
+    run = build_run(tmp_path / "run", sc, provenance=_provenance(sc)).root
+    before = tree_hash(run)
+    proc = _gates("--run-dir", run, junit=False)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert tree_hash(run) == before and sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    assert "JUnit XML: not written (pass --junitxml FILE)" in proc.stdout
 
 
 def test_one_degraded_length_fails_naming_length_figure_and_bound(tmp_path):
@@ -143,7 +161,7 @@ def test_router_mode_runs_the_sweep_first_and_stops_on_its_error(tmp_path):
     assert proc.returncode == 1
     assert "router at http://127.0.0.1:9 not healthy after 1 s" in proc.stderr
     assert "pdrepro sweep stopped (exit 2)" in proc.stdout
-    assert (run / "scenario.yaml").is_file() and (run / "junit.xml").is_file()
+    assert (run / "scenario.yaml").is_file() and (tmp_path / "junit.xml").is_file() and not (run / "junit.xml").exists()
     assert "passed" not in proc.stdout.splitlines()[-1]
 
 
@@ -174,20 +192,21 @@ def test_router_mode_refuses_parallel_workers(tmp_path):
 def test_published_run_passes_under_xdist(tmp_path):
     sc = load_scenario("h20-qwen3-235b-1p1d")
     run = build_run(tmp_path / "run", sc, provenance=_provenance(sc)).root
-    proc = subprocess.run([sys.executable, "-m", "pytest", "repro/", "-p", "no:cacheprovider", "-n", "2", "--run-dir", str(run)],
-                          cwd=REPO, capture_output=True, text=True, timeout=180)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "repro/", "-p", "no:cacheprovider", "-n", "2", "--run-dir", str(run),
+                           f"--junitxml={tmp_path / 'junit.xml'}"], cwd=REPO, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert set(_junit(run).values()) == {"passed"} and len(_junit(run)) >= 6 * 9 + 5
 
 
 def test_gates_twice_leave_the_summary_alone(tmp_path):
-    """The gates' own junit.xml is an output, not an input: a second judgement finds the summary as analyze left it."""
+    """The gates' own junit.xml is an output, not an input, and lands where it is told: a second judgement finds the
+    summary as analyze left it."""
     sc = load_scenario("h20-qwen3-235b-1p1d")
     run = build_run(tmp_path / "run", sc, provenance=_provenance(sc)).root
     assert pdrepro("analyze", run).rc == 0
     first = (run / "summary.json").stat().st_mtime_ns
     assert _gates("--run-dir", run).returncode == 0
-    assert (run / "junit.xml").stat().st_mtime_ns > first
+    assert (tmp_path / "junit.xml").stat().st_mtime_ns > first and not (run / "junit.xml").exists()
     assert _gates("--run-dir", run).returncode == 0
     assert (run / "summary.json").stat().st_mtime_ns == first
     assert "NOTE" not in _gates("--run-dir", run).stdout  # a current summary is not called stale

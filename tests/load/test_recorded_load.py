@@ -133,15 +133,36 @@ def test_the_same_command_again_measures_nothing_more(tmp_path):
     (tmp_path / "model").mkdir()
     (tmp_path / "data.json").write_text("[]")
     dead = "http://127.0.0.1:9"
-    done = _pdrepro("load", "--scenario", "onebox-qwen25-0.5b", "--router", dead, "--prefill", dead, "--decode", dead,
-                    "--model-path", str(tmp_path / "model"), "--dataset-path", str(tmp_path / "data.json"),
-                    "--concurrency", "1,2,4,8", "--length", "4096", "--prompts", "32", "--wait-timeout", "5",
-                    "--out", str(run))
+    argv = ("load", "--scenario", "onebox-qwen25-0.5b", "--router", dead, "--prefill", dead, "--decode", dead,
+            "--model-path", str(tmp_path / "model"), "--dataset-path", str(tmp_path / "data.json"),
+            "--concurrency", "1,2,4,8", "--length", "4096", "--prompts", "32", "--wait-timeout", "5", "--out", str(run))
+    # The recorded outputs were written on the GPU machine, by a release that kept no record of what it wrote:
+    # this run did not write them, so it does not write over them; it says so before reaching for a server.
+    before = tree_hash(run)
+    refused = _pdrepro(*argv)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stdout + refused.stderr
+    assert f"{run / 'load-summary.json'}: not written by pdrepro load" in refused.stderr
+    assert tree_hash(run) == before
+    aside = tmp_path / "aside"
+    aside.mkdir()
+    for name in ("load-summary.json", "report.md"):
+        (run / name).rename(aside / name)
+    (run / "plots" / "load.png").rename(aside / "load.png")
+    done = _pdrepro(*argv)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout + done.stderr
     assert "resuming: 4 step(s) already measured (c1, c2, c4, c8), skipped" in out
     assert "load: 0 step(s) run, 4 already measured, 0 failed" in out
     assert not list(run.glob("steps/*/bench/*.partial")) and not list(run.glob("steps/*/bench/*.interrupted"))
+    # Written by this run, they are its own now: the same command again writes them again, and a report a person
+    # edited since is refused by name, left as the person left it.
+    assert (run / "report.md").is_file() and (run / "plots" / "load.png").is_file()
+    assert _pdrepro(*argv).returncode == 0
+    edited = (run / "report.md").read_text() + "\nmy notes on this load\n"
+    (run / "report.md").write_text(edited)
+    again = _pdrepro(*argv)
+    assert again.returncode == 2 and f"{run / 'report.md'}: not written by pdrepro load" in again.stderr
+    assert (run / "report.md").read_text() == edited
 
 
 def _server_starts(log: Path) -> list[str]:

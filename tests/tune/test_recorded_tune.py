@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from judgeout import judge_tune
+from judgeout import judged as judged_dir
 from recordedtune import FIRST, RECORDED, RUNS, SECOND, TUNE, run_times, stopped_at
 from runkinds import tree_hash
 from stackhelp import env
@@ -54,10 +56,10 @@ def judged(tmp_path_factory):
     shutil.copytree(TUNE, run)
     for n, folder in enumerate(ENGINE_RUNS[1:], 2):
         shutil.copytree(folder, run / f"engine-ceiling-{n}")
-    before = {f: tree_hash(run / f) for f in RUNS}
-    done = subprocess.run([sys.executable, "-m", "pdrepro", "tune", "--collect", str(run)], env=env(), cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
-    summary = TuneSummary.model_validate_json((run / "tune-summary.json").read_text())
+    before = tree_hash(run)
+    done = judge_tune(lambda *a: subprocess.run([sys.executable, "-m", "pdrepro", *a], env=env(), cwd=REPO,
+                                                capture_output=True, text=True, timeout=300), run, flag="--collect")
+    summary = TuneSummary.model_validate_json((judged_dir(run) / "tune-summary.json").read_text())
     return {"run": run, "done": done, "summary": summary, "before": before}
 
 
@@ -68,8 +70,8 @@ def test_every_run_measured_and_passes_and_no_setting_leaves_the_noise(judged):
     assert sorted(runs) == sorted(RUNS) and all(r.passed for r in runs.values())
     assert summary.unmeasured == [] and summary.problems == [] and summary.best is None
     assert {f.standing for length in summary.lengths for f in length.ranking} == {"within the noise"}
-    # Judging writes beside the runs, never into one.
-    assert {f: tree_hash(judged["run"] / f) for f in RUNS} == judged["before"]
+    # Judging writes nothing into the tune's folder: its outputs went where --report and --overlay named.
+    assert tree_hash(judged["run"]) == judged["before"]
 
 
 def test_the_tunes_own_summary_is_what_collect_gives_again(judged):
@@ -255,5 +257,5 @@ def test_the_tune_says_what_the_servers_add_to_the_engines_copy(judged):
                                                for run in BASELINE) for k in ("bootstrap", "queue", "forward")}
         assert {k: v for k, v in (length.baseline.phase_ms or {}).items() if k.startswith("prefill.")} == \
             pytest.approx(want, abs=0.01)
-    report = (judged["run"] / "tune-report.md").read_text()
+    report = (judged_dir(judged["run"]) / "tune-report.md").read_text()
     assert "| transfer (ms) | over the engine (ms) |" in report and "Baseline phases (" in report

@@ -19,6 +19,7 @@ import jsonschema
 import pytest
 import yaml
 from ceilingfile import write_engine_ceiling
+from judgeout import judge_tune, judged
 from runkinds import tree_hash
 from stackhelp import env, make_site, one_line, pdrepro
 
@@ -148,12 +149,26 @@ def test_a_grid_of_two_knobs_ranks_the_faster_setting_first_and_writes_it_as_the
     assert summary.transport == "tcp" and summary.tcp_cannot_judge == []
     assert "marks none of the grid's knobs as RDMA-only" in report
 
-    # Collecting again judges the folders without writing into them, and ranks them the same.
-    before = {f: tree_hash(run / f) for f in passed}
-    again = pdrepro("tune", "--collect", str(run))
-    assert again.returncode == done.returncode, again.stderr
-    assert {f: tree_hash(run / f) for f in passed} == before
-    assert _summary(run) == summary
+    # Judging again (by the older name, --collect, too) writes nothing into the tune and ranks it the same.
+    before = tree_hash(run)
+    for flag in ("--judge", "--collect"):
+        again = judge_tune(pdrepro, run, flag=flag)
+        assert again.returncode == done.returncode, again.stderr
+        assert tree_hash(run) == before, f"tune {flag} wrote into the tune"
+        assert _summary(judged(run)) == summary
+        assert (judged(run) / "tune-report.md").read_text() == report
+
+    # The runner wrote its three outputs once and knows them as its own: the same command again resumes past
+    # every run and writes them again; a report a person edited is refused by name before anything runs.
+    edited = report + "\nmy notes on this tune\n"
+    (run / "tune-report.md").write_text(edited)
+    refused = subprocess.run(_argv(site, "--grid", f"{POOL}=4,16", "--grid=--page-size=1,16"),
+                             env=_env(site, TUNE_FAST="--page-size=16", TUNE_SLOW=f"{POOL}=4"), cwd=REPO,
+                             capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stdout + refused.stderr
+    assert f"{run / 'tune-report.md'}: not written by pdrepro tune" in refused.stderr
+    assert "move that file aside" in refused.stderr and "== arm" not in refused.stdout
+    assert (run / "tune-report.md").read_text() == edited
 
 
 def _done_lengths(folder: Path) -> list[str]:
@@ -303,11 +318,13 @@ def test_render_slurm_writes_a_job_array_over_one_job_per_run_and_starts_nothing
                 assert POOL not in body and "--page-size" not in body
             assert not (run / folder / "stack.json").exists() and not (run / folder / "bench").exists()
     # Before the tasks ran, collecting names each missing run and fails; nothing is called best.
-    judged = pdrepro("tune", "--collect", str(run))
-    assert judged.returncode == 1
-    summary = _summary(run)
+    before = tree_hash(run)
+    collected = judge_tune(pdrepro, run, flag="--collect")
+    assert collected.returncode == 1
+    summary = _summary(judged(run))
     assert summary.best is None and len(summary.problems) == len(folders)
-    assert yaml.safe_load((run / "best-overlay.yaml").read_text()) == {}
+    assert yaml.safe_load((judged(run) / "best-overlay.yaml").read_text()) == {}
+    assert tree_hash(run) == before
 
 
 def bash_syntax_ok(path: Path) -> bool:

@@ -2,7 +2,8 @@
 each run folder then written as a job would leave it (tests/runbuilder.py, in the formats SGLang writes, with the
 engine's start-up lines), its transfer times chosen so that the rule's edges are crossed on purpose: a tie in
 bandwidth that TTFT breaks, a setting just inside the baseline's spread, one better at three lengths but worse at
-the fourth. The rule is held as the report states it, and the judging writes nothing into a run folder."""
+the fourth. The rule is held as the report states it, and the judging writes nothing into the tune's folder: its summary
+(--json), report and overlay go where the test tells it (judgeout)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from ceilingfile import write_engine_ceiling
 from fakecluster import mooncake_startup
+from judgeout import judge_tune, judged
 from runbuilder import Row, build_run
 from runkinds import tree_hash
 from stackhelp import env, render_tune
@@ -64,27 +66,28 @@ def collected(tmp_path_factory):
         name[value] = setting.name
         odd, speed, ttft = PLANNED[value]
         _write_run(run / setting.runs[0], scenario_file, {L: odd.get(L, speed) for L in lens}, ttft)
-    before = {f: tree_hash(run / f) for s in plan.settings for f in s.runs}
-    done = _pdrepro("tune", "--collect", str(run))
-    summary = TuneSummary.model_validate_json((run / "tune-summary.json").read_text())
+    before = tree_hash(run)  # the whole tune's folder: its runs, its plan, its state
+    done = judge_tune(_pdrepro, run, flag="--collect")
+    summary = TuneSummary.model_validate_json((judged(run) / "tune-summary.json").read_text())
     return {"run": run, "plan": plan, "done": done, "summary": summary, "name": name, "before": before}
 
 
-def test_every_run_passes_its_checks_and_no_folder_is_written_into(collected):
+def test_every_run_passes_its_checks_and_nothing_is_written_into_the_tune(collected):
     run, summary = collected["run"], collected["summary"]
     assert collected["done"].returncode == 0, collected["done"].stderr
     assert all(r.passed and r.problem is None for s in summary.settings for r in s.runs)
-    assert {f: tree_hash(run / f) for f in collected["before"]} == collected["before"]
+    assert tree_hash(run) == collected["before"], "judging wrote into the tune's folder"
+    assert not any((run / name).exists() for name in ("tune-summary.json", "tune-report.md", "best-overlay.yaml"))
 
 
 def test_the_ranking_follows_the_stated_rule_at_each_length(collected):
     summary, name = collected["summary"], collected["name"]
-    report = (collected["run"] / "tune-report.md").read_text()
+    report = (judged(collected["run"]) / "tune-report.md").read_text()
     assert summary.rule == RULE and RULE in report
     # The titles say "tune" once: the label's own "tune" word (which keeps a tune's folder apart) is left out.
     assert summary.label.startswith("tune ") and summary.scenario in summary.label
     assert report.splitlines()[0] == f"# Tune: {summary.label.removeprefix('tune ')}"
-    assert (collected["run"] / "best-overlay.yaml").read_text().splitlines()[0] == \
+    assert (judged(collected["run"]) / "best-overlay.yaml").read_text().splitlines()[0] == \
         f"# pdrepro tune: {summary.label.removeprefix('tune ')}"
     for length in summary.lengths:
         b = length.baseline
@@ -115,9 +118,9 @@ def test_the_best_is_better_at_the_most_lengths_and_worse_at_none(collected):
     assert _pdrepro("analyze", str(copy)).returncode == 0
     own = Summary.model_validate_json((copy / "summary.json").read_text()).rows_by_length()[4096]
     assert figures[name["4"]].bandwidth_GB_s == pytest.approx(own.bandwidth_GB_s)
-    overlay = (run / "best-overlay.yaml").read_text()
+    overlay = (judged(run) / "best-overlay.yaml").read_text()
     assert f"{POOL}: '16'" not in overlay and f"{POOL}: '4'" in overlay
-    assert json.loads((run / "tune-summary.json").read_text())["best"]["overlay"] == "best-overlay.yaml"
+    assert json.loads((judged(run) / "tune-summary.json").read_text())["best"]["overlay"] == "best-overlay.yaml"
 
 
 def test_a_baseline_run_that_fails_its_checks_stays_out_of_the_mean_and_the_spread(collected, tmp_path):
@@ -125,9 +128,9 @@ def test_a_baseline_run_that_fails_its_checks_stays_out_of_the_mean_and_the_spre
     shutil.copytree(collected["run"], run)
     failing = collected["plan"].baseline.runs[1]       # the one at 1.04: without it the spread narrows
     (run / failing / "provenance.json").unlink()       # a run the sweep did not make fails provenance_present
-    done = _pdrepro("tune", "--collect", str(run))
+    done = judge_tune(_pdrepro, run, flag="--collect")
     assert done.returncode in (0, 1), done.stderr
-    summary = TuneSummary.model_validate_json((run / "tune-summary.json").read_text())
+    summary = TuneSummary.model_validate_json((judged(run) / "tune-summary.json").read_text())
     runs = {r.folder: r for s in summary.settings for r in s.runs}
     assert not runs[failing].passed and "provenance" in (runs[failing].problem or "")
     for length, before in zip(summary.lengths, collected["summary"].lengths):
@@ -148,9 +151,9 @@ def test_each_figure_is_set_against_the_engine_alone_when_the_tune_holds_a_ceili
     lens = load_scenario(baseline).sweep.prompt_lens
     # The engine alone moves each length's KV in 0.8 of the baseline's per-request transfer time.
     _engine_ceiling(run, baseline, {L: 0.8 * (4.0 + L / 200) for L in lens})
-    done = _pdrepro("tune", "--collect", str(run))
+    done = judge_tune(_pdrepro, run, flag="--collect")
     assert done.returncode == 0, done.stderr
-    summary = TuneSummary.model_validate_json((run / "tune-summary.json").read_text())
+    summary = TuneSummary.model_validate_json((judged(run) / "tune-summary.json").read_text())
     assert summary.engine_ceiling == "engine-ceiling/result.json (rdma)"
     for length in summary.lengths:
         engine = length.engine_alone
@@ -162,7 +165,7 @@ def test_each_figure_is_set_against_the_engine_alone_when_the_tune_holds_a_ceili
             assert f.engine_standing == "not judged"
         base = next(f for f in length.ranking if f.setting == "baseline")
         assert base.of_engine == pytest.approx(0.8, rel=0.05)
-    report = (run / "tune-report.md").read_text()
+    report = (judged(run) / "tune-report.md").read_text()
     assert "| of the engine alone |" in report and "Nearest the engine alone (engine-ceiling/result.json (rdma))" in report
     assert "gives no spread" in report and "--out RUN/engine-ceiling-2" in report
 
@@ -176,7 +179,7 @@ def test_a_ceiling_of_other_bytes_is_refused_in_one_line_and_nothing_is_written(
     assert load_scenario(other).kv_bytes(128) != load_scenario(run / "scenarios" / "baseline.yaml").kv_bytes(128)
     _engine_ceiling(run, other, {128: 1.0, 1024: 2.0})
     before = tree_hash(run)
-    done = _pdrepro("tune", "--collect", str(run))
+    done = judge_tune(_pdrepro, run, flag="--collect")
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "engine-ceiling/result.json" in done.stderr and "not this run's ceiling" in done.stderr
     assert tree_hash(run) == before
@@ -188,8 +191,8 @@ def test_a_per_request_figure_far_above_the_engine_alone_is_named_a_contradictio
     baseline = run / "scenarios" / "baseline.yaml"
     lens = load_scenario(baseline).sweep.prompt_lens
     _engine_ceiling(run, baseline, {L: 3 * (4.0 + L / 200) for L in lens})  # the engine a third as fast
-    _pdrepro("tune", "--collect", str(run))
-    summary = TuneSummary.model_validate_json((run / "tune-summary.json").read_text())
+    judge_tune(_pdrepro, run, flag="--collect")
+    summary = TuneSummary.model_validate_json((judged(run) / "tune-summary.json").read_text())
     said = [p for p in summary.problems if "not a measurement of this box" in p]
     assert len(said) == sum(len(t.ranking) for t in summary.lengths)  # every figure, each named
 
@@ -201,11 +204,11 @@ def test_while_a_run_measured_nothing_no_best_is_named(collected, tmp_path):
     assert best is not None
     missing = collected["plan"].baseline.runs[2]
     shutil.rmtree(run / missing)  # its job has not run yet
-    done = _pdrepro("tune", "--collect", str(run))
+    done = judge_tune(_pdrepro, run, flag="--collect")
     assert done.returncode == 1, done.stderr
-    summary = TuneSummary.model_validate_json((run / "tune-summary.json").read_text())
+    summary = TuneSummary.model_validate_json((judged(run) / "tune-summary.json").read_text())
     assert summary.best is None and summary.unmeasured == [missing]
-    report = (run / "tune-report.md").read_text()
+    report = (judged(run) / "tune-report.md").read_text()
     assert f"Best: not judged yet. 1 of {len(collected['name']) + 3} run(s) measured nothing ({missing})" in report
-    overlay = (run / "best-overlay.yaml").read_text()
+    overlay = (judged(run) / "best-overlay.yaml").read_text()
     assert f"# Not judged yet: {missing} measured nothing" in overlay and overlay.rstrip().endswith("{}")

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from ceilingfile import write_engine_ceiling
 from fakecluster import mooncake_startup
+from judgeout import judge_tune, judged
 from runbuilder import Row, build_run
 from runkinds import tree_hash
 from stackhelp import env, render_tune
@@ -79,8 +80,8 @@ def _engine(run: Path, folder: str, tune: dict, rate: float, transport: str = "r
 
 
 def _collect(run: Path) -> tuple[subprocess.CompletedProcess, TuneSummary | None]:
-    done = _pdrepro("tune", "--collect", str(run))
-    path = run / "tune-summary.json"
+    done = judge_tune(_pdrepro, run)
+    path = judged(run) / "tune-summary.json"
     return done, TuneSummary.model_validate_json(path.read_text()) if path.exists() else None
 
 
@@ -116,7 +117,7 @@ def test_each_run_of_the_engine_counts_and_every_figure_is_held_against_its_mean
         assert standing[tune["name"]["8"]] == "below 0.9"
     assert seen == {"at or above 0.9", "below 0.9", "within the engine's spread"}
     assert not [p for p in summary.problems if "not a measurement of this box" in p]
-    report = (run / "tune-report.md").read_text()
+    report = (judged(run) / "tune-report.md").read_text()
     for length in summary.lengths:
         engine = length.engine_alone
         assert engine is not None
@@ -257,7 +258,7 @@ def test_one_run_of_the_engine_judges_nothing_against_its_spread_and_says_how_to
     assert all(f.engine_standing == "not judged" for length in summary.lengths for f in length.ranking)
     assert all(length.engine_alone is not None and length.engine_alone.spread_GB_s is None
                for length in summary.lengths)
-    report = (run / "tune-report.md").read_text()
+    report = (judged(run) / "tune-report.md").read_text()
     assert "Engine alone: 1 run," in report and "gives no spread" in report
     assert "`pdrepro gpu-check ... --out RUN/engine-ceiling-2`" in report
     assert "at or above 0.9 of it" not in report

@@ -6,7 +6,9 @@ the sweep, `stack down`, each arm in its own run folder RUN/<backend>; then the 
 (publish.abjudge) into RUN/ab-summary.json and RUN/report.md. A cluster: ``--render TARGET`` writes one job per
 arm (RUN/<backend>/job/) whose run lands in RUN/<backend> itself (render's --run-dir; on Kubernetes through the
 arm's own namespace and claim) and runs nothing; once the scheduler ran them, ``--judge RUN`` judges those
-folders without starting anything.
+folders without starting anything and without writing into RUN (commands.judging: the verdict on standard
+output, --json, --report FILE). The runner writes its two outputs once, when the last arm ends, and never over
+a file it did not write (rundir.ownoutputs).
 """
 
 from __future__ import annotations
@@ -23,14 +25,15 @@ from ..core.safewrite import make_folder, write_file
 from ..pipeline import split_words
 from ..publish.abjudge import ArmInput, judge
 from ..report.ab import render as render_report
-from ..rundir import armsstate, memberrecord
+from ..rundir import armsstate, memberrecord, ownoutputs
 from ..rundir.absummary import AB_LABEL, AbSummary
 from ..rundir.armsstate import ArmRecord, ArmsState
-from ..rundir.contract import dumps_json, write_atomic
+from ..rundir.contract import dumps_json
 from ..scenario.armvariant import for_backend
 from ..scenario.model import Scenario, load_scenario
 from . import run_command
 from . import stack as stack_words
+from .check import add_judge_option, check_report_target, emit, judging_only
 
 HELP = "A/B of transfer backends: the same stack and sweep once per backend, one after the other, side by side"
 DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
@@ -56,7 +59,10 @@ def register(sub) -> None:
         "(RUN/ab-summary.json, RUN/report.md): "
         "client TTFT per length, KV bytes from the model, each engine's logged figure with what it measures, "
         "TTFT ratios, a verdict per arm. Rerunning with the same --out resumes at the arm (and the length) it "
-        "reached. Exit 0: every arm passes; 1: an arm fails; 2: bad input; 130/143: stopped by a signal."))
+        "reached; the two files are written once, when the last arm ends, and never over a file the A/B did not "
+        "write (an edited report is refused by name before any arm runs). `--judge RUN` judges the arms again "
+        "without writing anything into RUN. Exit 0: every arm passes; 1: an arm fails; 2: bad input; 130/143: "
+        "stopped by a signal."))
     p.add_argument("--scenario", default=DEFAULT_SCENARIO, help="shipped scenario name or YAML path "
                                                                 "(default %(default)s)")
     p.add_argument("--backends", metavar="A,B", help=f"transfer backends, comma-separated, one arm each, the first "
@@ -75,8 +81,7 @@ def register(sub) -> None:
     p.add_argument("--render", metavar="TARGET", help="a cluster: write one job per arm with `pdrepro render --target "
                                                       "TARGET` into RUN/<backend>/job/, each writing its run into "
                                                       "RUN/<backend>, and run nothing (it prints what to run next)")
-    p.add_argument("--judge", type=Path, metavar="RUN", help="judge the arms' run folders in RUN (after the jobs "
-                                                             "ran); starts nothing")
+    add_judge_option(p, "the A/B's arms (after the jobs ran, or again after `ab` ended)")
     p.set_defaults(func=run)
 
 
@@ -140,6 +145,7 @@ def _write_variants(out: Path, variants: dict[str, Scenario]) -> dict[str, Path]
 def run(args) -> int:
     if args.judge is not None:
         return _judge(args.judge, args)
+    judging_only(args)
     if args.out is None:
         raise UserError("give the A/B's run folder: --out RUN")
     scenario = load_scenario(args.scenario)
@@ -167,6 +173,8 @@ def run(args) -> int:
     arms = [runner.Arm(name=b, backend=b, stack=("--scenario", paths[b], *stack),
                        sweep=("--scenario", paths[b], "--model-path", model, "--dataset-path", dataset,
                               "--bench-in-place", "--logs-from", str(out / b / "logs"), *extra)) for b in picked]
+    # An output there that this A/B did not write (an edited report) is refused before any arm spends GPU time.
+    ownoutputs.refuse_foreign(out, (SUMMARY, REPORT), "ab")
     runner.start(out, label, arms)  # refuses another A/B's folder before its files are touched
     _write_variants(out, variants)
     status = runner.run_arms(out, label, arms, command="ab", cli=run_command)
@@ -249,7 +257,11 @@ def _judge(run: Path, args) -> int:
     for arm in inputs:
         if not (run / arm.name).is_dir():
             raise UserError(f"{run / arm.name}: no such arm folder; run the arm (or its job) first")
-    return 0 if _write(run, judge(run, label, inputs)).passed else EXIT_FAILED
+    check_report_target(args, run)
+    summary = judge(run, label, inputs)
+    # Read only: the verdict goes where the user asks, nothing into RUN.
+    emit(args, run, render_report(summary), summary.model_dump(mode="json"))
+    return 0 if summary.passed else EXIT_FAILED
 
 
 def _inputs(state: ArmsState) -> list[ArmInput]:
@@ -257,9 +269,10 @@ def _inputs(state: ArmsState) -> list[ArmInput]:
 
 
 def _write(run: Path, summary: AbSummary) -> AbSummary:
+    """The runner's outputs, written once as it ends, never over a file it did not write."""
     text = render_report(summary)
-    write_atomic(run / SUMMARY, dumps_json(summary.model_dump(mode="json"), run / SUMMARY, indent=2), run)
-    write_atomic(run / REPORT, text, run)
+    ownoutputs.write_outputs(run, {SUMMARY: dumps_json(summary.model_dump(mode="json"), run / SUMMARY, indent=2),
+                                   REPORT: text}, "ab")
     print(text)
     print(f"summary: {run / SUMMARY}\nreport:  {run / REPORT}", file=sys.stderr)
     return summary

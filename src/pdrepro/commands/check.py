@@ -1,4 +1,10 @@
-"""``pdrepro check RUN``: one line per threshold; exit 0 only when all pass."""
+"""``pdrepro check RUN``: one line per threshold; exit 0 only when all pass.
+
+Also the options every judging command shares, declared once here: ``--judge RUN`` (a runner's re-judge of a run
+it made: `ab`, `tune`, `compare`), ``--json`` and ``--report FILE`` (those and `check`). A judge only reads: its
+verdict goes to standard output (the text, or with ``--json`` the verdict as JSON for scripts), and into a file
+only where the user names one (``--report FILE``), never inside the run it judges.
+"""
 
 from __future__ import annotations
 
@@ -8,28 +14,88 @@ from pathlib import Path
 from tabulate import tabulate
 
 from ..core.errors import UserError
-from ..core.exits import EXIT_FAILED
+from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED
+from ..core.safewrite import write_file
 from ..publish.verdictsource import judged_summary
 from ..report.markdown import ceiling_lines
 from ..rundir import RunDir, loadstate
+from ..rundir.contract import dumps_json
 from ..rundir.issuekind import IssueKind
 from ..scenario.model import resolve_scenario
 from ..scenario.recorded import own_scenario
 from ..verdicts.bounds import bound_changes
 from ..verdicts.gates import evaluate, failed, not_applicable
+from ..verdicts.outcome import Verdict, result_data
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("check", help="judge a run against the scenario's thresholds (exit 1 on a failure)",
                               description="Analyse RUN's raw inputs afresh, in memory (nothing in RUN is written; "
                                           "a stale RUN/summary.json is named, and `pdrepro analyze` rewrites it), then "
-                                          "evaluate the thresholds and impossible figures. Exit 0: all pass; 1: a check "
+                                          "evaluate the thresholds and impossible figures; the verdict goes to "
+                                          "standard output (--json for scripts), and into a file only where "
+                                          "--report names one, outside RUN. Exit 0: all pass; 1: a check "
                                           "failed; 2: bad input.")
     p.add_argument("run", type=Path, help="run directory")
     p.add_argument("--scenario", help="shipped scenario name or YAML path (default: RUN/scenario.yaml)")
     p.add_argument("--thresholds", help="YAML file of thresholds laid over the scenario's "
                                         "(keys it names win; per-length bounds merge by length)")
+    add_verdict_options(p)
     p.set_defaults(func=run)
+
+
+def add_judge_option(p, what: str, *aliases: str) -> None:
+    """``--judge RUN`` (and ``aliases`` of it, e.g. `tune --collect`), with ``--json`` and ``--report``."""
+    p.add_argument("--judge", *aliases, dest="judge", type=Path, metavar="RUN",
+                   help=f"judge {what} in RUN and start nothing; reads only: the verdict goes to standard output "
+                        "(--json for scripts, --report FILE for a file), nothing is written into RUN")
+    add_verdict_options(p)
+
+
+def add_verdict_options(p) -> None:
+    p.add_argument("--json", action="store_true",
+                   help="print the verdict as JSON on standard output (for scripts) instead of the text")
+    p.add_argument("--report", type=Path, metavar="FILE",
+                   help="also write the report (the text printed) to FILE, a path outside the run judged")
+
+
+def _inside(path: Path, run: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(run.resolve())
+    except OSError:
+        return False
+
+
+def refuse_inside(target: Path | None, run: Path, option: str) -> None:
+    """A file a judge was asked to write inside the run it judges is refused before anything is judged."""
+    if target is not None and _inside(Path(target).absolute(), Path(run).absolute()):
+        raise UserError(f"{option} {target}: is inside {run}, the run judged, and judging writes nothing into it; "
+                        "name a file outside the run")
+
+
+def check_report_target(args, run: Path) -> None:
+    refuse_inside(getattr(args, "report", None), run, "--report")
+
+
+def emit(args, run: Path, text: str, data: object) -> None:
+    """The verdict on standard output (``text``, or ``data`` as JSON with ``--json``), and ``text`` into
+    ``--report FILE`` where one is named."""
+    check_report_target(args, run)
+    if getattr(args, "report", None) is not None:
+        write_file(Path(args.report), text if text.endswith("\n") else text + "\n", "--report")
+    if getattr(args, "json", False):
+        print(dumps_json(data, Path("the verdict (--json)"), indent=2, sort_keys=True), end="")
+    else:
+        print(text)
+
+
+def judging_only(args) -> None:
+    """``--json`` and ``--report`` describe a judge's verdict: without ``--judge`` (a runner) they are refused,
+    since a runner writes its own report into its run."""
+    for flag, given in (("--json", getattr(args, "json", False)), ("--report", getattr(args, "report", None))):
+        if given:
+            raise UserError(f"{flag} goes with --judge RUN (judging a run made before); a run writes its own report "
+                            "into its folder: drop it, or give --judge RUN")
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -38,13 +104,28 @@ def _fmt(value: float | None, unit: str) -> str:
     return f"{value:.2f} {unit}".rstrip()
 
 
+def give(args, run: Path, verdict: Verdict) -> int:
+    """The verdict on standard output (or --json), into --report FILE where named; the status it ends with."""
+    emit(args, run, verdict.text, verdict.data)
+    print(verdict.count, file=sys.stderr)
+    if verdict.error is not None:
+        raise UserError(verdict.error)
+    return verdict.status
+
+
 def run(args) -> int:
     run_dir = RunDir(args.run)
+    check_report_target(args, run_dir.root)
     if loadstate.present(run_dir.root):
         from .load import check_load  # a load sweep's run: its own gates, per step
 
-        return check_load(run_dir, args)
-    scenario = resolve_scenario(args.scenario, args.run, args.thresholds)
+        return give(args, run_dir.root, check_load(run_dir, args))
+    return give(args, run_dir.root, verdict_of(run_dir, args))
+
+
+def verdict_of(run_dir: RunDir, args) -> Verdict:
+    """`pdrepro check` of a sweep's, a smoke's or a comparison's run, judged in memory; nothing is written."""
+    scenario = resolve_scenario(args.scenario, run_dir.root, args.thresholds)
     own = own_scenario(run_dir) if run_dir.root.is_dir() else None
     judged = judged_summary(run_dir, scenario)
     summary = judged.summary
@@ -52,31 +133,32 @@ def run(args) -> int:
     table = [[r.name, "all" if r.prompt_len is None else str(r.prompt_len), _fmt(r.figure, r.unit),
               "" if r.bound is None else f"{r.op} {r.bound:g} {r.unit}".rstrip(), r.verdict]
              for r in results]
-    print(tabulate(table, headers=["check", "length", "figure", "bound", "verdict"], tablefmt="simple",
-                   disable_numparse=True))
+    out = [tabulate(table, headers=["check", "length", "figure", "bound", "verdict"], tablefmt="simple",
+                    disable_numparse=True)]
     bad, idle = failed(results), not_applicable(results)
-    print()
+    out.append("")
     for r in bad:
-        print(f"FAIL {r.detail}")
+        out.append(f"FAIL {r.detail}")
     for r in idle:
-        print(f"N/A  {r.detail}")
+        out.append(f"N/A  {r.detail}")
     for i in summary.issues:
         if i.kind == IssueKind.PINS_DIFFER and scenario.pins_match == "warn":
-            print(f"WARN {i.message} (the scenario's pins_match: warn)")
+            out.append(f"WARN {i.message} (the scenario's pins_match: warn)")
     for line in ceiling_lines(summary):
-        print(f"engine ceiling: {line}")
-    for i in summary.issues:
-        if i.severity == "warning":  # they bear on what the figures mean
-            print(f"WARN {i.message}")
-    for note in judged.notes:
-        print(f"NOTE {note}")
+        out.append(f"engine ceiling: {line}")
+    warnings = [i.message for i in summary.issues if i.severity == "warning"]  # they bear on what the figures mean
+    out += [f"WARN {w}" for w in warnings]
+    out += [f"NOTE {note}" for note in judged.notes]
+    bounds = []
     if own is not None and (args.scenario is not None or args.thresholds is not None):
         # Judged by other bounds than the run's own, as asked: say which.
-        for line in bound_changes(own, scenario):
-            print(f"BOUND {line}")
+        bounds = list(bound_changes(own, scenario))
+        out += [f"BOUND {line}" for line in bounds]
     passed = len(results) - len(bad) - len(idle)
-    print(f"{passed} passed, {len(bad)} failed" + (f", {len(idle)} not applicable" if idle else ""), file=sys.stderr)
     errors = summary.input_errors()
-    if errors:
-        raise UserError(errors[0].message)
-    return EXIT_FAILED if bad else 0
+    status = EXIT_BAD_INPUT if errors else EXIT_FAILED if bad else 0
+    data = {"run": str(run_dir.root), "scenario": scenario.name, "passed": status == 0, "exit_status": status,
+            "checks": [result_data(r) for r in results], "warnings": warnings, "notes": list(judged.notes),
+            "bounds": bounds, "input_error": errors[0].message if errors else None}
+    return Verdict(out, f"{passed} passed, {len(bad)} failed" + (f", {len(idle)} not applicable" if idle else ""),
+                   data, status, errors[0].message if errors else None, summary)

@@ -5,7 +5,10 @@ Each configuration is an arm of the arms runner (pdrepro.arms, the one `pdrepro 
 --configuration NAME --out RUN``, which writes into the same folder), then ``stack down``, always. The
 disaggregated configuration runs first. RUN/arms-state.json says which arms are done; run again with the same
 options and --out, it starts at the first arm not done (the sweep itself skips what it finished). Once every
-arm is done the run is analysed and judged (``analyze``, ``check``).
+arm is done the run is analysed and judged (``analyze``, ``check``): summary.json and report.md written once, at
+the end, never over a file the comparison did not write (rundir.ownoutputs). ``--judge RUN`` judges a comparison
+run again as `pdrepro check` does, reading only (the comparison's table and the checks on standard output,
+--json, --report FILE), and starts nothing.
 
 Several scenarios that share one launch (the rate 1.0 and 4.0 variants) can be given at once: each stack
 is then started once and swept once per scenario, each scenario into its own comparison run RUN/<scenario
@@ -15,10 +18,12 @@ name>, which saves a GPU box one stack start per configuration and scenario.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from .. import arms as runner
+from ..analysis.comparison import render_comparison
 from ..core import runfile
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
@@ -26,14 +31,16 @@ from ..core.safewrite import make_folder
 from ..launch.stack import record
 from ..launch.stack.regular import STACKS
 from ..pipeline import split_words
-from ..rundir import RunDir
+from ..publish.results import portable
+from ..rundir import RunDir, ownoutputs
 from ..rundir.contract import write_json_atomic
 from ..rundir.layout import STACK_FILE
-from ..scenario.model import ComparisonScenario, load_scenario
+from ..scenario.model import ComparisonScenario, load_scenario, resolve_scenario
 from ..sweep.config import is_disaggregated
 from ..sweep.state import result_problem
 from . import run_command
 from . import stack as stack_words
+from .check import add_judge_option, check_report_target, emit, judging_only, verdict_of
 from .render import add_site_options, transfer_backend
 
 HELP = "run a comparison scenario's two configurations on this box, one after the other, and judge them"
@@ -50,18 +57,22 @@ def register(sub) -> None:
         "RUN`. With several --scenario (sharing one launch), each stack is started once and swept once per "
         "scenario, each into RUN/<scenario name>, then each of those is analysed and checked. "
         "RUN/arms-state.json records the arms done: run it again with the same options to resume at the "
-        "first one not done. Exit status: 0 all done and the checks pass, 1 an arm's sweep or a check "
+        "first one not done. summary.json and report.md are written once, at the end, never over a file the "
+        "comparison did not write (an edited report is refused by name before any stack starts). `--judge RUN` "
+        "judges a comparison run again, as `pdrepro check` does, and writes nothing into it. "
+        "Exit status: 0 all done and the checks pass, 1 an arm's sweep or a check "
         "failed, 2 bad input, 130/143 interrupted."))
-    p.add_argument("--scenario", required=True, action="append",
+    p.add_argument("--scenario", action="append",
                    help="shipped comparison scenario name or path to its YAML; repeat it to sweep several scenarios "
                         "that share one launch (e.g. both rates) against each stack, each into RUN/<scenario name>")
-    p.add_argument("--out", required=True, type=Path, metavar="RUN", help="run directory (created; reused to resume)")
+    p.add_argument("--out", type=Path, metavar="RUN", help="run directory (created; reused to resume)")
     p.add_argument("--prefill-ip", help="this host's address, advertised by the servers (default 127.0.0.1)")
     add_site_options(p)
     p.add_argument("--start-timeout", type=float, metavar="SEC",
                    help="seconds each server may take to come up (default: stack up's)")
     p.add_argument("--sweep-args", metavar="WORDS",
                    help='more `pdrepro sweep` flags, one shell-quoted string: --sweep-args="--wait-timeout 60"')
+    add_judge_option(p, "the comparison run (or each RUN/<scenario name> of a run of several scenarios)")
     p.set_defaults(func=run)
 
 
@@ -163,11 +174,17 @@ def _stage_runner(given: list[str], scenarios: list[ComparisonScenario], out: Pa
     return cli
 
 
+# What the runner's analysis writes into a comparison run (``pdrepro analyze`` of a comparison scenario).
+OUTPUTS = ("summary.json", "report.md")
+
+
 def _judge(run: Path) -> int:
     _say(f"pdrepro analyze {run}")
+    ownoutputs.refuse_foreign(run, OUTPUTS, "compare")
     analyzed = run_command(["analyze", str(run)])
     if analyzed in STOPPED:
         return analyzed
+    ownoutputs.remember(run, OUTPUTS)
     _say(f"pdrepro check {run}")
     checked = run_command(["check", str(run)])
     _say(f"report: {run / 'report.md'}")
@@ -225,7 +242,50 @@ def _stop_leftovers(out: Path, configurations: list[str]) -> int:
     return 0
 
 
+def _judged_runs(run: Path) -> list[Path]:
+    """The comparison runs in ``run``: itself, or (a run of several scenarios) each RUN/<scenario name>."""
+    if (run / "scenario.yaml").is_file():
+        return [run]
+    found = sorted(p for p in run.iterdir() if not p.is_symlink() and (p / "scenario.yaml").is_file())
+    if not found:
+        raise UserError(f"--judge {run}: holds no comparison run (no scenario.yaml in it or in a folder of it); give "
+                        "the folder `pdrepro compare --out` made")
+    return found
+
+
+def _judge_only(args: argparse.Namespace) -> int:
+    """`compare --judge RUN`: each comparison run judged as `pdrepro check` judges it, in memory; the comparison's
+    table and the checks on standard output (--json, --report FILE); nothing is written into RUN."""
+    run = args.judge.absolute()
+    if not run.is_dir():
+        raise UserError(f"--judge {run}: no such folder; give the comparison's run folder")
+    check_report_target(args, run)
+    texts, runs, errors, worst = [], [], [], 0
+    for folder in _judged_runs(run):
+        scenario = resolve_scenario(None, folder)
+        if not isinstance(scenario, ComparisonScenario):
+            raise UserError(f"{folder}: a {scenario.kind} run; `pdrepro compare --judge` judges comparison runs "
+                            f"(judge this one with `pdrepro check {folder}`)")
+        verdict = verdict_of(RunDir(folder), argparse.Namespace(scenario=None, thresholds=None))
+        table = render_comparison(portable(verdict.summary.to_json(), folder))  # type: ignore[attr-defined]
+        texts.append((f"== {folder}\n" if folder != run else "") + table.rstrip("\n") + "\n\n" + verdict.text)
+        runs.append({**verdict.data, "comparison": portable(verdict.summary.to_json(), folder)})  # type: ignore[attr-defined]
+        print(f"{folder.name}: {verdict.count}", file=sys.stderr)
+        errors += [verdict.error] if verdict.error else []
+        worst = max(worst, verdict.status)
+    emit(args, run, "\n\n".join(texts), {"runs": runs, "passed": worst == 0, "exit_status": worst})
+    if errors:
+        raise UserError(errors[0])
+    return worst
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.judge is not None:
+        return _judge_only(args)
+    judging_only(args)
+    if not args.scenario or args.out is None:
+        raise UserError("give the comparison scenario and its run folder: --scenario NAME --out RUN (or --judge RUN "
+                        "to judge a run made before)")
     scenarios = _load(args.scenario)
     # The --server-arg flags by meaning, before any configuration's stack starts.
     first_launch = scenarios[0].launch
@@ -250,6 +310,10 @@ def run(args: argparse.Namespace) -> int:
                               *extra))
             for name, kind in configurations]
     names = [s.name for s in scenarios]
+    # The analysis's outputs are written at the end, never over a file the comparison did not write: an edited
+    # report is refused here, before a stack starts.
+    for target in [Path(out)] if len(scenarios) == 1 else [Path(out) / name for name in names]:
+        ownoutputs.refuse_foreign(target, OUTPUTS, "compare")
     status = _stop_leftovers(Path(out), [c for c, _ in configurations])
     if status:
         return status

@@ -10,8 +10,8 @@ import sys
 from tabulate import tabulate
 
 from ..core.errors import UserError
-from ..core.exits import EXIT_FAILED
-from ..rundir import RunDir
+from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED
+from ..rundir import RunDir, ownoutputs
 from ..scenario.model import is_unbounded, resolve_scenario
 from .sweep import add_stack_options, stack_config
 
@@ -76,6 +76,13 @@ def _table(summary) -> str:
     return step_table(summary)
 
 
+def _outputs() -> tuple[str, ...]:
+    from ..report.load import PLOT
+    from ..rundir.loadsummary import FILE
+
+    return (FILE, "report.md", f"plots/{PLOT}")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..publish.loadresults import summary_path, write_load_results
     from ..sweep.loadrun import run_load
@@ -89,11 +96,18 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("pass --prefill URL and --decode URL (the PD servers behind the router) so their health is "
                         "checked and their /metrics read")
     cfg = stack_config(args, scenario)
+    # The load's outputs are written once, at its end, never over a file it did not write (an edited report):
+    # refused before any step is measured.
+    outputs = _outputs()
+    if not args.no_analyze:
+        ownoutputs.refuse_foreign(args.out, outputs, "load")
     with stop_on_signals():
         outcome = run_load(cfg, plan)
         if not args.no_analyze:
             checkpoint()
+            ownoutputs.refuse_foreign(outcome.run.root, outputs, "load")
             summary = write_load_results(outcome.run, scenario)
+            ownoutputs.remember(outcome.run.root, outputs)
             print(_table(summary))
             print(f"summary: {summary_path(outcome.run)}\nreport:  {outcome.run.report_file}")
     if outcome.failed:
@@ -103,12 +117,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_load(run_dir: RunDir, args: argparse.Namespace) -> int:
-    """`pdrepro check RUN` of a load run: the load gates per step, judged from a fresh analysis in memory."""
+def check_load(run_dir: RunDir, args: argparse.Namespace):
+    """`pdrepro check RUN` of a load run: the load gates per step, judged from a fresh analysis in memory (a
+    ``Verdict``: nothing is written)."""
     from ..analysis.load import compute_load_summary
     from ..scenario.recorded import own_scenario
     from ..verdicts.bounds import bound_changes
     from ..verdicts.load import failed, run_checks, step_checks
+    from ..verdicts.outcome import Verdict, result_data
 
     scenario = resolve_scenario(args.scenario, args.run, args.thresholds)
     summary = compute_load_summary(run_dir, scenario)
@@ -117,24 +133,23 @@ def check_load(run_dir: RunDir, args: argparse.Namespace) -> int:
     results = [r for _, r in per_step]
     table = [[r.name, name, "—" if r.figure is None else f"{r.figure:.2f} {r.unit}".rstrip(),
               "" if r.bound is None else f"{r.op} {r.bound:g} {r.unit}".rstrip(), r.verdict] for name, r in per_step]
-    print(tabulate(table, headers=["check", "step", "figure", "bound", "verdict"], tablefmt="simple",
-                   disable_numparse=True))
+    out = [tabulate(table, headers=["check", "step", "figure", "bound", "verdict"], tablefmt="simple",
+                    disable_numparse=True)]
     bad = failed(results)
-    print()
-    for r in bad:
-        print(f"FAIL {r.detail}")
-    for i in summary.issues:
-        if i.severity == "warning":
-            print(f"WARN {i.message}")
+    out.append("")
+    out += [f"FAIL {r.detail}" for r in bad]
+    warnings = [i.message for i in summary.issues if i.severity == "warning"]
+    out += [f"WARN {w}" for w in warnings]
     own = own_scenario(run_dir) if run_dir.root.is_dir() else None
+    bounds = []
     if own is not None and (args.scenario is not None or args.thresholds is not None):
         # Judged by other bounds than the run's own, as asked: say which of the load's.
-        for line in bound_changes(own, scenario):
-            if line.startswith(LOAD_BOUNDS):
-                print(f"BOUND {line}")
-    print(f"{len(results) - len(bad)} passed, {len(bad)} failed", file=sys.stderr)
+        bounds = [line for line in bound_changes(own, scenario) if line.startswith(LOAD_BOUNDS)]
+        out += [f"BOUND {line}" for line in bounds]
     errors = summary.input_errors()
-    if errors:
-        raise UserError(errors[0].message)
-    return EXIT_FAILED if bad else 0
-
+    status = EXIT_BAD_INPUT if errors else EXIT_FAILED if bad else 0
+    data = {"run": str(run_dir.root), "scenario": scenario.name, "passed": status == 0, "exit_status": status,
+            "checks": [{**result_data(r), "step": name} for name, r in per_step], "warnings": warnings,
+            "notes": [], "bounds": bounds, "input_error": errors[0].message if errors else None}
+    return Verdict(out, f"{len(results) - len(bad)} passed, {len(bad)} failed", data, status,
+                   errors[0].message if errors else None)

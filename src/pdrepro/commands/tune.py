@@ -7,8 +7,10 @@ fresh stack: every other setting restarts the servers (variables and flags need 
 must hold the start-to-start noise too, and a second sweep on one stack would find the first one's requests in
 the servers' log, which the analysis rightly refuses as not its own. Its runs are spread over the order (first,
 last, between), so a drift of the box over the hours shows in the spread rather than in one setting. Then the
-runs are judged and ranked (tune.collect): RUN/tune-summary.json, RUN/tune-report.md, RUN/best-overlay.yaml.
-A cluster: ``--render slurm`` writes a job per run and a job array over them; ``--collect RUN`` ranks them.
+runs are judged and ranked (tune.collect): RUN/tune-summary.json, RUN/tune-report.md, RUN/best-overlay.yaml,
+written once, at the end, never over a file the tune did not write (rundir.ownoutputs).
+A cluster: ``--render slurm`` writes a job per run and a job array over them; ``--judge RUN`` (or its older name
+``--collect RUN``) ranks them, reading only: the verdict on standard output, files only where the user names them.
 """
 
 from __future__ import annotations
@@ -28,11 +30,12 @@ from ..rundir.tunesummary import TUNE_LABEL
 from ..scenario.model import Scenario, load_scenario
 from ..tune import grid
 from ..tune import slurm as slurm_render
-from ..tune.collect import check_outputs, collect
+from ..tune.collect import check_outputs, collect, collected
 from ..tune.judge import engine_alone
 from . import run_command
 from . import stack as stack_words
 from .ab import RENDER_ONLY, SITE
+from .check import add_judge_option, check_report_target, emit, judging_only, refuse_inside
 
 HELP = "try tuning knobs: the sweep once per setting of a grid, ranked against the scenario's own setting run 3 times"
 DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
@@ -48,8 +51,10 @@ def register(sub) -> None:
         "scenario's own setting (the baseline) runs --baseline-repeats times to measure its spread. Then rank the "
         "settings per prompt length by per-request KV bandwidth (TTFT breaks ties); a setting is better only when "
         "it beats the baseline's mean by more than the baseline's spread. Writes RUN/tune-summary.json, "
-        "RUN/tune-report.md and RUN/best-overlay.yaml (the best setting as a scenario overlay; none is named while "
-        "a run has measured nothing). With the engine alone measured into RUN/engine-ceiling (`pdrepro gpu-check "
+        "RUN/tune-report.md and RUN/best-overlay.yaml once, at the end (the best setting as a scenario overlay; none "
+        "is named while a run has measured nothing), never over a file the tune did not write: an edited report is "
+        "refused by name before any run starts. `--judge RUN` (also spelt --collect) ranks a tune's runs again and "
+        "writes nothing into RUN. With the engine alone measured into RUN/engine-ceiling (`pdrepro gpu-check "
         "--out RUN/engine-ceiling`) and repeated into RUN/engine-ceiling-2, -3, ..., each figure is also set "
         "against the mean of its runs, and held against 0.9 of it with their spread as doubt. Rerunning with the "
         "same options resumes at the run (and the length) it reached. Exit 0: every run passes its checks; 1: a "
@@ -75,8 +80,10 @@ def register(sub) -> None:
     p.add_argument("--render", choices=("slurm",), metavar="slurm",
                    help="a cluster: write one SLURM job per run (RUN/<run>/job/) and a job array over them "
                         "(RUN/tune-array.sbatch), each writing its run into RUN/<run>; runs nothing")
-    p.add_argument("--collect", type=Path, metavar="RUN",
-                   help="rank the runs of the tune in RUN (after its jobs ran); starts nothing")
+    add_judge_option(p, "and rank the runs of the tune (after its jobs ran, or again after `tune` ended)",
+                     "--collect")
+    p.add_argument("--overlay", type=Path, metavar="FILE",
+                   help="with --judge: also write the best setting as a scenario overlay to FILE, outside RUN")
     p.set_defaults(func=run)
 
 
@@ -167,8 +174,11 @@ def _moved(out: Path, label: str, arms: list[runner.Arm]) -> None:
 
 
 def run(args) -> int:
-    if args.collect is not None:
-        return _collect(args.collect)
+    if args.judge is not None:
+        return _collect(args.judge, args)
+    judging_only(args)
+    if args.overlay is not None:
+        raise UserError("--overlay FILE goes with --judge RUN; a tune run writes RUN/best-overlay.yaml itself")
     if args.out is None:
         raise UserError("give the tune's run folder: --out RUN")
     scenario = load_scenario(args.scenario)
@@ -210,10 +220,13 @@ def run(args) -> int:
     return status if status == EXIT_BAD_INPUT else 0 if status == 0 and passed else EXIT_FAILED
 
 
-def _collect(run: Path) -> int:
+def _collect(run: Path, args) -> int:
+    """`tune --judge RUN`: the tune ranked again, in memory; nothing is written into RUN."""
     run = run.absolute()
     if not run.is_dir():
-        raise UserError(f"--collect {run}: no such folder; give the tune's run folder")
+        raise UserError(f"--judge {run}: no such folder; give the tune's run folder")
+    check_report_target(args, run)
+    refuse_inside(args.overlay, run, "--overlay")
     plan = tuneplan.read(run)
     if plan is None:
         raise UserError(f"{tuneplan.path(run)}: no tune plan there; give the folder `pdrepro tune --out` (or "
@@ -222,5 +235,8 @@ def _collect(run: Path) -> int:
     if state is not None and state.label != plan.label:
         raise UserError(f"{armsstate.path(run)}: holds {state.label!r}, not this tune's {plan.label!r}; the folder "
                         "mixes two runs: give the tune's own folder")
-    summary = collect(run, plan)
+    summary, text, overlay = collected(run, plan)
+    if args.overlay is not None:
+        write_file(args.overlay, overlay, "--overlay")
+    emit(args, run, text, summary.model_dump(mode="json"))
     return 0 if all(r.passed for s in summary.settings for r in s.runs) else EXIT_FAILED

@@ -47,9 +47,9 @@ def _shown(value: object) -> str:
 def _argument(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
     formatter = _formatter(parser)
     if action.option_strings:
-        names = ", ".join(action.option_strings)
-        if action.nargs != 0:
-            names += " " + formatter._format_args(action, action.dest.upper())
+        # Each spelling of an option (an alias such as `tune --collect` for `--judge`) in its own code span.
+        takes = " " + formatter._format_args(action, action.dest.upper()) if action.nargs != 0 else ""
+        names = "`, `".join(f"{option}{takes}" for option in action.option_strings)
     else:
         names = formatter._format_args(action, action.dest)
     text = prose(formatter._expand_help(action)) if action.help else ""

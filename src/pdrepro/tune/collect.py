@@ -1,5 +1,7 @@
-"""A tune's results written: RUN/tune-summary.json, RUN/tune-report.md and RUN/best-overlay.yaml, next to the
-settings' run folders and never inside one (the judging reads those folders, it does not write into them).
+"""A tune's results: RUN/tune-summary.json, RUN/tune-report.md and RUN/best-overlay.yaml. ``collected`` makes
+them in memory (`tune --judge` prints them and writes nothing into RUN); ``collect`` is the runner's end: it
+writes them next to the settings' run folders, never inside one, and never over a file the tune did not write
+(rundir.ownoutputs).
 
 The overlay is the best setting as a scenario overlay: the launch keys to put over the scenario's own (the
 variables it changes, and the servers' extra flags as that setting ran them), with its evidence in comments.
@@ -14,9 +16,8 @@ from pathlib import Path
 
 import yaml
 
-from ..core.safewrite import refusal, write_file
 from ..report.tune import render as render_report
-from ..rundir import armsstate
+from ..rundir import armsstate, ownoutputs
 from ..rundir.contract import dumps_json
 from ..rundir.tuneplan import TunePlan
 from ..rundir.tunesummary import TUNE_LABEL, TuneBest, TuneSummary
@@ -55,18 +56,16 @@ def _overlay(run: Path, summary: TuneSummary, best: TuneBest | None) -> str:
 
 
 def check_outputs(run: Path) -> None:
-    """All three or none: a link (or a folder) where one of them goes is refused before any is written (and
-    before a tune spends its GPU time), so a summary never stands beside a report of another collection."""
-    for name in (SUMMARY, REPORT, OVERLAY):
-        refused = refusal(Path(run) / name, "pdrepro tune")
-        if refused is not None:
-            raise refused
+    """All three or none: a link (or a folder) where one of them goes, or a file the tune did not write (an
+    edited report), is refused before any is written (and before a tune spends its GPU time), so a summary
+    never stands beside a report of another collection."""
+    ownoutputs.refuse_foreign(Path(run), (SUMMARY, REPORT, OVERLAY), "tune")
 
 
-def collect(run: Path, plan: TunePlan, say_report: bool = True) -> TuneSummary:
-    """Judge the tune in ``run``, pick its best, write the summary, the report and the overlay into ``run``."""
+def collected(run: Path, plan: TunePlan) -> tuple[TuneSummary, str, str]:
+    """The tune in ``run`` judged and its best picked, in memory: the summary, the report and the overlay's
+    text; nothing is written."""
     run = Path(run)
-    check_outputs(run)
     state = armsstate.read(run)
     # Another run's state is no word on this tune's runs (`--collect` refuses such a folder before this).
     summary = judge(run, plan, state if state is not None and state.label == plan.label else None)
@@ -78,12 +77,18 @@ def collect(run: Path, plan: TunePlan, say_report: bool = True) -> TuneSummary:
                         evidence=[r.folder for r in setting.runs] + [r.folder for s in summary.settings if s.baseline
                                                                      for r in s.runs])
         summary = summary.model_copy(update={"best": best})
+    return summary, render_report(summary), _overlay(run, summary, summary.best)
+
+
+def collect(run: Path, plan: TunePlan, say_report: bool = True) -> TuneSummary:
+    """The runner's end: judge the tune in ``run``, pick its best, write the summary, the report and the
+    overlay into ``run``, all three or none, and never over a file the tune did not write."""
+    run = Path(run)
     # Every text made before any is written: one that cannot be made (the best setting's scenario file gone)
     # leaves the three files of the last collection as they were, never a mix.
-    text, overlay = render_report(summary), _overlay(run, summary, summary.best)
-    write_file(run / SUMMARY, dumps_json(summary.model_dump(mode="json"), run / SUMMARY, indent=2), "pdrepro tune", run)
-    write_file(run / REPORT, text, "pdrepro tune", run)
-    write_file(run / OVERLAY, overlay, "pdrepro tune", run)
+    summary, text, overlay = collected(run, plan)
+    ownoutputs.write_outputs(run, {SUMMARY: dumps_json(summary.model_dump(mode="json"), run / SUMMARY, indent=2),
+                                   REPORT: text, OVERLAY: overlay}, "tune")
     if say_report:
         print(text)
     print(f"summary: {run / SUMMARY}\nreport:  {run / REPORT}\noverlay: {run / OVERLAY}", file=sys.stderr)
