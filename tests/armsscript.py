@@ -32,8 +32,8 @@ from runbuilder import Row, build_run  # noqa: E402
 from pdrepro import arms  # noqa: E402
 from pdrepro.commands import run_command  # noqa: E402
 from pdrepro.commands import sweep as sweep_command  # noqa: E402
+from pdrepro.core import signals  # noqa: E402
 from pdrepro.scenario.model import load_scenario  # noqa: E402
-from pdrepro.sweep import signals  # noqa: E402
 
 
 def _pick(var: str, arm: str) -> str | None:

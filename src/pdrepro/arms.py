@@ -21,13 +21,13 @@ stack is taken down, further signals are ignored while it is, and the runner ret
 from __future__ import annotations
 
 import contextlib
-import signal
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .core import signals
 from .core.errors import UserError
-from .core.exits import EXIT_BAD_INPUT, HANDLED, STOPPED
+from .core.exits import EXIT_BAD_INPUT, STOPPED
 from .core.safewrite import make_folder
 from .launch.stack import record as stack_record
 from .rundir import armsstate
@@ -98,43 +98,6 @@ def sweep_argv(arm: Arm, run: Path, urls: Endpoints) -> list[str]:
     return argv + ["--out", str(run / arm.name)]
 
 
-class _Noted:
-    """The first signal that came between stages (the stages' own handlers take the ones during them)."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-
-    def __call__(self, signum: int, _frame) -> None:
-        if self.signum is None:
-            self.signum = signum
-
-
-@contextlib.contextmanager
-def _noting() -> Iterator[_Noted]:
-    noted = _Noted()
-    previous = {s: signal.getsignal(s) for s in HANDLED}
-    for s in HANDLED:
-        if previous[s] is not signal.SIG_IGN:  # under nohup a closed terminal is no reason to stop
-            signal.signal(s, noted)
-    try:
-        yield noted
-    finally:
-        for s, old in previous.items():
-            signal.signal(s, signal.SIG_IGN if noted.signum is not None else old)
-
-
-@contextlib.contextmanager
-def _ignoring() -> Iterator[None]:
-    previous = {s: signal.getsignal(s) for s in HANDLED}
-    for s in HANDLED:
-        signal.signal(s, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        for s, old in previous.items():
-            signal.signal(s, old)
-
-
 def start(run: Path, label: str, arms: Sequence[Arm]) -> ArmsState:
     """The state to run ``arms`` under in ``run``: the one found there when it is this run's (its label), else a
     fresh one."""
@@ -161,7 +124,7 @@ def run_arms(run: Path, label: str, arms: Sequence[Arm], *, command: str, cli: C
     as the CLI names the command in its own."""
     state = start(run, label, arms)
     worst = 0
-    with _noting() as noted:
+    with signals.noting() as noted:
         for arm in arms:
             if state.arm(arm.name).status == "done":
                 say(f"== arm {arm.name}: done already, skipped")
@@ -185,7 +148,7 @@ def _save(run: Path, state: ArmsState, arm: ArmRecord, **update) -> ArmsState:
     return state
 
 
-def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: _Noted, command: str) -> tuple[int, ArmsState]:
+def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: signals.Noted, command: str) -> tuple[int, ArmsState]:
     """One arm: up, sweep, down. It is done when its sweep ended 0 and its stack went down; a signal noted
     while its sweep ran lets it finish so (the runner stops after it), one noted before the sweep stops it."""
     folder = run / arm.name
@@ -209,7 +172,7 @@ def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: _Noted, command
         say(f"pdrepro {command}: error: arm {arm.name}: {exc}")
     finally:
         # Once a signal came, the clean-up is not cut short by the next one (docker stop's grace, a second ^C).
-        with _ignoring() if status in STOPPED or noted.signum is not None else contextlib.nullcontext():
+        with signals.ignoring() if status in STOPPED or noted.signum is not None else contextlib.nullcontext():
             down = _down(folder, arm.name, cli, say)
         if status == 0 and down:
             status, why = EXIT_BAD_INPUT, f"`pdrepro stack down {folder}` ended with status {down}"
@@ -221,12 +184,8 @@ def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: _Noted, command
     return status, state
 
 
-def _signal_name(status: int, noted: _Noted) -> str:
-    number = noted.signum if noted.signum is not None else status - 128
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
+def _signal_name(status: int, noted: signals.Noted) -> str:
+    return signals.name_of(noted.signum if noted.signum is not None else status - 128)
 
 
 def _down(folder: Path, name: str, cli, say) -> int:

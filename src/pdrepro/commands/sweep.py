@@ -175,10 +175,10 @@ def stack_config(args: argparse.Namespace, scenario, *, configuration: str | Non
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..core.signals import stop_on_signals
     from ..publish.results import analyze_run
     from ..sweep.config import is_disaggregated
     from ..sweep.runner import run_sweep
-    from ..sweep.signals import stop_on_signals
 
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out}: is a file, not a run directory; give a folder (new, or a run to resume)")
