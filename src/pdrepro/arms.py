@@ -30,8 +30,10 @@ from .core.errors import UserError
 from .core.exits import EXIT_BAD_INPUT, STOPPED
 from .core.safewrite import make_folder
 from .launch.stack import record as stack_record
-from .rundir import armsstate
+from .rundir import RunDir, armsstate
 from .rundir.armsstate import ArmRecord, ArmsState
+from .scenario.model import load_scenario
+from .sweep.state import result_problem
 
 # Words the runner sets on each stage itself: an arm may not set them again (the stage would take the last).
 OWN_STACK_FLAGS = ("--out",)
@@ -116,22 +118,85 @@ def start(run: Path, label: str, arms: Sequence[Arm]) -> ArmsState:
     return found
 
 
+def measured(run: Path, arm: Arm) -> str | None:
+    """None when the arm's folder already holds a complete bench result of every length its sweep's scenario
+    asks for (the sweep's own test of a result, ``result_problem``), else what it lacks. Such an arm is judged,
+    not run again: a stack restarted into its logs/ would add a start that served nothing, which the analysis
+    rightly refuses as not this run's ("the server started again at line N"), on every rerun."""
+    folder = run / arm.name
+    given = _word(arm.sweep, "--scenario")
+    if given is None:
+        return "its sweep names no --scenario"
+    if folder.is_symlink() or not folder.is_dir():
+        return f"{folder}: not a folder of this run"
+    try:
+        sweep = load_scenario(given).sweep
+    except UserError as exc:
+        return str(exc)
+    for length in sweep.prompt_lens:
+        problem = result_problem(RunDir(folder).bench_file(length), sweep.num_prompts, length)
+        if problem:
+            return f"length {length}: {problem}"
+    return None
+
+
+def _word(words: Sequence[str], flag: str) -> str | None:
+    """The value the sweep's words give ``flag`` (the last one, as argparse takes it), or None."""
+    value = None
+    for i, word in enumerate(words):
+        if word == flag and i + 1 < len(words):
+            value = words[i + 1]
+        elif word.startswith(flag + "="):
+            value = word.split("=", 1)[1]
+    return value
+
+
+def clear_leftovers(run: Path, arms: Sequence[Arm], cli: Callable[[list[str]], int], say: Callable[[str], None],
+                    command: str) -> int:
+    """A run killed outright (SIGKILL, a lost machine) leaves an arm's stack record unstopped, its servers maybe
+    still running, and `stack up` would refuse the folder: each is taken down first with `pdrepro stack down`,
+    which proves every process this stack's before it signals it and names any it cannot (they are left
+    alone, and the runner stops there: a port they hold is not this run's to take). 0, or that status."""
+    for arm in arms:
+        folder = run / arm.name
+        if folder.is_symlink() or not stack_record.path(folder).is_file():
+            continue
+        if stack_record.read(folder).stopped_at is not None:
+            continue
+        say(f"== arm {arm.name}: an earlier run left its stack record unstopped; pdrepro stack down {folder}")
+        status = cli(["stack", "down", str(folder)])
+        if status:
+            say(f"pdrepro {command}: error: arm {arm.name}: the stack an earlier run left in {folder} is not all "
+                "provably its own (named above) and was left alone; stop what it names, then rerun")
+            return status
+    return 0
+
+
 def run_arms(run: Path, label: str, arms: Sequence[Arm], *, command: str, cli: Callable[[list[str]], int],
-             say: Callable[[str], None] = lambda line: print(line, flush=True)) -> int:
+             say: Callable[[str], None] = lambda line: print(line, flush=True),
+             is_measured: Callable[[Path, Arm], str | None] = measured) -> int:
     """Every arm not done yet, in order; returns 0 when all are done, the signal's status when one stopped
     them (the arms after it are not started), else the worst arm's: 2 when one's input was refused, else 1.
     ``command`` is the CLI command running the arms (`ab`, `tune`, `compare`): an arm's error line names it,
-    as the CLI names the command in its own."""
+    as the CLI names the command in its own. A stack an earlier run left up is taken down first
+    (``clear_leftovers``); an arm whose lengths are all measured (``is_measured``: None) is judged, not run."""
     state = start(run, label, arms)
     worst = 0
     with signals.noting() as noted:
+        status = clear_leftovers(run, arms, cli, say, command)
+        if status or noted.signum is not None:
+            return 128 + noted.signum if noted.signum is not None else status
         for arm in arms:
             if state.arm(arm.name).status == "done":
                 say(f"== arm {arm.name}: done already, skipped")
                 continue
             if noted.signum is not None:
                 return 128 + noted.signum
-            status, state = _one(run, arm, state, cli, say, noted, command)
+            # Only an arm a run started: a pending arm's folder holds nothing this run measured.
+            if state.arm(arm.name).status != "pending" and is_measured(run, arm) is None:
+                status, state = _judge_measured(run, arm, state, cli, say)
+            else:
+                status, state = _one(run, arm, state, cli, say, noted, command)
             if status in STOPPED:
                 return status
             if noted.signum is not None:
@@ -140,6 +205,21 @@ def run_arms(run: Path, label: str, arms: Sequence[Arm], *, command: str, cli: C
             # packages, its transport proof) is the arm's finding, and the next arm is measured all the same.
             worst = max(worst, min(status, EXIT_BAD_INPUT))
     return worst
+
+
+def _judge_measured(run: Path, arm: Arm, state: ArmsState, cli, say) -> tuple[int, ArmsState]:
+    """An arm an earlier run measured whole (stopped after its last length, or its machine went away): its
+    folder is analysed as its sweep would have at its end (unless its sweep analyses nothing, as a comparison's
+    configurations), and no stack is started into its logs/."""
+    folder = run / arm.name
+    say(f"== arm {arm.name}: every length is measured already; judged, not run again")
+    status = 0 if "--no-analyze" in arm.sweep else cli(["analyze", str(folder)])
+    why = None if status == 0 else (f"stopped by {signals.name_of(status - 128)}; rerun the same command to resume"
+                                    if status in STOPPED else f"`pdrepro analyze {folder}` ended with status {status}")
+    state = _save(run, state, state.arm(arm.name), status="done" if status == 0 else
+                  "stopped" if status in STOPPED else "failed", exit=status,
+                  reason=armsstate.one_line(why) if why else None)
+    return status, state
 
 
 def _save(run: Path, state: ArmsState, arm: ArmRecord, **update) -> ArmsState:
