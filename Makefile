@@ -55,6 +55,12 @@ signals-soak: setup ## Run the sweep's SIGTERM test (the 15-143 case, which once
 	  echo "signals-soak: run $$i of $(SOAK_RUNS): $$(echo "$$out" | tail -1)"; \
 	done
 
+# Heavy end-to-end signal tests (whole runs on the stand-in stack, stopped by real signals and resumed): each takes
+# a minute or more, so `make test` skips them and keeps a fast representative of each (tests/test_arms.py).
+SIGNALS_E2E ?= tests/commands/test_ab_resume_e2e.py
+signals-e2e: setup ## Run the heavy end-to-end signal tests: runs stopped or killed just after a member measured everything, resumed
+	PDREPRO_SIGNALS_E2E=1 $(BIN)/pytest -n 2 -p no:cacheprovider $(SIGNALS_E2E)
+
 schemas: setup ## Regenerate the JSON Schemas of scenario files and summary.json from their models
 	$(BIN)/pdrepro schema --write src/pdrepro/schemas
 
@@ -70,4 +76,4 @@ knobs: ## Regenerate the knob lists from source: make knobs SGLANG_SRC=<checkout
 	python3 scripts/knobgen.py --sglang-src "$(SGLANG_SRC)" --sglang-ref "$(SGLANG_REF)" \
 		--mooncake-src "$(MOONCAKE_SRC)" --mooncake-ref "$(MOONCAKE_REF)" --out src/pdrepro/knobdata
 
-.PHONY: help setup test adversarial-deep signals-soak schemas docs knobs
+.PHONY: help setup test adversarial-deep signals-soak signals-e2e schemas docs knobs
