@@ -44,7 +44,8 @@ def _argv(site: dict) -> list[str]:
     dataset.write_text("[]")
     options = [o for o in site["options"] if o != "--force-tcp"]
     return [sys.executable, "-m", "pdrepro", "ab", *options, "--backends", "mooncake_tcp,nixl", "--dataset",
-            str(dataset), "--arm-env", "nixl:UCX_TLS=tcp,cuda_copy", "--stack-args", "--poll 0.1 --grace 5",
+            str(dataset), "--arm-env", "nixl:UCX_TLS=tcp,cuda_copy", "--arm-env", "nixl:UCX_LOG_LEVEL=info",
+            "--stack-args", "--poll 0.1 --grace 5",
             "--sweep-args", "--length-timeout 60 --wait-timeout 30", "--out", str(site["run"])]
 
 
