@@ -55,10 +55,12 @@ signals-soak: setup ## Run the sweep's SIGTERM test (the 15-143 case, which once
 	  echo "signals-soak: run $$i of $(SOAK_RUNS): $$(echo "$$out" | tail -1)"; \
 	done
 
-# Heavy end-to-end signal tests (whole runs on the stand-in stack, stopped by real signals and resumed): each takes
-# a minute or more, so `make test` skips them and keeps a fast representative of each (tests/test_arms.py).
-SIGNALS_E2E ?= tests/commands/test_ab_resume_e2e.py
-signals-e2e: setup ## Run the heavy end-to-end signal tests: runs stopped or killed just after a member measured everything, resumed
+# Heavy end-to-end signal tests (tests/signalse2e.py marks them: whole runs on the stand-in stack stopped by real
+# signals, or killed, and resumed; the other signals of a test `make test` runs once): `make test` skips them and
+# keeps a fast representative of each; this target runs them with the signal tests they belong with.
+SIGNALS_E2E ?= tests/commands/test_ab_resume_e2e.py tests/test_arms.py tests/commands/test_repro_signals.py \
+	tests/sweep/test_sweep_wait_signals.py
+signals-e2e: setup ## Run the signal tests with the heavy ones: runs stopped or killed just after a member measured everything, resumed
 	PDREPRO_SIGNALS_E2E=1 $(BIN)/pytest -n 2 -p no:cacheprovider $(SIGNALS_E2E)
 
 schemas: setup ## Regenerate the JSON Schemas of scenario files and summary.json from their models

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from signalse2e import HEAVY
 from stackhelp import env, make_site
 
 from pdrepro import arms
@@ -261,6 +262,7 @@ def test_an_arm_stopped_after_measuring_every_length_is_judged_not_run_again(sit
     assert state is not None and [(a.status, a.exit) for a in state.arms] == [("done", 0), ("done", 0)]
 
 
+@HEAVY  # its fast representative: the judged-not-run test above; and compare's own leftover test
 def test_a_runner_killed_outright_takes_its_leftover_stack_down_before_it_resumes(site):
     spec = _spec(site)
     proc = _start(site, spec, ARMS_FAKE_WAIT="plain")
@@ -285,6 +287,7 @@ def test_a_runner_killed_outright_takes_its_leftover_stack_down_before_it_resume
     _nothing_runs(site["run"])
 
 
+@HEAVY
 def test_a_leftover_stack_it_cannot_prove_its_own_is_named_and_left_alone(site):
     import os
 

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from signalse2e import HEAVY
 from stackhelp import env, make_site, pdrepro
 
 from pdrepro.launch.stack import ownership, record
@@ -25,8 +26,7 @@ from pdrepro.rundir import armsstate
 REPO = Path(__file__).resolve().parents[2]
 LENGTHS = ["128", "1024", "4096", "16384"]
 
-pytestmark = pytest.mark.skipif(os.environ.get("PDREPRO_SIGNALS_E2E") != "1",
-                                reason="heavy end-to-end signal test: run `make signals-e2e`")
+pytestmark = HEAVY
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from signalse2e import HEAVY
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -110,7 +111,7 @@ def test_waits():
 '''
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
+@pytest.mark.parametrize("sig", [signal.SIGINT, pytest.param(signal.SIGHUP, marks=HEAVY)], ids=lambda s: s.name)
 def test_a_terminals_signal_during_the_gates_shows_only_the_bundles_line(tmp_path, sig):
     # A terminal sends Ctrl-C (and its hang-up) to the whole foreground process group: the gates' pytest used
     # to take it too and print its own KeyboardInterrupt traceback above the bundle's one line.
