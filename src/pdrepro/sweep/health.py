@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -70,8 +71,8 @@ def wait_healthy(
         for role, endpoint in list(pending.items()):
             if rounds > 1 and clock() >= deadline:
                 break  # every endpoint was asked at least once
-            result = call(lambda e=endpoint: probe(e, timeout=min(10.0, max(1.0, timeout_s)), deadline=deadline,
-                                                   clock=clock))
+            result = call(functools.partial(probe, endpoint, timeout=min(10.0, max(1.0, timeout_s)),
+                                            deadline=deadline, clock=clock))
             if result is None:
                 log.info(f"  {role} {endpoint.url} is healthy")
                 del pending[role]

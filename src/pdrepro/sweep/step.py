@@ -3,6 +3,7 @@ bench client, check its result, keep it (or set it aside) and record the outcome
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -43,7 +44,7 @@ def scrape(cfg: SweepConfig, run: RunDir, prompt_len: int, when: str) -> None:
             continue
         try:
             # In a thread of its own, so a signal ends the sweep within a second here too (core.signals).
-            resp = signals.wait_for(lambda u=url: requests.get(u.rstrip("/") + "/metrics", timeout=10))
+            resp = signals.wait_for(functools.partial(requests.get, url.rstrip("/") + "/metrics", timeout=10))
         except requests.RequestException as exc:
             log.info(f"  metrics: {role} /metrics unreachable ({type(exc).__name__}); start it with --enable-metrics")
             continue
