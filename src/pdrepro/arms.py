@@ -134,7 +134,10 @@ def measured(run: Path, arm: Arm) -> str | None:
     except UserError as exc:
         return str(exc)
     for length in sweep.prompt_lens:
-        problem = result_problem(RunDir(folder).bench_file(length), sweep.num_prompts, length)
+        try:
+            problem = result_problem(RunDir(folder).bench_file(length), sweep.num_prompts, length)
+        except UserError as exc:  # a link, a FIFO, a file past the reader's cap: the sweep refuses it itself
+            problem = str(exc)
         if problem:
             return f"length {length}: {problem}"
     return None
