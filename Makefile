@@ -59,6 +59,14 @@ BENCH_LOG_MB ?= 500
 bench-analysis-memory: setup ## Print the peak memory of `pdrepro analyze` on a 500 MB prefill log of request-stats lines
 	$(BIN)/python scripts/bench_analysis_memory.py --size-mb $(BENCH_LOG_MB)
 
+# Heavy end-to-end signal tests (tests/signalse2e.py marks them: whole runs on the stand-in stack stopped by real
+# signals, or killed, and resumed; the other signals of a test `make test` runs once): `make test` skips them and
+# keeps a fast representative of each; this target runs them with the signal tests they belong with.
+SIGNALS_E2E ?= tests/commands/test_ab_resume_e2e.py tests/test_arms.py tests/commands/test_repro_signals.py \
+	tests/sweep/test_sweep_wait_signals.py
+signals-e2e: setup ## Run the signal tests with the heavy ones: runs stopped or killed just after a member measured everything, resumed
+	PDREPRO_SIGNALS_E2E=1 $(BIN)/pytest -n 2 -p no:cacheprovider $(SIGNALS_E2E)
+
 schemas: setup ## Regenerate the JSON Schemas of scenario files and summary.json from their models
 	$(BIN)/pdrepro schema --write src/pdrepro/schemas
 
@@ -76,4 +84,4 @@ knobs: ## Regenerate the knob lists from source: make knobs SGLANG_SRC=<checkout
 		--mooncake-src "$(MOONCAKE_SRC)" --mooncake-ref "$(MOONCAKE_REF)" --out src/pdrepro/knobdata \
 		$(if $(SGLANG_PIN_SRC),--sglang-flags-src "$(SGLANG_COMMIT)=$(SGLANG_PIN_SRC)")
 
-.PHONY: help setup test adversarial-deep signals-soak bench-analysis-memory schemas docs knobs
+.PHONY: help setup test adversarial-deep signals-soak signals-e2e bench-analysis-memory schemas docs knobs

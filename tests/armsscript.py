@@ -10,6 +10,9 @@ The fixture sweep reads the environment:
                                 signal handling (a signal ends it with 128 + its number)
   ARMS_FAKE_SIGNAL_AFTER=<arm>  that arm's sweep sends its own process SIGTERM as it returns 0 (a signal
                                 that lands between two stages)
+  ARMS_FAKE_SIGNAL_IN_TAIL=<arm>  that arm's sweep, once every length is written, gets a real SIGTERM under the
+                                sweep's own signal handling (as one landing while the sweep copies its logs or
+                                analyses): it ends 143 with every length measured
   ARMS_FAKE_STATUS=<arm>:<n>    that arm's sweep ends with n, writing nothing
   ARMS_FAKE_TTFT=<arm>:<x>      that arm's TTFT is x times the base figures
 """
@@ -32,8 +35,8 @@ from runbuilder import Row, build_run  # noqa: E402
 from pdrepro import arms  # noqa: E402
 from pdrepro.commands import run_command  # noqa: E402
 from pdrepro.commands import sweep as sweep_command  # noqa: E402
+from pdrepro.core import signals  # noqa: E402
 from pdrepro.scenario.model import load_scenario  # noqa: E402
-from pdrepro.sweep import signals  # noqa: E402
 
 
 def _pick(var: str, arm: str) -> str | None:
@@ -76,6 +79,10 @@ def fake_sweep(args) -> int:
                     os.replace(f, target / f.name)  # a new file: the servers keep writing into the old one
             else:
                 shutil.move(str(item), str(target))
+    if _pick("ARMS_FAKE_SIGNAL_IN_TAIL", arm):
+        with signals.stop_on_signals():
+            os.kill(os.getpid(), signal.SIGTERM)
+            signals.sleep(30)
     if _pick("ARMS_FAKE_SIGNAL_AFTER", arm):
         os.kill(os.getpid(), signal.SIGTERM)
     return 0

@@ -1,7 +1,11 @@
 """A test fixture, run as its own process by test_sweep_signals.py: `pdrepro sweep` through the real CLI
 against a FakeCluster, with the bench client swapped for a fake client (named so) that appends a line to
 its --output-file every 50 ms until it is stopped, so the test can tell whether anything still writes into
-the run after the sweep ended. argv: TMP LAUNCHER(child|child-masked|docker) [IMAGE].
+the run after the sweep ended. argv: TMP LAUNCHER(child|child-masked|docker|silent) [IMAGE|WAIT_TIMEOUT].
+
+silent: every URL is a real listening socket on 127.0.0.1 that takes connections and never answers (a server
+hung while it loads, a port behind a firewall that swallows packets), so the sweep sits in its wait for the
+stack: within its requests, not between them. The third word is --wait-timeout (default 20).
 
 child-masked: the main thread blocks SIGTERM, SIGINT and SIGHUP, and one thread started before that (and
 doing nothing) is the only one that may take them, as the kernel may choose any thread for a signal sent to
@@ -12,6 +16,7 @@ sits in a blocking system call (the sweep's old wait on the client, which hung).
 from __future__ import annotations
 
 import signal
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -36,7 +41,27 @@ def _fake_client_argv(scenario, prompt_len, target, output_file):
     return ["python3", "-c", FAKE_CLIENT, str(output_file)]
 
 
+def silent(tmp: Path, wait_timeout: str) -> int:
+    scenario = short_scenario()
+    scenario_file = tmp / "scenario.yaml"
+    scenario_file.write_text(scenario.to_yaml())
+    model = tmp / "models" / scenario.model.name
+    model.mkdir(parents=True, exist_ok=True)
+    (tmp / "logs").mkdir(exist_ok=True)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)  # the kernel completes the connections; no one ever reads or answers them
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        args = ["sweep", "--scenario", scenario_file, "--router", url, "--prefill", url, "--decode", url,
+                "--out", tmp / "run", "--model-path", model, "--dataset-path", dataset(tmp), "--logs-from",
+                tmp / "logs", "--no-analyze", "--wait-timeout", wait_timeout, "--bench-in-place"]
+        print("SILENT waiting", flush=True)
+        return main([str(a) for a in args])
+
+
 def run(tmp: Path, launcher: str, image: str | None) -> int:
+    if launcher == "silent":
+        return silent(tmp, image or "20")
     step.bench_argv = _fake_client_argv
     scenario = short_scenario()
     scenario_file = tmp / "scenario.yaml"

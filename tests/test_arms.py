@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from signalse2e import HEAVY
 from stackhelp import env, make_site
 
 from pdrepro import arms
@@ -231,3 +232,86 @@ def test_a_reason_is_kept_as_one_bounded_line_that_the_state_reads_back(tmp_path
                                                                        reason=flat),))
     armsstate.write(tmp_path, state)
     assert armsstate.read(tmp_path) == state
+
+
+def _counted_starts(folder: Path) -> int:
+    """How many stacks were started into the arm's folder: each `stack up` writes its servers' logs there."""
+    from pdrepro.parsers.serverstart import START_MARKER
+
+    log = folder / "logs" / "prefill.log"
+    return log.read_text().count(START_MARKER) if log.is_file() else 0
+
+
+def test_an_arm_stopped_after_measuring_every_length_is_judged_not_run_again(site):
+    # A SIGTERM while the arm's sweep copied its logs or analysed: every length is measured, the arm is
+    # "stopped". The rerun used to start its stack again into the same logs/, whose new start served nothing,
+    # and the analysis refused the log on every rerun after ("the server started again at line N").
+    spec = _spec(site)
+    first = _run(site, spec, ARMS_FAKE_SIGNAL_IN_TAIL="plain")
+    assert first.returncode == 143, first.stdout + first.stderr
+    state = armsstate.read(site["run"])
+    assert state is not None and [(a.status, a.exit) for a in state.arms] == [("done", 0), ("stopped", 143)]
+    _nothing_runs(site["run"])
+    started = record.read(site["run"] / "plain").stack_id
+    bench = {p.name: p.read_bytes() for p in (site["run"] / "plain" / "bench").iterdir()}
+    assert bench and arms.measured(site["run"], arms.Arm("plain", (), tuple(_arms(site)[1]["sweep"]))) is None
+
+    again = _run(site, spec)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "== arm plain: every length is measured already; judged, not run again" in again.stdout
+    assert [s[0] for s in _sweeps(site)] == ["tcp", "plain"], "the measured arm was swept again"
+    assert record.read(site["run"] / "plain").stack_id == started, "a stack was started into the measured arm"
+    assert {p.name: p.read_bytes() for p in (site["run"] / "plain" / "bench").iterdir()} == bench
+    assert (site["run"] / "plain" / "summary.json").is_file()  # analysed, as its sweep would have at its end
+    state = armsstate.read(site["run"])
+    assert state is not None and [(a.status, a.exit) for a in state.arms] == [("done", 0), ("done", 0)]
+
+
+@HEAVY  # its fast representative: the judged-not-run test above; and compare's own leftover test
+def test_a_runner_killed_outright_takes_its_leftover_stack_down_before_it_resumes(site):
+    spec = _spec(site)
+    proc = _start(site, spec, ARMS_FAKE_WAIT="plain")
+    try:
+        deadline = time.monotonic() + 120
+        line = ""
+        while time.monotonic() < deadline and not line.startswith("SWEEP plain waiting"):
+            line = proc.stdout.readline() or "EOF"
+            assert line != "EOF", proc.stderr.read()
+    finally:
+        proc.kill()  # SIGKILL: no clean-up at all, as a machine that went away or the OOM killer
+        proc.wait()
+    left = record.read(site["run"] / "plain")
+    assert left.stopped_at is None and ownership.marked(left.stack_id), "the killed runner's stack should still run"
+
+    again = _run(site, spec)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "== arm plain: an earlier run left its stack record unstopped" in again.stdout
+    assert ownership.marked(left.stack_id) == []
+    state = armsstate.read(site["run"])
+    assert state is not None and [a.status for a in state.arms] == ["done", "done"]
+    _nothing_runs(site["run"])
+
+
+@HEAVY
+def test_a_leftover_stack_it_cannot_prove_its_own_is_named_and_left_alone(site):
+    import os
+
+    from stackhelp import foreign, kill
+
+    spec = _spec(site)
+    assert _run(site, spec).returncode == 0
+    sleeper = foreign("sleep", "300")  # no stack's marker: not the arm's, whatever its record says
+    try:
+        folder = site["run"] / "plain"
+        rec = record.read(folder)
+        entry = rec.processes[0].model_copy(update={"pid": sleeper.pid,
+                                                    "start_ticks": ownership.start_ticks(sleeper.pid)})
+        record.save(folder, rec.model_copy(update={"stopped_at": None, "processes": (entry,)}))
+        again = _run(site, spec)
+        assert again.returncode == 2, again.stdout + again.stderr
+        assert f"pid {sleeper.pid}" in again.stderr and "left alone" in again.stderr, again.stderr
+        assert "not all provably its own" in again.stdout
+        assert sleeper.poll() is None, "a process the arm's stack did not start was signalled"
+        assert os.path.exists(f"/proc/{sleeper.pid}")
+    finally:
+        kill(sleeper)

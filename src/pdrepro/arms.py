@@ -21,19 +21,21 @@ stack is taken down, further signals are ignored while it is, and the runner ret
 from __future__ import annotations
 
 import contextlib
-import signal
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast, get_args
 
+from .core import signals
 from .core.errors import UserError
-from .core.exits import EXIT_BAD_INPUT, HANDLED, STOPPED
+from .core.exits import EXIT_BAD_INPUT, STOPPED
 from .core.safewrite import make_folder
 from .launch.stack import record as stack_record
-from .rundir import armsstate, memberrecord
+from .rundir import RunDir, armsstate, memberrecord
 from .rundir.armsstate import ArmRecord, ArmsState
 from .rundir.memberrecord import CompositeKind, MemberRecord, new_run_id
+from .scenario.model import load_scenario
+from .sweep.state import result_problem
 
 # Words the runner sets on each stage itself: an arm may not set them again (the stage would take the last).
 OWN_STACK_FLAGS = ("--out",)
@@ -100,43 +102,6 @@ def sweep_argv(arm: Arm, run: Path, urls: Endpoints) -> list[str]:
     return argv + ["--out", str(run / arm.name)]
 
 
-class _Noted:
-    """The first signal that came between stages (the stages' own handlers take the ones during them)."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-
-    def __call__(self, signum: int, _frame) -> None:
-        if self.signum is None:
-            self.signum = signum
-
-
-@contextlib.contextmanager
-def _noting() -> Iterator[_Noted]:
-    noted = _Noted()
-    previous = {s: signal.getsignal(s) for s in HANDLED}
-    for s in HANDLED:
-        if previous[s] is not signal.SIG_IGN:  # under nohup a closed terminal is no reason to stop
-            signal.signal(s, noted)
-    try:
-        yield noted
-    finally:
-        for s, old in previous.items():
-            signal.signal(s, signal.SIG_IGN if noted.signum is not None else old)
-
-
-@contextlib.contextmanager
-def _ignoring() -> Iterator[None]:
-    previous = {s: signal.getsignal(s) for s in HANDLED}
-    for s in HANDLED:
-        signal.signal(s, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        for s, old in previous.items():
-            signal.signal(s, old)
-
-
 def start(run: Path, label: str, arms: Sequence[Arm]) -> ArmsState:
     """The state to run ``arms`` under in ``run``: the one found there when it is this run's (its label), else a
     fresh one."""
@@ -168,22 +133,88 @@ def _refuse_links(run: Path, arms: Sequence[Arm]) -> None:
             raise UserError(f"arm {arm.name}: {why}; move it away and rerun")
 
 
+def measured(run: Path, arm: Arm) -> str | None:
+    """None when the arm's folder already holds a complete bench result of every length its sweep's scenario
+    asks for (the sweep's own test of a result, ``result_problem``), else what it lacks. Such an arm is judged,
+    not run again: a stack restarted into its logs/ would add a start that served nothing, which the analysis
+    rightly refuses as not this run's ("the server started again at line N"), on every rerun."""
+    folder = run / arm.name
+    given = _word(arm.sweep, "--scenario")
+    if given is None:
+        return "its sweep names no --scenario"
+    if folder.is_symlink() or not folder.is_dir():
+        return f"{folder}: not a folder of this run"
+    try:
+        sweep = load_scenario(given).sweep
+    except UserError as exc:
+        return str(exc)
+    for length in sweep.prompt_lens:
+        try:
+            problem = result_problem(RunDir(folder).bench_file(length), sweep.num_prompts, length)
+        except UserError as exc:  # a link, a FIFO, a file past the reader's cap: the sweep refuses it itself
+            problem = str(exc)
+        if problem:
+            return f"length {length}: {problem}"
+    return None
+
+
+def _word(words: Sequence[str], flag: str) -> str | None:
+    """The value the sweep's words give ``flag`` (the last one, as argparse takes it), or None."""
+    value = None
+    for i, word in enumerate(words):
+        if word == flag and i + 1 < len(words):
+            value = words[i + 1]
+        elif word.startswith(flag + "="):
+            value = word.split("=", 1)[1]
+    return value
+
+
+def clear_leftovers(run: Path, arms: Sequence[Arm], cli: Callable[[list[str]], int], say: Callable[[str], None],
+                    command: str) -> int:
+    """A run killed outright (SIGKILL, a lost machine) leaves an arm's stack record unstopped, its servers maybe
+    still running, and `stack up` would refuse the folder: each is taken down first with `pdrepro stack down`,
+    which proves every process this stack's before it signals it and names any it cannot (they are left
+    alone, and the runner stops there: a port they hold is not this run's to take). 0, or that status."""
+    for arm in arms:
+        folder = run / arm.name
+        if folder.is_symlink() or not stack_record.path(folder).is_file():
+            continue
+        if stack_record.read(folder).stopped_at is not None:
+            continue
+        say(f"== arm {arm.name}: an earlier run left its stack record unstopped; pdrepro stack down {folder}")
+        status = cli(["stack", "down", str(folder)])
+        if status:
+            say(f"pdrepro {command}: error: arm {arm.name}: the stack an earlier run left in {folder} is not all "
+                "provably its own (named above) and was left alone; stop what it names, then rerun")
+            return status
+    return 0
+
+
 def run_arms(run: Path, label: str, arms: Sequence[Arm], *, command: str, cli: Callable[[list[str]], int],
-             say: Callable[[str], None] = lambda line: print(line, flush=True)) -> int:
+             say: Callable[[str], None] = lambda line: print(line, flush=True),
+             is_measured: Callable[[Path, Arm], str | None] = measured) -> int:
     """Every arm not done yet, in order; returns 0 when all are done, the signal's status when one stopped
     them (the arms after it are not started), else the worst arm's: 2 when one's input was refused, else 1.
     ``command`` is the CLI command running the arms (`ab`, `tune`, `compare`): an arm's error line names it,
-    as the CLI names the command in its own."""
+    as the CLI names the command in its own. A stack an earlier run left up is taken down first
+    (``clear_leftovers``); an arm whose lengths are all measured (``is_measured``: None) is judged, not run."""
     state = start(run, label, arms)
     worst = 0
-    with _noting() as noted:
+    with signals.noting() as noted:
+        status = clear_leftovers(run, arms, cli, say, command)
+        if status or noted.signum is not None:
+            return 128 + noted.signum if noted.signum is not None else status
         for arm in arms:
             if state.arm(arm.name).status == "done":
                 say(f"== arm {arm.name}: done already, skipped")
                 continue
             if noted.signum is not None:
                 return 128 + noted.signum
-            status, state = _one(run, arm, state, cli, say, noted, command)
+            # Only an arm a run started: a pending arm's folder holds nothing this run measured.
+            if state.arm(arm.name).status != "pending" and is_measured(run, arm) is None:
+                status, state = _judge_measured(run, arm, state, cli, say)
+            else:
+                status, state = _one(run, arm, state, cli, say, noted, command)
             if status in STOPPED:
                 return status
             if noted.signum is not None:
@@ -194,13 +225,28 @@ def run_arms(run: Path, label: str, arms: Sequence[Arm], *, command: str, cli: C
     return worst
 
 
+def _judge_measured(run: Path, arm: Arm, state: ArmsState, cli, say) -> tuple[int, ArmsState]:
+    """An arm an earlier run measured whole (stopped after its last length, or its machine went away): its
+    folder is analysed as its sweep would have at its end (unless its sweep analyses nothing, as a comparison's
+    configurations), and no stack is started into its logs/."""
+    folder = run / arm.name
+    say(f"== arm {arm.name}: every length is measured already; judged, not run again")
+    status = 0 if "--no-analyze" in arm.sweep else cli(["analyze", str(folder)])
+    why = None if status == 0 else (f"stopped by {signals.name_of(status - 128)}; rerun the same command to resume"
+                                    if status in STOPPED else f"`pdrepro analyze {folder}` ended with status {status}")
+    state = _save(run, state, state.arm(arm.name), status="done" if status == 0 else
+                  "stopped" if status in STOPPED else "failed", exit=status,
+                  reason=armsstate.one_line(why) if why else None)
+    return status, state
+
+
 def _save(run: Path, state: ArmsState, arm: ArmRecord, **update) -> ArmsState:
     state = state.with_arm(arm.model_copy(update=update))
     armsstate.write(run, state)
     return state
 
 
-def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: _Noted, command: str) -> tuple[int, ArmsState]:
+def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: signals.Noted, command: str) -> tuple[int, ArmsState]:
     """One arm: up, sweep, down. It is done when its sweep ended 0 and its stack went down; a signal noted
     while its sweep ran lets it finish so (the runner stops after it), one noted before the sweep stops it."""
     folder = run / arm.name
@@ -229,7 +275,7 @@ def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: _Noted, command
         say(f"pdrepro {command}: error: arm {arm.name}: {exc}")
     finally:
         # Once a signal came, the clean-up is not cut short by the next one (docker stop's grace, a second ^C).
-        with _ignoring() if status in STOPPED or noted.signum is not None else contextlib.nullcontext():
+        with signals.ignoring() if status in STOPPED or noted.signum is not None else contextlib.nullcontext():
             down = _down(folder, arm.name, cli, say)
         if status == 0 and down:
             status, why = EXIT_BAD_INPUT, f"`pdrepro stack down {folder}` ended with status {down}"
@@ -241,12 +287,8 @@ def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: _Noted, command
     return status, state
 
 
-def _signal_name(status: int, noted: _Noted) -> str:
-    number = noted.signum if noted.signum is not None else status - 128
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
+def _signal_name(status: int, noted: signals.Noted) -> str:
+    return signals.name_of(noted.signum if noted.signum is not None else status - 128)
 
 
 def _down(folder: Path, name: str, cli, say) -> int:

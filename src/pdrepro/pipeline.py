@@ -6,7 +6,8 @@ stage is the CLI command of its name, run in this process through the command ru
 (``commands.run_command``: so its flags, messages and exit codes are that command's, and this module
 imports nothing above it); the gates are ``pytest GATES --run-dir RUN --junitxml RUN/junit.xml`` in a child
 process, because pytest owns its process (plugins, capture, exit); the JUnit file goes into the run because
-`repro` made the run (the gates alone write nothing into a run they judge).
+`repro` made the run (the gates alone write nothing into a run they judge); a signal to the pipeline stops that
+child quietly (core.signals.run_child).
 
 A sweep stopped by bad input or environment (exit 2) ends the pipeline: there is nothing to judge. A
 sweep that lost a length (exit 1) is analysed and gated like the rest: the gates name the length, and the
@@ -18,12 +19,12 @@ from __future__ import annotations
 
 import importlib.util
 import shlex
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .core import signals
 from .core.errors import UserError
 from .core.exits import EXIT_BAD_INPUT, STOPPED
 
@@ -116,7 +117,7 @@ def check_gates(gates: str) -> None:
 
 
 def run(p: Pipeline, *, cli: Callable[[list[str]], int],
-        spawn: Callable[[list[str]], int] = lambda argv: subprocess.run(argv).returncode) -> int:
+        spawn: Callable[[list[str]], int] = signals.run_child) -> int:
     """The whole pipeline; returns the verdict's status (the gates'), else the first non-zero status of the
     stages before it (a preflight, a sweep stopped by bad input, a signal)."""
     s = p.sweep

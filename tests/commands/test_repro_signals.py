@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from signalse2e import HEAVY
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -91,3 +92,52 @@ def test_a_signal_at_any_stage_stops_repro_with_its_status(tmp_path, stage, sig)
         time.sleep(0.2)
         with pytest.raises(ProcessLookupError):
             os.kill(child, 0)  # the gates' child was stopped with the pipeline, not left running
+
+
+# A gate suite that says it started and then waits: the real pytest runs it, as `pdrepro repro` runs repro/.
+# It notes each terminal signal it is sent in heard.txt (then acts as pytest does: an interrupt), so the test
+# sees whether the gates' process was reached at all, not only whether its traceback won a race to the screen.
+SLOW_GATES = '''
+import os, signal, time
+def _heard(signum, frame):
+    with open(os.path.join(os.path.dirname(__file__), "heard.txt"), "a") as fh:
+        fh.write(signal.Signals(signum).name + chr(10))
+    raise KeyboardInterrupt
+def test_waits():
+    for s in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, _heard)
+    print("STAGE gates", os.getpid(), flush=True)
+    time.sleep(60)
+'''
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, pytest.param(signal.SIGHUP, marks=HEAVY)], ids=lambda s: s.name)
+def test_a_terminals_signal_during_the_gates_shows_only_the_bundles_line(tmp_path, sig):
+    # A terminal sends Ctrl-C (and its hang-up) to the whole foreground process group: the gates' pytest used
+    # to take it too and print its own KeyboardInterrupt traceback above the bundle's one line.
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    (gates / "test_slow.py").write_text(SLOW_GATES)
+    (gates / "conftest.py").write_text("def pytest_addoption(parser):\n    parser.addoption('--run-dir')\n")
+    argv = [sys.executable, "-c", SCRIPT, "gates", "repro", "--router", "http://127.0.0.1:9", "--out",
+            str(tmp_path / "run"), "--gates", str(gates), "--pytest", f"{sys.executable} -m pytest -s"]
+    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+    try:
+        line = _wait_for_stage(proc, "gates")
+        sent = time.monotonic()
+        os.killpg(proc.pid, sig)  # to the group, as a terminal does
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + sig, (proc.returncode, out, err)
+    assert took < 2, f"{took:.1f} s to stop"
+    assert "KeyboardInterrupt" not in out + err and "Traceback" not in out + err, out + err
+    assert [l for l in err.splitlines() if l.strip()] == [f"pdrepro repro: interrupted ({sig.name}); results "
+                                                          "written so far are kept."], err
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(line.split()[2]), 0)  # the gates' pytest was stopped with the pipeline
+    assert not (gates / "heard.txt").exists(), "the terminal's signal reached the gates' pytest itself"

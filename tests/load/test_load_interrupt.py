@@ -13,10 +13,10 @@ from fakecluster import FakeCluster
 from sweephelp import config, short_scenario
 
 from pdrepro.core.errors import UserError
+from pdrepro.core.signals import Stopped
 from pdrepro.rundir import loadstate
 from pdrepro.rundir.loadstate import LoadPlan, LoadStep
 from pdrepro.sweep.loadrun import run_load
-from pdrepro.sweep.signals import Stopped
 
 L, N = 512, 3
 STEPS = (LoadStep(concurrency=1), LoadStep(concurrency=4))

@@ -235,7 +235,7 @@ def test_the_wait_on_a_bench_container_leaves_at_a_safe_point_on_a_signal():
     # signal never lands inside the engine call (its caller's finally then removes the container).
     import threading
 
-    from pdrepro.sweep import signals
+    from pdrepro.core import signals
     from pdrepro.sweep.benchclient import LengthTimeout, _wait_container
 
     release = threading.Event()

@@ -16,7 +16,7 @@ from .. import __version__
 from ..core import console
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT
-from ..sweep.signals import exit_status, signal_name
+from ..core.signals import exit_status, signal_name
 
 EXIT_USER_ERROR = EXIT_BAD_INPUT
 
@@ -48,7 +48,7 @@ def run_command(argv: list[str] | None = None) -> int:
         print(f"pdrepro {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt as exc:
-        # A signal a command turned into an interrupt (sweep.signals) exits as the signal would: 143 for SIGTERM.
+        # A signal a command turned into an interrupt (core.signals) exits as the signal would: 143 for SIGTERM.
         print(f"pdrepro {args.command}: interrupted ({signal_name(exc)}); results written so far are kept.",
               file=sys.stderr)
         return exit_status(exc)

@@ -28,7 +28,6 @@ from ..core import runfile
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder
-from ..launch.stack import record
 from ..launch.stack.regular import STACKS
 from ..pipeline import split_words
 from ..publish.results import portable
@@ -228,18 +227,16 @@ def _judge_complete(out: Path, scenarios: list[ComparisonScenario], configuratio
         _judge(run)
 
 
-def _stop_leftovers(out: Path, configurations: list[str]) -> int:
-    """A run killed outright (SIGKILL, a lost machine) leaves its stack's record unstopped, and `stack up`
-    would refuse the folder: what such a record names is stopped first (`stack down` proves each process
-    this stack's before it signals it, and leaves anything else alone)."""
-    for name in configurations:
-        folder = out / name
-        if record.path(folder).is_file() and record.read(folder).stopped_at is None:
-            _say(f"{name}: an earlier run left its stack record unstopped; pdrepro stack down {folder}")
-            status = run_command(["stack", "down", str(folder)])
-            if status:
-                return status
-    return 0
+def _measured(out: Path, scenarios: list[ComparisonScenario]) -> Callable[[Path, runner.Arm], str | None]:
+    """When a configuration is measured whole, for the arms runner (which then starts no stack for it): each
+    scenario's comparison run holds a complete result of every length for it."""
+    def measured(_run: Path, arm: runner.Arm) -> str | None:
+        for scenario in scenarios:
+            missing = complete(out if len(scenarios) == 1 else out / scenario.name, scenario, [arm.name])
+            if missing:
+                return missing
+        return None
+    return measured
 
 
 def _judged_runs(run: Path) -> list[Path]:
@@ -311,14 +308,12 @@ def run(args: argparse.Namespace) -> int:
             for name, kind in configurations]
     names = [s.name for s in scenarios]
     # The analysis's outputs are written at the end, never over a file the comparison did not write: an edited
-    # report is refused here, before a stack starts.
+    # report is refused here, before a stack starts (a leftover stack is cleared by the arms runner itself).
     for target in [Path(out)] if len(scenarios) == 1 else [Path(out) / name for name in names]:
         ownoutputs.refuse_foreign(target, OUTPUTS, "compare")
-    status = _stop_leftovers(Path(out), [c for c, _ in configurations])
-    if status:
-        return status
     status = runner.run_arms(Path(out), _label(scenarios), arms, command="compare",
-                             cli=_stage_runner(args.scenario, scenarios, Path(out)), say=print)
+                             cli=_stage_runner(args.scenario, scenarios, Path(out)), say=print,
+                             is_measured=_measured(Path(out), scenarios))
     if status:
         if len(scenarios) > 1 and status not in STOPPED:
             _judge_complete(Path(out), scenarios, [c for c, _ in configurations])

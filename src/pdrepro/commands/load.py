@@ -84,9 +84,9 @@ def _outputs() -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..core.signals import checkpoint, stop_on_signals
     from ..publish.loadresults import summary_path, write_load_results
     from ..sweep.loadrun import run_load
-    from ..sweep.signals import checkpoint, stop_on_signals
 
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out}: is a file, not a run directory; give a folder (new, or a load run to resume)")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..core.errors import UserError
 from ..core.safewrite import atomic, free_bytes, make_folder, nearest_existing, refusal, stage
+from ..core.signals import raise_on_signals
 from ..image.offline_model import (
     MAX_CONVERSATIONS,
     ModelShape,
@@ -30,7 +31,6 @@ from ..image.offline_model import (
     write_tokenizer,
 )
 from ..scenario.model import load_scenario
-from ..sweep.signals import raise_on_signals
 
 # Qwen2.5-0.5B-Instruct's values beyond the attention geometry (its config.json): the one-box
 # scenario's model, the only one a box without a hub needs.

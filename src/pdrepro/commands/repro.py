@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from .. import pipeline
-from ..sweep.signals import raise_on_signals
+from ..core.signals import raise_on_signals
 from . import run_command
 
 HELP = "preflight, sweep, analyze and gates against a running stack; exit status: the first that failed"

@@ -14,9 +14,10 @@ from typing import NoReturn
 from urllib.parse import urlsplit
 
 from .. import backends, engines
+from ..core import signals
 from ..core.errors import UserError
 from ..launch import plan as launch
-from ..launch.stack import interrupt, lock, ownership, procs, proof, ready, record, regular
+from ..launch.stack import lock, ownership, procs, proof, ready, record, regular
 from ..launch.stack import up as launcher
 from ..launch.stack.packages import probe
 from ..rundir import RunDir
@@ -151,21 +152,21 @@ def _up_locked(args, run: RunDir, lp, plan_steps: list[launcher.Step], scenario:
     starter = launcher.Launcher(run, launcher.new_record(scenario, sys.executable, installed, lp, args.stack),
                                 start_budget_s=args.start_timeout, poll_s=args.poll, grace_s=args.grace,
                                 progress_every_s=args.progress_every)
-    with interrupt.unwinding():
+    with signals.unwinding():
         try:
             starter.up(plan_steps, base)
         except launcher.StartFailed as exc:
-            interrupt.ignore_more()
+            signals.ignore_more()
             print(f"pdrepro stack: {exc}", file=sys.stderr, flush=True)
             _refuse(starter.stop_all(), run.root)
             return EXIT_START_FAILED
         except KeyboardInterrupt:
-            interrupt.ignore_more()
+            signals.ignore_more()
             log.info("stack up: interrupted; stopping what was started")
             starter.stop_all()
             raise
         except BaseException:
-            interrupt.ignore_more()
+            signals.ignore_more()
             starter.stop_all()
             raise
     names = ", ".join(step.name for step in plan_steps)

@@ -66,7 +66,8 @@ def add_stack_options(p, what: str) -> None:
                    help="router container name (its image and environment go in the provenance)")
     p.add_argument("--length-timeout", type=seconds, metavar="SEC", help=f"stop a {what}'s client after SEC seconds")
     p.add_argument("--wait-timeout", type=seconds, default=DEFAULT_WAIT_S, metavar="SEC",
-                   help=f"how long to wait for the stack to be healthy (default {DEFAULT_WAIT_S:g})")
+                   help=f"how long to wait for the stack to be healthy: the whole wait, every request in it "
+                        f"(default {DEFAULT_WAIT_S:g})")
     p.add_argument("--on-failure", choices=FAILURE_POLICIES, default=FAILURE_POLICIES[0],
                    help=f"after a failed {what} (default: {FAILURE_POLICIES[0]})")
     p.add_argument("--metrics", action="store_true",
@@ -175,10 +176,10 @@ def stack_config(args: argparse.Namespace, scenario, *, configuration: str | Non
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..core.signals import stop_on_signals
     from ..publish.results import analyze_run
     from ..sweep.config import is_disaggregated
     from ..sweep.runner import run_sweep
-    from ..sweep.signals import stop_on_signals
 
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out}: is a file, not a run directory; give a folder (new, or a run to resume)")

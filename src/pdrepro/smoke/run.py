@@ -8,17 +8,15 @@ from __future__ import annotations
 import os
 import platform
 import secrets
-import signal
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..core import runfile
+from ..core import runfile, signals
 from ..core.errors import UserError
 from ..core.units import GB
 from ..rundir import Provenance, RunDir
 from ..rundir.contract import write_atomic
-from ..sweep.signals import Stopped
 from . import summary as sm
 from .console import print_result
 from .plan import SmokePlan
@@ -111,12 +109,14 @@ def write_outputs(run: RunDir, summary: dict) -> list[Path]:
     return render_smoke_plots(summary, run.plots_dir)
 
 
-def _interrupt(signum, frame):
-    # As a sweep stops: the CLI names the signal and exits 128 + its number (143 for SIGTERM).
-    raise Stopped(signum)
-
-
 def run_smoke(opts: SmokeOptions) -> int:
+    # A plain `kill` (CI timeouts, service managers) and a closed terminal tear down as Ctrl-C does, and a
+    # second signal cannot cut the tear-down short; the CLI names the signal and exits 128 + its number.
+    with signals.raise_on_signals():
+        return _run_smoke(opts)
+
+
+def _run_smoke(opts: SmokeOptions) -> int:
     check_rdma_request(opts.transport, opts.plan, opts.memlock)
     client = docker_client()
     img = image_info(client, opts.image)
@@ -127,8 +127,6 @@ def run_smoke(opts: SmokeOptions) -> int:
     run.write_provenance(Provenance(prov))
     project = f"pdsmoke-{run_id.replace('smoke-', '')}"
     stack = Stack(opts, run, project)
-    # A plain `kill` (CI timeouts, service managers) tears down like Ctrl-C does.
-    signal.signal(signal.SIGTERM, _interrupt)
     say(f"run {run.root}; {len(opts.plan.rows)} sizes up to {opts.plan.max_bytes / GB:.3f} GB, "
         f"{opts.plan.repeats} transfers each, transport {opts.transport}, through {', '.join(opts.backends)} "
         "and a socket copy")

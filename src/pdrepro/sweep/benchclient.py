@@ -14,8 +14,8 @@ import uuid
 from pathlib import Path
 from typing import Protocol
 
+from ..core import signals
 from ..host import docker as docker_engine
-from . import signals
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +156,7 @@ class InPlaceLauncher:
         # is killed outright, so a resume never finds a second client still writing.
         signals.checkpoint()  # a signal that came before the client: no client
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ, **self.env},
-                                start_new_session=True, preexec_fn=_die_with_parent)
+                                start_new_session=True, preexec_fn=signals.die_with_parent)
         # From here the first signal kills the client's group from the handler itself (a kill takes no lock);
         # the wait below then sees the client gone and raises at its own safe point.
         with signals.stopping(lambda: _signal_group(proc.pid)):
@@ -178,18 +178,6 @@ class InPlaceLauncher:
             for line in raw.replace(b"\r", b"\n").split(b"\n"):
                 if line.strip():
                     log.info("    " + line.decode(errors="replace").rstrip())
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: ask Linux for SIGKILL when the sweep that started it dies."""
-    import ctypes
-    import signal
-
-    PR_SET_PDEATHSIG = 1
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass  # not Linux: the sweep's own clean-up is what stops the client
 
 
 def _signal_group(pid: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -9,9 +10,13 @@ from dataclasses import dataclass
 
 import requests
 
+from ..core import signals
 from ..core.errors import UserError
 
 log = logging.getLogger(__name__)
+
+# The shortest a request is given, near the deadline: long enough for a local server's answer.
+MIN_REQUEST_S = 0.2
 
 @dataclass(frozen=True)
 class Endpoint:
@@ -21,13 +26,16 @@ class Endpoint:
     paths: tuple[str, ...]
 
 
-def probe(endpoint: Endpoint, timeout: float = 10.0) -> str | None:
-    """None when healthy, else what was seen (for the final message)."""
+def probe(endpoint: Endpoint, timeout: float = 10.0, deadline: float | None = None,
+          clock: Callable[[], float] = time.monotonic) -> str | None:
+    """None when healthy, else what was seen (for the final message). ``deadline`` (on ``clock``) bounds
+    every request, so a server that never answers cannot stretch the wait past it."""
     last = "no answer"
     for path in endpoint.paths:
         url = endpoint.url.rstrip("/") + path
+        left = timeout if deadline is None else min(timeout, deadline - clock())
         try:
-            resp = requests.get(url, timeout=timeout)
+            resp = requests.get(url, timeout=max(MIN_REQUEST_S, left))
         except requests.RequestException as exc:
             last = f"{url}: {type(exc).__name__}"
             continue
@@ -45,22 +53,32 @@ def wait_healthy(
     log_tail: Callable[[str], list[str]] | None = None,
     interval_s: float = 2.0,
     clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] = signals.sleep,
+    call: Callable[[Callable[[], str | None]], str | None] = signals.wait_for,
 ) -> float:
-    """Polls every endpoint until all are healthy; returns the seconds waited. ``sleep`` waits between
-    rounds (the sweep's ends early on a signal: sweep.signals.sleep)."""
+    """Polls every endpoint until all are healthy; returns the seconds waited. ``timeout_s`` bounds the whole
+    wait, every request in it included (not each URL or round). A signal ends it within ``signals.POLL_S``,
+    as ``Stopped``, wherever it is: each request is made through ``call`` (``signals.wait_for``: the request
+    in a thread of its own while this one looks at the flag) and ``sleep`` waits between rounds."""
     start = clock()
+    deadline = start + timeout_s
     pending = {e.role: e for e in endpoints}
     seen: dict[str, str] = {}
     announced = 0.0
+    rounds = 0
     while True:
+        rounds += 1
         for role, endpoint in list(pending.items()):
-            result = probe(endpoint, timeout=min(10.0, max(1.0, timeout_s)))
+            if rounds > 1 and clock() >= deadline:
+                break  # every endpoint was asked at least once
+            result = call(functools.partial(probe, endpoint, timeout=min(10.0, max(1.0, timeout_s)),
+                                            deadline=deadline, clock=clock))
             if result is None:
                 log.info(f"  {role} {endpoint.url} is healthy")
                 del pending[role]
             else:
                 seen[role] = result
+        signals.checkpoint()  # a signal that came in the last request ends the wait as the signal, not as a timeout
         waited = clock() - start
         if not pending:
             return waited

@@ -19,20 +19,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core import runfile
+from ..core import runfile, signals
 from ..core.errors import UserError
+from ..core.signals import signal_name
 from ..rundir import RunDir, loadstate, memberrecord
 from ..rundir.loadstate import LoadPlan, LoadState, LoadStep, StepRecord, step_run
 from ..rundir.memberrecord import MemberRecord, new_run_id
 from ..scenario.model import Scenario
-from . import signals
 from .benchcmd import bench_argv
 from .config import SweepConfig
 from .progress import fmt_s
 from .provenance import ProvenanceRecord
 from .runlock import RunLock
 from .runner import _check_inputs, _ready, _write_scenario
-from .signals import signal_name
 from .state import SweepState
 from .step import client_target, collect_logs, run_client, scrape
 

@@ -9,21 +9,22 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core import signals
 from ..core.errors import UserError
 from ..core.roles import SERVER_ROLES
+from ..core.signals import signal_name
 from ..parsers.serverstart import current_start
 from ..rundir import RunDir, server_log_name
 from ..rundir.contract import write_atomic
 from ..scenario.model import load_scenario
 from ..scenario.seams import engine_of, run_backend
-from . import health, rdma_proof, signals
+from . import health, rdma_proof
 from .config import SweepConfig, is_disaggregated
 from .counters import CounterReader
 from .logsource import tail
 from .progress import Progress, fmt_s
 from .provenance import ProvenanceRecord
 from .runlock import RunLock
-from .signals import signal_name
 from .state import SweepState, result_problem
 from .step import collect_logs, record_outcome, run_length, scrape
 
@@ -161,7 +162,7 @@ def _ready(cfg: SweepConfig, run: RunDir, state: SweepState, todo: list[int],
             if previous else None
     log.info(f"waiting for the stack (up to {cfg.wait_timeout_s:.0f} s)")
     wait_s = health.wait_healthy(_endpoints(cfg), cfg.wait_timeout_s,
-                                 log_tail=lambda role: tail(cfg.log_source, role), sleep=signals.sleep)
+                                 log_tail=lambda role: tail(cfg.log_source, role))
     signals.checkpoint()
     try:
         return wait_s, _prove(cfg, state)
@@ -203,7 +204,7 @@ def _locked_sweep(cfg: SweepConfig, top: RunDir, run: RunDir, started: float) ->
     for index, length in enumerate(todo, start=1):
         log.info(f"[{index}/{len(todo)}] prompt length {length}: {sweep.num_prompts} prompts; {progress.eta(index, length)}")
         try:
-            # A safe point (sweep.signals): a signal that came during the last length's bookkeeping ends the
+            # A safe point (core.signals): a signal that came during the last length's bookkeeping ends the
             # sweep here, with this length marked unfinished.
             signals.checkpoint()
             outcome = run_length(cfg, run, top.root, length, counters, progress.expected_s(length))

@@ -3,6 +3,7 @@ bench client, check its result, keep it (or set it aside) and record the outcome
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import requests
 
-from ..core import runfile
+from ..core import runfile, signals
 from ..core.roles import SERVER_ROLES
 from ..rundir import RunDir
 from ..rundir.contract import write_atomic
@@ -42,7 +43,8 @@ def scrape(cfg: SweepConfig, run: RunDir, prompt_len: int, when: str) -> None:
         if not url:
             continue
         try:
-            resp = requests.get(url.rstrip("/") + "/metrics", timeout=10)
+            # In a thread of its own, so a signal ends the sweep within a second here too (core.signals).
+            resp = signals.wait_for(functools.partial(requests.get, url.rstrip("/") + "/metrics", timeout=10))
         except requests.RequestException as exc:
             log.info(f"  metrics: {role} /metrics unreachable ({type(exc).__name__}); start it with --enable-metrics")
             continue

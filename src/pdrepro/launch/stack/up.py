@@ -15,13 +15,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ... import backends, engines
-from ...core import runfile, safewrite
+from ...core import runfile, safewrite, signals
 from ...core.errors import UserError
 from ...core.roles import SERVER_ROLES, Role
 from ...rundir import RunDir
 from ...scenario import launch_env
 from ..plan import LaunchPlan
-from . import interrupt, ownership, procs, proof, ready, record
+from . import ownership, procs, proof, ready, record
 from .packages import Installed
 
 log = logging.getLogger(__name__)
@@ -134,7 +134,7 @@ class Launcher:
                                health_url=step.health_url, started_at=_now())
         # The entry is on disk before the child exists and completed right after it, with signals held back
         # in between: at no moment does a child run that the record (its entry, or its stack id) does not name.
-        with interrupt.deferred():
+        with signals.deferred():
             self.entries.append(entry)
             self._save()
             log_fd = _open_log(log_path)
@@ -142,7 +142,7 @@ class Launcher:
                 # The argv as rendered; the executable is its first word (this Python's full path).
                 proc = subprocess.Popen(list(step.argv), stdin=subprocess.DEVNULL, stdout=log_fd,
                                         stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=self.run.root,
-                                        preexec_fn=interrupt.unblock_in_child)
+                                        preexec_fn=signals.unblock_in_child)
             finally:
                 os.close(log_fd)
             self.popens.append(proc)
@@ -213,7 +213,7 @@ class Launcher:
             after = self.wait_up(step, proc)
             self.entries[-1] = self.entries[-1].model_copy(update={"healthy_after_s": round(after, 1),
                                                                    "title": self._title(step, proc)})
-            with interrupt.deferred():
+            with signals.deferred():
                 self._save()
             log.info(f"stack up: {step.name} healthy after {after:.0f} s")
             self.recheck(plan_steps[:i], f"after {step.name} started")
