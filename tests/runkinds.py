@@ -40,7 +40,7 @@ def smoke_scenario() -> Scenario:
 def build_smoke_run(root: Path) -> RunDir:
     """A smoke's run folder as `pdrepro smoke` leaves it: raw/initiator.json, logs/, provenance.json,
     scenario.yaml, and the summary, report and plots its own writers make."""
-    from pdrepro.smoke import run as smoke_run
+    from pdrepro.kinds import smoke as smoke_kind
     from pdrepro.smoke.plan import make_plan
     from pdrepro.smoke.summary import build_summary
 
@@ -64,7 +64,7 @@ def build_smoke_run(root: Path) -> RunDir:
     run.agent_result("initiator").write_text(json.dumps(initiator, indent=2))
     for role in ("prefill", "decode"):
         run.role_log(role).write_text("\n".join(TCP_LINES) + "\n")
-    smoke_run.write_outputs(run, build_summary(scenario, initiator, prov))
+    smoke_kind.write_outputs(run, build_summary(scenario, initiator, prov))
     return run
 
 

@@ -10,8 +10,7 @@ from runbuilder import build_run
 
 from pdrepro.analysis.summarize import compute_summary, nearest_length
 from pdrepro.core.units import human_bytes
-from pdrepro.publish.results import analyze_run
-from pdrepro.publish.verdictsource import load_or_analyze
+from pdrepro.kinds.registry import analyze_run, load_or_analyze
 from pdrepro.rundir.contract import input_errors
 from pdrepro.scenario.model import load_scenario, scenario_from_dict
 

@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from tabulate import tabulate
-
-from ..core.errors import UserError
-from ..core.exits import EXIT_FAILED
-from ..publish.verdictsource import judged_summary
-from ..report.markdown import ceiling_lines
-from ..rundir import RunDir, loadstate
-from ..rundir.issuekind import IssueKind
-from ..scenario.model import resolve_scenario
-from ..scenario.recorded import own_scenario
-from ..verdicts.bounds import bound_changes
-from ..verdicts.gates import evaluate, failed, not_applicable
+from ..kinds.registry import kind_of
+from ..rundir import RunDir
 
 
 def register(subparsers) -> None:
@@ -32,51 +21,8 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _fmt(value: float | None, unit: str) -> str:
-    if value is None:
-        return "—"
-    return f"{value:.2f} {unit}".rstrip()
-
-
 def run(args) -> int:
+    # The kind the folder records judges it (kinds/registry.py): a sweep's, a smoke's or a comparison's summary
+    # against the thresholds, a load's steps against the load gates; a composite's folder names its own judge.
     run_dir = RunDir(args.run)
-    if loadstate.present(run_dir.root):
-        from .load import check_load  # a load sweep's run: its own gates, per step
-
-        return check_load(run_dir, args)
-    scenario = resolve_scenario(args.scenario, args.run, args.thresholds)
-    own = own_scenario(run_dir) if run_dir.root.is_dir() else None
-    judged = judged_summary(run_dir, scenario)
-    summary = judged.summary
-    results = evaluate(summary, scenario)
-    table = [[r.name, "all" if r.prompt_len is None else str(r.prompt_len), _fmt(r.figure, r.unit),
-              "" if r.bound is None else f"{r.op} {r.bound:g} {r.unit}".rstrip(), r.verdict]
-             for r in results]
-    print(tabulate(table, headers=["check", "length", "figure", "bound", "verdict"], tablefmt="simple",
-                   disable_numparse=True))
-    bad, idle = failed(results), not_applicable(results)
-    print()
-    for r in bad:
-        print(f"FAIL {r.detail}")
-    for r in idle:
-        print(f"N/A  {r.detail}")
-    for i in summary.issues:
-        if i.kind == IssueKind.PINS_DIFFER and scenario.pins_match == "warn":
-            print(f"WARN {i.message} (the scenario's pins_match: warn)")
-    for line in ceiling_lines(summary):
-        print(f"engine ceiling: {line}")
-    for i in summary.issues:
-        if i.severity == "warning":  # they bear on what the figures mean
-            print(f"WARN {i.message}")
-    for note in judged.notes:
-        print(f"NOTE {note}")
-    if own is not None and (args.scenario is not None or args.thresholds is not None):
-        # Judged by other bounds than the run's own, as asked: say which.
-        for line in bound_changes(own, scenario):
-            print(f"BOUND {line}")
-    passed = len(results) - len(bad) - len(idle)
-    print(f"{passed} passed, {len(bad)} failed" + (f", {len(idle)} not applicable" if idle else ""), file=sys.stderr)
-    errors = summary.input_errors()
-    if errors:
-        raise UserError(errors[0].message)
-    return EXIT_FAILED if bad else 0
+    return kind_of(run_dir).check(run_dir, args)

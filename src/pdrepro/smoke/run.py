@@ -10,6 +10,7 @@ import platform
 import secrets
 import signal
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -22,7 +23,6 @@ from ..sweep.signals import Stopped
 from . import summary as sm
 from .console import print_result
 from .plan import SmokePlan
-from .section import SMOKE_NOTE, smoke_section
 from .stack import SmokeOptions, Stack, collect, containers, died, docker_client, wait_for_decode
 
 
@@ -101,22 +101,13 @@ def provenance(opts: SmokeOptions, img: dict, run_id: str) -> dict:
     }
 
 
-def write_outputs(run: RunDir, summary: dict) -> list[Path]:
-    from ..report.markdown import render_report
-    from .plot import render_smoke_plots
-
-    run.write_summary(summary)
-    head, sep, rest = render_report(summary).partition("## Headline")
-    write_atomic(run.report_file, head + SMOKE_NOTE + "\n\n" + sep + rest + "\n" + smoke_section(summary))
-    return render_smoke_plots(summary, run.plots_dir)
-
-
 def _interrupt(signum, frame):
     # As a sweep stops: the CLI names the signal and exits 128 + its number (143 for SIGTERM).
     raise Stopped(signum)
 
 
-def run_smoke(opts: SmokeOptions) -> int:
+def run_smoke(opts: SmokeOptions, write_outputs: Callable[[RunDir, dict], object]) -> int:
+    """One smoke run; ``write_outputs`` is the smoke kind's writer (kinds.smoke), which draws its report and plots."""
     check_rdma_request(opts.transport, opts.plan, opts.memlock)
     client = docker_client()
     img = image_info(client, opts.image)
