@@ -13,7 +13,7 @@ from pdrepro.core.pins import load_pins
 from pdrepro.fabric.limits import engine_memlock_cap
 from pdrepro.kinds import smoke as smoke_kind
 from pdrepro.rundir import RunDir
-from pdrepro.rundir.summarymodel import Summary
+from pdrepro.rundir.summarymodel import SmokeSummary as Summary
 from pdrepro.smoke import run as smoke_run
 from pdrepro.smoke import stack as smoke_stack
 from pdrepro.smoke.summary import build_summary
