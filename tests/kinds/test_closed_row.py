@@ -69,7 +69,8 @@ def test_every_recorded_summary_reads_as_its_model_with_its_keys_as_they_are(pat
 
 
 def test_a_recorded_sweeps_summary_with_an_undeclared_row_key_is_one_line(tmp_path):
-    data = json.loads((RECORDED / "h200-ab-mooncake-tcp-vs-nixl-sglang-0.5.15.post1" / "ab" / "nixl" / "summary.json").read_text())
+    arm = RECORDED / "h200-ab-mooncake-tcp-vs-nixl-sglang-0.5.15.post1" / "ab" / "nixl"
+    data = json.loads((arm / "summary.json").read_text())
     data["rows"][0]["socket_ms_median"] = 1.0  # a smoke's figure in a sweep's row
     run = RunDir(tmp_path)
     with pytest.raises(UserError, match=r"unknown key rows\[0\]\.socket_ms_median"):
