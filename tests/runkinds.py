@@ -31,7 +31,7 @@ def _measure(ms: list[float]) -> dict:
 
 def smoke_scenario() -> Scenario:
     from pdrepro.commands.smoke import as_run
-    from pdrepro.smoke.plan import make_plan
+    from pdrepro.scenario.smokeplan import make_plan
 
     plan = make_plan(load_scenario("smoke-tcp"), prompt_lens=[128, 4096, 32768], repeats=3)
     return as_run(load_scenario("smoke-tcp"), plan)
@@ -41,7 +41,7 @@ def build_smoke_run(root: Path) -> RunDir:
     """A smoke's run folder as `pdrepro smoke` leaves it: raw/initiator.json, logs/, provenance.json,
     scenario.yaml, and the summary, report and plots its own writers make."""
     from pdrepro.kinds import smoke as smoke_kind
-    from pdrepro.smoke.plan import make_plan
+    from pdrepro.scenario.smokeplan import make_plan
     from pdrepro.smoke.summary import build_summary
 
     plan = make_plan(load_scenario("smoke-tcp"), prompt_lens=[128, 4096, 32768], repeats=3)

@@ -23,7 +23,7 @@ from pdrepro.rundir import RunDir
 from pdrepro.rundir.summarymodel import Summary, model_for
 from pdrepro.scenario import schemagen
 from pdrepro.scenario.model import load_scenario, shipped_names
-from pdrepro.smoke.plan import make_plan
+from pdrepro.scenario.smokeplan import make_plan
 from pdrepro.smoke.summary import build_summary
 
 

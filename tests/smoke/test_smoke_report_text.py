@@ -15,7 +15,7 @@ from pdrepro.commands.smoke import as_run
 from pdrepro.kinds import smoke as smoke_kind
 from pdrepro.rundir import RunDir
 from pdrepro.scenario.model import load_scenario
-from pdrepro.smoke.plan import make_plan
+from pdrepro.scenario.smokeplan import make_plan
 from pdrepro.smoke.summary import build_summary
 
 LENGTHS = [128, 4096, 32768]

@@ -69,7 +69,7 @@ def run(args) -> int:
     from ..fabric.limits import engine_memlock_cap
     from ..kinds.smoke import write_outputs
     from ..scenario.model import KvSweepScenario, load_scenario
-    from ..smoke.plan import make_plan
+    from ..scenario.smokeplan import make_plan
     from ..smoke.run import run_smoke
     from ..smoke.settings import parse_backends
     from ..smoke.stack import SmokeOptions, find_compose_file

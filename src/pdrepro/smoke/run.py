@@ -19,10 +19,10 @@ from ..core.errors import UserError
 from ..core.units import GB
 from ..rundir import Provenance, RunDir
 from ..rundir.contract import write_atomic
+from ..scenario.smokeplan import SmokePlan
 from ..sweep.signals import Stopped
 from . import summary as sm
 from .console import print_result
-from .plan import SmokePlan
 from .stack import SmokeOptions, Stack, collect, containers, died, docker_client, wait_for_decode
 
 
