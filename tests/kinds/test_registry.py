@@ -53,6 +53,11 @@ def test_every_kind_has_one_module_behind_the_interface_and_one_name():
     assert all(isinstance(k, RunKind) for k in registry.KINDS)
     modules = {type(k).__module__ for k in registry.KINDS}
     assert modules == {f"pdrepro.kinds.{n}" for n in names}
+    # Each kind owns its summary's model, and no two kinds share one.
+    models = [k.summary_model for k in registry.KINDS]
+    assert len(set(models)) == len(models)
+    assert {m.__name__ for m in models} == {"Summary", "SmokeSummary", "ComparisonSummary", "AbSummary", "TuneSummary",
+                                             "LoadSummary"}
 
 
 @pytest.mark.parametrize("folder, kind", sorted(KINDS.items()))

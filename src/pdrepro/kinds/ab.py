@@ -13,6 +13,7 @@ from .composite import CompositeKind
 
 class Ab(CompositeKind):
     name = AB_LABEL.word
+    summary_model = AbSummary
     judge_command = "pdrepro ab --judge RUN"
     what = "an A/B of transfer backends"
 

@@ -12,6 +12,8 @@ import argparse
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
+from pydantic import BaseModel
+
 from ..rundir import RunDir
 from ..scenario.model import Scenario
 
@@ -21,6 +23,8 @@ class RunKind(ABC):
     scenario's kind); ``measures_ttft`` and ``has_fabric`` say what its summary can be judged on."""
 
     name: ClassVar[str]
+    # The model of the summary the kind builds and judges (summary.json's kind, or the composite's own file).
+    summary_model: ClassVar[type[BaseModel]]
     # The rows hold a TTFT the bench client measured (a sweep does; the smoke times bare transfers).
     measures_ttft: ClassVar[bool] = True
     # The KV crossed a fabric whose line rate and NIC counters bear on the figures (the smoke's containers: no).

@@ -12,6 +12,7 @@ from ..core.errors import UserError
 from ..publish.results import analyze_comparison
 from ..publish.verdictsource import Judged, judged_comparison
 from ..rundir import RunDir
+from ..rundir.summarymodel import ComparisonSummary
 from ..scenario.model import Scenario
 from . import recorded
 from .summarykind import SummaryKind
@@ -20,6 +21,7 @@ from .sweep import COMPARISON
 
 class Compare(SummaryKind):
     name = "compare"
+    summary_model = ComparisonSummary
 
     def records(self, run: RunDir) -> bool:
         return (recorded.scenario_kind(run) == COMPARISON or recorded.summary_value(run, "kind") == COMPARISON

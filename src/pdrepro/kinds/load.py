@@ -15,6 +15,7 @@ from ..core.exits import EXIT_FAILED
 from ..publish.loadresults import summary_path, write_load_results
 from ..report.load import step_table
 from ..rundir import RunDir, loadstate
+from ..rundir.loadsummary import LoadSummary
 from ..scenario.model import resolve_scenario
 from ..scenario.recorded import own_scenario
 from ..verdicts.bounds import bound_changes
@@ -58,6 +59,7 @@ def check_load(run_dir: RunDir, args: argparse.Namespace) -> int:
 
 class Load(RunKind):
     name = "load"
+    summary_model = LoadSummary
 
     def records(self, run: RunDir) -> bool:
         return loadstate.present(run.root)

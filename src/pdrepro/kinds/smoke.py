@@ -70,6 +70,7 @@ def write_outputs(run: RunDir, summary: dict[str, Any]) -> list[Path]:
 
 class Smoke(SummaryKind):
     name = NAME
+    summary_model = SmokeSummary
     measures_ttft = SmokeSummary.measures_ttft
     has_fabric = SmokeSummary.has_fabric
 

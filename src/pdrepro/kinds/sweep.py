@@ -9,6 +9,7 @@ from ..core.errors import UserError
 from ..publish.results import analyze_sweep
 from ..publish.verdictsource import Judged, judged_sweep
 from ..rundir import RunDir
+from ..rundir.summarymodel import Summary
 from ..scenario.model import Scenario
 from . import recorded
 from .summarykind import SummaryKind
@@ -31,6 +32,7 @@ def refuse_comparison_scenario(run: RunDir, scenario: Scenario, what: str) -> No
 
 class Sweep(SummaryKind):
     name = "sweep"
+    summary_model = Summary
 
     def records(self, run: RunDir) -> bool:
         return bool(sweep_marks(run)) or run.logs_dir.is_dir() or recorded.summary_value(run, "source") == "sglang"

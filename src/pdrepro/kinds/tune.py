@@ -14,6 +14,7 @@ from .composite import CompositeKind
 
 class Tune(CompositeKind):
     name = TUNE_LABEL.word
+    summary_model = TuneSummary
     judge_command = "pdrepro tune --collect RUN"
     what = "a tune of knob settings"
 
