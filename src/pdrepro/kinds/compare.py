@@ -1,7 +1,8 @@
 """A comparison (`pdrepro compare`): per comparison scenario, a folder RUN/<scenario>/ whose scenario.yaml is of the
 kind "comparison", its configurations (1P1D/, 2-regular/) sweeps of their own, judged on completeness and set side
 by side (analysis.comparison); the runner's own folder above them records the arms it ran (arms-state.json, its
-label opening with "comparison"), and is no run to check: each comparison folder in it is."""
+label opening with "comparison"): with one scenario it is that comparison's folder too, with several it is no run to
+check, each comparison folder in it is."""
 
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ class Compare(SummaryKind):
         return scenario.kind == COMPARISON
 
     def _refuse_runner_folder(self, run: RunDir) -> None:
-        if recorded.arms_label_head(run) == COMPARISON:
+        # A runner's folder of one comparison scenario is that comparison (its scenario.yaml says so); one of several
+        # holds a comparison folder per scenario and is none itself.
+        if recorded.arms_label_head(run) == COMPARISON and recorded.scenario_kind(run) != COMPARISON:
             inside = sorted(p.name for p in run.root.iterdir() if (p / "scenario.yaml").is_file())
             raise UserError(f"{run.root}: the folder `pdrepro compare` ran its arms in, no comparison of its own; check "
                             "each comparison in it" + (f" ({', '.join(inside)})" if inside else "")
