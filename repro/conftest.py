@@ -2,7 +2,7 @@
 ``pytest repro/ --router URL ...`` runs ``pdrepro sweep`` first.
 
 Every figure comes from ``pdrepro.verdicts.gates.evaluate`` on the summary
-``pdrepro.publish.verdictsource.judged_summary`` makes in memory, the same code
+``pdrepro.kinds.registry.judged_summary`` makes in memory, the same code
 behind ``pdrepro check``, so a gate and the command cannot disagree: a failed
 check is a failed gate (a gate of its own, or ``test_no_other_check_failed``),
 inputs the analysis calls unreadable end the suite with exit 2 as `check` does,
@@ -66,7 +66,7 @@ def _bad_input(message: str) -> None:
 def _judged(config):
     """The run's summary, made once per process, in memory (judged_summary writes nothing into the run)."""
     from pdrepro.core.errors import UserError
-    from pdrepro.publish.verdictsource import judged_summary
+    from pdrepro.kinds.registry import judged_summary
     from pdrepro.rundir import RunDir
 
     if not hasattr(config, "_pdrepro_judged"):

@@ -31,7 +31,7 @@ def _measure(ms: list[float]) -> dict:
 
 def smoke_scenario() -> Scenario:
     from pdrepro.commands.smoke import as_run
-    from pdrepro.smoke.plan import make_plan
+    from pdrepro.scenario.smokeplan import make_plan
 
     plan = make_plan(load_scenario("smoke-tcp"), prompt_lens=[128, 4096, 32768], repeats=3)
     return as_run(load_scenario("smoke-tcp"), plan)
@@ -40,8 +40,8 @@ def smoke_scenario() -> Scenario:
 def build_smoke_run(root: Path) -> RunDir:
     """A smoke's run folder as `pdrepro smoke` leaves it: raw/initiator.json, logs/, provenance.json,
     scenario.yaml, and the summary, report and plots its own writers make."""
-    from pdrepro.smoke import run as smoke_run
-    from pdrepro.smoke.plan import make_plan
+    from pdrepro.kinds import smoke as smoke_kind
+    from pdrepro.scenario.smokeplan import make_plan
     from pdrepro.smoke.summary import build_summary
 
     plan = make_plan(load_scenario("smoke-tcp"), prompt_lens=[128, 4096, 32768], repeats=3)
@@ -64,7 +64,7 @@ def build_smoke_run(root: Path) -> RunDir:
     run.agent_result("initiator").write_text(json.dumps(initiator, indent=2))
     for role in ("prefill", "decode"):
         run.role_log(role).write_text("\n".join(TCP_LINES) + "\n")
-    smoke_run.write_outputs(run, build_summary(scenario, initiator, prov))
+    smoke_kind.write_outputs(run, build_summary(scenario, initiator, prov))
     return run
 
 

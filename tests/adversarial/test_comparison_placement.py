@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_comparison import _run_as_published
 
-from pdrepro.publish.results import analyze_run
+from pdrepro.kinds.registry import analyze_run
 from pdrepro.scenario.model import load_scenario
 
 SCENARIO = load_scenario("a10-qwen25-7b-onebox-rate1")

@@ -9,9 +9,10 @@ from clihelp import pdrepro
 from runbuilder import build_run
 
 from pdrepro.analysis.summarize import compute_summary, nearest_length
+from pdrepro.core.errors import UserError
 from pdrepro.core.units import human_bytes
-from pdrepro.publish.results import analyze_run
-from pdrepro.publish.verdictsource import load_or_analyze
+from pdrepro.kinds.registry import analyze_run, load_or_analyze
+from pdrepro.rundir import RunDir
 from pdrepro.rundir.contract import input_errors
 from pdrepro.scenario.model import load_scenario, scenario_from_dict
 
@@ -155,12 +156,19 @@ def test_comparison_scenarios_are_dispatched(tmp_path, monkeypatch):
     comparison = scenario_from_dict({**SCENARIO.to_dict(), "kind": "comparison"}, "comparison fixture")
     monkeypatch.setattr(publish, "compute_comparison", lambda run, s: {"dispatched": s.kind})
     monkeypatch.setattr(publish, "render_comparison", lambda summary: f"{summary['dispatched']}\n")
-    run = build_run(tmp_path / "r", SCENARIO)
+    # A folder whose scenario.yaml records a comparison is analysed by the compare kind.
+    run = RunDir(tmp_path / "c")
+    run.root.mkdir()
+    run.scenario_file.write_text(comparison.to_yaml())
     summary = analyze_run(run, comparison)
     assert summary["dispatched"] == "comparison"
     # Stamped with its inputs, so `check` and the gates reuse it until one changes.
     assert json.loads(run.summary_file.read_text())["inputs_signature"] == summary["inputs_signature"]
     assert run.report_file.read_text() == "comparison\n"
+    # A sweep's run is what it records, whatever scenario is given: one line, never a comparison of itself.
+    sweep = build_run(tmp_path / "r", SCENARIO)
+    with pytest.raises(UserError, match="holds a sweep's run, but the scenario .* is a comparison"):
+        analyze_run(sweep, comparison)
 
 
 def test_measured_ceiling_from_baseline_reaches_the_report(tmp_path):

@@ -6,7 +6,7 @@ import pytest
 from clihelp import assert_one_line_error, pdrepro_process
 
 from pdrepro.core.errors import UserError
-from pdrepro.publish.results import analyze_run
+from pdrepro.kinds.registry import analyze_run
 from pdrepro.rundir import RunDir
 from pdrepro.scenario.model import load_scenario
 

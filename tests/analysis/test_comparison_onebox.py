@@ -7,7 +7,7 @@ import json
 import pytest
 from test_comparison import _run_as_published
 
-from pdrepro.publish.results import analyze_run
+from pdrepro.kinds.registry import analyze_run
 from pdrepro.scenario.model import load_scenario
 
 ONEBOX = {"a10-qwen25-7b-onebox-rate1": "a10-qwen25-7b-rate1", "a10-qwen25-7b-onebox-rate4": "a10-qwen25-7b-rate4"}

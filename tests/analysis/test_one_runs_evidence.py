@@ -15,7 +15,7 @@ from recordedrun import copy_run
 from runbuilder import build_run, sweep_provenance
 
 from pdrepro.cli import main
-from pdrepro.publish.verdictsource import load_or_analyze
+from pdrepro.kinds.registry import load_or_analyze
 from pdrepro.scenario.model import load_scenario
 from pdrepro.verdicts.gates import evaluate, failed
 

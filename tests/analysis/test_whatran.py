@@ -11,7 +11,7 @@ from recordedrun import RECORDED, copy_run
 from pdrepro.analysis.whatran import differences, what_ran
 from pdrepro.cli import main
 from pdrepro.core.pins import load_pins
-from pdrepro.publish.verdictsource import load_or_analyze
+from pdrepro.kinds.registry import load_or_analyze
 from pdrepro.rundir import RunDir
 from pdrepro.scenario.model import load_scenario
 from pdrepro.verdicts.gates import evaluate, failed

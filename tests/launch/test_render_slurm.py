@@ -183,7 +183,7 @@ def test_pyxis_runtime_gives_the_image_and_mounts_to_srun(tmp_path):
 
 
 def test_smoke_script_has_the_gpu_scripts_shape(tmp_path):
-    from pdrepro.smoke.plan import make_plan
+    from pdrepro.scenario.smokeplan import make_plan
 
     scenario = load_scenario("smoke-tcp")
     smoke = slurm.render(slurm_smoke.smoke_job(scenario, make_plan(scenario, [128], repeats=1)))
@@ -262,7 +262,7 @@ def test_without_an_allocation_the_script_says_so(tmp_path):
 def test_rendered_scripts_pass_shellcheck(tmp_path):
     from venvtools import shellcheck
 
-    from pdrepro.smoke.plan import make_plan
+    from pdrepro.scenario.smokeplan import make_plan
 
     scenario = load_scenario("smoke-tcp")
     smoke = tmp_path / "smoke.sbatch"

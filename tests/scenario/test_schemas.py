@@ -20,10 +20,10 @@ from pdrepro.commands.smoke import as_run
 from pdrepro.core.errors import UserError
 from pdrepro.core.strictmodel import load
 from pdrepro.rundir import RunDir
-from pdrepro.rundir.summarymodel import Summary
+from pdrepro.rundir.summarymodel import Summary, model_for
 from pdrepro.scenario import schemagen
 from pdrepro.scenario.model import load_scenario, shipped_names
-from pdrepro.smoke.plan import make_plan
+from pdrepro.scenario.smokeplan import make_plan
 from pdrepro.smoke.summary import build_summary
 
 
@@ -86,7 +86,7 @@ def test_what_the_bundle_writes_is_a_summary(tmp_path):
     validator = _validator("summary")
     for what, summary in _summaries(tmp_path):
         assert summary["rows"] or what == "comparison"
-        model = load(Summary, summary, what)
+        model = load(model_for(summary), summary, what)
         assert model.scenario_fingerprint == summary["scenario_fingerprint"]
         validator.validate(summary)
 

@@ -5,7 +5,7 @@ import pytest
 
 from pdrepro.commands.smoke import as_run
 from pdrepro.scenario.model import load_scenario
-from pdrepro.smoke.plan import make_plan
+from pdrepro.scenario.smokeplan import make_plan
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,8 @@ from test_smoke_summary import _initiator, _measure
 
 from pdrepro.core.errors import UserError
 from pdrepro.parsers.nixl_log import scan
-from pdrepro.rundir.summarymodel import Row, Summary
+from pdrepro.rundir.summarymodel import SmokeRow as Row
+from pdrepro.rundir.summarymodel import SmokeSummary as Summary
 from pdrepro.smoke.nixlpath import require_tcp
 from pdrepro.smoke.plot import render_smoke_plots
 from pdrepro.smoke.section import smoke_section

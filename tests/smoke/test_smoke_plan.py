@@ -8,9 +8,9 @@ import pytest
 from pdrepro.core.errors import UserError
 from pdrepro.core.units import MiB
 from pdrepro.scenario.model import load_scenario
+from pdrepro.scenario.smokeplan import PlanRow, SmokePlan, blocks, digest, expected_digests, make_plan, pattern
 from pdrepro.smoke import measure
 from pdrepro.smoke.memory import Buffer
-from pdrepro.smoke.plan import PlanRow, SmokePlan, blocks, digest, expected_digests, make_plan, pattern
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pdrepro.rundir.summarymodel import Row
+from pdrepro.rundir.summarymodel import SmokeRow as Row
 
 SMOKE = Path(__file__).resolve().parents[2] / "src" / "pdrepro" / "smoke"
 READERS = ("section.py", "plot.py", "console.py", "ways.py")

@@ -1,4 +1,4 @@
-"""The smoke report's text, written as `pdrepro smoke` writes it (smoke.run.write_outputs) from agent output
+"""The smoke report's text, written as `pdrepro smoke` writes it (kinds.smoke.write_outputs) from agent output
 shaped as the in-container initiator writes it: its headline names each figure for what it is and each
 figure is at or above every row it heads; no table has a column no row fills."""
 
@@ -12,10 +12,10 @@ import pytest
 from reporttext import tables
 
 from pdrepro.commands.smoke import as_run
+from pdrepro.kinds import smoke as smoke_kind
 from pdrepro.rundir import RunDir
 from pdrepro.scenario.model import load_scenario
-from pdrepro.smoke import run as smoke_run
-from pdrepro.smoke.plan import make_plan
+from pdrepro.scenario.smokeplan import make_plan
 from pdrepro.smoke.summary import build_summary
 
 LENGTHS = [128, 4096, 32768]
@@ -36,7 +36,7 @@ def _report(tmp_path, mooncake: list[list[float]], socket: list[list[float]]) ->
                  "plan": json.loads(plan.to_json()), "rows": rows}
     summary = build_summary(as_run(load_scenario("smoke-tcp"), plan), initiator, {"run_id": "t", "kind": "smoke"})
     run = RunDir(tmp_path / "run")
-    smoke_run.write_outputs(run, summary)
+    smoke_kind.write_outputs(run, summary)
     return run.report_file.read_text()
 
 

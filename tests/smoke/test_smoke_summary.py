@@ -11,8 +11,9 @@ import pytest
 from pdrepro.core.errors import UserError
 from pdrepro.core.pins import load_pins
 from pdrepro.fabric.limits import engine_memlock_cap
+from pdrepro.kinds import smoke as smoke_kind
 from pdrepro.rundir import RunDir
-from pdrepro.rundir.summarymodel import Summary
+from pdrepro.rundir.summarymodel import SmokeSummary as Summary
 from pdrepro.smoke import run as smoke_run
 from pdrepro.smoke import stack as smoke_stack
 from pdrepro.smoke.summary import build_summary
@@ -100,7 +101,7 @@ def test_a_stalled_size_is_named_with_its_cause_in_summary_report_and_plot(tmp_p
     assert "3 of 5 Mooncake transfers at 4096 tokens" in stall_issue["message"] and "Nagle" in stall_issue["message"]
     assert 4096 in s["smoke"]["below_target_prompt_lens"]
     run = RunDir(tmp_path)
-    plots = smoke_run.write_outputs(run, s)
+    plots = smoke_kind.write_outputs(run, s)
     report = run.report_file.read_text()
     assert "4096 tokens, Mooncake: 3 of 5 took 67.5 ms" in report and "delayed ACK" in report
     assert re.search(r"\| +3/5 +\|", report)
@@ -128,7 +129,7 @@ def test_a_run_cut_short_keeps_its_rows_and_says_what_is_missing(scenario, plan)
 def test_outputs_use_the_shared_report_and_plots(tmp_path, scenario, plan):
     s = build_summary(scenario, _initiator(plan, [0.4, 8.0, 60.0], [0.3, 7.5, 55.0]), {"run_id": "x"})
     run = RunDir(tmp_path)
-    plots = smoke_run.write_outputs(run, s)
+    plots = smoke_kind.write_outputs(run, s)
     report = run.report_file.read_text()
     assert "source: smoke" in report and "transport: tcp" in report
     assert "Mooncake against a plain socket copy" in report

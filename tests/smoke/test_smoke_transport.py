@@ -5,8 +5,8 @@ import pytest
 
 from pdrepro.core.errors import UserError
 from pdrepro.parsers.mooncake_log import detect
+from pdrepro.scenario.smokeplan import PlanRow, SmokePlan
 from pdrepro.smoke import engine, memory
-from pdrepro.smoke.plan import PlanRow, SmokePlan
 from pdrepro.smoke.settings import Settings
 
 # Recorded from the non-CUDA wheel on a host without RDMA devices.

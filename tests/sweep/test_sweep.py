@@ -12,7 +12,7 @@ from runbuilder import Row
 from sweephelp import config, short_scenario
 
 from pdrepro.core.errors import UserError
-from pdrepro.publish.results import analyze_run
+from pdrepro.kinds.registry import analyze_run
 from pdrepro.sweep.runner import run_sweep
 from pdrepro.sweep.state import result_problem
 

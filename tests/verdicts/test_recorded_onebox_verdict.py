@@ -16,7 +16,7 @@ import pytest
 from recordedrun import copy_run
 
 from pdrepro.cli import main
-from pdrepro.publish.verdictsource import load_or_analyze
+from pdrepro.kinds.registry import load_or_analyze
 from pdrepro.rundir import RunDir
 from pdrepro.scenario.model import load_scenario
 from pdrepro.verdicts.gates import NOT_APPLICABLE, evaluate, failed, not_applicable

@@ -31,7 +31,7 @@ from .. import backends, engines
 from ..backends import TransferBackend
 from ..core.pins import load_pins, versions_file
 from ..engines import ServingEngine
-from ..image.gpulock import parse_lock
+from ..parsers.pylock import parse_lock
 from ..scenario.seams import DEFAULT_BACKEND, DEFAULT_ENGINE
 
 

@@ -11,21 +11,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tabulate import tabulate
-
 from ..core.errors import UserError
-from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED
 from ..core.safewrite import write_file
-from ..publish.verdictsource import judged_summary
-from ..report.markdown import ceiling_lines
-from ..rundir import RunDir, loadstate
+from ..kinds.registry import kind_of
+from ..rundir import RunDir
 from ..rundir.contract import dumps_json
-from ..rundir.issuekind import IssueKind
-from ..scenario.model import resolve_scenario
-from ..scenario.recorded import own_scenario
-from ..verdicts.bounds import bound_changes
-from ..verdicts.gates import evaluate, failed, not_applicable
-from ..verdicts.outcome import Verdict, result_data
+from ..verdicts.outcome import Verdict
 
 
 def register(subparsers) -> None:
@@ -98,12 +89,6 @@ def judging_only(args) -> None:
                             "into its folder: drop it, or give --judge RUN")
 
 
-def _fmt(value: float | None, unit: str) -> str:
-    if value is None:
-        return "—"
-    return f"{value:.2f} {unit}".rstrip()
-
-
 def give(args, run: Path, verdict: Verdict) -> int:
     """The verdict on standard output (or --json), into --report FILE where named; the status it ends with."""
     emit(args, run, verdict.text, verdict.data)
@@ -114,51 +99,14 @@ def give(args, run: Path, verdict: Verdict) -> int:
 
 
 def run(args) -> int:
+    # The kind the folder records judges it (kinds/registry.py): a sweep's, a smoke's or a comparison's summary
+    # against the thresholds, a load's members and steps against the load gates; a composite's folder names its
+    # own judge.
     run_dir = RunDir(args.run)
     check_report_target(args, run_dir.root)
-    if loadstate.present(run_dir.root):
-        from .load import check_load  # a load sweep's run: its own gates, per step
-
-        return give(args, run_dir.root, check_load(run_dir, args))
     return give(args, run_dir.root, verdict_of(run_dir, args))
 
 
 def verdict_of(run_dir: RunDir, args) -> Verdict:
-    """`pdrepro check` of a sweep's, a smoke's or a comparison's run, judged in memory; nothing is written."""
-    scenario = resolve_scenario(args.scenario, run_dir.root, args.thresholds)
-    own = own_scenario(run_dir) if run_dir.root.is_dir() else None
-    judged = judged_summary(run_dir, scenario)
-    summary = judged.summary
-    results = evaluate(summary, scenario)
-    table = [[r.name, "all" if r.prompt_len is None else str(r.prompt_len), _fmt(r.figure, r.unit),
-              "" if r.bound is None else f"{r.op} {r.bound:g} {r.unit}".rstrip(), r.verdict]
-             for r in results]
-    out = [tabulate(table, headers=["check", "length", "figure", "bound", "verdict"], tablefmt="simple",
-                    disable_numparse=True)]
-    bad, idle = failed(results), not_applicable(results)
-    out.append("")
-    for r in bad:
-        out.append(f"FAIL {r.detail}")
-    for r in idle:
-        out.append(f"N/A  {r.detail}")
-    for i in summary.issues:
-        if i.kind == IssueKind.PINS_DIFFER and scenario.pins_match == "warn":
-            out.append(f"WARN {i.message} (the scenario's pins_match: warn)")
-    for line in ceiling_lines(summary):
-        out.append(f"engine ceiling: {line}")
-    warnings = [i.message for i in summary.issues if i.severity == "warning"]  # they bear on what the figures mean
-    out += [f"WARN {w}" for w in warnings]
-    out += [f"NOTE {note}" for note in judged.notes]
-    bounds = []
-    if own is not None and (args.scenario is not None or args.thresholds is not None):
-        # Judged by other bounds than the run's own, as asked: say which.
-        bounds = list(bound_changes(own, scenario))
-        out += [f"BOUND {line}" for line in bounds]
-    passed = len(results) - len(bad) - len(idle)
-    errors = summary.input_errors()
-    status = EXIT_BAD_INPUT if errors else EXIT_FAILED if bad else 0
-    data = {"run": str(run_dir.root), "scenario": scenario.name, "passed": status == 0, "exit_status": status,
-            "checks": [result_data(r) for r in results], "warnings": warnings, "notes": list(judged.notes),
-            "bounds": bounds, "input_error": errors[0].message if errors else None}
-    return Verdict(out, f"{passed} passed, {len(bad)} failed" + (f", {len(idle)} not applicable" if idle else ""),
-                   data, status, errors[0].message if errors else None, summary)
+    """The run judged in memory by the kind it records; nothing is written."""
+    return kind_of(run_dir).verdict(run_dir, args)

@@ -1,17 +1,15 @@
 """``pdrepro load``: steps of concurrency and/or request rate at one prompt length against a running PD stack,
 with failure accounting, per-request transfer and TTFT p50/p99 per step and the load gates; `pdrepro check RUN`
-judges a load run (this module's ``check_load``) as it judges a sweep's."""
+judges a load run (kinds/load.py's ``check_load``) as it judges a sweep's."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from tabulate import tabulate
-
 from ..core.errors import UserError
-from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED
-from ..rundir import RunDir, ownoutputs
+from ..core.exits import EXIT_FAILED
+from ..rundir import ownoutputs
 from ..scenario.model import is_unbounded, resolve_scenario
 from .sweep import add_stack_options, stack_config
 
@@ -19,7 +17,6 @@ from .sweep import add_stack_options, stack_config
 # than any load sweep sends.
 MAX_LENGTH, MAX_PROMPTS = 10_000_000, 1_000_000
 # The thresholds the load gates read (verdicts.load): a judgement by other values of these is named.
-LOAD_BOUNDS = ("max_request_errors", "max_transfer_p99_over_p50")
 
 
 def register(sub) -> None:
@@ -115,41 +112,3 @@ def run(args: argparse.Namespace) -> int:
               "--out to retry them", file=sys.stderr)
         return EXIT_FAILED
     return 0
-
-
-def check_load(run_dir: RunDir, args: argparse.Namespace):
-    """`pdrepro check RUN` of a load run: the load gates per step, judged from a fresh analysis in memory (a
-    ``Verdict``: nothing is written)."""
-    from ..analysis.load import compute_load_summary
-    from ..scenario.recorded import own_scenario
-    from ..verdicts.bounds import bound_changes
-    from ..verdicts.load import failed, run_checks, step_checks
-    from ..verdicts.outcome import Verdict, result_data
-
-    scenario = resolve_scenario(args.scenario, args.run, args.thresholds)
-    summary = compute_load_summary(run_dir, scenario)
-    per_step = [("(run)", r) for r in run_checks(summary)]
-    per_step += [(step.name, r) for step in summary.steps for r in step_checks(summary, step)]
-    results = [r for _, r in per_step]
-    table = [[r.name, name, "—" if r.figure is None else f"{r.figure:.2f} {r.unit}".rstrip(),
-              "" if r.bound is None else f"{r.op} {r.bound:g} {r.unit}".rstrip(), r.verdict] for name, r in per_step]
-    out = [tabulate(table, headers=["check", "step", "figure", "bound", "verdict"], tablefmt="simple",
-                    disable_numparse=True)]
-    bad = failed(results)
-    out.append("")
-    out += [f"FAIL {r.detail}" for r in bad]
-    warnings = [i.message for i in summary.issues if i.severity == "warning"]
-    out += [f"WARN {w}" for w in warnings]
-    own = own_scenario(run_dir) if run_dir.root.is_dir() else None
-    bounds = []
-    if own is not None and (args.scenario is not None or args.thresholds is not None):
-        # Judged by other bounds than the run's own, as asked: say which of the load's.
-        bounds = [line for line in bound_changes(own, scenario) if line.startswith(LOAD_BOUNDS)]
-        out += [f"BOUND {line}" for line in bounds]
-    errors = summary.input_errors()
-    status = EXIT_BAD_INPUT if errors else EXIT_FAILED if bad else 0
-    data = {"run": str(run_dir.root), "scenario": scenario.name, "passed": status == 0, "exit_status": status,
-            "checks": [{**result_data(r), "step": name} for name, r in per_step], "warnings": warnings,
-            "notes": [], "bounds": bounds, "input_error": errors[0].message if errors else None}
-    return Verdict(out, f"{len(results) - len(bad)} passed, {len(bad)} failed", data, status,
-                   errors[0].message if errors else None)

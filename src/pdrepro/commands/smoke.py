@@ -67,8 +67,9 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from ..core.pins import load_pins
     from ..fabric.limits import engine_memlock_cap
+    from ..kinds.smoke import write_outputs
     from ..scenario.model import KvSweepScenario, load_scenario
-    from ..smoke.plan import make_plan
+    from ..scenario.smokeplan import make_plan
     from ..smoke.run import run_smoke
     from ..smoke.settings import parse_backends
     from ..smoke.stack import SmokeOptions, find_compose_file
@@ -97,4 +98,4 @@ def run(args) -> int:
                         memlock=memlock, timeout_s=args.timeout, host_ip=args.host_ip,
                         wait=args.wait, tcp_nodelay=args.tcp_nodelay,
                         quickack=args.quickack, backends=backends)
-    return run_smoke(opts)
+    return run_smoke(opts, write_outputs)

@@ -177,7 +177,7 @@ def stack_config(args: argparse.Namespace, scenario, *, configuration: str | Non
 
 def run(args: argparse.Namespace) -> int:
     from ..core.signals import stop_on_signals
-    from ..publish.results import analyze_run
+    from ..kinds.registry import analyze_run
     from ..sweep.config import is_disaggregated
     from ..sweep.runner import run_sweep
 

@@ -22,7 +22,7 @@ from ..rundir.memberrecord import MemberFinding
 from ..rundir.summarymodel import Row, Summary
 from ..scenario.model import load_scenario, resolve_scenario
 from ..verdicts.gates import CheckResult, evaluate, failed
-from .verdictsource import judged_summary
+from .verdictsource import judged_sweep as judged_summary  # an arm is a sweep's run
 
 # The checks that answer the A/B's own questions of an arm (their names as `pdrepro check` prints them).
 COMPLETED = ("completed", "request_errors")

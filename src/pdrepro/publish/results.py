@@ -20,8 +20,7 @@ from ..report.summarycsv import render_csv
 from ..rundir import RunDir, why_absent
 from ..rundir.contract import stamp, unwritable, write_atomic
 from ..rundir.summarymodel import as_summary
-from ..scenario.model import ComparisonScenario, Scenario
-from .runkind import is_smoke_run, smoke_summary
+from ..scenario.model import Scenario
 
 
 def _roots(root: Path) -> list[str]:
@@ -69,33 +68,25 @@ def write_outputs(run: RunDir, summary: dict[str, Any]) -> list[Path]:
         raise unwritable(Path(exc.filename or run.plots_dir), exc, run.root) from None
 
 
-def _write_smoke(run: RunDir, summary: dict[str, Any]) -> None:
-    # The smoke's report and plots carry its socket comparison: its own writer (same layer) draws them.
-    from ..smoke.run import write_outputs as write_smoke_outputs
+def analyze_comparison(run: RunDir, scenario: Scenario) -> dict[str, Any]:
+    """A comparison's summary.json and report.md; returns the summary as computed."""
+    signature = run.inputs_signature() if run.root.is_dir() else None
+    summary = compute_comparison(run, scenario)
+    if signature is not None:
+        stamp(summary, signature)
+    written = portable(summary, run.root)
+    run.write_summary(written, sort_keys=True)
+    write_atomic(run.report_file, render_comparison(written))
+    return summary
 
-    write_smoke_outputs(run, portable(summary, run.root))
 
-
-def analyze_run(run: RunDir, scenario: Scenario) -> dict[str, Any]:
-    """Parse and compute a run, write summary.json, report.md and plots (naming no path of this machine);
+def analyze_sweep(run: RunDir, scenario: Scenario) -> dict[str, Any]:
+    """Parse and compute a sweep's run, write summary.json, report.md and plots (naming no path of this machine);
     return the summary as computed (a dict, its messages naming the run's files by the paths given here:
     ``as_summary`` makes it the model a reader reads)."""
-    if isinstance(scenario, ComparisonScenario):
-        signature = run.inputs_signature() if run.root.is_dir() else None
-        summary = compute_comparison(run, scenario)
-        if signature is not None:
-            stamp(summary, signature)
-        written = portable(summary, run.root)
-        run.write_summary(written, sort_keys=True)
-        write_atomic(run.report_file, render_comparison(written))
-        return summary
     if not run.root.is_dir():
         why = why_absent(run.root, "directory").replace("missing", "no such run directory")
         raise UserError(f"{run.root}: {why}; give the folder holding bench/ and logs/")
-    if is_smoke_run(run):
-        summary = smoke_summary(run, scenario)
-        _write_smoke(run, summary)
-        return summary
     for folder in (run.bench_dir, run.logs_dir):
         if folder.exists() and not folder.is_dir():
             raise UserError(f"{folder}: {why_absent(folder, 'directory')}; the run keeps its bench results and logs in "

@@ -5,7 +5,8 @@ and that analysis is what `pdrepro check` and the gates judge; summary.json is o
 `pdrepro analyze` writes. A stored summary stamped with the same inputs, scenario and analysing code that
 says something else was edited after the analysis: bad input naming it. One stamped otherwise (or not at
 all, or made under another scenario) is stale: the verdict is drawn from the fresh analysis and a note says
-so. A summary of another kind of run than the folder holds (a smoke's in a sweep's run) is refused.
+so. Which kind of run a folder holds, and a summary of another kind put there, is the kinds room's question
+(pdrepro.kinds): this module judges a sweep's run and a comparison's, and serves every kind's fresh summary.
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ from ..core.errors import UserError
 from ..rundir import RunDir, why_absent
 from ..rundir.contract import analysis_code_stamp, dumps_json, stamp
 from ..rundir.summarymodel import Summary
-from ..scenario.model import ComparisonScenario, Scenario
+from ..scenario.model import Scenario
 from ..scenario.recorded import own_scenario
 from .results import portable
-from .runkind import is_smoke_run, smoke_result, smoke_summary, sweep_marks
 
 
 @dataclass(frozen=True)
@@ -84,32 +84,6 @@ def _read_stored(run: RunDir) -> tuple[Summary | None, list[str]]:
                   f"`pdrepro analyze {run.root}` rewrites it"]
 
 
-def _refuse_other_kind(run: RunDir, scenario: Scenario, stored: Summary | None) -> None:
-    """A summary of another kind of run than this one (a smoke's in a sweep's run, a comparison's in a
-    single configuration's, or the reverse) was put there: it judges nothing of this run."""
-    if stored is None:
-        return
-    fix = f"it is not this run's: delete it and run `pdrepro analyze {run.root}` to make the run's own"
-    marks = sweep_marks(run)
-    if stored.source == "smoke" and marks:
-        raise UserError(f"{run.summary_file}: calls itself a smoke result, but {run.root} is a sweep's run (it holds "
-                        f"{', '.join(marks)}); {fix}")
-    record = run.agent_result("initiator")
-    if stored.source == "smoke" and not (stored.smoke is not None and record.is_file()):
-        # A smoke's summary is its result only beside the smoke's own record, with the smoke's findings in it: a
-        # sweep's summary relabelled "smoke" (its raw inputs gone) would otherwise be judged without its gates.
-        raise UserError(f"{run.summary_file}: calls itself a smoke result, but {run.root} holds no smoke's own record "
-                        f"({record.relative_to(run.root)}) or the summary no smoke findings; {fix}")
-    if stored.source == "sglang" and smoke_result(run) and not marks:
-        raise UserError(f"{run.summary_file}: calls itself a sweep's result, but {run.root} is a smoke's run (it holds "
-                        f"raw/{run.agent_result('initiator').name} and no bench/); {fix}")
-    is_comparison = stored.kind == "comparison"
-    if is_comparison != isinstance(scenario, ComparisonScenario):
-        said = "a comparison's summary" if is_comparison else f"a {stored.source} run's summary"
-        raise UserError(f"{run.summary_file}: is {said}, but the run's scenario {scenario.name} is a {scenario.kind} "
-                        f"run; {fix}")
-
-
 def _missing_inputs(run: RunDir) -> list[str]:
     """The raw inputs a sweep's run lacks: a folder, else a length's counter record. A sweep's run is
     judged on all of them or not at all: without the server logs there is no transfer figure, without
@@ -166,47 +140,43 @@ def _judge_fresh(run: RunDir, scenario: Scenario, stored: Summary | None, made: 
     return Judged(judged, notes)
 
 
-def judged_summary(run: RunDir, scenario: Scenario) -> Judged:
-    """The summary a verdict may be drawn from, made in memory; nothing in the run is written.
-
-    Where the run holds its raw inputs (bench/, logs/; a smoke's raw/initiator.json), they are analysed
-    again and the fresh summary is what counts. Without raw inputs only a smoke's own summary stands
-    (a smoke summarises as it measures); a sweep's summary.json alone is no verdict.
-    """
+def open_run(run: RunDir) -> tuple[Summary | None, list[str]]:
+    """A run folder opened for judging: it is a directory, its scenario.yaml is the one it ran, and its stored
+    summary.json read as far as it reads (None and a note when it does not)."""
     if not run.root.is_dir():
         why = why_absent(run.root, "directory").replace("missing", "no such run directory")
         raise UserError(f"{run.root}: {why}; give the folder `pdrepro sweep --out` (or the smoke) made")
     own_scenario(run)  # a scenario.yaml changed after the sweep judges nothing
-    stored, notes = _read_stored(run)
-    _refuse_other_kind(run, scenario, stored)
-    if isinstance(scenario, ComparisonScenario):
-        signature = run.inputs_signature()
-        judged = _judge_fresh(run, scenario, stored, stamp(compute_comparison(run, scenario), signature), signature)
-    elif is_smoke_run(run):
-        judged = _judge_fresh(run, scenario, stored, smoke_summary(run, scenario), None)
-    elif stored is not None and stored.source == "smoke":
-        # A smoke's summary without its raw result (a sweep's files beside it were refused above): its summary
-        # is its result, taken as it stands (read as the model, so it has the shape the report and checks read).
-        if stored.scenario_fingerprint != scenario.fingerprint:
-            raise UserError(f"{run.summary_file}: a smoke's summary of another scenario, and the run holds no raw "
-                            "result to make it again from; judge it with its own scenario, or measure again")
-        return Judged(stored)
-    elif run.bench_dir.is_dir() or run.logs_dir.is_dir():
-        _refuse_partial_inputs(run)
-        signature = run.inputs_signature()  # taken before reading: an input changing meanwhile is stale
-        judged = _judge_fresh(run, scenario, stored, stamp(compute_summary(run, scenario), signature), signature)
-    elif stored is not None:
-        # However it is stamped: a stamp is made of names, sizes and times anyone can reproduce.
-        raise _no_raw_inputs(run)
-    elif notes:
-        # summary.json is all the run holds, and it is not a summary: nothing to judge.
-        raise UserError(notes[0].split("; ")[0] + "; and the run holds no raw inputs to judge instead: restore it or "
-                        "measure again")
-    else:
-        raise UserError(f"{run.root}: has neither bench/ nor logs/ nor a smoke's raw/ result; is this a run directory?")
+    return _read_stored(run)
+
+
+def judge_made(run: RunDir, scenario: Scenario, stored: Summary | None, notes: list[str], made: dict[str, Any],
+               signature: str | None) -> Judged:
+    """A kind's fresh summary ``made`` from the run's inputs, with the stored summary held to it."""
+    judged = _judge_fresh(run, scenario, stored, made, signature)
     return Judged(judged.summary, notes + judged.notes)
 
 
-def load_or_analyze(run: RunDir, scenario: Scenario) -> dict[str, Any]:
-    """``judged_summary``'s summary as summary.json would hold it (for readers of the dict form)."""
-    return judged_summary(run, scenario).summary.to_json()
+def judged_sweep(run: RunDir, scenario: Scenario) -> Judged:
+    """A sweep's run judged from its raw inputs (bench/, logs/, counters/), analysed again in memory; nothing in
+    the run is written. A sweep's summary.json alone is no verdict."""
+    stored, notes = open_run(run)
+    if run.bench_dir.is_dir() or run.logs_dir.is_dir():
+        _refuse_partial_inputs(run)
+        signature = run.inputs_signature()  # taken before reading: an input changing meanwhile is stale
+        return judge_made(run, scenario, stored, notes, stamp(compute_summary(run, scenario), signature), signature)
+    if stored is not None:
+        # However it is stamped: a stamp is made of names, sizes and times anyone can reproduce.
+        raise _no_raw_inputs(run)
+    if notes:
+        # summary.json is all the run holds, and it is not a summary: nothing to judge.
+        raise UserError(notes[0].split("; ")[0] + "; and the run holds no raw inputs to judge instead: restore it or "
+                        "measure again")
+    raise UserError(f"{run.root}: has neither bench/ nor logs/ nor a smoke's raw/ result; is this a run directory?")
+
+
+def judged_comparison(run: RunDir, scenario: Scenario) -> Judged:
+    """A comparison's run: its configurations' raw inputs analysed again in memory."""
+    stored, notes = open_run(run)
+    signature = run.inputs_signature()
+    return judge_made(run, scenario, stored, notes, stamp(compute_comparison(run, scenario), signature), signature)

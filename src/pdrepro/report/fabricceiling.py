@@ -26,7 +26,7 @@ def ceiling_lines(summary: Summary) -> list[str]:
     """One headline line: the peak against the raw line rate and against the payload ceiling of the RoCE MTU
     the run recorded (the lowest one where ports differ: the transfer is striped over all of them)."""
     peak, line_rate = summary.headline.peak_bandwidth_GB_s, summary.line_rate_GB_s
-    if summary.source == "smoke" or no_fabric(summary) or peak is None or not line_rate:
+    if not summary.has_fabric or no_fabric(summary) or peak is None or not line_rate:
         return []
     raw = f"{100 * peak / line_rate:.1f} % of the raw {line_rate:g} GB/s line rate"
     found = _roce_ports(summary.provenance)

@@ -13,7 +13,7 @@ from typing import Any
 from tabulate import tabulate
 
 from ..core.units import GB, MB, MiB, human_bytes
-from ..rundir.summarymodel import Metric, Reference, ReferenceRow, Row, Summary, Witness, as_summary
+from ..rundir.summarymodel import Metric, Reference, ReferenceRow, Row, SmokeRow, Summary, Witness, as_summary
 from ..scenario.seams import summary_backend, summary_engine
 from ..verdicts.gates import NOT_APPLICABLE, tcp_without_rdma
 from .fabricceiling import ceiling_lines as fabric_ceiling_lines
@@ -53,8 +53,8 @@ def _utilization(summary: Summary, value: float | None) -> str:
     return DASH if no_fabric(summary) else _f(value, 1)
 
 
-def _kv_size(row: Row, source: str) -> str:
-    if row.kv_bytes is not None and source == "smoke":
+def _kv_size(row: Row, measures_ttft: bool) -> str:
+    if row.kv_bytes is not None and not measures_ttft:
         # As the smoke's own table prints the same bytes: two decimals of MB, whatever the size.
         return f"{row.kv_bytes / MB:.2f} MB"
     if row.kv_size:
@@ -71,7 +71,7 @@ def measured_table(summary: Summary | Mapping[str, Any]) -> str:
         expected = r.expected_requests
         done = r.requests
         requests = DASH if done is None else (f"{done}/{expected}" if expected else str(done))
-        rows.append([str(r.prompt_len), _f(r.ttft_ms_mean, 2), _kv_size(r, model.source), _f(r.transfer_ms_median, 2),
+        rows.append([str(r.prompt_len), _f(r.ttft_ms_mean, 2), _kv_size(r, model.measures_ttft), _f(r.transfer_ms_median, 2),
                      _f(r.bandwidth_GB_s, 2), _utilization(model, r.utilization_pct),
                      _f(r.transfer_share_of_ttft_pct, 1), requests])
     return _table(headers, rows)
@@ -125,7 +125,8 @@ def _smoke_headline(summary: Summary) -> list[str]:
     lines = [f"- Peak {summary_backend(summary).label} bandwidth: **{h.peak_bandwidth_GB_s:.2f} GB/s** at "
              f"{h.peak_bandwidth_prompt_len} "
              "tokens (median of the timed transfers at that size)."]
-    socket = [(r.socket_bandwidth_GB_s, r.prompt_len) for r in summary.rows if r.socket_bandwidth_GB_s is not None]
+    socket = [(r.socket_bandwidth_GB_s, r.prompt_len) for r in summary.rows
+              if isinstance(r, SmokeRow) and r.socket_bandwidth_GB_s is not None]
     if socket:
         best, at = max(socket)
         lines.append(f"- Peak plain socket copy of the same bytes between the same containers: **{best:.2f} GB/s** "
@@ -137,7 +138,7 @@ def headline_lines(summary: Summary) -> list[str]:
     h = summary.headline
     if h.peak_bandwidth_GB_s is None:
         return ["No prompt length has a measured KV transfer: see the issues below."]
-    if summary.source == "smoke":
+    if not summary.measures_ttft:  # the smoke: bare transfers and the socket copy beside them
         return _smoke_headline(summary)
     ref = _reference(summary).headline
     of_rate = _of_denominator(summary)

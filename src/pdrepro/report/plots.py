@@ -72,7 +72,7 @@ def _bandwidth(summary: Summary, path: Path) -> Path | None:
                    label=f"{FIELD_ACCEPTANCE_SHARE * 100:.0f} % of line rate")
     if summary.baseline_GB_s:
         # The smoke's baseline is its socket copy at the largest size, no ceiling of anything.
-        name = "socket copy, largest size" if summary.source == "smoke" else "measured ceiling"
+        name = "measured ceiling" if summary.has_fabric else "socket copy, largest size"
         ax.axhline(summary.baseline_GB_s, color="green", linestyle="-.",
                    label=f"{name} {summary.baseline_GB_s:.2f} GB/s")
     for x, y in zip(lengths, bw):  # two decimals, as the report's tables

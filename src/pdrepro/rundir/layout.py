@@ -45,7 +45,7 @@ from .engineceiling import load_ceiling as load_engine_ceiling
 from .inputsig import STACK_FILE as STACK_FILE  # re-exported: the run's paths are named here
 from .inputsig import signature
 from .provenance import Provenance
-from .summarymodel import Summary
+from .summarymodel import Summary, model_for
 from .sweepstate import SweepStateFile
 
 _BENCH = re.compile(r"^result-(\d+)\.jsonl$")
@@ -286,7 +286,7 @@ class RunDir:
         """summary.json (or ``data`` read from it) as the model; a summary of another shape is one line naming
         the file and the key (with ``fix`` at its end)."""
         data = self.read_stored_summary() if data is None else data
-        return load(Summary, data, str(self.summary_file), fix=fix)
+        return load(model_for(data) if isinstance(data, dict) else Summary, data, str(self.summary_file), fix=fix)
 
     def read_engine_ceiling(self):
         """The engine alone on the run's box (engine-ceiling/result.json of gpu-check, else engine-ceiling.json),

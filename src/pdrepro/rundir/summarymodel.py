@@ -11,7 +11,7 @@ its log cross-checks), so they accept further keys; an issue and the headline ar
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -33,6 +33,17 @@ from .runprovenance import (
     TransportProof,
 )
 from .summarybase import Scalar, _Closed, _Open
+from .summaryparts import (
+    CeilingRow,
+    CeilingSource,
+    Configuration,
+    Measured,
+    Metric,
+    NicNode,
+    Stall,
+    WhatRan,
+    Witness,
+)
 from .summaryscenario import (
     Reference,
     ReferenceHeadline,
@@ -44,8 +55,9 @@ from .summaryscenario import (
 )
 
 # Re-exported: readers take every part of a summary from this module.
-__all__ = ["BaselinePort", "BaselinePorts", "BenchImage", "GpuFacts", "HostFacts", "LogsFacts", "NicRail", "Pins",
-           "ProofServer", "ProvenanceScenario",
+__all__ = ["BaselinePort", "BaselinePorts", "BenchImage", "CeilingRow", "CeilingSource", "Configuration", "GpuFacts",
+           "HostFacts", "LogsFacts", "Measured", "Metric", "NicNode", "NicRail", "Pins", "ProofServer", "ProvenanceScenario",
+           "Stall", "WhatRan", "Witness",
            "Reference", "ReferenceHeadline", "ReferenceRow", "RolePlan", "RunProvenance", "Scalar",
            "ScenarioModelName", "ServerInfo", "SummaryScenario", "TopologyPlan", "TransportProof"]
 
@@ -58,31 +70,9 @@ class Issue(_Closed):
     message: str = Field(description="one line naming the input and the fix")
 
 
-class NicNode(_Open):
-    """What one node's RDMA port counters moved over one length (the NIC witness)."""
-
-    counter: str | None = Field(default=None, description="the port counter read (port_xmit_data, port_rcv_data)")
-    bytes: int | None = Field(default=None, description="bytes the counter moved in the KV's direction")
-    window_s: float | None = Field(default=None, description="seconds between the two readings")
-    source: str | None = Field(default=None, description="where the counters were read")
-    problem: str | None = Field(default=None, description="why the node's figure is missing, if it is")
-    kv_share_pct: float | None = Field(default=None, description="bytes as a share of the model's KV bytes, percent")
-    rate_GB_s: float | None = Field(default=None, description="average rate over the window, decimal GB/s")
-
-
-class Stall(_Open):
-    """A size whose transfers split into a fast and a much slower group (the smoke)."""
-
-    stalled: int = Field(description="transfers in the slow group")
-    of: int = Field(description="transfers timed")
-    slow_ms_median: float = Field(description="median of the slow group, milliseconds")
-    fast_ms_median: float = Field(description="median of the rest, milliseconds")
-    extra_ms: float = Field(description="what the slow group took more, milliseconds")
-    likely_cause: str = Field(description="what such a split usually means")
-
-
-class Row(_Open):
-    """One prompt length of the published table."""
+class Row(_Closed):
+    """One prompt length of the published table, as every kind writes it (a kind with figures of its own
+    extends it: the smoke's SmokeRow); closed, so a key no model declares is refused where it is read."""
 
     prompt_len: int = Field(description="prompt length in tokens")
     requests: int | None = Field(default=None, description="requests completed at this length")
@@ -122,7 +112,22 @@ class Row(_Open):
     nic_nodes: dict[str, NicNode] | None = Field(default=None, description="each node's counter figures, by role")
     nic_rails: list[NicRail] | None = Field(default=None, description="each port's figures, the rails judged")
     nic_rails_note: str | None = Field(default=None, description="why no port is judged as a rail, if none is")
-    # The smoke's socket comparison (smoke/summary.py).
+    # Written for every row (contract.result_row); the analysis fills them from the prefill log and the bench client.
+    logged_input_len: int | None = Field(default=None, description="prompt tokens the prefill log shows per request")
+    logged_kv_bytes: float | None = Field(default=None, description="KV bytes the prefill log shows per request (its "
+                                                                    "MiB figure times TP, median)")
+    cached_tokens_max: int | None = Field(default=None, description="most prompt tokens a request took from the cache")
+    output_tokens_total: int | None = Field(default=None, description="output tokens the bench client counted, all "
+                                                                      "requests")
+    output_tokens_retokenized: int | None = Field(default=None, description="the same, counted again from the text")
+
+
+class SmokeRow(Row):
+    """A smoke's row: the shared row and the smoke's own transfer-by-transfer figures (smoke/summary.py)."""
+
+    checked_transfers: int | None = Field(default=None, description="transfers whose bytes were checked")
+    failed_transfers: int | None = Field(default=None, description="transfers that delivered wrong bytes, all ways")
+    failed_checks: int | None = Field(default=None, description="Mooncake transfers that delivered wrong bytes")
     socket_ms_median: float | None = Field(default=None, description="socket copy time, median, milliseconds")
     socket_bandwidth_GB_s: float | None = Field(default=None, description="socket copy bandwidth, decimal GB/s")
     mooncake_vs_socket: float | None = Field(default=None, description="Mooncake's bandwidth over the socket's")
@@ -179,66 +184,31 @@ class TransportEvidence(_Open):
                                 "registry name); None in summaries older than the field, whose runs used the default")
 
 
-class WhatRan(_Open):
-    """One component: what ran, its pin and whether they match (None: not known)."""
-
-    item: str
-    ran: str | None = None
-    pinned: str | None = None
-    match: bool | None = None
-    source: str = ""
 
 
-class Witness(_Open):
-    """How the NIC counters were held against the KV: the floor and the allowance above the KV."""
-
-    min_kv_share_pct: float | None = None
-    min_rail_share: float | None = None
-    header_fraction: float | None = None
-    control_bytes_per_request: int | None = None
 
 
-class Metric(_Open):
-    """One /metrics scrape's transfer figures (averages since the server started)."""
-
-    file: str
-    transfers: int
-    latency_ms_mean: float | None = None
-    total_MiB_mean: float | None = None
-    speed_GiB_s_mean: float | None = None
-    bandwidth_GB_s: float | None = None
 
 
-class CeilingRow(_Open):
-    """One length against the Mooncake engine alone on the same box (decimal GB/s)."""
-
-    bandwidth_GB_s: float | None = None
-    engine_GB_s: float | None = None
-    engine_shape: str = ""
-    ratio: float | None = None
-    contradiction: bool = Field(default=False, description="per request above 1.2x the engine alone: not of one box")
 
 
-class CeilingSource(_Open):
-    file: str = "engine-ceiling"
-    transport: str | None = None
 
 
-class Measured(_Open):
-    """A comparison configuration's measured figures."""
-
-    prompt_len: int | None = None
-    completed: int
-    errors: int
 
 
-class Configuration(_Open):
-    measured: Measured | None = None
-    published: dict[str, float] = Field(default_factory=dict)
 
 
 class Summary(_Open):
-    """summary.json of a run, a comparison or a smoke test."""
+    """summary.json of a sweep's run; the smoke's and a comparison's extend it (SmokeSummary,
+    ComparisonSummary), and ``model_for`` picks the one the summary records. The class variables say what a
+    summary of the kind can be judged and drawn on, so a reader asks them, never the summary's ``source``."""
+
+    # The rows hold a TTFT the bench client measured (the smoke times bare transfers between containers).
+    measures_ttft: ClassVar[bool] = True
+    # The KV crossed a fabric whose line rate and NIC counters bear on the figures.
+    has_fabric: ClassVar[bool] = True
+    # The summary sets configurations side by side (a comparison), judged on completeness, not bounds.
+    compares_configurations: ClassVar[bool] = False
 
     schema_version: SummarySchemaVersion
     kind: Literal["comparison"] | None = Field(default=None, description="set only on a comparison's summary")
@@ -280,15 +250,6 @@ class Summary(_Open):
                                                             description="a comparison's measured and published figures")
     comparison: dict[str, Any] | None = Field(default=None, description="a comparison's relative changes, percent")
 
-    @model_validator(mode="after")
-    def _configurations_recorded(self) -> Summary:
-        # A comparison's provenance holds one record per configuration: each must have a record's shape.
-        if self.kind == "comparison" and self.provenance is not None:
-            for name, record in (self.provenance.model_extra or {}).items():
-                if record is not None and not isinstance(record, dict):
-                    raise ValueError(f"provenance.{name} is not a record of a configuration")
-        return self
-
     def configuration_provenance(self) -> dict[str, RunProvenance | None]:
         """A comparison's provenance, one record (or None) per configuration it names."""
         found = self.provenance.model_extra or {} if self.provenance is not None else {}
@@ -307,9 +268,55 @@ class Summary(_Open):
         return self.model_dump(exclude_unset=True)
 
 
+class SmokeSummary(Summary):
+    """summary.json of a smoke test: its rows carry the socket comparison (SmokeRow)."""
+
+    measures_ttft: ClassVar[bool] = False
+    has_fabric: ClassVar[bool] = False
+
+    source: Literal["smoke"] = Field(description="what measured the rows")
+    rows: list[SmokeRow]  # type: ignore[assignment]  # a smoke's rows are the shared row and its own figures
+
+
+class ComparisonSummary(Summary):
+    """summary.json of a comparison: configurations side by side, one provenance record per configuration."""
+
+    compares_configurations: ClassVar[bool] = True
+
+    kind: Literal["comparison"] = Field(description="set only on a comparison's summary")
+
+    @model_validator(mode="after")
+    def _configurations_recorded(self) -> ComparisonSummary:
+        # A comparison's provenance holds one record per configuration: each must have a record's shape.
+        if self.provenance is not None:
+            for name, record in (self.provenance.model_extra or {}).items():
+                if record is not None and not isinstance(record, dict):
+                    raise ValueError(f"provenance.{name} is not a record of a configuration")
+        return self
+
+
+# The model of each kind of summary.json, keyed by what the summary records (its "kind", else its "source"):
+# a dictionary, so that the choice is data and a new kind's model is one line here.
+_BY_KIND: dict[str, type[Summary]] = {"comparison": ComparisonSummary}
+_BY_SOURCE: dict[str, type[Summary]] = {"smoke": SmokeSummary}
+
+
+def model_for(data: Mapping[str, Any]) -> type[Summary]:
+    """The model of the kind ``data`` (a summary as summary.json holds it) records; a sweep's where it records
+    none this release knows (the model then names what is wrong)."""
+    kind, source = data.get("kind"), data.get("source")
+    picked = _BY_KIND.get(kind) if isinstance(kind, str) else None
+    if picked is None and isinstance(source, str):
+        picked = _BY_SOURCE.get(source)
+    return picked or Summary
+
+
 def as_summary(summary: Summary | Mapping[str, Any]) -> Summary:
     """``summary`` as the model: a summary dict (as a builder or summary.json holds it) is validated once here."""
-    return summary if isinstance(summary, Summary) else Summary.model_validate(dict(summary))
+    if isinstance(summary, Summary):
+        return summary
+    data = dict(summary)
+    return model_for(data).model_validate(data)
 
 
 def build(fields: dict[str, Any]) -> dict[str, Any]:
@@ -317,7 +324,7 @@ def build(fields: dict[str, Any]) -> dict[str, Any]:
     models, so a field of the wrong shape fails where it is made, not in a reader), in the form
     summary.json holds. A field of the wrong shape comes from a run file of the wrong shape (the summary
     carries provenance.json whole, for one): one line naming the key, exit 2, never a traceback."""
-    summary = load(Summary, fields, "the summary made from the run's files",
+    summary = load(model_for(fields), fields, "the summary made from the run's files",
                    fix="the run file that holds it (provenance.json for provenance.*) has a value of the wrong type: "
                        "restore it from the run's source or fix it, then run again")
     return summary.to_json()

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from ..core.units import GB
 from ..rundir import RunDir
-from ..rundir.summarymodel import Summary
-from .ways import MOONCAKE, NIXL, SOCKET, all_verified
+from .ways import MOONCAKE, NIXL, SOCKET, all_verified, as_smoke
 
 
 def say(msg: str) -> None:
@@ -23,7 +22,7 @@ def print_result(summary: dict, run: RunDir, seconds: float) -> None:
         + ("; TCP_NODELAY forced on (--tcp-nodelay)" if s.get("tcp_nodelay") else "")
         + ("; delayed ACKs off (--quickack)" if s.get("quickack") else ""))
     say("GB/s of the median transfer [slowest-fastest transfer]:")
-    model = Summary.model_validate(summary)
+    model = as_smoke(summary)
     for r in model.rows:
         n = r.kv_bytes or 0
         spans = [f"{way.short} {f.bandwidth_GB_s or 0:6.2f} [{_gbs(n, f.ms_max):.2f}-{_gbs(n, f.ms_min):.2f}]"

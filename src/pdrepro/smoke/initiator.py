@@ -16,12 +16,12 @@ import urllib.request
 
 from ..core.errors import UserError
 from ..parsers.mooncake_log import TransportEvidence
+from ..scenario.smokeplan import MIN_BLOCK_BYTES, digest, expected_digests, pattern
 from .engine import require_transport, start_engine
 from .measure import measure_interleaved, mooncake_read, socket_read
 from .memory import Buffer, memlock_limit, memory_peak, require_memlock
 from .nixlpath import NixlSide, require_tcp
 from .output import say, write_json
-from .plan import MIN_BLOCK_BYTES, digest, expected_digests, pattern
 from .settings import Settings, my_ip
 
 ROLE = "decode"

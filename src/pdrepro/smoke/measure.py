@@ -13,8 +13,8 @@ import statistics
 import struct
 import time
 
+from ..scenario.smokeplan import blocks, digest
 from .memory import Buffer
-from .plan import blocks, digest
 
 # The socket way's request: the byte count the target is to send, network order.
 REQUEST = struct.Struct("!Q")

@@ -21,8 +21,8 @@ from pathlib import Path
 from ..core import runfile
 from ..core.errors import UserError
 from ..parsers.nixl_log import NixlTransport, scan, scan_latest_start
+from ..scenario.smokeplan import blocks
 from .memory import Buffer
-from .plan import blocks
 
 # What UCX is told before NIXL loads it: TCP only, and its lane lines logged (they prove the transport).
 UCX_ENV = {"UCX_TLS": "tcp", "UCX_LOG_LEVEL": "info"}

@@ -22,8 +22,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from ..core.safewrite import write_file  # noqa: E402
 from ..core.units import GB  # noqa: E402
-from ..rundir.summarymodel import Row, Summary  # noqa: E402
-from .ways import WAYS, Figures, Way, ways_of  # noqa: E402
+from ..rundir.summarymodel import SmokeRow, Summary  # noqa: E402
+from .ways import WAYS, Figures, Way, as_smoke, ways_of  # noqa: E402
 
 SLOT = 0.72     # the share of a size's slot on the x axis that its bars fill
 HEADROOM = 1.25  # the bandwidth axis's top over the fastest transfer
@@ -38,24 +38,24 @@ def _gbs(nbytes: int, ms: float) -> float:
     return nbytes / (ms / 1000) / GB
 
 
-def _labels(rows: list[Row]) -> list[str]:
+def _labels(rows: list[SmokeRow]) -> list[str]:
     return [f"{r.prompt_len}\n{(r.kv_bytes or 0) / 1e6:.1f} MB" for r in rows]
 
 
-def _of(way: Way, r: Row) -> Figures:
+def _of(way: Way, r: SmokeRow) -> Figures:
     f = way.figures(r)
     assert f is not None, "render_smoke_plots keeps only the rows every way measured"
     return f
 
 
-def axis_top(rows: list[Row], ways: tuple[Way, ...] = WAYS) -> float:
+def axis_top(rows: list[SmokeRow], ways: tuple[Way, ...] = WAYS) -> float:
     """The bandwidth axis ends a little above the fastest transfer of any way (room for the one-row
     legend): scaled to the data."""
     fastest = max((_gbs(r.kv_bytes or 0, _of(way, r).ms_min) for r in rows for way in ways), default=0.0)
     return fastest * HEADROOM if fastest > 0 else 1.0
 
 
-def _bandwidth(summary: Summary, rows: list[Row], path: Path) -> Path:
+def _bandwidth(summary: Summary, rows: list[SmokeRow], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(9, 5))
     ways = ways_of(summary)
     for k, way in enumerate(ways):
@@ -98,7 +98,7 @@ def _save(fig, path: Path) -> None:
     write_file(path, buf.getvalue(), "smoke")
 
 
-def _transfers(summary: Summary, rows: list[Row], path: Path) -> Path:
+def _transfers(summary: Summary, rows: list[SmokeRow], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(9, 5))
     ways = ways_of(summary)
     for k, way in enumerate(ways):
@@ -123,7 +123,7 @@ def _transfers(summary: Summary, rows: list[Row], path: Path) -> Path:
 
 def render_smoke_plots(data: Summary | Mapping[str, Any], out_dir: Path) -> list[Path]:
     """Both figures, for the rows that have every way measured; returns their paths."""
-    summary = data if isinstance(data, Summary) else Summary.model_validate(dict(data))
+    summary = as_smoke(data)
     rows = [r for r in summary.rows if r.kv_bytes and all(way.figures(r) is not None for way in ways_of(summary))]
     if not rows:
         return []

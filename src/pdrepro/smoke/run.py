@@ -9,6 +9,7 @@ import os
 import platform
 import secrets
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -17,10 +18,9 @@ from ..core.errors import UserError
 from ..core.units import GB
 from ..rundir import Provenance, RunDir
 from ..rundir.contract import write_atomic
+from ..scenario.smokeplan import SmokePlan
 from . import summary as sm
 from .console import print_result
-from .plan import SmokePlan
-from .section import SMOKE_NOTE, smoke_section
 from .stack import SmokeOptions, Stack, collect, containers, died, docker_client, wait_for_decode
 
 
@@ -99,24 +99,15 @@ def provenance(opts: SmokeOptions, img: dict, run_id: str) -> dict:
     }
 
 
-def write_outputs(run: RunDir, summary: dict) -> list[Path]:
-    from ..report.markdown import render_report
-    from .plot import render_smoke_plots
-
-    run.write_summary(summary)
-    head, sep, rest = render_report(summary).partition("## Headline")
-    write_atomic(run.report_file, head + SMOKE_NOTE + "\n\n" + sep + rest + "\n" + smoke_section(summary))
-    return render_smoke_plots(summary, run.plots_dir)
-
-
-def run_smoke(opts: SmokeOptions) -> int:
+def run_smoke(opts: SmokeOptions, write_outputs: Callable[[RunDir, dict], object]) -> int:
+    """One smoke run; ``write_outputs`` is the smoke kind's writer (kinds.smoke), which draws its report and plots."""
     # A plain `kill` (CI timeouts, service managers) and a closed terminal tear down as Ctrl-C does, and a
     # second signal cannot cut the tear-down short; the CLI names the signal and exits 128 + its number.
     with signals.raise_on_signals():
-        return _run_smoke(opts)
+        return _run_smoke(opts, write_outputs)
 
 
-def _run_smoke(opts: SmokeOptions) -> int:
+def _run_smoke(opts: SmokeOptions, write_outputs: Callable[[RunDir, dict], object]) -> int:
     check_rdma_request(opts.transport, opts.plan, opts.memlock)
     client = docker_client()
     img = image_info(client, opts.image)

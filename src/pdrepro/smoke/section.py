@@ -8,7 +8,7 @@ from typing import Any
 
 from ..core.units import GB
 from ..rundir.summarymodel import Summary
-from .ways import MOONCAKE, NIXL, SOCKET, Figures, all_verified, asked_nixl, ways_of
+from .ways import MOONCAKE, NIXL, SOCKET, Figures, all_verified, as_smoke, asked_nixl, ways_of
 
 SMOKE_NOTE = (
     "This is a smoke run, not a benchmark of SGLang: each \"request\" below is one KV-sized transfer "
@@ -34,7 +34,7 @@ def smoke_section(data: Summary | Mapping[str, Any]) -> str:
     """What the shared report lacks for the smoke: the socket comparison, the spread, the stalls, the verdicts."""
     from tabulate import tabulate
 
-    summary = data if isinstance(data, Summary) else Summary.model_validate(dict(data))
+    summary = as_smoke(data)
     s = summary.smoke or {}
     rows = summary.rows
     with_nixl = asked_nixl(summary)

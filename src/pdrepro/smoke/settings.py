@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import UserError
-from .plan import SmokePlan
+from ..scenario.smokeplan import SmokePlan
 
 # The transfer engines the smoke can move its bytes through, besides the socket copy. Mooncake's figures
 # are the rows' own (the report's table and checks are built on them), so it is always one of them.

@@ -17,8 +17,8 @@ from ..host.tools import Finished, ToolMissing, ToolTimeout, capture
 from ..rundir import RunDir
 from ..rundir.contract import write_atomic
 from ..scenario.model import Scenario
+from ..scenario.smokeplan import SmokePlan
 from . import nodelay
-from .plan import SmokePlan
 
 TAIL_LINES = 30
 

@@ -14,12 +14,12 @@ import socket
 import threading
 
 from ..core.errors import UserError
+from ..scenario.smokeplan import pattern
 from .engine import require_transport, start_engine
 from .measure import REQUEST
 from .memory import Buffer, memlock_limit, memory_peak, require_memlock
 from .nixlpath import NixlSide
 from .output import say, write_json
-from .plan import pattern
 from .settings import Settings, my_ip
 
 ROLE = "prefill"

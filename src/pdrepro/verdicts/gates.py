@@ -21,7 +21,7 @@ from ..rundir.engineceiling import CONTRADICTION_RATIO
 from ..rundir.issuekind import IssueKind
 from ..rundir.portbaseline import judge_ports
 from ..rundir.summarymodel import Issue, Row, RunProvenance, Summary, TransportEvidence, TransportProof, as_summary
-from ..scenario.model import ComparisonScenario, Scenario
+from ..scenario.model import Scenario
 from ..scenario.seams import backend_of, engine_of
 from .nicchecks import rail_checks, witness_checks
 from .result import NOT_APPLICABLE, CheckResult, check, failed, not_applicable, not_applicable_result
@@ -120,7 +120,7 @@ def _provenance_problem(prov: RunProvenance | None, where: str, scenario: Scenar
 
 def _provenance(summary: Summary, scenario: Scenario) -> CheckResult:
     """A sweep's run (or each configuration of a comparison) records what ran, where and with which pins."""
-    if summary.kind == "comparison":
+    if summary.compares_configurations:
         records = {f"{name}/provenance.json": p for name, p in summary.configuration_provenance().items()}
     else:
         records = {"provenance.json": summary.provenance}
@@ -158,7 +158,7 @@ def _row_checks(L: int, row: Row, summary: Summary, scenario: Scenario, line_rat
                 witness_applies: bool) -> list[CheckResult]:
     """The bounds and the impossible figures of one measured length."""
     t = scenario.thresholds
-    measures_ttft = summary.source != "smoke"
+    measures_ttft = summary.measures_ttft
     out: list[CheckResult] = []
     bw = row.bandwidth_GB_s
     if L in t.min_bandwidth_GB_s:
@@ -214,12 +214,13 @@ def _row_checks(L: int, row: Row, summary: Summary, scenario: Scenario, line_rat
 
 def evaluate(summary: Summary | Mapping[str, Any], scenario: Scenario) -> list[CheckResult]:
     s = as_summary(summary)
-    if isinstance(scenario, ComparisonScenario) or s.kind == "comparison":
+    # What the summary is judged on is its kind's (its model's class variables), never a name compared here.
+    if s.compares_configurations:
         return _evaluate_comparison(s, scenario)
     t = scenario.thresholds
     rows = s.rows_by_length()
     line_rate = s.line_rate_GB_s or scenario.line_rate_GB_s
-    measures_ttft = s.source != "smoke"
+    measures_ttft = s.measures_ttft
     issues = _issue_kinds(s)
     out: list[CheckResult] = []
     witness_applies = not tcp_without_rdma(s, scenario.transport)

@@ -97,7 +97,7 @@ def check(raw: Path, wait_s: float = 30) -> tuple[int, list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     from ...scenario.model import load_scenario
-    from ...smoke.plan import make_plan
+    from ...scenario.smokeplan import make_plan
 
     parser = argparse.ArgumentParser(prog="python -m pdrepro.launch.targets.slurm_smoke")
     sub = parser.add_subparsers(dest="cmd", required=True)

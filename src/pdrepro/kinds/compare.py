@@ -1,0 +1,66 @@
+"""A comparison (`pdrepro compare`): per comparison scenario, a folder RUN/<scenario>/ whose scenario.yaml is of the
+kind "comparison", its configurations (1P1D/, 2-regular/) sweeps of their own, judged on completeness and set side
+by side (analysis.comparison); the runner's own folder above them records the arms it ran (arms-state.json, its
+label opening with "comparison"): with one scenario it is that comparison's folder too, with several it is no run to
+check, each comparison folder in it is."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..core.errors import UserError
+from ..publish.results import analyze_comparison
+from ..publish.verdictsource import Judged, judged_comparison
+from ..rundir import RunDir
+from ..rundir.summarymodel import ComparisonSummary
+from ..scenario.model import Scenario
+from ..verdicts.outcome import Verdict
+from . import recorded
+from .summarykind import SummaryKind
+from .sweep import COMPARISON
+
+
+class Compare(SummaryKind):
+    name = "compare"
+    summary_model = ComparisonSummary
+
+    def records(self, run: RunDir) -> bool:
+        return (recorded.scenario_kind(run) == COMPARISON or recorded.summary_value(run, "kind") == COMPARISON
+                or recorded.arms_label_head(run) == COMPARISON)
+
+    def for_scenario(self, scenario: Scenario) -> bool:
+        return scenario.kind == COMPARISON
+
+    def _refuse_runner_folder(self, run: RunDir) -> None:
+        # A runner's folder of one comparison scenario is that comparison (its scenario.yaml says so); one of several
+        # holds a comparison folder per scenario and is none itself.
+        if recorded.arms_label_head(run) == COMPARISON and recorded.scenario_kind(run) != COMPARISON:
+            inside = sorted(p.name for p in run.root.iterdir() if (p / "scenario.yaml").is_file())
+            raise UserError(f"{run.root}: the folder `pdrepro compare` ran its arms in, no comparison of its own; check "
+                            "each comparison in it" + (f" ({', '.join(inside)})" if inside else "")
+                            + f": `pdrepro check {run.root}/<scenario>`")
+
+    def _refuse_other_scenario(self, run: RunDir, scenario: Scenario) -> None:
+        if scenario.kind != COMPARISON:
+            raise UserError(f"{run.summary_file}: is a comparison's summary, but the run's scenario {scenario.name} is "
+                            f"a {scenario.kind} run; it is not this run's: delete it and run `pdrepro analyze "
+                            f"{run.root}` to make the run's own")
+
+    def judged(self, run: RunDir, scenario: Scenario) -> Judged:
+        self._refuse_runner_folder(run)
+        self._refuse_other_scenario(run, scenario)
+        return judged_comparison(run, scenario)
+
+    def write(self, run: RunDir, scenario: Scenario) -> dict[str, Any]:
+        self._refuse_runner_folder(run)
+        self._refuse_other_scenario(run, scenario)
+        return analyze_comparison(run, scenario)
+
+    def verdict(self, run: RunDir, args: argparse.Namespace) -> Verdict:
+        self._refuse_runner_folder(run)
+        return super().verdict(run, args)
+
+    def analyze(self, run: RunDir, args: argparse.Namespace) -> int:
+        self._refuse_runner_folder(run)
+        return super().analyze(run, args)
