@@ -23,7 +23,7 @@ from ..core.errors import UserError
 from ..core.roles import SERVER_ROLES, Role, RoleSpec
 from ..core.strictmodel import Record, load, tagged_union, to_plain
 from ..rundir import RunDir
-from . import configyaml
+from . import configyaml, derivation
 from .kvsize import Geometry, geometry_from_config, kv_bytes_per_token
 from .launch_section import Launch, TransferBackendName
 from .sections import Link, Model, Parallel, Reference, Sweep, Thresholds, Topology
@@ -50,7 +50,7 @@ _GEOMETRY_FINGERPRINT_NEUTRAL = {"intermediate_size": None, "vocab_size": None}
 # Threshold keys added later, left out at their default, so runs recorded before them keep their fingerprint
 # (they are judged by the default, which the summary states).
 _THRESHOLDS_FINGERPRINT_NEUTRAL = {"min_rail_share": 0.5, "min_port_baseline_fraction": 0.9,
-                                   "max_transfer_p99_over_p50": 3.0}
+                                   "max_transfer_p99_over_p50": 3.0, "derivation": {}}
 # Top-level keys added later whose absence (None) leaves a scenario's fingerprint as it was.
 _ABSENT_NEUTRAL = ("ab",)
 
@@ -116,6 +116,7 @@ class Scenario(Record):
     def check(self, source: str) -> None:
         self._validate_port_ranges(source)
         self._check_kind(source)
+        derivation.check(self.thresholds, self.reference, source)
         lens = set(self.sweep.prompt_lens)
         for key in ("min_bandwidth_GB_s", "max_ttft_ms"):
             extra = sorted(set(getattr(self.thresholds, key)) - lens)
