@@ -41,7 +41,7 @@ def _length(summary: TuneSummary, length: TuneLength) -> list[str]:
            f"Baseline: {len(b.runs_GB_s)} run(s) at {runs} GB/s; mean {_f(b.mean_GB_s)} GB/s, spread "
            f"{_f(b.spread_GB_s)} GB/s.", ""]
     if length.engine_alone is not None:
-        out += [_engine_line(length.engine_alone), ""]
+        out += [_engine_line(length.engine_alone, summary), ""]
     out += _phase_line(length)
     out += ["| rank | setting | changes | KV bandwidth per request (GB/s) | against the baseline "
             "| of the engine alone | against 0.9 of the engine | transfer (ms) | over the engine (ms) "
