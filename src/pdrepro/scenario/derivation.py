@@ -7,15 +7,15 @@ without its rule, or a rule without its threshold, is refused with one line."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from ..core.errors import UserError
 from ..core.strictmodel import FiniteNumber, Record
 
-if TYPE_CHECKING:
-    from .sections import Reference, Thresholds
+# The sections (sections.Thresholds, sections.Reference) import this module for ThresholdRule, so the check below
+# takes them untyped (Any) rather than import them back: the scenario package has no import cycle.
 
 # The published figures a threshold may be a multiple of: per length (a reference row's column) or the headline.
 PER_LENGTH = ("bandwidth_GB_s", "ttft_ms")
@@ -37,7 +37,7 @@ class ThresholdRule(Record):
                                   "peak_utilization_pct")
 
 
-def check(thresholds: Thresholds, reference: Reference | None, source: str) -> None:
+def check(thresholds: Any, reference: Any, source: str) -> None:
     """Refuse a derivation naming no threshold, or one whose factor does not give the threshold's value."""
     names = set(type(thresholds).model_fields) - {"derivation"}
     for key, rule in thresholds.derivation.items():
@@ -58,7 +58,7 @@ def check(thresholds: Thresholds, reference: Reference | None, source: str) -> N
                                 "the rule")
 
 
-def _pairs(value, of: str, reference: Reference, where: str) -> list[tuple[str, float, float]]:
+def _pairs(value: Any, of: str, reference: Any, where: str) -> list[tuple[str, float, float]]:
     """(which, threshold value, published figure) for each value the rule covers."""
     if of in PER_LENGTH:
         if not isinstance(value, dict) or not value:
