@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.cliargs import prompt_lens, seconds
-from .render import ONEBOX_SCENARIO
 from ..core.errors import UserError
 from ..core.units import GB, MiB
 from ..scenario.site import parse_gpus
+from .render import ONEBOX_SCENARIO
 
 if TYPE_CHECKING:  # the gpucheck package loads only when the command runs
     from ..gpucheck.run import Layout

@@ -49,8 +49,9 @@ def register(sub) -> None:
         "it beats the baseline's mean by more than the baseline's spread. Writes RUN/tune-summary.json, "
         "RUN/tune-report.md and RUN/best-overlay.yaml (the best setting as a scenario overlay; none is named while "
         "a run has measured nothing). With the engine alone measured into RUN/engine-ceiling (`pdrepro gpu-check "
-        "--scenario RUN/scenarios/baseline.yaml --out RUN/engine-ceiling`: the tune's bytes) and repeated into RUN/engine-ceiling-2, -3, ..., each figure is also set "
-        "against the mean of its runs, and held against 0.9 of it with their spread as doubt. Rerunning with the "
+        "--scenario RUN/scenarios/baseline.yaml --out RUN/engine-ceiling`: the tune's bytes) and repeated into "
+        "RUN/engine-ceiling-2, -3, ..., each figure is also set against the mean of its runs, and held against "
+        "0.9 of it with their spread as doubt. Rerunning with the "
         "same options resumes at the run (and the length) it reached. Exit 0: every run passes its checks; 1: a "
         "run fails or has not run; 2: bad input; 130/143: stopped by a signal."))
     p.add_argument("--scenario", default=DEFAULT_SCENARIO, help="shipped scenario name or YAML path "

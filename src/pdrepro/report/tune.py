@@ -8,7 +8,6 @@ from ..rundir.tunesummary import ENGINE_SHARE, TUNE_LABEL, EngineAlone, TuneLeng
 from .phases import phase_label, phase_order
 
 
-
 def gpu_check_command(summary: TuneSummary, out: str) -> str:
     """The engine-alone measurement the collection accepts: the tune's own baseline scenario file, so the engine
     moves the bytes the runs moved (gpu-check's default scenario is another model's, refused at the next collect)."""
