@@ -116,7 +116,6 @@ class Scenario(Record):
     def check(self, source: str) -> None:
         self._validate_port_ranges(source)
         self._check_kind(source)
-        derivation.check(self.thresholds, self.reference, source)
         lens = set(self.sweep.prompt_lens)
         for key in ("min_bandwidth_GB_s", "max_ttft_ms"):
             extra = sorted(set(getattr(self.thresholds, key)) - lens)
@@ -125,6 +124,7 @@ class Scenario(Record):
                     f"{source}: thresholds.{key} names prompt length {extra[0]}, which sweep.prompt_lens lacks; "
                     "remove it or add the length to the sweep"
                 )
+        derivation.check(self.thresholds, source)
 
     def _check_kind(self, source: str) -> None:
         """The rules only this kind has; raise UserError naming ``source``."""
@@ -330,6 +330,8 @@ def merge_thresholds(base: Thresholds, path: str | Path) -> Thresholds:
     for key in data:
         old, new = getattr(base, key), getattr(override, key)
         changes[key] = {**old, **new} if isinstance(old, dict) else new
+    if "derivation" not in data:  # a bound the file sets is no longer the rule's: its rule goes with it
+        changes["derivation"] = {k: v for k, v in base.derivation.items() if k not in data}
     return base.model_copy(update=changes)
 
 

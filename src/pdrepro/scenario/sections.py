@@ -156,5 +156,5 @@ class Thresholds(Record):
         description="largest gap between the scenario's KV size and the one the server logs before a warning, percent")
     derivation: dict[str, ThresholdRule] = Field(
         default_factory=dict,
-        description="threshold name -> the rule behind its value (in words; with factor and of, held to the "
-                    "published figure at load), printed by `pdrepro scenarios show`")
+        description="threshold name -> the rule behind its value (in words; with factor and of, the multiple of "
+                    "a published figure), printed by `pdrepro scenarios show` with any rule the value no longer meets")
