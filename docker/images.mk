@@ -140,15 +140,16 @@ mooncake-stage: ## Build the GPU image's Mooncake stage on a CUDA stand-in base 
 .PHONY: mooncake-stage
 
 # The GPU image on this box: two GPUs, one TP rank's KV at every prompt length,
-# GPU to GPU through the engine, every byte checked. RDMA when the host has it.
+# GPU to GPU through the engine, every byte checked. RDMA when the host has it. The sizes are the published
+# run's (SCENARIO, default h20-qwen3-235b-1p1d), given explicitly: `pdrepro gpu-check` alone defaults to the one-box scenario.
 GPU_CHECK_ARGS ?=
 MEMLOCK ?= -1
-gpu-check: ## Run `pdrepro gpu-check` in the GPU image on this box (needs 2 GPUs; GPU_CHECK_ARGS="--transport tcp ...")
+gpu-check: ## Run `pdrepro gpu-check` in the GPU image on this box for SCENARIO's sizes (needs 2 GPUs; GPU_CHECK_ARGS="--transport tcp ...")
 	@mkdir -p results
 	docker run --rm --gpus all --network host --ipc host --cap-add IPC_LOCK \
 	  --ulimit memlock=$(MEMLOCK):$(MEMLOCK) \
 	  $(if $(wildcard /dev/infiniband),--device /dev/infiniband) \
 	  -v "$(CURDIR)/results:/results" -w / $(GPU_IMAGE) \
-	  pdrepro gpu-check --out /results/gpu-check-$$(date -u +%Y%m%dT%H%M%SZ) $(GPU_CHECK_ARGS)
+	  pdrepro gpu-check --scenario "$(SCENARIO)" --out /results/gpu-check-$$(date -u +%Y%m%dT%H%M%SZ) $(GPU_CHECK_ARGS)
 
 .PHONY: gpu-check

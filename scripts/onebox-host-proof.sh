@@ -11,7 +11,8 @@
 #   GPUS     GPU ids for the servers (default: 0 = both servers share GPU 0)
 #   TCP      1: MC_FORCE_TCP=1 for servers and ceiling; auto (default): 1 when the host has no
 #            RDMA device (/sys/class/infiniband empty), else the engine picks RDMA
-#   SERVER_ARGS  extra server flags, one per line (default: the kernel backends a lean wheel set has)
+#   SERVER_ARGS  extra server flags, one per line, after the scenario's launch.extra_server_args (default: none;
+#                the one-box scenario carries the kernel backends a lean wheel set has, and --enable-metrics)
 # Exit: the first non-zero status of stack up, sweep, check and the gates; the stack is stopped on
 # every exit, and each step's console output is kept in RUN/console/.
 set -uo pipefail
@@ -24,7 +25,7 @@ MODEL=${MODEL:-runs/offline-model}
 DATASET=${DATASET:-$MODEL/sharegpt.json}
 GPUS=${GPUS:-0}
 TCP=${TCP:-auto}
-SERVER_ARGS=${SERVER_ARGS:-$'--attention-backend triton\n--sampling-backend pytorch\n--grammar-backend none\n--enable-metrics'}
+SERVER_ARGS=${SERVER_ARGS-}
 pdrepro() { "$PY" -m pdrepro "$@"; }
 
 mkdir -p "$RUN/console"

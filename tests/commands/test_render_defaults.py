@@ -4,6 +4,8 @@ the cluster targets the published run, and every command's help names the scenar
 from __future__ import annotations
 
 import argparse
+import subprocess
+from pathlib import Path
 
 import pytest
 from clihelp import pdrepro
@@ -63,3 +65,22 @@ def test_every_scenario_option_names_its_default_in_its_help():
             assert str(option.default) in help_text, f"{prog} --scenario: its help does not name {option.default}"
     render = next(o for prog, o in options if prog.endswith(" render"))
     assert f"{ONEBOX_SCENARIO} for --target onebox" in render.help and PUBLISHED_SCENARIO in render.help
+
+
+# The commands that serve or measure a one-box run; `compare` names its scenarios (required), so it has none to agree.
+ONEBOX_COMMANDS = ("pdrepro gpu-check", "pdrepro stack up", "pdrepro offline-model", "pdrepro ab", "pdrepro tune")
+
+
+def test_every_one_box_command_defaults_to_the_one_box_scenario():
+    defaults = {p.prog: o.default for p in _subparsers(build_parser()) if (o := _scenario_option(p)) is not None}
+    assert set(ONEBOX_COMMANDS) <= set(defaults), sorted(defaults)
+    differ = {prog: defaults[prog] for prog in ONEBOX_COMMANDS if defaults[prog] != ONEBOX_SCENARIO}
+    assert not differ, f"one-box commands whose default is not {ONEBOX_SCENARIO}: {differ}"
+    assert default_scenario("onebox") == ONEBOX_SCENARIO
+
+
+def test_make_gpu_check_names_the_published_scenario():
+    # `make gpu-check` means the published run's sizes: it says so, since the command alone now means the one box.
+    dry = subprocess.run(["make", "-n", "gpu-check"], capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parents[2]).stdout
+    assert f'gpu-check --scenario "{PUBLISHED_SCENARIO}"' in dry, dry

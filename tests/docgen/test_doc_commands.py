@@ -30,7 +30,8 @@ from pdrepro.tune.slurm import ARRAY as TUNE_ARRAY
 
 # Tools a checked block may name that the bundle does not own (their options are theirs to check).
 FOREIGN = {"cd", "cp", "ls", "cat", "mkdir", "export", "source", "docker", "ssh", "ip", "ibv_devinfo",
-           "nvidia-smi", "git", "tail", "less", "rm", "curl", "grep", "pytest", ".venv/bin/pytest"}
+           "nvidia-smi", "git", "tail", "less", "rm", "curl", "grep", "pytest", ".venv/bin/pytest", "huggingface-cli",
+           "sha256sum", "df"}
 SCRIPT_PATHS = ("scripts/", ".ci/")
 RUN_BUDGET_S = 60
 BLOCK_BUDGET_S = 20  # a block runs a few pdrepro commands on shipped files: seconds, not minutes

@@ -314,7 +314,12 @@ def test_model_and_dataset_problems(tmp_path, bin_dir):
     empty.mkdir()
     (c,) = doctor.check_model(_ctx(tmp_path, model=empty), f)
     assert c.status == "fail" and "config.json missing" in c.detail
-    (c,) = doctor.check_model(_ctx(tmp_path, model=_model(tmp_path, num_hidden_layers=48), scenario=scen), f)
+    # On a node with a role the model is what gets served: other geometry, other KV bytes, a failure.
+    other = _model(tmp_path, num_hidden_layers=48)
+    (c,) = doctor.check_model(_ctx(tmp_path, model=other, scenario=scen), f)
+    assert c.status == "fail" and "num_hidden_layers 48 != 94" in c.detail
+    # Without a role (a laptop before the smoke) it stays a warning.
+    (c,) = doctor.check_model(_ctx(tmp_path, model=other, scenario=scen, role=None), f)
     assert c.status == "warn" and "num_hidden_layers 48 != 94" in c.detail
     (c,) = doctor.check_dataset(_ctx(tmp_path, dataset=tmp_path / "missing.json"), f)
     assert c.status == "fail" and "downloads" in c.fix

@@ -146,3 +146,22 @@ def test_make_onebox_starts_what_it_rendered(gpus, tmp_path):
     assert f"--gpus {gpus} $tcp --out {deploy}" in proc.stdout
     assert f'cmd="docker compose -f {deploy}/onebox.yaml"' in proc.stdout or f"-f {deploy}/onebox.yaml" in proc.stdout
     assert "compose/onebox" not in proc.stdout
+
+
+ONE_BOX_SCENARIOS = ("onebox-qwen25-0.5b", "a10-qwen25-7b-onebox-rate1", "a10-qwen25-7b-onebox-rate4")
+LEAN_FLAGS = ("--attention-backend", "triton", "--sampling-backend", "pytorch", "--grammar-backend", "none")
+
+
+@pytest.mark.parametrize("name", ONE_BOX_SCENARIOS)
+def test_the_one_box_scenarios_carry_the_lean_serving_flags_and_a_server_arg_comes_after(name):
+    # The flags a one-GPU environment without FlashAttention 3, flashinfer's kernels and xgrammar needs are the
+    # scenario's data, so no example has to pass them; a site's --server-arg is appended after them, and a server's
+    # argument parser keeps the last value it reads, so the command line still overrides them.
+    scenario = load_scenario(name)
+    assert scenario.launch is not None and scenario.launch.extra_server_args == LEAN_FLAGS
+    site = launch.Site(prefill_hosts=("127.0.0.1",), decode_hosts=("127.0.0.1",), model_path="/m",
+                       dataset_path=launch.DEFAULT_DATASET, ib_devices_file=None, gpus=(0,), image="unused",
+                       extra_server_args=("--attention-backend", "fa3"), transfer_backend="mooncake_tcp")
+    (prefill,) = launch.Plan(scenario, site).launch_plan().role("prefill")[0].servers
+    argv = list(prefill.argv)
+    assert argv.index("triton") < argv.index("fa3") and argv[-2:] == ["--attention-backend", "fa3"]

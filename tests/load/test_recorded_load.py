@@ -133,7 +133,9 @@ def test_the_same_command_again_measures_nothing_more(tmp_path):
     (tmp_path / "model").mkdir()
     (tmp_path / "data.json").write_text("[]")
     dead = "http://127.0.0.1:9"
-    argv = ("load", "--scenario", "onebox-qwen25-0.5b", "--router", dead, "--prefill", dead, "--decode", dead,
+    # The scenario as the run recorded it: the shipped one-box scenario has since taken the one-GPU server flags
+    # into its launch section, so by name it is another scenario, and load rightly refuses to resume under it.
+    argv = ("load", "--scenario", str(run / "scenario.yaml"), "--router", dead, "--prefill", dead, "--decode", dead,
             "--model-path", str(tmp_path / "model"), "--dataset-path", str(tmp_path / "data.json"),
             "--concurrency", "1,2,4,8", "--length", "4096", "--prompts", "32", "--wait-timeout", "5", "--out", str(run))
     # The recorded outputs were written on the GPU machine, by a release that kept no record of what it wrote:

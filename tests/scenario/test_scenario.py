@@ -153,3 +153,38 @@ def test_negative_timeouts_in_the_launch_environment_are_refused(tmp_path):
     data = _shipped()
     data["launch"]["env"]["SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT"] = "-30"
     assert "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT" in _error(tmp_path, data)
+
+
+@pytest.mark.parametrize("name", shipped_names())
+def test_every_shipped_rule_gives_its_threshold(name):
+    from pdrepro.scenario.derivation import problems
+
+    s = load_scenario(name)
+    assert problems(s.thresholds, s.reference) == []
+
+
+def test_the_published_scenarios_state_the_rule_of_their_main_bounds():
+    for name in ("h20-qwen3-235b-1p1d", "h20-qwen3-235b-2p2d"):
+        rules = load_scenario(name).thresholds.derivation
+        assert {(k, r.factor) for k, r in rules.items() if r.factor is not None} == {
+            ("min_bandwidth_GB_s", 0.8), ("max_ttft_ms", 1.25), ("min_peak_bandwidth_GB_s", 0.9),
+            ("min_peak_utilization_pct", 0.9)}
+
+
+def test_a_rule_that_names_no_threshold_or_half_a_factor_is_refused(tmp_path):
+    data = _shipped()
+    data["thresholds"]["derivation"]["min_bandwidht_GB_s"] = {"rule": "typo"}
+    assert "min_bandwidht_GB_s names no threshold" in _error(tmp_path, data)
+    data = _shipped()
+    data["thresholds"]["derivation"]["max_ttft_ms"] = {"rule": "half", "factor": 1.25}
+    assert "factor and of together" in _error(tmp_path, data)
+
+
+def test_a_thresholds_file_drops_the_rule_of_each_bound_it_sets(tmp_path):
+    from pdrepro.scenario.model import merge_thresholds
+
+    base = load_scenario("h20-qwen3-235b-1p1d").thresholds
+    overlay = tmp_path / "t.yaml"
+    overlay.write_text("min_peak_bandwidth_GB_s: 100.0\n")
+    merged = merge_thresholds(base, overlay)
+    assert "min_peak_bandwidth_GB_s" not in merged.derivation and "max_ttft_ms" in merged.derivation

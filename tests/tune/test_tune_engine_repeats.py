@@ -260,5 +260,7 @@ def test_one_run_of_the_engine_judges_nothing_against_its_spread_and_says_how_to
                for length in summary.lengths)
     report = (judged(run) / "tune-report.md").read_text()
     assert "Engine alone: 1 run," in report and "gives no spread" in report
-    assert "`pdrepro gpu-check ... --out RUN/engine-ceiling-2`" in report
+    # The repeat it asks for names the tune's own scenario file, so it measures the bytes the runs moved.
+    assert ("`pdrepro gpu-check --scenario RUN/scenarios/baseline.yaml --gpus ... --layouts one,layers "
+            "--out RUN/engine-ceiling-2`") in report
     assert "at or above 0.9 of it" not in report

@@ -33,8 +33,10 @@ def recorded(request) -> Path:
     return REPO / "tests" / "recorded" / request.param
 LENGTHS = (128, 1024, 4096, 16384)
 # The site options the proof gave `stack up` (scripts/onebox-host-proof.sh with MODEL=/tmp/model, GPUS=0, TCP=auto
-# on a box without RDMA, the default SERVER_ARGS).
-STACK_OPTIONS = ["--scenario", "onebox-qwen25-0.5b", "--model", "/tmp/model", "--dataset", "/tmp/model/sharegpt.json",
+# on a box without RDMA, the SERVER_ARGS it then defaulted to). The scenario is the one the run recorded (RUN_SCENARIO):
+# the shipped one has since taken those server flags into launch.extra_server_args.
+RUN_SCENARIO = "RUN/scenario.yaml"
+STACK_OPTIONS = ["--scenario", RUN_SCENARIO, "--model", "/tmp/model", "--dataset", "/tmp/model/sharegpt.json",
                  "--gpus", "0", "--force-tcp", "--server-arg=--attention-backend triton",
                  "--server-arg=--sampling-backend pytorch", "--server-arg=--grammar-backend none",
                  "--server-arg=--enable-metrics"]
@@ -111,14 +113,14 @@ def test_the_gates_pass_with_the_not_applicable_ones_skipped_not_passed(recorded
     assert len(cases) - len(skipped) >= 30
 
 
-def _rendered(tmp_path: Path) -> dict[str, tuple[dict[str, str], list[str]]]:
+def _rendered(tmp_path: Path, recorded: Path) -> dict[str, tuple[dict[str, str], list[str]]]:
     # render checks the model folder and dataset exist: stand them up here and read the H200's paths back.
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
     (model / "sharegpt.json").write_text("[]")
     options = [str(model) if o == "/tmp/model" else str(model / "sharegpt.json") if o == "/tmp/model/sharegpt.json"
-               else o for o in STACK_OPTIONS]
+               else str(recorded / "scenario.yaml") if o == RUN_SCENARIO else o for o in STACK_OPTIONS]
     out = tmp_path / "rendered"
     assert main(["render", "--target", "onebox", "--launcher", "host", *options, "--out", str(out)]) == 0
     return host_commands((out / "commands.txt").read_text().replace(str(model), "/tmp/model"))
@@ -126,7 +128,7 @@ def _rendered(tmp_path: Path) -> dict[str, tuple[dict[str, str], list[str]]]:
 
 def test_what_stack_up_started_is_what_render_prints_for_the_same_options(recorded, tmp_path):
     record = _recorded(recorded, "stack.json")
-    rendered = _rendered(tmp_path)
+    rendered = _rendered(tmp_path, recorded)
     assert [p["name"] for p in record["processes"]] == ["prefill-0", "decode-0", "router"]
     for proc in record["processes"]:
         env, argv = rendered[proc["role"]]

@@ -10,6 +10,7 @@ from ..core.cliargs import prompt_lens, seconds
 from ..core.errors import UserError
 from ..core.units import GB, MiB
 from ..scenario.site import parse_gpus
+from .render import ONEBOX_SCENARIO
 
 if TYPE_CHECKING:  # the gpucheck package loads only when the command runs
     from ..gpucheck.run import Layout
@@ -52,8 +53,11 @@ def register(subparsers) -> None:
                     "one TP rank's KV cache per prompt length into the second's (decode) GPU memory through the "
                     "Mooncake Transfer Engine; every received byte is checked. Checks GPU memory registration and "
                     "the engine's data path; run it in the GPU image.")
-    p.add_argument("--scenario", default="h20-qwen3-235b-1p1d",
-                   help="sizes come from its model and prefill TP (default %(default)s)")
+    # The one-box scenario, as every command that serves a one-box run: the engine alone measured beside that run
+    # moves its bytes. The published run's sizes need --scenario h20-qwen3-235b-1p1d (`make gpu-check` passes it).
+    p.add_argument("--scenario", default=ONEBOX_SCENARIO,
+                   help="sizes come from its model and prefill TP (default %(default)s, the one-box scenario; the "
+                        "published run's: h20-qwen3-235b-1p1d)")
     p.add_argument("--prompt-lens", help="comma-separated subset or other lengths (default: the scenario's)")
     p.add_argument("--gpus", default="0,1",
                    help="prefill GPU, decode GPU (default 0,1); one id (0, or 0,0) puts both sides on that GPU")

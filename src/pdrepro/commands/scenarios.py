@@ -22,7 +22,14 @@ def run(args) -> int:
             from ..core.errors import UserError
 
             raise UserError(f"scenarios show needs a scenario name or path; shipped: {', '.join(shipped_names())}")
-        print(load_scenario(args.name).to_yaml(), end="")
+        from ..scenario.derivation import problems
+
+        scenario = load_scenario(args.name)
+        print(scenario.to_yaml(), end="")
+        # The rules stay data the YAML above shows; a value a copied scenario changed without its rule is named
+        # here, as comments, so the output still reads as YAML.
+        for problem in problems(scenario.thresholds, scenario.reference):
+            print(f"# thresholds.derivation no longer holds: {problem}")
         return 0
     rows = []
     for name in shipped_names():

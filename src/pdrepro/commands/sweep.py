@@ -18,8 +18,10 @@ def register(sub) -> None:
         "sweep",
         help="run the bench client once per prompt length against a running PD stack",
         description=(
-            "Wait for the router and workers, prove the KV transport is RDMA, run the bench client "
-            "(inside the GPU image) once per prompt length, collect logs and provenance, then analyze. "
+            "Wait for the router and workers; read from the servers' logs which transport their engines use and "
+            "stop unless the scenario allows it (RDMA; TCP too under transport: any); run the bench client once "
+            "per prompt length (in a container of the GPU image, or here with --bench-in-place); collect logs, "
+            "counters and provenance, then analyze. "
             "Rerunning with the same --out resumes: complete lengths are skipped."
         ),
     )

@@ -55,8 +55,9 @@ def register(sub) -> None:
         "is named while a run has measured nothing), never over a file the tune did not write: an edited report is "
         "refused by name before any run starts. `--judge RUN` (also spelt --collect) ranks a tune's runs again and "
         "writes nothing into RUN. With the engine alone measured into RUN/engine-ceiling (`pdrepro gpu-check "
-        "--out RUN/engine-ceiling`) and repeated into RUN/engine-ceiling-2, -3, ..., each figure is also set "
-        "against the mean of its runs, and held against 0.9 of it with their spread as doubt. Rerunning with the "
+        "--scenario RUN/scenarios/baseline.yaml --out RUN/engine-ceiling`: the tune's bytes) and repeated into "
+        "RUN/engine-ceiling-2, -3, ..., each figure is also set against the mean of its runs, and held against 0.9 "
+        "of it with their spread as doubt. Rerunning with the "
         "same options resumes at the run (and the length) it reached. Exit 0: every run passes its checks; 1: a "
         "run fails or has not run; 2: bad input; 130/143: stopped by a signal."))
     p.add_argument("--scenario", default=DEFAULT_SCENARIO, help="shipped scenario name or YAML path "

@@ -7,8 +7,17 @@ from __future__ import annotations
 from ..rundir.tunesummary import ENGINE_SHARE, TUNE_LABEL, EngineAlone, TuneLength, TuneSummary
 from .phases import phase_label, phase_order
 
-REPEAT_HINT = ("one run of the engine alone gives no spread, so no figure is judged against 0.9 of it: repeat "
-               "`pdrepro gpu-check ... --out RUN/engine-ceiling-2` (then -3) on the same box and collect again")
+
+def gpu_check_command(summary: TuneSummary, out: str) -> str:
+    """The engine-alone measurement the collection accepts: the tune's own baseline scenario file, so the engine
+    moves the bytes the runs moved (gpu-check's default scenario is another model's, refused at the next collect)."""
+    base = next((s.scenario_file for s in summary.settings if s.baseline), "scenarios/baseline.yaml")
+    return f"pdrepro gpu-check --scenario RUN/{base} --gpus ... --layouts one,layers --out RUN/{out}"
+
+
+def repeat_hint(summary: TuneSummary) -> str:
+    return ("one run of the engine alone gives no spread, so no figure is judged against 0.9 of it: repeat "
+            f"`{gpu_check_command(summary, 'engine-ceiling-2')}` (then -3) on the same box and collect again")
 
 
 def _f(value: float | None, digits: int = 3) -> str:
@@ -31,7 +40,7 @@ def _length(summary: TuneSummary, length: TuneLength) -> list[str]:
            f"Baseline: {len(b.runs_GB_s)} run(s) at {runs} GB/s; mean {_f(b.mean_GB_s)} GB/s, spread "
            f"{_f(b.spread_GB_s)} GB/s.", ""]
     if length.engine_alone is not None:
-        out += [_engine_line(length.engine_alone), ""]
+        out += [_engine_line(length.engine_alone, summary), ""]
     out += _phase_line(length)
     out += ["| rank | setting | changes | KV bandwidth per request (GB/s) | against the baseline "
             "| of the engine alone | against 0.9 of the engine | transfer (ms) | over the engine (ms) "
@@ -63,10 +72,10 @@ def _phase_line(length: TuneLength) -> list[str]:
             "copy of the same bytes.", ""]
 
 
-def _engine_line(engine: EngineAlone) -> str:
+def _engine_line(engine: EngineAlone, summary: TuneSummary) -> str:
     runs = ", ".join(f"{_f(r.GB_s)} GB/s ({r.layout} layout, {r.source})" for r in engine.runs)
     if engine.spread_GB_s is None:
-        return f"Engine alone: 1 run, {runs}; {REPEAT_HINT}."
+        return f"Engine alone: 1 run, {runs}; {repeat_hint(summary)}."
     return (f"Engine alone: {len(engine.runs)} runs, {runs}; mean {_f(engine.mean_GB_s)} GB/s, spread "
             f"{_f(engine.spread_GB_s)} GB/s. A figure reaches {ENGINE_SHARE:g} of it beyond its spread at "
             f"{_f(ENGINE_SHARE * engine.highest())} GB/s and falls short below {_f(ENGINE_SHARE * engine.lowest())} "
@@ -78,9 +87,9 @@ def _engine(summary: TuneSummary) -> list[str]:
     0.9 of it by the engine rule (its spread counted as doubt): what is left to gain above the knobs (queueing,
     polling and the servers' own work) is the rest."""
     if summary.engine_ceiling is None:
-        return ["No engine ceiling in the tune's folder: `pdrepro gpu-check --gpus ... --layouts one,layers --out "
-                "RUN/engine-ceiling` measures the engine alone on this box (repeat it into RUN/engine-ceiling-2, -3 "
-                "for its spread), and the next `pdrepro tune --collect RUN` sets each figure against it.", ""]
+        return [f"No engine ceiling in the tune's folder: `{gpu_check_command(summary, 'engine-ceiling')}` measures the "
+                "engine alone on this box (repeat it into RUN/engine-ceiling-2, -3 for its spread), and the next "
+                "`pdrepro tune --collect RUN` sets each figure against it.", ""]
     said, one_run = [], False
     for length in summary.lengths:
         engine = length.engine_alone
@@ -99,7 +108,8 @@ def _engine(summary: TuneSummary) -> list[str]:
         said.append(text)
     out = [f"Nearest the engine alone ({summary.engine_ceiling}): {'; '.join(said) or 'no length of both'}.", ""]
     if one_run:
-        out += [f"{REPEAT_HINT[0].upper()}{REPEAT_HINT[1:]}.", ""]
+        hint = repeat_hint(summary)
+        out += [f"{hint[0].upper()}{hint[1:]}.", ""]
     return [*out, f"Against the engine alone: {summary.engine_rule}.", ""]
 
 

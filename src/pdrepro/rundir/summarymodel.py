@@ -233,7 +233,9 @@ class Summary(_Open):
     witness: Witness | None = Field(default=None, description="how the NIC counters were held against the KV")
     analysis_code: str | None = Field(default=None, description="the pdrepro release and summary version that wrote it")
     inputs_signature: str | None = Field(default=None, description="hash of the raw inputs the summary was made from")
-    baseline_GB_s: float | None = Field(default=None, description="measured fabric ceiling, decimal GB/s")
+    baseline_GB_s: float | None = Field(
+        default=None, description="a measured reference line, decimal GB/s: in a sweep, the fabric ceiling "
+                                  "`pdrepro baseline` measured; in a smoke, the plain socket copy at the largest size")
     baseline_ports: BaselinePorts | None = Field(
         default=None, description="`pdrepro baseline`'s ib_write_bw figures per port, alone and all at once, "
                                   "against each port's own line rate")

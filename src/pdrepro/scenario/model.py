@@ -23,7 +23,7 @@ from ..core.errors import UserError
 from ..core.roles import SERVER_ROLES, Role, RoleSpec
 from ..core.strictmodel import Record, load, tagged_union, to_plain
 from ..rundir import RunDir
-from . import configyaml
+from . import configyaml, derivation
 from .kvsize import Geometry, geometry_from_config, kv_bytes_per_token
 from .launch_section import Launch, TransferBackendName
 from .sections import Link, Model, Parallel, Reference, Sweep, Thresholds, Topology
@@ -50,7 +50,7 @@ _GEOMETRY_FINGERPRINT_NEUTRAL = {"intermediate_size": None, "vocab_size": None}
 # Threshold keys added later, left out at their default, so runs recorded before them keep their fingerprint
 # (they are judged by the default, which the summary states).
 _THRESHOLDS_FINGERPRINT_NEUTRAL = {"min_rail_share": 0.5, "min_port_baseline_fraction": 0.9,
-                                   "max_transfer_p99_over_p50": 3.0}
+                                   "max_transfer_p99_over_p50": 3.0, "derivation": {}}
 # Top-level keys added later whose absence (None) leaves a scenario's fingerprint as it was.
 _ABSENT_NEUTRAL = ("ab",)
 
@@ -124,6 +124,7 @@ class Scenario(Record):
                     f"{source}: thresholds.{key} names prompt length {extra[0]}, which sweep.prompt_lens lacks; "
                     "remove it or add the length to the sweep"
                 )
+        derivation.check(self.thresholds, source)
 
     def _check_kind(self, source: str) -> None:
         """The rules only this kind has; raise UserError naming ``source``."""
@@ -329,6 +330,8 @@ def merge_thresholds(base: Thresholds, path: str | Path) -> Thresholds:
     for key in data:
         old, new = getattr(base, key), getattr(override, key)
         changes[key] = {**old, **new} if isinstance(old, dict) else new
+    if "derivation" not in data:  # a bound the file sets is no longer the rule's: its rule goes with it
+        changes["derivation"] = {k: v for k, v in base.derivation.items() if k not in data}
     return base.model_copy(update=changes)
 
 

@@ -11,6 +11,7 @@ from pydantic import Field
 from ..core.errors import UserError
 from ..core.roles import Role
 from ..core.strictmodel import FiniteNumber, IntBounds, NumberBounds, Record, StrictInt
+from .derivation import ThresholdRule
 from .kvsize import DType, Geometry
 
 TP = Annotated[int, IntBounds(1, 64)]
@@ -153,3 +154,7 @@ class Thresholds(Record):
     max_kv_size_mismatch_pct: NonNegative = Field(
         default=5.0,
         description="largest gap between the scenario's KV size and the one the server logs before a warning, percent")
+    derivation: dict[str, ThresholdRule] = Field(
+        default_factory=dict,
+        description="threshold name -> the rule behind its value (in words; with factor and of, the multiple of "
+                    "a published figure), printed by `pdrepro scenarios show` with any rule the value no longer meets")

@@ -18,7 +18,7 @@ _FLOORS = {"min_bandwidth_GB_s", "min_peak_bandwidth_GB_s", "min_peak_utilizatio
 
 def _flat(t: Thresholds) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
-    for key, value in t.model_dump().items():
+    for key, value in t.model_dump(exclude={"derivation"}).items():  # the rules behind the bounds are no bounds
         if isinstance(value, dict):
             out.update({f"{key}[{L}]": v for L, v in value.items()})
         else:
