@@ -38,6 +38,12 @@ def _judged(capsys, *argv: str) -> tuple[int, str]:
     return status, out.out + out.err
 
 
+def _tune_summary(capsys, run: Path) -> dict:
+    """The tune's summary as its judge gives it (--json on standard output): judging writes nothing into the run."""
+    run_command(["tune", "--judge", str(run), "--json"])
+    return json.loads(capsys.readouterr().out)
+
+
 def _swap(a: Path, b: Path) -> None:
     a.rename(a.with_name(a.name + ".swap"))
     b.rename(a)
@@ -141,7 +147,7 @@ def test_tune_three_copies_of_one_baseline_are_no_spread_and_no_best(tmp_path, c
     for n in (2, 3):
         assert f"member baseline-{n}: its copy is" in text and "identical to baseline-1's" in text
     assert "spread 0.000" not in text and "# best:" not in text
-    summary = json.loads((run / "tune-summary.json").read_text())
+    summary = _tune_summary(capsys, run)
     assert summary["best"] is None
     assert all(length["baseline"]["spread_GB_s"] is None for length in summary["lengths"])
 
@@ -153,7 +159,7 @@ def test_tune_a_foreign_run_as_a_setting_is_never_named_best(tmp_path, capsys):
     status, text = _judged(capsys, "tune", "--collect", str(run))
     assert status == 1, text
     assert "member s2: its scenario is fingerprint" in text
-    summary = json.loads((run / "tune-summary.json").read_text())
+    summary = _tune_summary(capsys, run)
     assert summary["best"] is None or summary["best"]["setting"] != "s2"
     assert all(f["bandwidth_GB_s"] is None for length in summary["lengths"] for f in length["ranking"]
                if f["setting"] == "s2")

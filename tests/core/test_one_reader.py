@@ -40,6 +40,7 @@ READERS = {
     "analysis/whatran.py::_locked_torch": "the repository's GPU lock (beside versions.env), not a run file",
     "launch/targets/slurm.py::render": "a resource of the package (slurm_runtime.sh)",
     "scenario/knobs.py::_load": "the package's own knob lists (resources generated from upstream source)",
+    "scenario/serverflags.py::table": "the package's own server flag lists (resources generated from upstream source)",
     "tune/slurm.py::_template": "the package's own job-array template (a resource, not a run's)",
     # Inputs people give on the command line, each validated by its own loader (not a run folder's file).
     "scenario/kvsize.py::geometry_from_config": "a model's config.json named by a scenario",

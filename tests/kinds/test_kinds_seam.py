@@ -31,6 +31,7 @@ STATE_READERS = {
     "sweep/loadsteps.py": "the load runner's step words, bounded as load-state.json bounds them",
     "tune/collect.py": "the tune's own judge and writer, which kinds/tune.py wraps",
     "tune/judge.py": "the tune's own judge, which kinds/tune.py wraps",
+    "publish/abjudge.py": "the A/B's own judge, which kinds/ab.py wraps (it holds each arm's record to the run's id)",
     "analysis/load.py": "the load's own judge, which kinds/load.py wraps",
 }
 # Who may test a scenario's class outside the room, and why.

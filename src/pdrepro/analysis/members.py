@@ -20,11 +20,9 @@ naming the member and both values; a record that cannot be read is bad input (Us
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
-import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +36,6 @@ from ..rundir.layout import STACK_FILE
 from ..rundir.memberrecord import MemberFinding
 from ..scenario.model import Scenario, load_scenario
 from ..scenario.recorded import recorded_fingerprint
-
-CHUNK = 1 << 20  # bytes read at a time for a digest: memory stays flat whatever a log's size
 
 
 @dataclass(frozen=True)
@@ -194,19 +190,14 @@ def bench_findings(name: str, record: Mapping, length: int, prompts: int, concur
 
 
 def _digest(path: Path) -> str | None:
-    """sha256 of a regular, non-empty file (never through a link); None for anything else."""
+    """sha256 of a regular, non-empty file (never through a link); None for anything else (an empty file is no
+    measurement, so two empty files are no copy)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        if os.lstat(path).st_size == 0:
+            return None
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
-            return None
-        h = hashlib.sha256()
-        while chunk := f.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+    return runfile.sha256(path)
 
 
 def content(member: RunDir) -> dict[str, str]:

@@ -63,7 +63,8 @@ def register(sub) -> None:
         "failed, 2 bad input, 130/143 interrupted."))
     p.add_argument("--scenario", action="append",
                    help="shipped comparison scenario name or path to its YAML; repeat it to sweep several scenarios "
-                        "that share one launch (e.g. both rates) against each stack, each into RUN/<scenario name>")
+                        "that share one launch (e.g. both rates) against each stack, each into RUN/<scenario name>; no "
+                        "default: required unless --judge RUN")
     p.add_argument("--out", type=Path, metavar="RUN", help="run directory (created; reused to resume)")
     p.add_argument("--prefill-ip", help="this host's address, advertised by the servers (default 127.0.0.1)")
     add_site_options(p)

@@ -18,6 +18,7 @@ with the command that turns it back into the plain text the run's writer produce
 from __future__ import annotations
 
 import codecs
+import hashlib
 import io
 import json
 import os
@@ -209,3 +210,21 @@ def read_host(path: Path | str, kind: Kind = SYSFS, errors: str = "replace") -> 
     """A host file's text, under ``read_host_bytes``'s rules (undecodable bytes replaced, or with
     ``errors="strict"`` a UnicodeDecodeError)."""
     return read_host_bytes(path, kind).decode("utf-8", errors)
+
+
+def sha256(path: Path | str) -> str | None:
+    """The sha256 of the regular file at ``path``, streamed in blocks (a log of any size in constant memory), opened
+    without following a link or waiting on a FIFO; None for anything else there (nothing, a link, a FIFO, a
+    folder, a file this user cannot read). The one content digest: a copy of a run's file is found by it, and a
+    runner's own outputs are told from an edited one by it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        digest = hashlib.sha256()
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -21,6 +21,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from ..core import runfile
 from ..core.errors import UserError
 from ..core.safewrite import refusal, write_file
 from ..core.strictmodel import Record
@@ -56,15 +57,7 @@ def _digest(p: Path) -> str | None:
         return None
     if not stat.S_ISREG(st.st_mode):
         return "not a file"
-    try:
-        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return "unreadable"
-    digest = hashlib.sha256()
-    with os.fdopen(fd, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return runfile.sha256(p) or "unreadable"
 
 
 def _refuse(p: Path, command: str) -> UserError:
