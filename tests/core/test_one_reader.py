@@ -21,6 +21,7 @@ OWN = {"runfile", "safewrite"}
 READERS = {
     # The reader and the writer themselves.
     "core/runfile.py::_open": "the one reader",
+    "core/runfile.py::sha256": "the one reader's digest: streams a file of any size in blocks, never held whole",
     "core/safewrite.py::atomic": "the one writer (its temporary file)",
     "core/safewrite.py::open_log": "the one writer (a log a child writes into, O_NOFOLLOW)",
     # Writers that open a file they then write (not a read of a run file).
