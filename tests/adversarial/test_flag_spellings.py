@@ -19,6 +19,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +29,7 @@ from pdrepro.launch import plan as launch
 from pdrepro.scenario import serverflags
 from pdrepro.scenario.model import load_scenario, scenario_from_dict
 
-EXAMPLES = 300 if os.environ.get("PDREPRO_HYPOTHESIS") == "deep" else 30
+EXAMPLES_SEED = 30  # the seeded count; the deep profile runs ten times it (depth.examples)
 ENGINE = "sglang"
 TABLE = serverflags.table(ENGINE)
 assert TABLE is not None
@@ -118,7 +119,7 @@ def _scenario(extra: list[str]) -> None:
     scenario_from_dict(data, "scenario under test")
 
 
-@settings(max_examples=EXAMPLES)
+@settings(max_examples=examples(EXAMPLES_SEED))
 @given(flag=spelling(OWNED_DESTS), value=st.sampled_from(["2", "decode", "/elsewhere", "-1"]), joined=st.booleans(),
        free=st.lists(spelling(FREE_DESTS).filter(lambda w: server_reads([w]) is not None), max_size=2))
 def test_an_owned_flag_is_refused_under_every_spelling(flag, value, joined, free):
@@ -135,14 +136,14 @@ def test_an_owned_flag_is_refused_under_every_spelling(flag, value, joined, free
             raise AssertionError(f"{guard.__name__} took {words}")
 
 
-@settings(max_examples=EXAMPLES)
+@settings(max_examples=examples(EXAMPLES_SEED))
 @given(flag=spelling(OWNED_DESTS))
 def test_a_grid_of_an_owned_flag_is_refused_on_one_line(flag):
     rc, err = _grid(flag)
     assert rc == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
 
 
-@settings(max_examples=EXAMPLES)
+@settings(max_examples=examples(EXAMPLES_SEED))
 @given(words=st.lists(spelling(FREE_DESTS), min_size=1, max_size=3))
 def test_a_flag_the_plan_leaves_alone_passes_exactly_when_the_server_takes_it(words):
     read = server_reads(words)

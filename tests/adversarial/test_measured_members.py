@@ -15,13 +15,14 @@ import os
 import tempfile
 from pathlib import Path
 
+from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pdrepro import arms
 from pdrepro.scenario.model import load_scenario
 
-EXAMPLES = 1000 if os.environ.get("PDREPRO_HYPOTHESIS") == "deep" else 40
+EXAMPLES_SEED = 40  # the seeded count; the deep profile runs ten times it (depth.examples)
 SCENARIO = "onebox-qwen25-0.5b"
 SWEEP = load_scenario(SCENARIO).sweep
 KINDS = ["complete", "missing", "cut", "other-length", "short", "twice", "nothing-generated", "directory",
@@ -63,7 +64,7 @@ def _tree(root: Path) -> dict[str, str]:
     return out
 
 
-@settings(max_examples=EXAMPLES)
+@settings(max_examples=examples(EXAMPLES_SEED))
 @given(kinds=st.lists(st.sampled_from(KINDS), min_size=len(SWEEP.prompt_lens), max_size=len(SWEEP.prompt_lens)),
        folder_is_link=st.booleans())
 def test_a_member_counts_as_measured_only_with_every_length_complete_in_its_own_folder(kinds, folder_is_link):

@@ -12,12 +12,12 @@ finding at all (tested beside, so a strategy that bends nothing would fail)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
+from depth import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from runkinds import tree_hash
@@ -26,7 +26,7 @@ from pdrepro.publish import abjudge
 from pdrepro.rundir import armsstate, tuneplan
 from pdrepro.tune import judge as tunejudge
 
-EXAMPLES = 80 if os.environ.get("PDREPRO_HYPOTHESIS") == "deep" else 8
+EXAMPLES_SEED = 8  # the seeded count; the deep profile runs ten times it (depth.examples)
 RECORDED = Path(__file__).resolve().parents[1] / "recorded"
 SOURCES = {"tune": RECORDED / "h200-tune-0.5b-mooncake-tcp-sglang-0.5.15.post1" / "tune",
            "ab": RECORDED / "h200-ab-mooncake-tcp-vs-nixl-sglang-0.5.15.post1" / "ab"}
@@ -105,7 +105,7 @@ def _bend(kind: str, how: str, a: str, b: str, run: Path, outside: Path) -> set[
     return {f for s in (one, other) for f in settings_[s]["runs"]}
 
 
-@settings(max_examples=EXAMPLES, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(EXAMPLES_SEED), suppress_health_check=[HealthCheck.too_slow])
 @given(bend=BENDS)
 def test_a_bent_member_is_named_and_never_passes(bend):
     kind, how, a, b = bend
@@ -177,7 +177,7 @@ def _bend_load(how: str, a: str, b: str, run: Path, outside: Path) -> set[str]:
     return bent
 
 
-@settings(max_examples=EXAMPLES, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(EXAMPLES_SEED), suppress_health_check=[HealthCheck.too_slow])
 @given(bend=LOAD_BENDS)
 def test_a_bent_load_step_is_named_and_fails_its_gates(bend):
     from pdrepro.analysis.load import compute_load_summary

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +19,7 @@ from pdrepro.core.errors import UserError
 from pdrepro.rundir import ownoutputs
 
 # Seeded in `make test`; the deep profile runs ten times as many.
-EXAMPLES = 300 if os.environ.get("PDREPRO_HYPOTHESIS") == "deep" else 30
+EXAMPLES_SEED = 30  # the seeded count; the deep profile runs ten times it (depth.examples)
 NAMES = ("summary.json", "report.md", "plots/load.png")
 CHANGES = ("none", "delete", "same-bytes", "edit", "truncate", "append", "link", "dir", "fifo", "new-bytes")
 OURS = ("none", "delete", "same-bytes", "new-bytes")  # what leaves a file the runner may write
@@ -63,7 +64,7 @@ def _state(run: Path) -> dict[str, str]:
     return out
 
 
-@settings(max_examples=EXAMPLES)
+@settings(max_examples=examples(EXAMPLES_SEED))
 @given(changes=st.dictionaries(st.sampled_from(NAMES), st.sampled_from(CHANGES), max_size=3))
 def test_a_runner_writes_only_over_its_own_outputs(tmp_path_factory, changes):
     run = tmp_path_factory.mktemp("run")

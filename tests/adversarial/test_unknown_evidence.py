@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 
 from clihelp import pdrepro
+from depth import examples
 from fakecluster import mooncake_startup
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -64,7 +65,7 @@ def _node() -> Path:
     return root
 
 
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(content=NOT_DIGITS, port=st.integers(0, 3))
 def test_an_mtu_file_that_is_no_number_never_passes(content, port):
     root = _node()
@@ -97,7 +98,7 @@ def _run() -> RunDir:
 DAY = 86400.0
 
 
-@settings(max_examples=8)
+@settings(max_examples=examples(8))
 @given(length=st.sampled_from(PUBLISHED.sweep.prompt_lens), after=st.booleans(),
        gap=st.floats(min_value=3.0, max_value=30 * DAY, allow_nan=False), stretch=st.floats(0.1, 10.0))
 def test_counters_read_clear_of_the_requests_never_pass(length, after, gap, stretch):
@@ -156,7 +157,7 @@ def _verdict(used, evidence) -> str:
     return next(r.verdict for r in evaluate(summary, ONEBOX) if r.name == "transport")
 
 
-@settings(max_examples=20)
+@settings(max_examples=examples(20))
 @given(run_backend=st.sampled_from(sorted(RUN_BACKENDS)),
        blocks=st.lists(st.tuples(st.sampled_from(sorted(BLOCKS)), st.sampled_from(["tcp", "rdma", "force-tcp"])),
                        min_size=1, max_size=4),

@@ -9,6 +9,7 @@ import pytest
 from sysfs_builder import h20_node, rxe_node
 
 from pdrepro.cli import main
+from pdrepro.core.errors import UserError
 from pdrepro.core.roce import FULL_MTU, payload_ceiling_GB_s, roce_mtu
 from pdrepro.fabric import doctor
 from pdrepro.fabric.checks.rdma import holds_published_run
@@ -134,12 +135,15 @@ def test_an_unreadable_mtu_fails_a_published_run_node(tmp_path, content):
     assert "/sys/class/net/<netdev>/mtu" in c.fix
 
 
-def test_an_mtu_file_that_is_a_folder_is_not_measured_either(tmp_path):
+def test_an_mtu_file_that_is_a_folder_never_passes(tmp_path):
+    # A folder where the kernel shows a file is no sysfs tree the kernel made: the one capped reader refuses it in
+    # one line (as a FIFO), rather than read it as an MTU.
     h20_node(tmp_path / "sys")
     mtu = tmp_path / "sys" / "class" / "net" / "ens10np0" / "mtu"
     mtu.unlink()
     mtu.mkdir()
-    assert _mtu_check(_ctx(tmp_path)).status == "fail"
+    with pytest.raises(UserError, match="is a directory, not a regular file"):
+        _mtu_check(_ctx(tmp_path))
 
 
 @pytest.mark.parametrize("kw", [dict(scenario=load_scenario("onebox-qwen25-0.5b")), dict(scenario=None),

@@ -250,9 +250,10 @@ def test_the_gates_fail_the_port_gate_by_name_and_no_other(node, even_run):
     assert _baseline(tmp_path, even_run.root) == 1
     repo = Path(__file__).resolve().parents[2]
     proc = subprocess.run([sys.executable, "-m", "pytest", "repro/", "-p", "no:cacheprovider", "-p", "no:xdist",
-                           "--run-dir", str(even_run.root), "-rf"], cwd=repo, capture_output=True, text=True, timeout=300)
+                           "--run-dir", str(even_run.root), "--junitxml", str(tmp_path / "junit.xml"), "-rf"], cwd=repo,
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout[-2000:]
-    cases = ET.parse(even_run.root / "junit.xml").getroot().iter("testcase")
+    cases = ET.parse(tmp_path / "junit.xml").getroot().iter("testcase")
     failed_gates = sorted(c.get("name") for c in cases if c.find("failure") is not None)
     assert failed_gates == ["test_each_port_reaches_its_line_rate_in_the_baseline"]
     assert "port mlx5_1 alone: 30.00 GB/s = 60.0 % of its 50.0 GB/s line rate, short of 90 %" in proc.stdout

@@ -22,9 +22,10 @@ def test_the_engine_hint_names_the_tunes_scenario_and_parses(tmp_path):
     rendered = pdrepro("tune", "--render", "slurm", "--scenario", "h20-qwen3-235b-1p1d",
                        "--grid", "SGLANG_DISAGGREGATION_THREAD_POOL_SIZE=4,16", "--out", run)
     assert rendered.rc == 0, rendered.err
-    collected = pdrepro("tune", "--collect", run)
+    report = tmp_path / "tune-report.md"  # judging writes nothing into the run: the report goes where it is told
+    collected = pdrepro("tune", "--judge", run, "--report", report)
     assert collected.rc == 1  # no run has run yet: nothing is judged, and the report says what to measure
-    hints = _hints((run / "tune-report.md").read_text())
+    hints = _hints(report.read_text())
     assert hints, "the tune report suggests no engine measurement"
     for words in hints:
         filled = [w.replace("RUN/", f"{run}/") for w in words[1:]]

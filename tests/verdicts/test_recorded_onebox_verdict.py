@@ -115,8 +115,8 @@ def test_the_sweep_records_its_hosts_own_addresses(tmp_path):
     assert "127.0.0.1" in addresses() or "::1" in addresses()
 
 
-def _junit(run: Path) -> dict[str, str]:
-    cases = ET.parse(run / "junit.xml").getroot().iter("testcase")
+def _junit(path: Path) -> dict[str, str]:
+    cases = ET.parse(path).getroot().iter("testcase")
     return {c.get("name"): ("failed" if c.find("failure") is not None else "skipped" if c.find("skipped") is not None
                             else "passed") for c in cases}
 
@@ -126,8 +126,10 @@ def test_the_gates_skip_not_applicable_checks_and_never_count_them_passed(tmp_pa
     run = copy_run(tmp_path)
     scenario = ["--scenario", "onebox-qwen25-0.5b"] if policy == "any" else []
     proc = subprocess.run([sys.executable, "-m", "pytest", "repro/", "-p", "no:cacheprovider", "-p", "no:xdist",
-                           "--run-dir", str(run), *scenario], cwd=REPO, capture_output=True, text=True, timeout=300)
-    results = _junit(run)
+                           "--run-dir", str(run), "--junitxml", str(tmp_path / "junit.xml"), *scenario], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    # The gates write no JUnit file into the run they judge: it goes where pytest is told.
+    results = _junit(tmp_path / "junit.xml")
     gated = {f"test_nics_witness_the_kv[L{L}]" for L in LENGTHS} | {"test_transport_proven"}
     if policy == "any":
         assert proc.returncode == 0, proc.stdout[-3000:]
