@@ -39,10 +39,11 @@ KINDS = {
     "h200-onebox-sglang-0.5.15.post1": "sweep", "h200-onebox-host-sglang-0.5.15.post1": "sweep",
     "h200-onebox-nixl-and-mooncake-sglang-0.5.15.post1/nixl": "sweep",
 }
-# `pdrepro check`'s exit status on each recorded run, as it was before the kinds registry (the same runs, unedited).
+# `pdrepro check`'s exit status on each recorded run (the same runs, unedited): as before the kinds registry, but a
+# composite's folder is now judged by its kind's own judge (the A/B and the tune pass, as `--judge` says).
 CHECK_EXIT = {
-    AB: 2, f"{AB}/nixl": 0, CMP: 2, f"{CMP}/a10-qwen25-7b-onebox-rate1": 0, LOAD: 0, f"{LOAD}/steps/c1": 2,
-    TUNE: 2, f"{TUNE}/s1": 0, "h200-onebox-sglang-0.5.15.post1": 1,
+    AB: 0, f"{AB}/nixl": 0, CMP: 2, f"{CMP}/a10-qwen25-7b-onebox-rate1": 0, LOAD: 0, f"{LOAD}/steps/c1": 2,
+    TUNE: 0, f"{TUNE}/s1": 0, "h200-onebox-sglang-0.5.15.post1": 1,
     "h200-onebox-nixl-and-mooncake-sglang-0.5.15.post1/nixl": 1,
 }
 
@@ -111,3 +112,15 @@ def test_a_composite_state_file_decides_over_the_folders_it_holds(tmp_path):
     copy = copy_recorded(RECORDED / AB, tmp_path / "ab")
     shutil.copytree(RECORDED / f"{AB}/nixl/bench", copy.root / "bench")
     assert registry.kind_of(copy).name == "ab"
+
+
+@pytest.mark.parametrize("folder, command", [(AB, "ab"), (TUNE, "tune"),
+                                             ("h200-ab-mooncake-tcp-vs-nixl-sglang-0.5.15.post1/first-session", "ab")])
+def test_check_and_the_kinds_own_judge_give_one_verdict_and_status(tmp_path, folder, command):
+    copy = copy_recorded(RECORDED / folder, tmp_path / "run")
+    before = tree_hash(copy.root)
+    checked, judged = pdrepro("check", copy.root), pdrepro(command, "--judge", copy.root)
+    assert checked.rc == judged.rc, (checked.err[-1500:], judged.err[-1500:])
+    if checked.rc != 2:
+        assert checked.out.rstrip() == judged.out.rstrip()  # the same report, from the same judge
+    assert tree_hash(copy.root) == before

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..core.errors import UserError
 from ..publish.abjudge import ArmInput, judge
+from ..report.ab import render as render_report
 from ..rundir import RunDir, armsstate
 from ..rundir.absummary import AB_LABEL, AbSummary
 from . import recorded
@@ -26,3 +27,11 @@ class Ab(CompositeKind):
         if state is None:
             raise UserError(f"{armsstate.path(run.root)}: missing; the A/B's arms are named there")
         return judge(run.root, state.label, [ArmInput(a.name, a.backend, a.unfinished()) for a in state.arms])
+
+    def judged(self, run: RunDir) -> tuple[AbSummary, str, bool]:
+        state = armsstate.read(run.root)
+        for arm in state.arms if state is not None else []:
+            if not (run.root / arm.name).is_dir():  # as `ab --judge` refuses it: nothing of that arm to judge
+                raise UserError(f"{run.root / arm.name}: no such arm folder; run the arm (or its job) first")
+        summary = self.summary(run)
+        return summary, render_report(summary), summary.passed

@@ -1,13 +1,18 @@
 """A kind whose run is members (arms, settings) in folders of their own, judged by the kind's own judge
-(`pdrepro ab --judge`, `pdrepro tune --collect`): `pdrepro check` and `pdrepro analyze` judge one run, so on
-such a folder they name the kind's judge and the members to check instead (exit 2, as before the registry)."""
+(`pdrepro ab --judge`, `pdrepro tune --judge`). `pdrepro check` on such a folder gives that judge's verdict and
+exit status, in memory; `pdrepro analyze` rewrites one run's summary, so on such a folder it names the kind's
+runner and the members to analyse instead (exit 2)."""
 
 from __future__ import annotations
 
 import argparse
+from abc import abstractmethod
 from typing import ClassVar, NoReturn
 
+from pydantic import BaseModel
+
 from ..core.errors import UserError
+from ..core.exits import EXIT_FAILED
 from ..rundir import RunDir, armsstate
 from ..verdicts.outcome import Verdict
 from .base import RunKind
@@ -23,8 +28,17 @@ class CompositeKind(RunKind):
         raise UserError(f"{run.root}: {self.what} (members: {members}); `pdrepro {command}` takes one run: judge it "
                         f"with `{self.judge_command.replace('RUN', str(run.root))}`, or give one member's folder")
 
+    @abstractmethod
+    def judged(self, run: RunDir) -> tuple[BaseModel, str, bool]:
+        """The composite judged by its own judge, in memory: its summary, its report's text, whether it passed."""
+
     def verdict(self, run: RunDir, args: argparse.Namespace) -> Verdict:
-        self._refuse(run, "check")
+        # The kind's own judge gives the verdict, so `check` and `--judge` agree on every composite by construction.
+        summary, text, passed = self.judged(run)
+        status = 0 if passed else EXIT_FAILED
+        data = {"run": str(run.root), "kind": self.name, "passed": passed, "exit_status": status,
+                "summary": summary.model_dump(mode="json")}
+        return Verdict(text.rstrip("\n").splitlines(), f"{self.what}: {'passed' if passed else 'failed'}", data, status)
 
     def analyze(self, run: RunDir, args: argparse.Namespace) -> int:
         return self._refuse(run, "analyze")

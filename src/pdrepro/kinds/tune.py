@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..core.errors import UserError
 from ..rundir import RunDir, armsstate, tuneplan
 from ..rundir.tunesummary import TUNE_LABEL, TuneSummary
+from ..tune.collect import collected
 from ..tune.judge import judge
 from . import recorded
 from .composite import CompositeKind
@@ -15,7 +16,7 @@ from .composite import CompositeKind
 class Tune(CompositeKind):
     name = TUNE_LABEL.word
     summary_model = TuneSummary
-    judge_command = "pdrepro tune --collect RUN"
+    judge_command = "pdrepro tune --judge RUN"
     what = "a tune of knob settings"
 
     def records(self, run: RunDir) -> bool:
@@ -28,3 +29,14 @@ class Tune(CompositeKind):
             raise UserError(f"{tuneplan.path(run.root)}: missing; the tune's settings are planned there")
         state = armsstate.read(run.root)
         return judge(run.root, plan, state if state is not None and state.label == plan.label else None)
+
+    def judged(self, run: RunDir) -> tuple[TuneSummary, str, bool]:
+        plan = tuneplan.read(run.root)
+        if plan is None:
+            raise UserError(f"{tuneplan.path(run.root)}: missing; the tune's settings are planned there")
+        state = armsstate.read(run.root)
+        if state is not None and state.label != plan.label:
+            raise UserError(f"{armsstate.path(run.root)}: holds {state.label!r}, not this tune's {plan.label!r}; the "
+                            "folder mixes two runs: give the tune's own folder")
+        summary, text, _overlay = collected(run.root, plan)
+        return summary, text, all(r.passed for s in summary.settings for r in s.runs)
