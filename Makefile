@@ -38,7 +38,7 @@ setup: $(BIN)/pdrepro ## Create .venv with the bundle and its test tools
 # Progress as a count of finished tests with the time so far (tests/elapsed.py), the ten slowest at the end.
 # Workers for `make test`: the cores, but at least 4. Much of the suite waits on containers, a local SLURM
 # job and child processes rather than computing, so on a 2-core machine 4 workers overlap those waits
-# (the whole suite with its Docker tests, a fresh clone on one 2-core machine: 10 min 41 s with 4 workers for 1948 tests).
+# (the whole suite with its Docker tests on one 2-core machine: 10 min 20 s with 4 workers for 2258 tests).
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 4); [ "$$n" -lt 4 ] && n=4; echo $$n)
 
 test: setup ## Run the bundle's own tests (in parallel), showing progress; print the slowest tests and line coverage
