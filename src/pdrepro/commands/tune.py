@@ -30,7 +30,7 @@ from ..rundir.tunesummary import TUNE_LABEL
 from ..scenario.model import Scenario, load_scenario
 from ..tune import grid
 from ..tune import slurm as slurm_render
-from ..tune.collect import check_outputs, collect, collected
+from ..tune.collect import check_outputs, collect, collected, own_plan, passed
 from ..tune.judge import engine_alone
 from . import run_command
 from . import stack as stack_words
@@ -228,16 +228,8 @@ def _collect(run: Path, args) -> int:
         raise UserError(f"--judge {run}: no such folder; give the tune's run folder")
     check_report_target(args, run)
     refuse_inside(args.overlay, run, "--overlay")
-    plan = tuneplan.read(run)
-    if plan is None:
-        raise UserError(f"{tuneplan.path(run)}: no tune plan there; give the folder `pdrepro tune --out` (or "
-                        "--render) wrote")
-    state = armsstate.read(run)
-    if state is not None and state.label != plan.label:
-        raise UserError(f"{armsstate.path(run)}: holds {state.label!r}, not this tune's {plan.label!r}; the folder "
-                        "mixes two runs: give the tune's own folder")
-    summary, text, overlay = collected(run, plan)
+    summary, text, overlay = collected(run, own_plan(run))
     if args.overlay is not None:
         write_file(args.overlay, overlay, "--overlay")
     emit(args, run, text, summary.model_dump(mode="json"))
-    return 0 if all(r.passed for s in summary.settings for r in s.runs) else EXIT_FAILED
+    return 0 if passed(summary) else EXIT_FAILED

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import yaml
 
+from ..core.errors import UserError
 from ..report.tune import render as render_report
-from ..rundir import armsstate, ownoutputs
+from ..rundir import armsstate, ownoutputs, tuneplan
 from ..rundir.contract import dumps_json
 from ..rundir.tuneplan import TunePlan
 from ..rundir.tunesummary import TUNE_LABEL, TuneBest, TuneSummary
@@ -60,6 +61,25 @@ def check_outputs(run: Path) -> None:
     edited report), is refused before any is written (and before a tune spends its GPU time), so a summary
     never stands beside a report of another collection."""
     ownoutputs.refuse_foreign(Path(run), (SUMMARY, REPORT, OVERLAY), "tune")
+
+
+def own_plan(run: Path) -> TunePlan:
+    """The tune's plan in ``run``, refused in one line where there is none or where the arms state beside it is
+    another run's (the folder mixes two runs): what every judge of a tune reads first."""
+    plan = tuneplan.read(run)
+    if plan is None:
+        raise UserError(f"{tuneplan.path(run)}: no tune plan there; give the folder `pdrepro tune --out` (or "
+                        "--render) wrote")
+    state = armsstate.read(run)
+    if state is not None and state.label != plan.label:
+        raise UserError(f"{armsstate.path(run)}: holds {state.label!r}, not this tune's {plan.label!r}; the folder "
+                        "mixes two runs: give the tune's own folder")
+    return plan
+
+
+def passed(summary: TuneSummary) -> bool:
+    """Every run of every setting passed its checks (the tune's exit status, 0 or 1)."""
+    return all(r.passed for s in summary.settings for r in s.runs)
 
 
 def collected(run: Path, plan: TunePlan) -> tuple[TuneSummary, str, str]:
