@@ -13,6 +13,7 @@ from ..scenario.model import Scenario
 from .ab import Ab
 from .base import RunKind
 from .compare import Compare
+from .fault import Fault
 from .load import Load
 from .smoke import Smoke
 from .summarykind import SummaryKind
@@ -20,6 +21,7 @@ from .sweep import Sweep
 from .tune import Tune
 
 KINDS: tuple[RunKind, ...] = (
+    Fault(),
     Load(),
     Ab(),
     Tune(),

@@ -151,6 +151,10 @@ class Thresholds(Record):
         default=3.0,
         description="`pdrepro load`: highest per-request KV transfer time p99 over its p50 at any load step (a tail "
                     "grown past this under load is queueing, not the fabric)")
+    max_fault_recovery_s: Annotated[float, NumberBounds(ge=1, le=3600)] = Field(
+        default=120.0,
+        description="`pdrepro fault`: longest time from a fault's end (the kill, or the SIGCONT of a stopped server) "
+                    "until the router answers a request again, seconds; a killed server's restart counts in it")
     max_kv_size_mismatch_pct: NonNegative = Field(
         default=5.0,
         description="largest gap between the scenario's KV size and the one the server logs before a warning, percent")

@@ -88,3 +88,9 @@ def take_down(rec: StackRecord, grace_s: float, say: Callable[[str], None]) -> l
             say("processes of this stack it does not name, found by its marker: "
                 + ", ".join(f"{f.name} (pid {f.pid}) {done.get(f.pid or 0, '?')}" for f in strays))
     return list(refused.values())
+
+
+def send(f: proof.Finding, stack_id: str, sig: int) -> bool:
+    """``sig`` to the proven process ``f`` (pinned by a pidfd and proven again first); whether it was sent.
+    `pdrepro fault` signals through this, as `stack down` does."""
+    return _send(f, stack_id, sig)

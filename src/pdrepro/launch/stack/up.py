@@ -134,8 +134,10 @@ class Launcher:
                                health_url=step.health_url, started_at=_now())
         # The entry is on disk before the child exists and completed right after it, with signals held back
         # in between: at no moment does a child run that the record (its entry, or its stack id) does not name.
+        # A restart (`pdrepro fault`) takes the place of its role's entry, so the record names one process per role.
+        at = next((i for i, e in enumerate(self.entries) if e.name == step.name), len(self.entries))
         with signals.deferred():
-            self.entries.append(entry)
+            self.entries[at:at + 1] = [entry]
             self._save()
             log_fd = _open_log(log_path)
             try:
@@ -148,7 +150,7 @@ class Launcher:
             self.popens.append(proc)
             # None: it has ended already; the record then names a pid that no signal is ever sent to.
             ticks = ownership.start_ticks(proc.pid)
-            self.entries[-1] = entry.model_copy(update={"pid": proc.pid, "start_ticks": ticks})
+            self.entries[at] = entry.model_copy(update={"pid": proc.pid, "start_ticks": ticks})
             self._save()
         log.info(f"stack up: started {step.name} (pid {proc.pid}), log {log_path}")
         return proc

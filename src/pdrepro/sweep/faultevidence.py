@@ -1,0 +1,119 @@
+"""What the servers say about a fault's window, beside the client's record: their /metrics counters before
+and after the load, and the error lines their logs gained from the moment the load started (the logs of the
+stack run, RUN/logs/, which a restarted process appends to)."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.errors import UserError
+from ..launch.stack.record import StackRecord
+from ..parsers.promcounters import ServerCounters, counters_text
+from ..rundir.faultsummary import LogLine, ServerMetrics
+
+# A scrape of /metrics is a few hundred kB; more is not a server's answer.
+MAX_SCRAPE_BYTES = 8 << 20
+# A line a server logs when something went wrong (SGLang logs through `logging`: ERROR, WARNING with a failure,
+# a traceback; Mooncake's glog lines start with E).
+# An access log line of a 5xx answer ("POST /generate HTTP/1.1" 502) is one too.
+ERROR_LINE = re.compile(r"error|exception|traceback|fail|timed? ?out|abort|refused|reset by peer|^E\d{4} |\" 5\d\d ",
+                        re.IGNORECASE)
+KEEP_LINES = 20          # per server and fault
+MAX_LINE_CHARS = 300
+MAX_WINDOW_BYTES = 64 << 20  # read at most this much of a log's window
+
+
+def scrape(url: str, timeout_s: float = 5.0) -> ServerCounters | None:
+    """The server's counters now, or None (no /metrics served, not reachable, not readable)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            text = resp.read(MAX_SCRAPE_BYTES).decode(errors="replace")
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    try:
+        return counters_text(text, url)
+    except UserError:
+        return None
+
+
+def metrics_url(health_url: str) -> str:
+    parts = health_url.split("/", 3)
+    return f"{parts[0]}//{parts[2]}/metrics"
+
+
+def servers(rec: StackRecord) -> list[tuple[str, str]]:
+    """(name, /metrics URL) of each server of the stack (the router serves none of SGLang's counters)."""
+    return [(p.name, metrics_url(p.health_url)) for p in rec.processes if p.role.value != "router"]
+
+
+def _delta(after: float | None, before: float | None) -> float | None:
+    if after is None or before is None or after < before:
+        return None
+    return round(after - before, 3)
+
+
+def window(name: str, before: ServerCounters | None, after: ServerCounters | None, restarted: bool) -> ServerMetrics:
+    if restarted:
+        return ServerMetrics(server=name, note="started again during the fault: its counters began at zero")
+    if before is None or after is None:
+        return ServerMetrics(server=name, note="no /metrics scrape (start the stack with --enable-metrics)")
+    got = ServerMetrics(server=name, generate_responses=_delta(after.generate_responses, before.generate_responses),
+                        generate_failed=_delta(after.generate_failed, before.generate_failed),
+                        requests_processed=_delta(after.requests, before.requests))
+    if after.generate_responses is not None and before.generate_responses is not None \
+            and after.generate_responses < before.generate_responses:
+        got = got.model_copy(update={"note": "its counters went down: the server was started again"})
+    return got
+
+
+@dataclass(frozen=True)
+class LogMark:
+    name: str
+    path: Path
+    offset: int
+
+
+def marks(run: Path, rec: StackRecord) -> list[LogMark]:
+    """Where each recorded process's log ends now."""
+    out = []
+    for p in rec.processes:
+        path = Path(run) / p.log
+        try:
+            size = path.stat().st_size if path.is_file() and not path.is_symlink() else 0
+        except OSError:
+            size = 0
+        out.append(LogMark(p.name, path, size))
+    return out
+
+
+def error_lines(found: list[LogMark]) -> tuple[list[LogLine], int]:
+    """The error lines each log gained after its mark (at most KEEP_LINES per server); and how many more there were."""
+    kept: list[LogLine] = []
+    more = 0
+    for m in found:
+        try:
+            # Never through a link planted in the run, never a FIFO that blocks: a regular file, from the mark on.
+            fd = os.open(m.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    continue
+                f.seek(m.offset)
+                chunk = f.read(MAX_WINDOW_BYTES)
+        except OSError:
+            continue
+        n = 0
+        for raw in chunk.decode(errors="replace").splitlines():
+            if not ERROR_LINE.search(raw):
+                continue
+            n += 1
+            if n <= KEEP_LINES:
+                kept.append(LogLine(server=m.name, line=raw.strip()[:MAX_LINE_CHARS]))
+            else:
+                more += 1
+    return kept, more
