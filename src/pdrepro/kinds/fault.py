@@ -9,8 +9,7 @@ from tabulate import tabulate
 
 from ..core.exits import EXIT_FAILED
 from ..report.fault import fault_table, render
-from ..rundir import RunDir, faultsummary
-from ..rundir.contract import write_atomic
+from ..rundir import RunDir, faultsummary, ownoutputs
 from ..rundir.faultsummary import FaultSummary
 from ..verdicts.fault import fault_checks, run_checks
 from ..verdicts.outcome import Verdict, result_data
@@ -51,7 +50,7 @@ class Fault(RunKind):
     def analyze(self, run: RunDir, args: argparse.Namespace) -> int:
         # The report is drawn again from the summary the fault run wrote (nothing else is measured afterwards).
         summary = faultsummary.read(run.root)
-        write_atomic(run.root / faultsummary.REPORT, render(summary), run.root)
+        ownoutputs.write_outputs(run.root, {faultsummary.REPORT: render(summary)}, "fault")
         print(fault_table(summary))
         print(f"report: {run.root / faultsummary.REPORT}")
         return 0
