@@ -42,7 +42,7 @@ CLASS_TESTS = {
     "commands/smoke.py": "the smoke runner refuses a scenario that is no kv-sweep before it starts its containers",
 }
 # The words a run's ``source`` or ``kind`` holds: the kinds' names, the summary models' keys, the scenario kinds.
-KIND_WORDS = {"sweep", "smoke", "load", "ab", "tune", "compare", "comparison", "sglang", "kv-sweep"}
+KIND_WORDS = {"sweep", "smoke", "load", "ab", "tune", "compare", "comparison", "sglang", "kv-sweep", "fault"}
 SCENARIO_CLASSES = {name for name, value in vars(scenario_model).items()
                     if isinstance(value, type) and name.endswith("Scenario")}
 

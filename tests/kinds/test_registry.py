@@ -50,7 +50,7 @@ CHECK_EXIT = {
 
 def test_every_kind_has_one_module_behind_the_interface_and_one_name():
     names = registry.names()
-    assert sorted(names) == ["ab", "compare", "load", "smoke", "sweep", "tune"]
+    assert sorted(names) == ["ab", "compare", "fault", "load", "smoke", "sweep", "tune"]
     assert all(isinstance(k, RunKind) for k in registry.KINDS)
     modules = {type(k).__module__ for k in registry.KINDS}
     assert modules == {f"pdrepro.kinds.{n}" for n in names}
@@ -58,7 +58,7 @@ def test_every_kind_has_one_module_behind_the_interface_and_one_name():
     models = [k.summary_model for k in registry.KINDS]
     assert len(set(models)) == len(models)
     assert {m.__name__ for m in models} == {"Summary", "SmokeSummary", "ComparisonSummary", "AbSummary", "TuneSummary",
-                                             "LoadSummary"}
+                                             "LoadSummary", "FaultSummary"}
 
 
 @pytest.mark.parametrize("folder, kind", sorted(KINDS.items()))

@@ -30,19 +30,26 @@ Seconds = Annotated[float, NumberBounds(ge=0)]
 Count = Annotated[int, IntBounds(0)]
 
 
+def _d(text: str, default=...):
+    return Field(default, description=text)
+
+
 class RequestRecord(Record):
-    index: Count
-    sent_s: Seconds | None        # seconds after the load started; None: never sent
-    ended_s: Seconds | None       # None: it had not ended when the load was collected
-    outcome: Outcome
-    status: Annotated[int, IntBounds(100, 599)] | None = None   # the HTTP status, where one came
-    error: Annotated[str, Field(max_length=400)] | None = None  # what the client saw, shortened
+    index: Count = _d("the request's number in the load, from 0")
+    sent_s: Seconds | None = _d("seconds after the load started that it was sent; null: never sent")
+    ended_s: Seconds | None = _d("seconds after the load started that it ended; null: it had not ended when the load "
+                                 "was collected")
+    outcome: Outcome = _d("how it ended as the client saw it: answered (HTTP 200 with a body), http_error, "
+                          "client_error (refused, reset, closed without an answer), no_answer (nothing before the "
+                          "client's timeout), not_ended")
+    status: Annotated[int, IntBounds(100, 599)] | None = _d("the HTTP status, where one came", None)
+    error: Annotated[str, Field(max_length=400)] | None = _d("what the client saw, shortened", None)
 
 
 class Counts(Record):
-    answered: Count
-    errored: Count
-    lost: Count
+    answered: Count = _d("requests answered")
+    errored: Count = _d("requests that ended with an error the client saw")
+    lost: Count = _d("requests with neither an answer nor an error before the client's timeout (or no end)")
 
 
 def account(requests: tuple[RequestRecord, ...] | list[RequestRecord]) -> Counts:
@@ -54,8 +61,8 @@ def account(requests: tuple[RequestRecord, ...] | list[RequestRecord]) -> Counts
 
 
 class LogLine(Record):
-    server: str
-    line: Annotated[str, Field(max_length=400)]
+    server: str = _d("the recorded process whose log holds the line (prefill-0, decode-0, router)")
+    line: Annotated[str, Field(max_length=400)] = _d("the line, shortened")
 
 
 class ServerMetrics(Record):
@@ -63,48 +70,50 @@ class ServerMetrics(Record):
     one after: sglang:http_responses_total for /generate, sglang:num_requests_total); None where a scrape failed,
     the server serves no /metrics, or it was started again (its counters began at zero)."""
 
-    server: str
-    generate_responses: FiniteNumber | None = None
-    generate_failed: FiniteNumber | None = None    # /generate answered with a status other than 2xx
-    requests_processed: FiniteNumber | None = None
-    note: str = ""
+    server: str = _d("the recorded server")
+    generate_responses: FiniteNumber | None = _d("/generate requests it answered in the window", None)
+    generate_failed: FiniteNumber | None = _d("of them, answered with a status other than 2xx", None)
+    requests_processed: FiniteNumber | None = _d("requests it processed in the window (sglang:num_requests_total)", None)
+    note: str = _d("why a figure is missing", "")
 
 
 class FaultResult(Record):
-    fault: FaultName
-    target: str                         # the recorded process the fault was aimed at (decode-0, router, ...)
-    signalled: tuple[str, ...] = ()     # "name (pid N)" of each process a signal reached
-    error: str | None = None            # why the fault could not be run as asked (then it fails)
-    started_at: str                     # UTC, ISO 8601: when the load started
-    fault_at_s: Seconds | None = None   # seconds after the load started
-    stopped_for_s: Seconds | None = None  # stop-decode: seconds between SIGSTOP and SIGCONT
-    resumed: bool | None = None         # stop-decode: SIGCONT reached every stopped process
-    restarted: bool | None = None       # kill-*: the role was started again from its recorded command
-    in_flight_at_fault: Count = 0
-    recovery_s: Seconds | None = None   # seconds from the kill (or the SIGCONT) until the router answered again
-    recovery_bound_s: Annotated[float, NumberBounds(ge=0)]
-    recovery_note: str = ""
-    client_timeout_s: Annotated[float, NumberBounds(ge=0)]
-    requests: tuple[RequestRecord, ...]
-    counts: Counts
-    log_lines: tuple[LogLine, ...] = ()
-    log_lines_more: Count = 0           # error lines past the ones kept
-    metrics: tuple[ServerMetrics, ...] = ()
+    fault: FaultName = _d("the fault injected")
+    target: str = _d("the recorded process the fault was aimed at")
+    signalled: tuple[str, ...] = _d("each process a signal reached, as 'name (pid N)': the target and what it forked",
+                                    ())
+    error: str | None = _d("why the fault could not be run as asked (it then fails)", None)
+    started_at: str = _d("when the fault's load started, UTC, ISO 8601")
+    fault_at_s: Seconds | None = _d("seconds after the load started that the signal was sent", None)
+    stopped_for_s: Seconds | None = _d("stop-decode: seconds between SIGSTOP and SIGCONT", None)
+    resumed: bool | None = _d("stop-decode: SIGCONT reached every stopped process", None)
+    restarted: bool | None = _d("kill-*: the role was started again from its recorded command and came up", None)
+    in_flight_at_fault: Count = _d("requests sent and not ended when the signal was sent", 0)
+    recovery_s: Seconds | None = _d("seconds from the kill (or the SIGCONT) until the router answered a request "
+                                    "again; null: not within the bound", None)
+    recovery_bound_s: Annotated[float, NumberBounds(ge=0)] = _d("the longest recovery that passes, seconds")
+    recovery_note: str = _d("why the recovery was not measured", "")
+    client_timeout_s: Annotated[float, NumberBounds(ge=0)] = _d("seconds a request could wait for its answer")
+    requests: tuple[RequestRecord, ...] = _d("every request of the fault's load, in order")
+    counts: Counts = _d("the requests' classes, as written (the judge counts them again from the requests)")
+    log_lines: tuple[LogLine, ...] = _d("error lines the servers' logs gained from the load's start on", ())
+    log_lines_more: Count = _d("error lines past the ones kept", 0)
+    metrics: tuple[ServerMetrics, ...] = _d("each server's /metrics counters over the window", ())
 
 
 class FaultSummary(Record):
-    schema_version: Literal[1] = 1
-    kind: Literal["fault"] = "fault"
-    stack_run: str
-    scenario: str
-    stack_id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")]
-    router_url: str
-    requests_per_fault: Annotated[int, IntBounds(1)]
-    concurrency: Annotated[int, IntBounds(1)]
-    recovery_bound_s: Annotated[float, NumberBounds(ge=0)]
-    bound_source: str                   # where the bound came from (the scenario's threshold, or --recovery-bound)
-    faults: tuple[FaultResult, ...]
-    stack_up_after: bool | None = None  # every recorded process proven ours and answering at the end
+    schema_version: Literal[1] = _d("the version of this file's shape", 1)
+    kind: Literal["fault"] = _d("the kind of run", "fault")
+    stack_run: str = _d("the folder of the stack the faults hit (`pdrepro stack up --out`)")
+    scenario: str = _d("the scenario the stack record names")
+    stack_id: Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")] = _d("the stack record's id")
+    router_url: str = _d("the router the load went through")
+    requests_per_fault: Annotated[int, IntBounds(1)] = _d("requests each fault's load sent")
+    concurrency: Annotated[int, IntBounds(1)] = _d("requests in flight at most")
+    recovery_bound_s: Annotated[float, NumberBounds(ge=0)] = _d("the longest recovery that passes, seconds")
+    bound_source: str = _d("where the bound came from (the scenario's threshold, or --recovery-bound)")
+    faults: tuple[FaultResult, ...] = _d("each fault run, in order")
+    stack_up_after: bool | None = _d("every recorded process proven the stack's and answering at the end", None)
 
 
 def path(run: Path) -> Path:

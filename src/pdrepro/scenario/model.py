@@ -50,7 +50,7 @@ _GEOMETRY_FINGERPRINT_NEUTRAL = {"intermediate_size": None, "vocab_size": None}
 # Threshold keys added later, left out at their default, so runs recorded before them keep their fingerprint
 # (they are judged by the default, which the summary states).
 _THRESHOLDS_FINGERPRINT_NEUTRAL = {"min_rail_share": 0.5, "min_port_baseline_fraction": 0.9,
-                                   "max_transfer_p99_over_p50": 3.0, "derivation": {}}
+                                   "max_transfer_p99_over_p50": 3.0, "max_fault_recovery_s": 120.0, "derivation": {}}
 # Top-level keys added later whose absence (None) leaves a scenario's fingerprint as it was.
 _ABSENT_NEUTRAL = ("ab",)
 

@@ -17,6 +17,7 @@ from pydantic import TypeAdapter
 from ..core.safewrite import write_file
 from ..rundir.absummary import AbSummary
 from ..rundir.baseline import BaselineFile
+from ..rundir.faultsummary import FaultSummary
 from ..rundir.loadsummary import LoadSummary
 from ..rundir.summarymodel import ComparisonSummary, SmokeSummary, Summary
 from ..rundir.tunesummary import TuneSummary
@@ -28,7 +29,8 @@ DRAFT = "https://json-schema.org/draft/2020-12/schema"
 # tune's summaries are one record each.
 MODELS: dict[str, Any] = {"scenario": ScenarioFile, "summary": SmokeSummary | ComparisonSummary | Summary,
                           "ab-summary": AbSummary,
-                          "baseline": BaselineFile, "load-summary": LoadSummary, "tune-summary": TuneSummary}
+                          "baseline": BaselineFile, "load-summary": LoadSummary, "tune-summary": TuneSummary,
+                          "fault-summary": FaultSummary}
 
 
 def file_name(name: str) -> str:
