@@ -67,11 +67,26 @@ def _whole_within(stack_run: Path, limit_s: float) -> bool:
     return True
 
 
+def _running_and_ours(stack_run: Path, rec: record.StackRecord) -> None:
+    """Before any load: every process the record names runs and is proven the stack's (one line, exit 2, if not;
+    nothing is signalled)."""
+    survey = proof.survey(rec)
+    if survey.refused:
+        raise UserError(f"{record.path(stack_run)} names {survey.refused[0].line()}; nothing is signalled through a "
+                        "record that names a process not the stack's: take the stack down and start it again")
+    gone = [f for f in survey.recorded if not f.ours]
+    if gone or not survey.recorded:
+        which = gone[0].line() if gone else "no process"
+        raise UserError(f"{stack_run}: the stack does not run ({which}); start it with `pdrepro stack up --out "
+                        f"{stack_run}`, then run the fault")
+
+
 def run_all(req: FaultRequest, on_progress: Callable[[FaultSummary], None]) -> FaultSummary:
     rec = faultrun.check_stack(req.stack_run)
     if rec.stack_id is None:
         raise UserError(f"{record.path(req.stack_run)}: a version 1 record holds no stack id, so no process of it can be "
                         "proven ours; start the stack with this `pdrepro stack up`")
+    _running_and_ours(req.stack_run, rec)
     url = router_url(rec)
     shape = faultclient.LoadShape(url, req.requests, req.concurrency, req.client_timeout_s, req.prompt_tokens,
                                   req.new_tokens)
