@@ -94,8 +94,12 @@ def run_all(req: FaultRequest, on_progress: Callable[[FaultSummary], None]) -> F
     summary = FaultSummary(stack_run=str(req.stack_run), scenario=rec.scenario, stack_id=rec.stack_id,
                            router_url=url, requests_per_fault=req.requests, concurrency=req.concurrency,
                            recovery_bound_s=req.recovery_bound_s, bound_source=req.bound_source, faults=())
+    broken: str | None = None
     for fault in req.faults:
-        if not _whole_within(req.stack_run, req.recovery_bound_s):
+        if broken is not None and not signals.wait_for(lambda: whole(record.read(req.stack_run))):
+            # The fault before left a role down or stopped: no wait for a recovery that will not come.
+            result = _not_run(fault, f"the stack is not whole after {broken}", req)
+        elif not _whole_within(req.stack_run, req.recovery_bound_s):
             result = _not_run(fault, f"the stack was not whole (every process ours and answering its health URL) "
                                      f"within {req.recovery_bound_s:g} s before the fault", req)
         else:
@@ -104,6 +108,8 @@ def run_all(req: FaultRequest, on_progress: Callable[[FaultSummary], None]) -> F
                                                                req.recovery_bound_s, info_path))
             except UserError as exc:
                 result = _not_run(fault, str(exc), req)
+        if result.restarted is False or result.resumed is False:
+            broken = result.fault
         summary = summary.model_copy(update={"faults": (*summary.faults, result)})
         on_progress(summary)
     return summary.model_copy(update={"stack_up_after": whole(record.read(req.stack_run))})

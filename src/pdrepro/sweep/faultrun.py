@@ -15,6 +15,7 @@ from pathlib import Path
 from ..core import signals
 from ..core.errors import UserError
 from ..launch.stack import record, restart
+from ..parsers.promcounters import ServerCounters
 from ..rundir import RunDir
 from ..rundir.faultsummary import FaultResult, account
 from . import faultclient, faultevidence
@@ -89,6 +90,11 @@ def _finish_limit(shape: faultclient.LoadShape, stop_s: float, bound_s: float) -
     return waves * (shape.timeout_s + 1.0) + stop_s + bound_s + 10.0
 
 
+def _scrape(url: str) -> ServerCounters | None:
+    """A scrape that a signal ends at once (a wedged server holds it up to its timeout)."""
+    return signals.wait_for(lambda: faultevidence.scrape(url))
+
+
 def run_fault(plan: FaultPlan) -> FaultResult:
     """The fault run as planned; a fault that could not be run as asked is a result with its error (it fails)."""
     rec = record.read(plan.stack_run)
@@ -96,7 +102,7 @@ def run_fault(plan: FaultPlan) -> FaultResult:
     name = TARGET[plan.fault]
     target = restart.role(rec, name)  # proven ours before any load starts: one line if not
     marks = faultevidence.marks(plan.stack_run, rec)
-    scraped = {n: faultevidence.scrape(url) for n, url in faultevidence.servers(rec)}
+    scraped = {n: _scrape(url) for n, url in faultevidence.servers(rec)}
     started_at = _now()
     load = faultclient.Load(plan.shape)
     load.start()
@@ -111,7 +117,7 @@ def run_fault(plan: FaultPlan) -> FaultResult:
     requests = load.finish(_finish_limit(plan.shape, plan.stop_s, plan.recovery_bound_s))
     after = record.read(plan.stack_run)
     restarted = {name} if fields.get("restarted") else set()
-    metrics = tuple(faultevidence.window(n, scraped.get(n), faultevidence.scrape(url), n in restarted)
+    metrics = tuple(faultevidence.window(n, scraped.get(n), _scrape(url), n in restarted)
                     for n, url in faultevidence.servers(after))
     lines, more = faultevidence.error_lines(marks)
     return FaultResult.model_validate({**base, **fields, "error": error, "requests": requests,
