@@ -93,7 +93,13 @@ def test_every_fault_is_run_and_every_request_accounted_for(site):
     assert all(f"## {name}" in report for name in by) and "Verdict: PASS" in report
 
 
-def test_a_request_the_decode_server_holds_without_an_error_fails_as_lost(site):
+def _state(pid: int) -> str | None:
+    st = ownership.stat(pid)
+    return None if st is None else st.state
+
+
+def test_a_silent_drop_fails_as_lost_and_an_interrupted_stop_resumes_the_server(site, capsys):
+    # One stack for both (each stack costs seconds): its decode server holds its first request forever.
     drop = env(STANDIN_HOLD_S="decode:0.2", STANDIN_DROP_SILENTLY="1")
     assert up(site, env_=drop).returncode == 0
     done = fault(site, "--fault", "stop-decode", "--stop-seconds", "0.5", "--recovery-bound", "20", env_=drop)
@@ -105,14 +111,7 @@ def test_a_request_the_decode_server_holds_without_an_error_fails_as_lost(site):
     judged = check(site)
     assert judged.returncode == 1 and "lost_without_error" in judged.stdout
 
-
-def _state(pid: int) -> str | None:
-    st = ownership.stat(pid)
-    return None if st is None else st.state
-
-
-def test_an_interrupted_stop_resumes_the_stopped_server(site):
-    assert up(site).returncode == 0
+    # Ctrl-C while the decode server is stopped: it is resumed before the command ends (exit 130).
     decode = record.read(site["run"]).processes[1]
     assert decode.name == "decode-0" and decode.pid is not None
     proc = subprocess.Popen(fault_argv(site, "--fault", "stop-decode", "--stop-seconds", "60"), env=env(), cwd=REPO,
@@ -130,6 +129,11 @@ def test_an_interrupted_stop_resumes_the_stopped_server(site):
     assert proc.returncode == 130, err
     assert _state(decode.pid) not in ("T", None)  # resumed, and still the stack's server
     assert stack("status", str(site["run"])).returncode == 0
+
+    # A stack that no longer runs is refused before any load, in one line.
+    assert stack("down", str(site["run"]), "--grace", "2").returncode == 0
+    assert main(["fault", str(site["run"]), *LOAD, "--fault", "kill-router", "--out", str(site["tmp"] / "f2")]) == 2
+    assert "the stack does not run" in capsys.readouterr().err
 
 
 def test_a_process_the_record_does_not_prove_ours_is_never_signalled(site, capsys):
