@@ -4,14 +4,14 @@ stack run, RUN/logs/, which a restarted process appends to)."""
 
 from __future__ import annotations
 
-import os
+import itertools
 import re
-import stat
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core import runfile
 from ..core.errors import UserError
 from ..launch.stack.record import StackRecord
 from ..parsers.promcounters import ServerCounters, counters_text
@@ -26,7 +26,6 @@ ERROR_LINE = re.compile(r"error|exception|traceback|fail|timed? ?out|abort|refus
                         re.IGNORECASE)
 KEEP_LINES = 20          # per server and fault
 MAX_LINE_CHARS = 300
-MAX_WINDOW_BYTES = 64 << 20  # read at most this much of a log's window
 
 
 def scrape(url: str, timeout_s: float = 5.0) -> ServerCounters | None:
@@ -76,20 +75,20 @@ def window(name: str, before: ServerCounters | None, after: ServerCounters | Non
 class LogMark:
     name: str
     path: Path
-    offset: int
+    lines: int          # lines the log held at the mark
+
+
+def _lines(path: Path):
+    """The log's lines through the one reader (its size and line caps), or none: absent, or not readable."""
+    try:
+        yield from runfile.lines(path)
+    except (OSError, UserError):
+        return
 
 
 def marks(run: Path, rec: StackRecord) -> list[LogMark]:
-    """Where each recorded process's log ends now."""
-    out = []
-    for p in rec.processes:
-        path = Path(run) / p.log
-        try:
-            size = path.stat().st_size if path.is_file() and not path.is_symlink() else 0
-        except OSError:
-            size = 0
-        out.append(LogMark(p.name, path, size))
-    return out
+    """Where each recorded process's log ends now, in lines."""
+    return [LogMark(p.name, Path(run) / p.log, sum(1 for _ in _lines(Path(run) / p.log))) for p in rec.processes]
 
 
 def error_lines(found: list[LogMark]) -> tuple[list[LogLine], int]:
@@ -97,18 +96,8 @@ def error_lines(found: list[LogMark]) -> tuple[list[LogLine], int]:
     kept: list[LogLine] = []
     more = 0
     for m in found:
-        try:
-            # Never through a link planted in the run, never a FIFO that blocks: a regular file, from the mark on.
-            fd = os.open(m.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-            with os.fdopen(fd, "rb") as f:
-                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                    continue
-                f.seek(m.offset)
-                chunk = f.read(MAX_WINDOW_BYTES)
-        except OSError:
-            continue
         n = 0
-        for raw in chunk.decode(errors="replace").splitlines():
+        for raw in itertools.islice(_lines(m.path), m.lines, None):
             if not ERROR_LINE.search(raw):
                 continue
             n += 1
