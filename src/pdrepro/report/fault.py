@@ -38,6 +38,8 @@ def _section(summary: FaultSummary, f: FaultResult) -> list[str]:
     out.append(f"- {what}; signalled: {', '.join(f.signalled) or 'none'}")
     out.append(f"- load started {f.started_at}; fault at {_n(f.fault_at_s)} s into it; client timeout "
                f"{f.client_timeout_s:g} s")
+    if f.restart_up_s is not None:
+        out.append(f"- the restarted {f.target} was up {f.restart_up_s:g} s after the kill")
     if f.error:
         out.append(f"- not run as asked: {f.error}")
     if f.recovery_note:

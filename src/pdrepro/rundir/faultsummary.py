@@ -88,6 +88,8 @@ class FaultResult(Record):
     stopped_for_s: Seconds | None = _d("stop-decode: seconds between SIGSTOP and SIGCONT", None)
     resumed: bool | None = _d("stop-decode: SIGCONT reached every stopped process", None)
     restarted: bool | None = _d("kill-*: the role was started again from its recorded command and came up", None)
+    restart_up_s: Seconds | None = _d("kill-*: seconds from the kill until the restarted process was up (its health "
+                                      "URL, its port, its server info), as `stack up` waits for it", None)
     in_flight_at_fault: Count = _d("requests sent and not ended when the signal was sent", 0)
     recovery_s: Seconds | None = _d("seconds from the kill (or the SIGCONT) until the router answered a request "
                                     "again; null: not within the bound", None)

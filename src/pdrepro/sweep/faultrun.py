@@ -61,7 +61,8 @@ def answered_again(shape: faultclient.LoadShape, since: float, bound_s: float) -
 
 
 def _restart(plan: FaultPlan, target: restart.Role, since: float) -> tuple[bool, str]:
-    """Starts the killed role again and waits until it is up (within the recovery bound): (up, why not)."""
+    """Starts the killed role again and waits until it is up (within the recovery bound): (up, the seconds from the
+    kill until it was up; or why not)."""
     run = RunDir(plan.stack_run)
     rec = record.read(plan.stack_run)
     again = restart.start_again(run, rec, target.entry, plan.info_path if target.entry.role.value != "router" else None)
@@ -70,7 +71,7 @@ def _restart(plan: FaultPlan, target: restart.Role, since: float) -> tuple[bool,
         state = signals.wait_for(lambda: restart.up_now(again))
         if state.up:
             restart.mark_healthy(again, time.monotonic() - t0)
-            return True, ""
+            return True, f"{time.monotonic() - since:.3f}"
         if state.final:
             return False, f"{target.entry.name} {state.why} after its restart"
         if time.monotonic() - since > plan.recovery_bound_s:
@@ -142,6 +143,7 @@ def _inject(plan: FaultPlan, target: restart.Role, stack_id: str, load: faultcli
         fields["restarted"] = up
         if not up:
             return {**fields, "recovery_note": why}, None
+        fields["restart_up_s"] = float(why)
         fields["recovery_s"] = answered_again(plan.shape, since, plan.recovery_bound_s)
         if fields["recovery_s"] is None:
             fields["recovery_note"] = f"the router did not answer within {plan.recovery_bound_s:g} s of the kill"
