@@ -7,13 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..analysis.verdictsource import Judged, judge_made, open_run
 from ..core import runfile
 from ..core.errors import UserError
-from ..publish.results import portable
-from ..publish.verdictsource import Judged, judge_made, open_run
 from ..report.markdown import render_report
 from ..rundir import RunDir
 from ..rundir.contract import write_atomic
+from ..rundir.portable import portable
 from ..rundir.summarymodel import SmokeSummary
 from ..scenario.model import Scenario
 from ..smoke.plot import render_smoke_plots

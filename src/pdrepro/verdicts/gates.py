@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..analysis.whatran import unjudged
 from ..rundir.engineceiling import CONTRADICTION_RATIO
 from ..rundir.issuekind import IssueKind
 from ..rundir.portbaseline import judge_ports
@@ -24,6 +23,7 @@ from ..rundir.summarymodel import Issue, Row, RunProvenance, Summary, TransportE
 from ..scenario.model import Scenario
 from ..scenario.seams import backend_of, engine_of
 from .nicchecks import rail_checks, witness_checks
+from .pins import unjudged
 from .result import NOT_APPLICABLE, CheckResult, check, failed, not_applicable, not_applicable_result
 
 # Re-exported: the readers of verdicts import these from here.
@@ -251,8 +251,7 @@ def evaluate(summary: Summary | Mapping[str, Any], scenario: Scenario) -> list[C
         out.append(_provenance(s, scenario))
         out.append(_transport(s, scenario))
 
-    unknown = (unjudged(s.provenance.model_dump(exclude_unset=True) if s.provenance is not None else None,
-                        [r.model_dump() for r in s.what_ran or []]) if measures_ttft else None)
+    unknown = unjudged(s.provenance, s.what_ran or []) if measures_ttft else None
     if scenario.pins_match == "gate" and (unknown or s.provenance is not None):
         bad = [r for r in s.what_ran or [] if r.match is False]
         detail = ("what ran differs from docker/versions.env: " + "; ".join(
