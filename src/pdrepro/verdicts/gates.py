@@ -189,6 +189,8 @@ def _row_checks(L: int, row: Row, summary: Summary, scenario: Scenario, line_rat
         fraction = row.requests / expected if expected else None
         out.append(check("completed", L, fraction, ">=", t.min_completed_fraction, "of prompts",
                           f"{row.requests}/{expected} completed:"))
+    if not isinstance(row, Row):
+        return out  # a smoke's row: no served request, so no output, log or NIC figure to judge
     if row.requested_output_len_min is not None:
         tokens = row.output_tokens_min
         basis = row.output_tokens_basis or "not reported by the bench client"
