@@ -231,11 +231,16 @@ def test_the_default_floor_keeps_recorded_fingerprints_and_a_set_one_changes_it(
 def test_the_sweep_keeps_the_servers_map_in_the_run(tmp_path):
     from pdrepro.commands.sweep import keep_rail_map
     from pdrepro.core.errors import UserError
+    from pdrepro.rundir import RunDir
+    from pdrepro.sweep.railmap import record_servers_map
 
     given = tmp_path / "ib_devices.json"
     given.write_text(json.dumps({str(g): f"mlx5_{g // 2}" for g in range(8)}))
     out = tmp_path / "run"
-    keep_rail_map(given, out, SCENARIO)
+    assert keep_rail_map(given, out, SCENARIO) == given
+    # Kept once the servers are asked (here they name no map of their own, so the given one is the evidence).
+    out.mkdir()
+    assert record_servers_map(RunDir(out), SCENARIO, None, given)
     assert (out / "ib_devices.json").read_text() == given.read_text()
     keep_rail_map(given, out, SCENARIO)  # a resume with the same map
     other = tmp_path / "other.json"

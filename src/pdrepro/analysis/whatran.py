@@ -153,19 +153,6 @@ def what_ran(provenance: dict | None, pins: dict[str, str] | None = None, engine
     return rows
 
 
-def unjudged(provenance: object, rows: list[dict]) -> str | None:
-    """Why the run's pins cannot be judged at all, or None: no provenance.json (or one that is not a JSON object,
-    or empty), or one that records no version of any component. A gate that compares what ran with the pins
-    fails such a run; "nothing recorded" is never "nothing differs"."""
-    if not isinstance(provenance, dict) or not provenance:
-        return ("the run holds no readable provenance.json (missing, empty or not a JSON object), so what ran is "
-                "unknown; rerun the sweep (`pdrepro sweep` records it)")
-    if not any(r.get("ran") for r in rows if "(provenance pins)" not in str(r.get("item"))):
-        return ("provenance.json records no version of any component (no server_info, packages, torch or image "
-                "build args), so what ran is unknown; rerun the sweep on the servers' host")
-    return None
-
-
 def differences(rows: list[dict]) -> list[dict]:
     return [r for r in rows if r["match"] is False]
 

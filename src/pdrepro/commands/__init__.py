@@ -1,21 +1,24 @@
 """CLI subcommands: each module defines ``register(subparsers)``.
 
 ``build_parser`` discovers every module here, so adding a command does not touch any other
-file; ``run_command`` runs the parsed command and turns its errors into exit codes (``pdrepro.cli``
-is that, and `pdrepro repro` runs each stage through it, so nothing here imports the CLI above).
+file; ``run_command`` runs the parsed command and turns its errors into exit codes (`pdrepro repro`
+runs each stage through it), and ``main`` adds the closed standard output's quiet end. ``main`` lives
+here, not in a module above, so both doors into the command line (``pdrepro.cli``, the installed
+script, and ``python -m pdrepro``) stand on one floor right above the commands they open.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
 from .. import __version__
 from ..core import console
 from ..core.errors import UserError
-from ..core.exits import EXIT_BAD_INPUT
+from ..core.exits import EXIT_BAD_INPUT, EXIT_CLOSED_OUTPUT
 from ..core.signals import exit_status, signal_name
 
 EXIT_USER_ERROR = EXIT_BAD_INPUT
@@ -52,3 +55,27 @@ def run_command(argv: list[str] | None = None) -> int:
         print(f"pdrepro {args.command}: interrupted ({signal_name(exc)}); results written so far are kept.",
               file=sys.stderr)
         return exit_status(exc)
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at /dev/null, so the interpreter's own flush at exit meets no closed pipe (it
+    would print "Exception ignored ... BrokenPipeError" on stderr after the command ended quietly)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no file descriptor behind sys.stdout (a test's capture)
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command; a reader that closed our standard output (``pdrepro knobs | head -1``) ends it quietly
+    with the status a shell gives a command SIGPIPE stopped, once here for every command: the reader took what
+    it wanted, so there is nothing to say and nowhere to say it."""
+    try:
+        status = run_command(argv)
+        sys.stdout.flush()  # what is still buffered meets the closed pipe here, not in the interpreter's exit
+        return status
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_CLOSED_OUTPUT

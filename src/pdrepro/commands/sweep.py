@@ -113,29 +113,26 @@ def _servers(scenario, configuration: str | None) -> dict[str, int]:
     return {role: scenario.topology.servers(role) for role in SERVER_ROLES}
 
 
-def keep_rail_map(path: Path | None, out: Path, scenario) -> None:
-    """Copy the servers' GPU-to-NIC map into the run (the per-rail witness reads it there); a resumed run keeps
-    the map it began with, since its earlier lengths' rails were the ones that map names."""
+def keep_rail_map(path: Path | None, out: Path, scenario) -> Path | None:
+    """The servers' GPU-to-NIC map given with --ib-devices, checked before anything runs; the sweep keeps it in the
+    run (the per-rail witness reads it there) once the servers do not contradict it (sweep.railmap). A resumed run
+    keeps the map it began with, since its earlier lengths' rails were the ones that map names."""
     from ..core import runfile
-    from ..core.safewrite import make_folder, write_file
     from ..scenario.site import check_ib_devices
+    from ..sweep.railmap import MAP_FILE, devices_by_gpu, gpus_in_use
 
     if path is None:
-        return
+        return None
     path = path.expanduser()
-    gpus = max(scenario.parallel.tp(role) * getattr(scenario.topology, role).servers_per_node for role in SERVER_ROLES)
+    gpus = gpus_in_use(scenario)
     check_ib_devices(path, gpus)
-    text = runfile.read_text(path)
-    kept = out / "ib_devices.json"
+    kept = out / MAP_FILE
     if kept.is_symlink() or (kept.exists() and not kept.is_file()):
-        raise UserError(f"--out {out}: its ib_devices.json is not a plain file; move it aside and rerun")
-    if kept.is_file():
-        if runfile.read_text(kept) != text:
-            raise UserError(f"--ib-devices {path}: differs from the map the run began with ({kept}); resume with "
-                            "that map, or sweep into a new --out")
-        return
-    make_folder(out, "pdrepro sweep")
-    write_file(kept, text, "pdrepro sweep", root=out)
+        raise UserError(f"--out {out}: its {MAP_FILE} is not a plain file; move it aside and rerun")
+    if kept.is_file() and devices_by_gpu(runfile.read_text(kept), gpus) != devices_by_gpu(runfile.read_text(path), gpus):
+        raise UserError(f"--ib-devices {path}: differs from the map the run began with ({kept}); resume with "
+                        "that map, or sweep into a new --out")
+    return path
 
 
 def stack_config(args: argparse.Namespace, scenario, *, configuration: str | None = None,
@@ -186,11 +183,12 @@ def run(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out}: is a file, not a run directory; give a folder (new, or a run to resume)")
     scenario = resolve_scenario(args.scenario, None, args.thresholds)
-    keep_rail_map(args.ib_devices, args.out, scenario)
+    ib_devices = keep_rail_map(args.ib_devices, args.out, scenario)
     if is_disaggregated(args.configuration) and not (args.prefill and args.decode):
         raise UserError("pass --prefill URL and --decode URL (the PD servers behind the router) so their health is checked")
     cfg = stack_config(args, scenario, configuration=args.configuration, worker_urls=tuple(args.worker),
                        analyze=None if args.no_analyze else analyze_run)
+    cfg.ib_devices = ib_devices
     with stop_on_signals():
         outcome = run_sweep(cfg)
     if outcome.failed:

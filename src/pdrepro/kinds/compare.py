@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..analysis.verdictsource import Judged, judged_comparison
 from ..core.errors import UserError
 from ..publish.results import analyze_comparison
-from ..publish.verdictsource import Judged, judged_comparison
 from ..rundir import RunDir
 from ..rundir.summarymodel import ComparisonSummary
 from ..scenario.model import Scenario

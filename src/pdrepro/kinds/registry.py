@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..analysis.verdictsource import Judged
 from ..core.errors import UserError
-from ..publish.verdictsource import Judged
 from ..rundir import RunDir
 from ..scenario.model import Scenario
 from .ab import Ab

@@ -7,13 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..analysis.verdictsource import Judged, judge_made, open_run
 from ..core import runfile
 from ..core.errors import UserError
-from ..publish.results import portable
-from ..publish.verdictsource import Judged, judge_made, open_run
 from ..report.markdown import render_report
 from ..rundir import RunDir
 from ..rundir.contract import write_atomic
+from ..rundir.portable import portable
 from ..rundir.summarymodel import SmokeSummary
 from ..scenario.model import Scenario
 from ..smoke.plot import render_smoke_plots
@@ -89,12 +89,14 @@ class Smoke(SummaryKind):
         stored, notes = open_run(run)
         fix = f"it is not this run's: delete it and run `pdrepro analyze {run.root}` to make the run's own"
         marks = sweep_marks(run)
-        if stored is not None and isinstance(stored, SmokeSummary):
+        # A summary.json that says "smoke" is held to it even where it does not read as a smoke's (a sweep's rows,
+        # with their TTFT, relabelled "smoke" are refused by the smoke's row model): it is named, not passed over.
+        if isinstance(stored, SmokeSummary) or (stored is None and recorded.summary_value(run, "source") == NAME):
             if marks:
                 raise UserError(f"{run.summary_file}: calls itself a smoke result, but {run.root} is a sweep's run (it "
                                 f"holds {', '.join(marks)}); {fix}")
             record = run.agent_result("initiator")
-            if not (stored.smoke is not None and record.is_file()):
+            if not record.is_file() or (stored is not None and stored.smoke is None):
                 # A sweep's summary relabelled "smoke" (its raw inputs gone) would otherwise be judged without its gates.
                 raise UserError(f"{run.summary_file}: calls itself a smoke result, but {run.root} holds no smoke's own "
                                 f"record ({record.relative_to(run.root)}) or the summary no smoke findings; {fix}")

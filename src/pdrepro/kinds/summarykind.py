@@ -10,9 +10,9 @@ from typing import Any
 
 from tabulate import tabulate
 
+from ..analysis.verdictsource import Judged
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED
-from ..publish.verdictsource import Judged
 from ..report.markdown import ceiling_lines, measured_table
 from ..rundir import RunDir
 from ..rundir.issuekind import IssueKind

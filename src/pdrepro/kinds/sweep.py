@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..analysis.verdictsource import Judged, judged_sweep
 from ..core.errors import UserError
 from ..publish.results import analyze_sweep
-from ..publish.verdictsource import Judged, judged_sweep
 from ..rundir import RunDir
 from ..rundir.summarymodel import Summary
 from ..scenario.model import Scenario

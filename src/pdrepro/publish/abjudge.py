@@ -1,5 +1,5 @@
 """An A/B judged from its arms' run folders: each arm's summary drawn afresh from its raw inputs, in memory
-(publish.verdictsource, what `pdrepro check` judges), its checks (verdicts.gates), and the arms set side by
+(analysis.verdictsource, what `pdrepro check` judges), its checks (verdicts.gates), and the arms set side by
 side per length as the typed A/B summary (rundir.absummary). Nothing is written into an arm's folder.
 
 The clock both arms share is the client's: TTFT is compared across arms (ratios against the first arm); the
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.members import Claim, judge_members, of_member
+from ..analysis.verdictsource import judged_sweep as judged_summary  # an arm is a sweep's run
 from ..backends.registry import backend as backend_named
 from ..core.errors import UserError
 from ..rundir import RunDir, armsstate
@@ -22,7 +23,6 @@ from ..rundir.memberrecord import MemberFinding
 from ..rundir.summarymodel import Row, Summary
 from ..scenario.model import load_scenario, resolve_scenario
 from ..verdicts.gates import CheckResult, evaluate, failed
-from .verdictsource import judged_sweep as judged_summary  # an arm is a sweep's run
 
 # The checks that answer the A/B's own questions of an arm (their names as `pdrepro check` prints them).
 COMPLETED = ("completed", "request_errors")

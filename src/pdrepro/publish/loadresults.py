@@ -11,8 +11,8 @@ from ..report.load import PLOT, plot, render
 from ..rundir import RunDir
 from ..rundir.contract import dumps_json, unwritable, write_atomic
 from ..rundir.loadsummary import FILE, LoadSummary
+from ..rundir.portable import portable
 from ..scenario.model import Scenario
-from .results import portable
 
 
 def summary_path(run: RunDir) -> Path:

@@ -3,7 +3,7 @@ summary.csv and the plots. The analysis only computes; this is the step after it
 `pdrepro analyze` (and the sweep's own analysis) calls it: the verdicts never write.
 
 What is written names no path of the machine that wrote it: the run folder's own path becomes
-a path relative to the run (``portable``), so a summary reads the same wherever the run is copied.
+a path relative to the run (rundir.portable), so a summary reads the same wherever the run is copied.
 """
 
 from __future__ import annotations
@@ -19,40 +19,9 @@ from ..report.plots import render_plots
 from ..report.summarycsv import render_csv
 from ..rundir import RunDir, why_absent
 from ..rundir.contract import stamp, unwritable, write_atomic
+from ..rundir.portable import portable
 from ..rundir.summarymodel import as_summary
 from ..scenario.model import Scenario
-
-
-def _roots(root: Path) -> list[str]:
-    found = {str(root), str(root.absolute())}
-    try:
-        found.add(str(root.resolve()))
-    except OSError:
-        pass
-    return sorted((r for r in found if r not in (".", "/")), key=len, reverse=True)
-
-
-def _relative(text: str, roots: list[str]) -> str:
-    for r in roots:
-        text = text.replace(r + "/", "")
-    return text
-
-
-def portable(data: Any, root: Path) -> Any:
-    """``data`` (a summary as summary.json holds it) with every mention of the run folder's own path made
-    relative to the run: "/tmp/r2/provenance.json: ..." becomes "provenance.json: ..."."""
-    roots = _roots(root)
-
-    def walk(value: Any) -> Any:
-        if isinstance(value, str):
-            return _relative(value, roots)
-        if isinstance(value, dict):
-            return {k: walk(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [walk(v) for v in value]
-        return value
-
-    return walk(data)
 
 
 def write_outputs(run: RunDir, summary: dict[str, Any]) -> list[Path]:

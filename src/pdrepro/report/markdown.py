@@ -125,7 +125,7 @@ def _smoke_headline(summary: Summary) -> list[str]:
     lines = [f"- Peak {summary_backend(summary).label} bandwidth: **{h.peak_bandwidth_GB_s:.2f} GB/s** at "
              f"{h.peak_bandwidth_prompt_len} "
              "tokens (median of the timed transfers at that size)."]
-    socket = [(r.socket_bandwidth_GB_s, r.prompt_len) for r in summary.rows
+    socket = [(r.socket_bandwidth_GB_s, r.prompt_len) for r in summary.length_rows()
               if isinstance(r, SmokeRow) and r.socket_bandwidth_GB_s is not None]
     if socket:
         best, at = max(socket)
@@ -258,7 +258,7 @@ def transport_section(summary: Summary) -> list[str]:
 
 
 def witness_section(summary: Summary) -> list[str]:
-    rows = [r for r in summary.rows if r.nic_nodes is not None]
+    rows = [r for r in summary.served_rows() if r.nic_nodes is not None]
     if not rows:
         return []
     if tcp_without_rdma(summary, summary.scenario.transport):

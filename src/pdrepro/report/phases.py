@@ -37,7 +37,7 @@ def _cell(value: float | None) -> str:
 
 
 def phases_section(summary: Summary) -> list[str]:
-    rows = [r for r in summary.rows if r.phase_ms_median]
+    rows = [r for r in summary.served_rows() if r.phase_ms_median]
     if not rows:
         return []
     present = {key for r in rows for key in r.phase_ms_median or {}}

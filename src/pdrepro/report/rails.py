@@ -44,7 +44,7 @@ def _length_table(row: Row, min_share: float) -> list[str]:
 
 
 def rails_section(summary: Summary) -> list[str]:
-    rows = [r for r in summary.rows if r.nic_rails]
+    rows = [r for r in summary.served_rows() if r.nic_rails]
     if not rows or tcp_without_rdma(summary, summary.scenario.transport):
         return []
     w = summary.witness or Witness()

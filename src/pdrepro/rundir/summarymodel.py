@@ -3,9 +3,10 @@
 The report, the plots, the verdicts, publish and the gates read a summary only as this model: each figure
 they use is a declared field with its unit, so a summary of the wrong shape is refused once, where it is
 loaded (one line naming the file and the key), never deep inside a reader. Its JSON Schema
-(``schemas/summary.schema.json``) is what other tools can check a summary against. Rows and the records
-inside a summary carry more than the fields named here (the smoke adds its socket comparison, the analysis
-its log cross-checks), so they accept further keys; an issue and the headline are closed.
+(``schemas/summary.schema.json``) is what other tools can check a summary against. Each kind owns its row:
+LengthRow holds what every kind measures, Row adds what only served requests show (a sweep's, a comparison's),
+SmokeRow the smoke's own figures; rows, an issue and the headline are closed to keys no model declares, while
+the records a summary carries whole (provenance, transport evidence) accept further keys.
 """
 
 from __future__ import annotations
@@ -70,24 +71,31 @@ class Issue(_Closed):
     message: str = Field(description="one line naming the input and the fix")
 
 
-class Row(_Closed):
-    """One prompt length of the published table, as every kind writes it (a kind with figures of its own
-    extends it: the smoke's SmokeRow); closed, so a key no model declares is refused where it is read."""
+class LengthRow(_Closed):
+    """One prompt length of the published table: the figures every kind measures (the KV moved and its
+    transfer time). Each kind's row extends it with its own (the served requests' Row, the smoke's SmokeRow);
+    closed, so a key no model declares is refused where it is read."""
 
     prompt_len: int = Field(description="prompt length in tokens")
     requests: int | None = Field(default=None, description="requests completed at this length")
     expected_requests: int | None = Field(default=None, description="requests the sweep sent at this length")
-    request_errors: int | None = Field(default=None, description="requests that failed")
-    ttft_ms_mean: float | None = Field(default=None, description="time to first token, mean, milliseconds")
-    ttft_ms_median: float | None = Field(default=None, description="time to first token, median, milliseconds")
-    ttft_ms_p99: float | None = Field(default=None, description="time to first token, 99th percentile, milliseconds")
     kv_bytes: int | None = Field(default=None, description="KV cache of one request over all TP ranks, bytes")
     kv_size: str | None = Field(default=None, description="kv_bytes in decimal units (GB/MB), as the published table")
     transfer_samples: int | None = Field(default=None, description="KV transfers measured")
     transfer_ms_median: float | None = Field(default=None, description="KV transfer time, median, milliseconds")
     transfer_ms_mean: float | None = Field(default=None, description="KV transfer time, mean, milliseconds")
-    transfer_ms_p99: float | None = Field(default=None, description="KV transfer time, 99th percentile, milliseconds")
     bandwidth_GB_s: float | None = Field(default=None, description="kv_bytes / median transfer time, decimal GB/s")
+
+
+class Row(LengthRow):
+    """One prompt length of served requests (a sweep's, a comparison's configuration's): the shared row and what
+    only requests through running servers show (TTFT, the servers' logged phases, the NIC counters)."""
+
+    request_errors: int | None = Field(default=None, description="requests that failed")
+    ttft_ms_mean: float | None = Field(default=None, description="time to first token, mean, milliseconds")
+    ttft_ms_median: float | None = Field(default=None, description="time to first token, median, milliseconds")
+    ttft_ms_p99: float | None = Field(default=None, description="time to first token, 99th percentile, milliseconds")
+    transfer_ms_p99: float | None = Field(default=None, description="KV transfer time, 99th percentile, milliseconds")
     utilization_pct: float | None = Field(default=None, description="bandwidth as a share of line_rate_GB_s, percent")
     transfer_share_of_ttft_pct: float | None = Field(default=None,
                                                      description="median transfer time as a share of mean TTFT, percent")
@@ -122,8 +130,22 @@ class Row(_Closed):
     output_tokens_retokenized: int | None = Field(default=None, description="the same, counted again from the text")
 
 
-class SmokeRow(Row):
+class SmokeRow(LengthRow):
     """A smoke's row: the shared row and the smoke's own transfer-by-transfer figures (smoke/summary.py)."""
+
+    # Keys every row of summary.json has carried (contract.result_row writes them), which a smoke has no figure
+    # for: declared as always null, so its summary.json keeps its keys and a figure there is refused, not read.
+    request_errors: None = Field(default=None, description="none: a smoke sends no request (always null)")
+    ttft_ms_mean: None = Field(default=None, description="none: a smoke has no TTFT (always null)")
+    ttft_ms_median: None = Field(default=None, description="none: a smoke has no TTFT (always null)")
+    ttft_ms_p99: None = Field(default=None, description="none: a smoke has no TTFT (always null)")
+    transfer_ms_p99: None = Field(default=None, description="none: see transfer_ms_max (always null)")
+    utilization_pct: None = Field(default=None, description="none: a smoke has no link's line rate (always null)")
+    transfer_share_of_ttft_pct: None = Field(default=None, description="none: a smoke has no TTFT (always null)")
+    logged_input_len: None = Field(default=None, description="none: a smoke reads no server log (always null)")
+    logged_kv_bytes: None = Field(default=None, description="none: a smoke reads no server log (always null)")
+    kv_size_mismatch_pct: None = Field(default=None, description="none: a smoke reads no server log (always null)")
+    cached_tokens_max: None = Field(default=None, description="none: a smoke has no prefix cache (always null)")
 
     checked_transfers: int | None = Field(default=None, description="transfers whose bytes were checked")
     failed_transfers: int | None = Field(default=None, description="transfers that delivered wrong bytes, all ways")
@@ -260,6 +282,15 @@ class Summary(_Open):
 
     def rows_by_length(self) -> dict[int, Row]:
         return {r.prompt_len: r for r in self.rows}
+
+    def length_rows(self) -> list[LengthRow]:
+        """Every row as the shared row, whatever the kind (a smoke's rows are SmokeRows, not Rows)."""
+        return list(self.rows)
+
+    def served_rows(self) -> list[Row]:
+        """The rows of requests served through running servers (none in a smoke, which times bare transfers):
+        what a reader of TTFT, the servers' phases or the NIC counters reads."""
+        return [r for r in self.rows if isinstance(r, Row)]
 
     def input_errors(self) -> list[Issue]:
         """Issues that mean the run's inputs are incomplete or unreadable (exit status 2)."""

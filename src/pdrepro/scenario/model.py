@@ -7,8 +7,6 @@ step reads its settings from that object and carries no defaults of its own.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from abc import abstractmethod
 from importlib import resources
@@ -24,8 +22,10 @@ from ..core.roles import SERVER_ROLES, Role, RoleSpec
 from ..core.strictmodel import Record, load, tagged_union, to_plain
 from ..rundir import RunDir
 from . import configyaml, derivation
+from .absection import AbSection
+from .fingerprint import fingerprint_of
 from .kvsize import Geometry, geometry_from_config, kv_bytes_per_token
-from .launch_section import Launch, TransferBackendName
+from .launch_section import Launch
 from .sections import Link, Model, Parallel, Reference, Sweep, Thresholds, Topology
 
 # Version of the scenario file's format; summary.json has its own (contract.SUMMARY_SCHEMA_VERSION),
@@ -40,37 +40,7 @@ KINDS: tuple[str, ...] = get_args(Kind)
 # gates) or "any" (a box without an RDMA device may use TCP; the witness then does not apply).
 Transport = Literal["rdma", "any"]
 TRANSPORTS: tuple[str, ...] = get_args(Transport)
-# Keys added after runs were recorded, with the value every scenario meant before the key existed:
-# at that value they stay out of the fingerprint, so those runs' recorded fingerprints still hold.
-_FINGERPRINT_NEUTRAL = {"transport": "rdma", "pins_match": "gate"}
-# Launch keys added later, likewise left out at their default (unset), so older runs keep their fingerprint.
-_LAUNCH_FINGERPRINT_NEUTRAL = {"shared_gpu_mem_fraction": None, "engine": "sglang"}
-# Geometry keys added later (for `pdrepro offline-model`), likewise left out while unset.
-_GEOMETRY_FINGERPRINT_NEUTRAL = {"intermediate_size": None, "vocab_size": None}
-# Threshold keys added later, left out at their default, so runs recorded before them keep their fingerprint
-# (they are judged by the default, which the summary states).
-_THRESHOLDS_FINGERPRINT_NEUTRAL = {"min_rail_share": 0.5, "min_port_baseline_fraction": 0.9,
-                                   "max_transfer_p99_over_p50": 3.0, "max_fault_recovery_s": 120.0, "derivation": {}}
-# Top-level keys added later whose absence (None) leaves a scenario's fingerprint as it was.
-_ABSENT_NEUTRAL = ("ab",)
 
-
-class AbSection(Record):
-    """The arms `pdrepro ab` runs when the command names none: one per transfer backend, in this order."""
-
-    backends: tuple[TransferBackendName, ...] = Field(
-        min_length=2, description="transfer backends, one arm each, the first the base of the TTFT ratios")
-    env: dict[TransferBackendName, dict[str, str]] = Field(
-        default_factory=dict, description="per backend, variables its arm's servers get on top of launch.env "
-                                          "(nixl: {UCX_TLS: tcp,cuda_copy})")
-
-    def check(self, source: str) -> None:
-        if len(set(self.backends)) != len(self.backends):
-            raise UserError(f"{source}: ab.backends names a backend twice; each arm runs a different one")
-        stray = sorted(set(self.env) - set(self.backends))
-        if stray:
-            raise UserError(f"{source}: ab.env.{stray[0]} is for a backend ab.backends does not run; drop it or add "
-                            "the backend")
 
 class Scenario(Record):
     """What every kind of scenario holds; a file is one of its kinds (``KvSweepScenario``,
@@ -187,21 +157,7 @@ class Scenario(Record):
     @property
     def fingerprint(self) -> str:
         """sha256 of the canonical scenario, recorded in every run's provenance."""
-        data = {k: v for k, v in self.to_dict().items() if _FINGERPRINT_NEUTRAL.get(k, object()) != v
-                and not (k in _ABSENT_NEUTRAL and v is None)}
-        if isinstance(data.get("launch"), dict):
-            data["launch"] = {k: v for k, v in data["launch"].items()
-                              if k not in _LAUNCH_FINGERPRINT_NEUTRAL or _LAUNCH_FINGERPRINT_NEUTRAL[k] != v}
-        if isinstance(data.get("thresholds"), dict):
-            data["thresholds"] = {k: v for k, v in data["thresholds"].items()
-                                  if k not in _THRESHOLDS_FINGERPRINT_NEUTRAL or _THRESHOLDS_FINGERPRINT_NEUTRAL[k] != v}
-        model = data.get("model")
-        if isinstance(model, dict) and isinstance(model.get("geometry"), dict):
-            geometry = {k: v for k, v in model["geometry"].items()
-                        if k not in _GEOMETRY_FINGERPRINT_NEUTRAL or _GEOMETRY_FINGERPRINT_NEUTRAL[k] != v}
-            data["model"] = {**model, "geometry": geometry}
-        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        return fingerprint_of(self.to_dict())
 
     def with_thresholds(self, thresholds: Thresholds) -> Scenario:
         return self.model_copy(update={"thresholds": thresholds})

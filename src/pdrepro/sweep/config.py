@@ -48,6 +48,9 @@ class SweepConfig:
     bench_image: dict | None = None
     heartbeat_s: float = 60.0
     sysfs: Path = IB_CLASS
+    # The GPU-to-NIC map given with --ib-devices (checked by the command): kept in the run once the servers,
+    # asked when they are healthy, do not contradict it (railmap.record_servers_map).
+    ib_devices: Path | None = None
 
     def endpoints(self) -> dict[str, str]:
         """Role -> URL of every server the sweep waits for, router first."""

@@ -213,7 +213,7 @@ class ProvenanceRecord:
         if self.server_info is None:
             self.server_info = servers_info(self.cfg.endpoints(), engine_of(self.cfg.scenario).info_path)
             # The GPU-to-NIC map the servers say they were started with, for the per-rail witness.
-            railmap.record_servers_map(self.run, self.cfg.scenario, self.server_info)
+            railmap.record_servers_map(self.run, self.cfg.scenario, self.server_info, self.cfg.ib_devices)
 
     def write(self, transport_facts, state) -> None:
         self._ask_servers()

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..analysis.members import Claim, judge_members, of_member
+from ..analysis.verdictsource import judged_sweep as judged_summary  # a setting or a baseline repeat is a sweep's run
 from ..core.errors import UserError
-from ..publish.verdictsource import judged_sweep as judged_summary  # a setting or a baseline repeat is a sweep's run
 from ..rundir import RunDir
 from ..rundir.armsstate import ArmRecord, ArmsState
 from ..rundir.engineceiling import CONTRADICTION_RATIO, best_layout, check_against_run, transport_mismatch

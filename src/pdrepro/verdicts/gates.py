@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..analysis.whatran import unjudged
 from ..rundir.engineceiling import CONTRADICTION_RATIO
 from ..rundir.issuekind import IssueKind
 from ..rundir.portbaseline import judge_ports
@@ -24,6 +23,7 @@ from ..rundir.summarymodel import Issue, Row, RunProvenance, Summary, TransportE
 from ..scenario.model import Scenario
 from ..scenario.seams import backend_of, engine_of
 from .nicchecks import rail_checks, witness_checks
+from .pins import unjudged
 from .result import NOT_APPLICABLE, CheckResult, check, failed, not_applicable, not_applicable_result
 
 # Re-exported: the readers of verdicts import these from here.
@@ -189,6 +189,8 @@ def _row_checks(L: int, row: Row, summary: Summary, scenario: Scenario, line_rat
         fraction = row.requests / expected if expected else None
         out.append(check("completed", L, fraction, ">=", t.min_completed_fraction, "of prompts",
                           f"{row.requests}/{expected} completed:"))
+    if not isinstance(row, Row):
+        return out  # a smoke's row: no served request, so no output, log or NIC figure to judge
     if row.requested_output_len_min is not None:
         tokens = row.output_tokens_min
         basis = row.output_tokens_basis or "not reported by the bench client"
@@ -251,8 +253,7 @@ def evaluate(summary: Summary | Mapping[str, Any], scenario: Scenario) -> list[C
         out.append(_provenance(s, scenario))
         out.append(_transport(s, scenario))
 
-    unknown = (unjudged(s.provenance.model_dump(exclude_unset=True) if s.provenance is not None else None,
-                        [r.model_dump() for r in s.what_ran or []]) if measures_ttft else None)
+    unknown = unjudged(s.provenance, s.what_ran or []) if measures_ttft else None
     if scenario.pins_match == "gate" and (unknown or s.provenance is not None):
         bad = [r for r in s.what_ran or [] if r.match is False]
         detail = ("what ran differs from docker/versions.env: " + "; ".join(

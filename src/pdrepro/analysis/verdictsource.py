@@ -15,15 +15,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.comparison import compute_comparison
-from ..analysis.summarize import compute_summary
 from ..core.errors import UserError
 from ..rundir import RunDir, why_absent
 from ..rundir.contract import analysis_code_stamp, dumps_json, stamp
+from ..rundir.portable import portable
 from ..rundir.summarymodel import Summary
 from ..scenario.model import Scenario
 from ..scenario.recorded import own_scenario
-from .results import portable
+from .comparison import compute_comparison
+from .summarize import compute_summary
 
 
 @dataclass(frozen=True)
