@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..backends.registry import backend, names
+from ..core import advice
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder, write_file
@@ -224,14 +225,14 @@ def _render(args, out: Path, label: str, variants: dict[str, Scenario]) -> int:
         if status:
             return status
         steps.append(_next_step(args.render, out, b))
-        write_file(out / b / "job" / NEXT, f"{steps[-1]}\nwhen every arm's job is done: pdrepro ab --judge {out}\n",
+        write_file(out / b / "job" / NEXT, f"{steps[-1]}\nwhen every arm's job is done: {advice.judge('ab', out)}\n",
                    "pdrepro ab", out)
     armsstate.write(out, wanted)
     print(f"ab: one job per arm in {out}/<backend>/job/ (its scenario in {out}/scenarios/); each writes its run into "
           f"{out}/<backend>, where the judging reads it. Run the arms one after the other:")
     for line in steps:
         print(f"  {line}")
-    print(f"then: pdrepro ab --judge {out}")
+    print(f"then: {advice.judge('ab', out)}")
     return 0
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core import runfile
+from ..core import advice, runfile
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder
@@ -279,7 +279,7 @@ def _judge_only(args: argparse.Namespace) -> int:
         scenario = resolve_scenario(None, folder)
         if not isinstance(scenario, ComparisonScenario):
             raise UserError(f"{folder}: a {scenario.kind} run; `pdrepro compare --judge` judges comparison runs "
-                            f"(judge this one with `pdrepro check {folder}`)")
+                            f"(judge this one with `{advice.check(folder)}`)")
         verdict = verdict_of(RunDir(folder), argparse.Namespace(scenario=None, thresholds=None))
         table = render_comparison(portable(verdict.summary.to_json(), folder))  # type: ignore[attr-defined]
         texts.append((f"== {folder}\n" if folder != run else "") + table.rstrip("\n") + "\n\n" + verdict.text)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import urlsplit
 
 from .. import backends, engines
-from ..core import signals
+from ..core import advice, signals
 from ..core.errors import UserError
 
 # The site's defaults and the stack kinds only: the launcher, its record and the scenario (pydantic, YAML) are
@@ -182,7 +182,7 @@ def _up_locked(args, run: RunDir, lp, plan_steps: list[launcher.Step], scenario:
             raise
     names = ", ".join(step.name for step in plan_steps)
     log.info(f"stack up: {names} run ({args.stack} stack); router at http://{host}:{router.port}; "
-             f"record {record.path(run.root)}; stop with: pdrepro stack down {run.root}")
+             f"record {record.path(run.root)}; stop with: {advice.stack_down(run.root)}")
     return 0
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..core import runfile
+from ..core import advice, runfile
 from ..core.errors import UserError
 from ..publish.results import portable
 from ..publish.verdictsource import Judged, judge_made, open_run
@@ -87,7 +87,7 @@ class Smoke(SummaryKind):
 
     def judged(self, run: RunDir, scenario: Scenario) -> Judged:
         stored, notes = open_run(run)
-        fix = f"it is not this run's: delete it and run `pdrepro analyze {run.root}` to make the run's own"
+        fix = f"it is not this run's: delete it and run `{advice.analyze(run.root)}` to make the run's own"
         marks = sweep_marks(run)
         if stored is not None and isinstance(stored, SmokeSummary):
             if marks:

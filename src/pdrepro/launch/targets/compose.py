@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from ...core import advice
 from ...core.errors import UserError
 from ...core.roles import SERVER_ROLES, Role
 from ...scenario import site as siteinput
@@ -262,7 +263,7 @@ class ComposeTarget:
             notes.append(f"note: model path {plan.site.model_path} is a default, not checked: pass --model")
         if not options.ib_devices:
             notes.append(f"note: {plan.site.ib_devices_file} must exist on every node: "
-                         f"`pdrepro ib-devices --out {plan.site.ib_devices_file}`")
+                         f"`{advice.ib_devices(plan.site.ib_devices_file)}`")
         return Rendered(files=files, commands=text, notes=tuple(notes))
 
 
