@@ -41,8 +41,8 @@ class Compare(SummaryKind):
             raise UserError(f"{run.root}: the folder `pdrepro compare` ran its arms in, no comparison of its own; "
                             + ("check each comparison in it: " + ", ".join(f"`{advice.check(run.root / name)}`"
                                                                         for name in inside)
-                               if inside else "it holds none yet: judge it with "
-                               f"`{advice.judge('compare', run.root)}`"))
+                               if inside else "it holds none yet: rerun the `pdrepro compare` that made it to measure "
+                               "them"))
 
     def _refuse_other_scenario(self, run: RunDir, scenario: Scenario) -> None:
         if scenario.kind != COMPARISON:
