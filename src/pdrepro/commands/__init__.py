@@ -4,7 +4,7 @@
 file; ``run_command`` runs the parsed command and turns its errors into exit codes (``pdrepro.cli``
 is that, and `pdrepro repro` runs each stage through it, so nothing here imports the CLI above).
 
-Every command line builds every command's parser (`pdrepro --help` and `pdrepro X` alike), so a command module
+Every command line builds every command's parser (`pdrepro --help` and any command alike), so a command module
 imports at its top only what declaring its options needs: argparse, core's errors and exits, the shared option
 declarations (another command module's ``add_*_options``), constants and the light name modules its choices come
 from (backends, engines, launch.site, launch.targets.names, launch.stack.kinds, sweep.choices,
