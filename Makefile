@@ -59,6 +59,9 @@ BENCH_LOG_MB ?= 500
 bench-analysis-memory: setup ## Print the peak memory of `pdrepro analyze` on a 500 MB prefill log of request-stats lines
 	$(BIN)/python scripts/bench_analysis_memory.py --size-mb $(BENCH_LOG_MB)
 
+bench-help: setup ## Print the CPU seconds of `pdrepro --help` and of each command's --help (the worst of 5 runs; budget 0.3 s)
+	$(BIN)/python scripts/bench_help.py
+
 # Heavy end-to-end signal tests (tests/signalse2e.py marks them: whole runs on the stand-in stack stopped by real
 # signals, or killed, and resumed; the other signals of a test `make test` runs once): `make test` skips them and
 # keeps a fast representative of each; this target runs them with the signal tests they belong with.
@@ -84,4 +87,4 @@ knobs: ## Regenerate the knob lists from source: make knobs SGLANG_SRC=<checkout
 		--mooncake-src "$(MOONCAKE_SRC)" --mooncake-ref "$(MOONCAKE_REF)" --out src/pdrepro/knobdata \
 		$(if $(SGLANG_PIN_SRC),--sglang-flags-src "$(SGLANG_COMMIT)=$(SGLANG_PIN_SRC)")
 
-.PHONY: help setup test adversarial-deep signals-soak signals-e2e bench-analysis-memory schemas docs knobs
+.PHONY: help setup test adversarial-deep signals-soak signals-e2e bench-analysis-memory bench-help schemas docs knobs

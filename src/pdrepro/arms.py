@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast, get_args
 
-from .core import signals
+from .core import advice, signals
 from .core.errors import UserError
 from .core.exits import EXIT_BAD_INPUT, STOPPED
 from .core.safewrite import make_folder
@@ -233,7 +233,7 @@ def _judge_measured(run: Path, arm: Arm, state: ArmsState, cli, say) -> tuple[in
     say(f"== arm {arm.name}: every length is measured already; judged, not run again")
     status = 0 if "--no-analyze" in arm.sweep else cli(["analyze", str(folder)])
     why = None if status == 0 else (f"stopped by {signals.name_of(status - 128)}; rerun the same command to resume"
-                                    if status in STOPPED else f"`pdrepro analyze {folder}` ended with status {status}")
+                                    if status in STOPPED else f"`{advice.analyze(folder)}` ended with status {status}")
     state = _save(run, state, state.arm(arm.name), status="done" if status == 0 else
                   "stopped" if status in STOPPED else "failed", exit=status,
                   reason=armsstate.one_line(why) if why else None)
@@ -278,7 +278,7 @@ def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: signals.Noted, 
         with signals.ignoring() if status in STOPPED or noted.signum is not None else contextlib.nullcontext():
             down = _down(folder, arm.name, cli, say)
         if status == 0 and down:
-            status, why = EXIT_BAD_INPUT, f"`pdrepro stack down {folder}` ended with status {down}"
+            status, why = EXIT_BAD_INPUT, f"`{advice.stack_down(folder)}` ended with status {down}"
         stopped = status != 0 and (status in STOPPED or noted.signum is not None)
         if stopped:
             why = f"stopped by {_signal_name(status, noted)}: {why}; rerun the same command to resume"

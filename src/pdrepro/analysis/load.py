@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import statistics
 
+from ..core import advice
 from ..core.errors import UserError
 from ..parsers.bench import BenchResult, parse_bench_file, percentile
 from ..parsers.promcounters import counters_file
@@ -39,8 +40,8 @@ ROLES = ("prefill", "decode")
 def read_state(top: RunDir) -> LoadState:
     state = loadstate.read(top.root)
     if state is None:
-        raise UserError(f"{loadstate.path(top.root)}: missing, so {top.root} holds no load sweep; run `pdrepro load "
-                        f"--out {top.root}` (or judge a sweep's run with `pdrepro check`)")
+        raise UserError(f"{loadstate.path(top.root)}: missing, so {top.root} holds no load sweep; run `pdrepro load` "
+                        f"with --out {top.root} (or, a sweep's run, judge it with `{advice.check(top.root)}`)")
     return state
 
 

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import advice
 from ..core.errors import UserError
 from ..rundir import RunDir, why_absent
 from ..rundir.contract import analysis_code_stamp, dumps_json, stamp
@@ -78,10 +79,10 @@ def _read_stored(run: RunDir) -> tuple[Summary | None, list[str]]:
         except UserError as exc:
             why = str(exc).removeprefix(f"{path}: ").replace("; ", ", ")
             return None, [f"{path}: not a summary this release reads ({why}); it judges nothing: the verdict is drawn "
-                          f"from the run's inputs, and `pdrepro analyze {run.root}` rewrites it"]
+                          f"from the run's inputs, and `{advice.analyze(run.root)}` rewrites it"]
     why = "not a JSON object" if path.is_file() else why_absent(path)
     return None, [f"{path}: not a summary ({why}); the verdict is drawn from the run's inputs; "
-                  f"`pdrepro analyze {run.root}` rewrites it"]
+                  f"`{advice.analyze(run.root)}` rewrites it"]
 
 
 def _missing_inputs(run: RunDir) -> list[str]:
@@ -127,16 +128,16 @@ def _judge_fresh(run: RunDir, scenario: Scenario, stored: Summary | None, made: 
     if stored is None:
         if not run.summary_file.exists():  # one that cannot be read was named already (_read_stored)
             notes.append(f"{run.summary_file}: not written yet; the verdict is drawn from the run's inputs; "
-                         f"`pdrepro analyze {run.root}` writes it")
+                         f"`{advice.analyze(run.root)}` writes it")
     elif _is_current(stored, signature, scenario.fingerprint):
         where = _disagreement(stored, fresh)
         if where is not None:
             raise UserError(f"{run.summary_file}: {where} disagrees with what the run's own inputs give; the file "
-                            f"was changed after the analysis: rerun `pdrepro analyze {run.root}` to rewrite it from "
+                            f"was changed after the analysis: rerun `{advice.analyze(run.root)}` to rewrite it from "
                             "the inputs (or restore the original)")
     elif _disagreement(stored, fresh) is not None or stored.scenario_fingerprint != scenario.fingerprint:
         notes.append(f"{run.summary_file}: stale (made from other inputs, another scenario or another release); "
-                     f"the verdict is drawn from the run's inputs; `pdrepro analyze {run.root}` rewrites it")
+                     f"the verdict is drawn from the run's inputs; `{advice.analyze(run.root)}` rewrites it")
     return Judged(judged, notes)
 
 

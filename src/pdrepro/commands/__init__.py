@@ -5,6 +5,15 @@ file; ``run_command`` runs the parsed command and turns its errors into exit cod
 runs each stage through it), and ``main`` adds the closed standard output's quiet end. ``main`` lives
 here, not in a module above, so both doors into the command line (``pdrepro.cli``, the installed
 script, and ``python -m pdrepro``) stand on one floor right above the commands they open.
+
+Every command line builds every command's parser (`pdrepro --help` and any command alike), so a command module
+imports at its top only what declaring its options needs: argparse, core's errors and exits, the shared option
+declarations (another command module's ``add_*_options``), constants and the light name modules its choices come
+from (backends, engines, launch.site, launch.targets.names, launch.stack.kinds, sweep.choices,
+scenario.schemanames). What it needs only to run (pydantic models, YAML, the analysis, plots, HTTP, tables) it
+imports inside its run function, or the helper that uses it, with ``if TYPE_CHECKING:`` imports for annotations.
+tests/commands/test_cli_light.py names any heavy module building the parser pulls in; `make bench-help` prints the
+CPU time of each command's --help.
 """
 
 from __future__ import annotations

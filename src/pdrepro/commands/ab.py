@@ -16,24 +16,25 @@ from __future__ import annotations
 import hashlib
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .. import arms as runner
 from ..backends.registry import backend, names
+from ..core import advice
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder, write_file
 from ..pipeline import split_words
-from ..publish.abjudge import ArmInput, judge
-from ..report.ab import render as render_report
-from ..rundir import armsstate, memberrecord, ownoutputs
-from ..rundir.absummary import AB_LABEL, AbSummary
-from ..rundir.armsstate import ArmRecord, ArmsState
-from ..rundir.contract import dumps_json
-from ..scenario.armvariant import for_backend
-from ..scenario.model import Scenario, load_scenario
 from . import run_command
 from . import stack as stack_words
 from .check import add_judge_option, check_report_target, emit, judging_only
+
+# The arms runner, the judge, the run directory's models and the scenario (pydantic, YAML, the analysis) are
+# imported where the command runs, so that building the command line (`pdrepro --help`) stays light.
+if TYPE_CHECKING:
+    from ..publish.abjudge import ArmInput
+    from ..rundir.absummary import AbSummary
+    from ..rundir.armsstate import ArmsState
+    from ..scenario.model import Scenario
 
 HELP = "A/B of transfer backends: the same stack and sweep once per backend, one after the other, side by side"
 DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
@@ -113,6 +114,8 @@ def _site(args, onebox: bool) -> list[str]:
 def _label(scenario: str, picked: tuple[str, ...], variants: dict[str, Scenario] | None = None) -> str:
     """Which A/B this is: its scenario and backends, and (a run's) the arms' scenarios as fingerprints, so a
     rerun with another scenario or other arm variables is another A/B, refused rather than resumed."""
+    from ..rundir.absummary import AB_LABEL
+
     label = AB_LABEL.label(f"{scenario}: {', '.join(picked)}")
     if variants:
         both = hashlib.sha256(" ".join(v.fingerprint for v in variants.values()).encode()).hexdigest()
@@ -143,6 +146,12 @@ def _write_variants(out: Path, variants: dict[str, Scenario]) -> dict[str, Path]
 
 
 def run(args) -> int:
+    from .. import arms as runner
+    from ..publish.abjudge import judge
+    from ..rundir import armsstate, ownoutputs
+    from ..scenario.armvariant import for_backend
+    from ..scenario.model import load_scenario
+
     if args.judge is not None:
         return _judge(args.judge, args)
     judging_only(args)
@@ -187,6 +196,9 @@ def run(args) -> int:
 
 
 def _render(args, out: Path, label: str, variants: dict[str, Scenario]) -> int:
+    from ..rundir import armsstate, memberrecord
+    from ..rundir.armsstate import ArmRecord, ArmsState
+
     wanted = ArmsState(label=label, arms=tuple(ArmRecord(name=b, backend=b, status="rendered") for b in variants))
     found = armsstate.read(out) if out.is_dir() else None
     if found is not None and found.label != label:
@@ -213,14 +225,14 @@ def _render(args, out: Path, label: str, variants: dict[str, Scenario]) -> int:
         if status:
             return status
         steps.append(_next_step(args.render, out, b))
-        write_file(out / b / "job" / NEXT, f"{steps[-1]}\nwhen every arm's job is done: pdrepro ab --judge {out}\n",
+        write_file(out / b / "job" / NEXT, f"{steps[-1]}\nwhen every arm's job is done: {advice.judge('ab', out)}\n",
                    "pdrepro ab", out)
     armsstate.write(out, wanted)
     print(f"ab: one job per arm in {out}/<backend>/job/ (its scenario in {out}/scenarios/); each writes its run into "
           f"{out}/<backend>, where the judging reads it. Run the arms one after the other:")
     for line in steps:
         print(f"  {line}")
-    print(f"then: pdrepro ab --judge {out}")
+    print(f"then: {advice.judge('ab', out)}")
     return 0
 
 
@@ -244,6 +256,11 @@ def _next_step(target: str, out: Path, arm: str) -> str:
 
 
 def _judge(run: Path, args) -> int:
+    from ..publish.abjudge import ArmInput, judge
+    from ..report.ab import render as render_report
+    from ..rundir import armsstate
+    from ..scenario.model import load_scenario
+
     run = run.absolute()
     if not run.is_dir():
         raise UserError(f"--judge {run}: no such folder; give the A/B's run folder")
@@ -265,11 +282,17 @@ def _judge(run: Path, args) -> int:
 
 
 def _inputs(state: ArmsState) -> list[ArmInput]:
+    from ..publish.abjudge import ArmInput
+
     return [ArmInput(a.name, a.backend, a.unfinished()) for a in state.arms]
 
 
 def _write(run: Path, summary: AbSummary) -> AbSummary:
     """The runner's outputs, written once as it ends, never over a file it did not write."""
+    from ..report.ab import render as render_report
+    from ..rundir import ownoutputs
+    from ..rundir.contract import dumps_json
+
     text = render_report(summary)
     ownoutputs.write_outputs(run, {SUMMARY: dumps_json(summary.model_dump(mode="json"), run / SUMMARY, indent=2),
                                    REPORT: text}, "ab")

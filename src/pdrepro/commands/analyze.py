@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..kinds.registry import kind_of
-from ..rundir import RunDir
-
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("analyze", help="turn a finished run into the published table, report and plots",
@@ -18,6 +15,10 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    # The kinds and the run directory (pydantic, the analysis) load when the command runs, not for its --help.
+    from ..kinds.registry import kind_of
+    from ..rundir import RunDir
+
     # The kind the folder records writes its summary and report (kinds/registry.py).
     run_dir = RunDir(args.run)
     return kind_of(run_dir).analyze(run_dir, args)

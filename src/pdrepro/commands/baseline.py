@@ -6,12 +6,10 @@ import shlex
 from pathlib import Path
 
 from ..core.errors import UserError
-from ..fabric import baseline
-from ..rundir import RunDir
-from ..rundir.portbaseline import judge_ports
-from ..scenario.sections import Thresholds
 
-DEFAULT_FRACTION = Thresholds.model_fields["min_port_baseline_fraction"].default
+# The default only: the fabric's measurements and the run directory (pydantic) are imported where the command runs,
+# so that building the command line (`pdrepro --help`) stays light.
+from ..scenario.portbaseline import MIN_PORT_BASELINE_FRACTION as DEFAULT_FRACTION
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -53,6 +51,10 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from ..fabric import baseline
+    from ..rundir import RunDir
+    from ..rundir.portbaseline import judge_ports
+
     if args.role == "client" and not args.peer:
         raise UserError("--peer HOST is required for the client: the address of the node running --role server")
     if args.role == "client" and args.out is None:

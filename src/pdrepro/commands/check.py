@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.errors import UserError
 from ..core.safewrite import write_file
-from ..kinds.registry import kind_of
-from ..rundir import RunDir
-from ..rundir.contract import dumps_json
-from ..verdicts.outcome import Verdict
+
+# The kinds' judges and the run directory's models (pydantic, the analysis) are imported where a verdict is
+# drawn, so that building the command line (`pdrepro --help`) stays light.
+if TYPE_CHECKING:
+    from ..rundir import RunDir
+    from ..verdicts.outcome import Verdict
 
 
 def register(subparsers) -> None:
@@ -71,6 +74,8 @@ def check_report_target(args, run: Path) -> None:
 def emit(args, run: Path, text: str, data: object) -> None:
     """The verdict on standard output (``text``, or ``data`` as JSON with ``--json``), and ``text`` into
     ``--report FILE`` where one is named."""
+    from ..rundir.contract import dumps_json
+
     check_report_target(args, run)
     if getattr(args, "report", None) is not None:
         write_file(Path(args.report), text if text.endswith("\n") else text + "\n", "--report")
@@ -99,6 +104,8 @@ def give(args, run: Path, verdict: Verdict) -> int:
 
 
 def run(args) -> int:
+    from ..rundir import RunDir
+
     # The kind the folder records judges it (kinds/registry.py): a sweep's, a smoke's or a comparison's summary
     # against the thresholds, a load's members and steps against the load gates; a composite's folder names its
     # own judge.
@@ -109,4 +116,6 @@ def run(args) -> int:
 
 def verdict_of(run_dir: RunDir, args) -> Verdict:
     """The run judged in memory by the kind it records; nothing is written."""
+    from ..kinds.registry import kind_of
+
     return kind_of(run_dir).verdict(run_dir, args)

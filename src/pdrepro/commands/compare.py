@@ -21,31 +21,28 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .. import arms as runner
-from ..analysis.comparison import render_comparison
-from ..core import runfile
+from ..core import advice, runfile
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder
-from ..launch.stack.regular import STACKS
+from ..launch.stack.kinds import STACK_KINDS as STACKS
 from ..pipeline import split_words
-from ..publish.results import portable
-from ..rundir import RunDir, ownoutputs
-from ..rundir.contract import write_json_atomic
-from ..rundir.layout import STACK_FILE
-from ..scenario.model import ComparisonScenario, load_scenario, resolve_scenario
-from ..sweep.config import is_disaggregated
-from ..sweep.state import result_problem
 from . import run_command
 from . import stack as stack_words
 from .check import add_judge_option, check_report_target, emit, judging_only, verdict_of
 from .render import add_site_options, transfer_backend
 
+# The arms runner, the scenario, the run directory and the analysis (pydantic, YAML, plots) are imported where the
+# command runs, so that building the command line (`pdrepro --help`) stays light.
+if TYPE_CHECKING:
+    from .. import arms as runner
+    from ..scenario.model import ComparisonScenario
+
 HELP = "run a comparison scenario's two configurations on this box, one after the other, and judge them"
-# Flags this command sets on the sweep itself (the arms runner sets the URLs, --configuration and --out).
-OWN_SWEEP_FLAGS = ("--scenario", "--model-path", "--dataset-path", "--bench-in-place", "--logs-from", "--no-analyze",
-                   *runner.OWN_SWEEP_FLAGS)
+# Flags this command sets on the sweep itself (and those the arms runner sets: the URLs, --configuration and --out).
+OWN_SWEEP_FLAGS = ("--scenario", "--model-path", "--dataset-path", "--bench-in-place", "--logs-from", "--no-analyze")
 
 
 def register(sub) -> None:
@@ -78,6 +75,8 @@ def register(sub) -> None:
 
 def _arms(scenario: ComparisonScenario) -> list[tuple[str, str]]:
     """(configuration, stack kind), the disaggregated configuration first."""
+    from ..rundir.memberrecord import is_disaggregated
+
     names = list((scenario.reference.configurations if scenario.reference else {}) or {})
     kinds = {name: STACKS[0] if is_disaggregated(name) else STACKS[1] for name in names}
     stacks = scenario.launch.stacks if scenario.launch else ()
@@ -107,9 +106,11 @@ def _site_words(args) -> list[str]:
 
 
 def _sweep_extra(text: str | None) -> tuple[str, ...]:
+    from .. import arms as runner
+
     words = split_words(text, "--sweep-args")
     for word in words:
-        if word.split("=", 1)[0] in OWN_SWEEP_FLAGS:
+        if word.split("=", 1)[0] in (*OWN_SWEEP_FLAGS, *runner.OWN_SWEEP_FLAGS):
             raise UserError(f"--sweep-args sets {word.split('=', 1)[0]}, which `pdrepro compare` sets itself; leave it out")
     return tuple(words)
 
@@ -128,6 +129,8 @@ STACK_KEYS = ("model", "parallel", "topology", "launch")
 
 
 def _load(given: list[str]) -> list[ComparisonScenario]:
+    from ..scenario.model import ComparisonScenario, load_scenario
+
     scenarios = []
     for name in given:
         scenario = load_scenario(name)
@@ -179,6 +182,8 @@ OUTPUTS = ("summary.json", "report.md")
 
 
 def _judge(run: Path) -> int:
+    from ..rundir import ownoutputs
+
     _say(f"pdrepro analyze {run}")
     ownoutputs.refuse_foreign(run, OUTPUTS, "compare")
     analyzed = run_command(["analyze", str(run)])
@@ -196,6 +201,9 @@ def _keep_stack_records(out: Path, run: Path, configurations: list[str], replace
     one-scenario run has it there (the report reads where each server ran from it). Written when the sweep
     starts (``replace``: this stack measures them); when judging, only where none is yet, so a scenario
     measured by an earlier stack never gets the record of a later one that skipped it."""
+    from ..rundir.contract import write_json_atomic
+    from ..rundir.layout import STACK_FILE
+
     for name in configurations:
         source, target = out / name / STACK_FILE, run / name / STACK_FILE
         if source.is_file() and (replace or not target.exists()):
@@ -206,6 +214,9 @@ def _keep_stack_records(out: Path, run: Path, configurations: list[str], replace
 def complete(run: Path, scenario: ComparisonScenario, configurations: list[str]) -> str | None:
     """None when every configuration of ``scenario`` in ``run`` holds a complete bench result for each length,
     else the first that does not and why."""
+    from ..rundir import RunDir
+    from ..sweep.state import result_problem
+
     for name in configurations:
         sub = RunDir(run).configuration(name)
         for length in scenario.sweep.prompt_lens:
@@ -254,6 +265,11 @@ def _judged_runs(run: Path) -> list[Path]:
 def _judge_only(args: argparse.Namespace) -> int:
     """`compare --judge RUN`: each comparison run judged as `pdrepro check` judges it, in memory; the comparison's
     table and the checks on standard output (--json, --report FILE); nothing is written into RUN."""
+    from ..analysis.comparison import render_comparison
+    from ..publish.results import portable
+    from ..rundir import RunDir
+    from ..scenario.model import ComparisonScenario, resolve_scenario
+
     run = args.judge.absolute()
     if not run.is_dir():
         raise UserError(f"--judge {run}: no such folder; give the comparison's run folder")
@@ -263,7 +279,7 @@ def _judge_only(args: argparse.Namespace) -> int:
         scenario = resolve_scenario(None, folder)
         if not isinstance(scenario, ComparisonScenario):
             raise UserError(f"{folder}: a {scenario.kind} run; `pdrepro compare --judge` judges comparison runs "
-                            f"(judge this one with `pdrepro check {folder}`)")
+                            f"(judge this one with `{advice.check(folder)}`)")
         verdict = verdict_of(RunDir(folder), argparse.Namespace(scenario=None, thresholds=None))
         table = render_comparison(portable(verdict.summary.to_json(), folder))  # type: ignore[attr-defined]
         texts.append((f"== {folder}\n" if folder != run else "") + table.rstrip("\n") + "\n\n" + verdict.text)
@@ -278,6 +294,9 @@ def _judge_only(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .. import arms as runner
+    from ..rundir import ownoutputs
+
     if args.judge is not None:
         return _judge_only(args)
     judging_only(args)

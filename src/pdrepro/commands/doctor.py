@@ -6,12 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from tabulate import tabulate
-
 from ..core.errors import UserError
-from ..fabric import doctor
-from ..fabric.capture import capture
-from ..scenario.model import load_scenario
 
 MARK = {"pass": "ok", "warn": "WARN", "fail": "FAIL"}
 
@@ -36,6 +31,13 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    # The checks, the scenario (pydantic, YAML) and the table load when the command runs, not for its --help.
+    from tabulate import tabulate
+
+    from ..fabric import doctor
+    from ..fabric.capture import capture
+    from ..scenario.model import load_scenario
+
     if not args.sysfs_root.is_dir():
         raise UserError(f"--sysfs-root {args.sysfs_root}: not a directory; pass /sys or a captured copy of it")
     if args.save_sysfs is not None:

@@ -59,8 +59,9 @@ def register(subparsers) -> None:
                    help="sizes come from its model and prefill TP (default %(default)s, the one-box scenario; the "
                         "published run's: h20-qwen3-235b-1p1d)")
     p.add_argument("--prompt-lens", help="comma-separated subset or other lengths (default: the scenario's)")
-    p.add_argument("--gpus", default="0,1",
-                   help="prefill GPU, decode GPU (default 0,1); one id (0, or 0,0) puts both sides on that GPU")
+    p.add_argument("--gpus", default=None,
+                   help="prefill GPU, decode GPU; one id (0, or 0,0) puts both sides on that GPU (default 0,1, or 0 on "
+                        "a box with one GPU, which `stack up` shares the same way)")
     p.add_argument("--layouts", default="blocks",
                    help="how one request's KV is cut into one batch, each measured at every length: blocks (of "
                         "--block-mib), one (one block), layers (a K and a V block per layer, as SGLang's buffers); "
@@ -80,6 +81,17 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def _default_gpus() -> str:
+    """Both sides on GPU 0 where the box has one GPU (as `stack up` places a one-GPU stack), else GPUs 0 and 1: the
+    engine-alone line a report prints then runs as printed on either box."""
+    try:
+        from ..host.nvidia import query_gpus
+
+        return "0" if len(query_gpus()) == 1 else "0,1"
+    except Exception:  # no nvidia-smi, or it failed: the two-GPU default stands, and the engine says what it finds
+        return "0,1"
+
+
 def run(args) -> int:
     from ..gpucheck.run import Settings
     from ..gpucheck.run import run as check
@@ -94,7 +106,7 @@ def run(args) -> int:
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; name a directory")
     settings = Settings(sizes=_sizes(scenario, prompt_lens(args.prompt_lens) if args.prompt_lens else None), repeats=args.repeats,
-                        block_bytes=args.block_mib * MiB, gpus=_gpus(args.gpus), memory=args.memory,
+                        block_bytes=args.block_mib * MiB, gpus=_gpus(args.gpus or _default_gpus()), memory=args.memory,
                         transport=args.transport, direction=args.direction, seed=scenario.sweep.seed,
                         timeout_s=args.timeout, out=out, layouts=_layouts(args.layouts),
                         layers=scenario.geometry.num_hidden_layers)

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from ..core.errors import UserError
 from ..core.safewrite import write_file
-from ..fabric import affinity
-from ..host import nvidia, sysfs
+from ..host import nvidia
 from ..host.tools import ToolFailed, ToolMissing
 from ..scenario.site import ib_device_key_problem, parse_gpus
 
@@ -52,6 +51,10 @@ def _topology(nics, gpus, from_sysfs: bool) -> nvidia.Topology | None:
 
 def build_map(root: Path, wanted: list[int] | None = None,
               from_sysfs: bool = False) -> tuple[dict[str, str], list[str]]:
+    # The fabric's and sysfs's models (pydantic) load when the command runs, not for its --help.
+    from ..fabric import affinity
+    from ..host import sysfs
+
     devices = sysfs.read_rdma_devices(root)
     nics = affinity.usable_nics(devices)
     if not nics:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-from tabulate import tabulate
-
 from .. import backends, engines
 from ..scenario import knobs, launch_env
 
@@ -39,6 +37,8 @@ def _prefixes(name: str) -> tuple[str, ...]:
 
 
 def run(args) -> int:
+    from tabulate import tabulate  # loads when the command runs, not for its --help
+
     reader = _reader_of(args.reader) if args.reader else None
     chosen = [k for k in knobs.knobs() if (not args.reader or k.reader == reader) and (k.rdma_only or not args.rdma_only)]
     unlisted = {n: _prefixes(n) for n in (*engines.names(), *backends.names())

@@ -9,8 +9,9 @@ import sys
 
 from ..core.errors import UserError
 from ..core.exits import EXIT_FAILED
-from ..rundir import ownoutputs
-from ..scenario.model import is_unbounded, resolve_scenario
+
+# The options only: the run directory, the scenario and the sweep (pydantic, YAML, HTTP) are imported where the
+# command runs, so that building the command line (`pdrepro --help`) stays light.
 from .sweep import add_stack_options, stack_config
 
 # Upper bounds of what a person means: longer prompts than any released model reads, more requests per step
@@ -57,6 +58,7 @@ def _count(option: str, text: str | None, default: int, top: int) -> int:
 
 def plan_of(args: argparse.Namespace, scenario):
     from ..rundir.loadstate import LoadPlan
+    from ..scenario.model import is_unbounded
     from ..sweep.loadsteps import parse_steps
 
     sweep = scenario.sweep
@@ -83,6 +85,8 @@ def _outputs() -> tuple[str, ...]:
 def run(args: argparse.Namespace) -> int:
     from ..core.signals import checkpoint, stop_on_signals
     from ..publish.loadresults import summary_path, write_load_results
+    from ..rundir import ownoutputs
+    from ..scenario.model import resolve_scenario
     from ..sweep.loadrun import run_load
 
     if args.out.exists() and not args.out.is_dir():

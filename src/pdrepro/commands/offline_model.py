@@ -12,25 +12,16 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.errors import UserError
 from ..core.safewrite import atomic, free_bytes, make_folder, nearest_existing, refusal, stage
 from ..core.signals import raise_on_signals
-from ..image.offline_model import (
-    MAX_CONVERSATIONS,
-    ModelShape,
-    checkpoint_bytes,
-    dataset_bytes,
-    missing_libraries,
-    model_files,
-    shape_for,
-    tokenizer_bytes,
-    write_config,
-    write_dataset,
-    write_safetensors,
-    write_tokenizer,
-)
-from ..scenario.model import load_scenario
+
+# The model writer and the scenario (pydantic, YAML) are imported where the command runs, so that building the
+# command line (`pdrepro --help`) stays light.
+if TYPE_CHECKING:
+    from ..image.offline_model import ModelShape
 
 # Qwen2.5-0.5B-Instruct's values beyond the attention geometry (its config.json): the one-box
 # scenario's model, the only one a box without a hub needs.
@@ -75,6 +66,8 @@ def _check_out(out: Path, force: bool) -> None:
     """--out may be a new path, an empty or unrelated folder, or (with --force) a model this command made."""
     if os.path.lexists(out) and not out.is_dir():
         raise UserError(f"--out {out}: exists and is not a folder (or is a link to nothing); give a folder path")
+    from ..image.offline_model import model_files
+
     found = model_files(out)
     if found and not force:
         raise UserError(f"--out {out}: already holds a model ({', '.join(found[:4])}); give a new folder, or --force "
@@ -107,6 +100,8 @@ def _device(path: Path) -> int | None:
 
 
 def _check_disk(out: Path, dataset: Path, shape: ModelShape, conversations: int) -> int:
+    from ..image.offline_model import checkpoint_bytes, dataset_bytes, tokenizer_bytes
+
     """Holds the bytes about to be written against each file system's free space; returns the model's bytes."""
     model = checkpoint_bytes(shape) + tokenizer_bytes(shape.vocab_size)
     data = dataset_bytes(shape.vocab_size, conversations)
@@ -121,6 +116,8 @@ def _check_disk(out: Path, dataset: Path, shape: ModelShape, conversations: int)
 
 
 def _check_numbers(args) -> None:
+    from ..image.offline_model import MAX_CONVERSATIONS
+
     if not 1 <= args.conversations <= MAX_CONVERSATIONS:
         raise UserError(f"--conversations {args.conversations}: give a number from 1 to {MAX_CONVERSATIONS}")
     if not 0 <= args.seed < 1 << 32:
@@ -128,6 +125,16 @@ def _check_numbers(args) -> None:
 
 
 def run(args) -> int:
+    from ..image.offline_model import (
+        missing_libraries,
+        shape_for,
+        write_config,
+        write_dataset,
+        write_safetensors,
+        write_tokenizer,
+    )
+    from ..scenario.model import load_scenario
+
     missing = missing_libraries()
     if missing:
         raise UserError(f"offline-model needs {', '.join(missing)} in this Python ({', '.join(missing)} not importable); "

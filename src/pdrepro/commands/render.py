@@ -11,14 +11,20 @@ import os
 import re
 import shlex
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from .. import backends
 from ..core.errors import UserError
-from ..launch import plan as launch
+
+# The site's defaults only: the plan, the targets and the scenario (pydantic, YAML) are imported where a command
+# runs, so that building the command line (`pdrepro --help`) stays light.
+from ..launch import site as launch
 from ..launch.filewrite import write_file
-from ..launch.targets.registry import TARGETS
+from ..launch.targets.names import TARGET_NAMES
 from ..scenario import site as siteinput
-from ..scenario.model import load_scenario
+
+if TYPE_CHECKING:
+    from ..launch.plan import Plan
 
 HELP = "write a scenario's launch for a target (compose files per node, Kubernetes manifests, or a SLURM sbatch script)"
 
@@ -37,13 +43,13 @@ def default_scenario(target: str) -> str:
 
 def _by_target() -> list[tuple[str, str]]:
     # Grouped for the help text: the one-box target first, then the targets sharing the published run.
-    others = "|".join(t for t in sorted(TARGETS) if t != "onebox")
+    others = "|".join(t for t in TARGET_NAMES if t != "onebox")
     return [("onebox", ONEBOX_SCENARIO), (others, PUBLISHED_SCENARIO)]
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("render", help=HELP, description=HELP[0].upper() + HELP[1:] + ".")
-    p.add_argument("--target", choices=sorted(TARGETS), default="compose",
+    p.add_argument("--target", choices=TARGET_NAMES, default="compose",
                    help="where the launch runs (default %(default)s)")
     p.add_argument("--scenario", default=None,
                    help="shipped scenario name or path to a scenario YAML (default: "
@@ -152,13 +158,16 @@ def server_arg_words(values: list[str]) -> tuple[str, ...]:
     return tuple(words)
 
 
-def onebox_plan(args, scenario, python: str = launch.PYTHON) -> launch.Plan:
+def onebox_plan(args, scenario, python: str = launch.PYTHON) -> Plan:
     """The one-box plan from the site options, as `render --target onebox` places it; ``python`` is the
     interpreter every argv starts with (the host launcher's own)."""
+    from ..launch.plan import Plan
+    from ..launch.targets.registry import TARGETS
+
     target = TARGETS["onebox"]
     site = build_site(args, scenario, *target.hosts(scenario, args))
     # Mooncake picks the RDMA devices itself on one box: no device file.
-    return launch.Plan(scenario, dataclasses.replace(site, ib_devices_file=None, python=python))
+    return Plan(scenario, dataclasses.replace(site, ib_devices_file=None, python=python))
 
 
 def _abs(path: str) -> str:
@@ -227,6 +236,10 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def run(args) -> int:
+    from ..launch.plan import Plan
+    from ..launch.targets.registry import TARGETS
+    from ..scenario.model import load_scenario
+
     # Resolved once, here: the targets read args.scenario too (k8s ships the scenario file itself).
     args.scenario = args.scenario or default_scenario(args.target)
     scenario = load_scenario(args.scenario)
@@ -241,7 +254,7 @@ def run(args) -> int:
     _check_run_dir(args)
     target = TARGETS[args.target]
     site = build_site(args, scenario, *target.hosts(scenario, args))
-    rendered = target.render(launch.Plan(scenario, site), args, args.out)
+    rendered = target.render(Plan(scenario, site), args, args.out)
     out = Path(args.out)
     _mkdir(out, "--out")
     # An input given inside --out (--ib-devices deploy/ib_devices.json) is already the copy: kept as it is.

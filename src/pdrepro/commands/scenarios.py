@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from tabulate import tabulate
-
-from ..scenario.model import load_scenario, shipped_names
-
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("scenarios", help="list shipped scenarios, or show one resolved",
@@ -17,6 +13,11 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    # The scenario models (pydantic, YAML) and the table load when the command runs, not for its --help.
+    from tabulate import tabulate
+
+    from ..scenario.model import load_scenario, shipped_names
+
     if args.action == "show":
         if not args.name:
             from ..core.errors import UserError

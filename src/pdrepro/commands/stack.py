@@ -10,22 +10,24 @@ import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import urlsplit
 
 from .. import backends, engines
-from ..core import signals
+from ..core import advice, signals
 from ..core.errors import UserError
-from ..launch import plan as launch
-from ..launch.stack import lock, ownership, procs, proof, ready, record, regular
-from ..launch.stack import up as launcher
-from ..launch.stack.packages import probe
-from ..rundir import RunDir
-from ..scenario import serverflags
-from ..scenario.model import load_scenario
-from ..tune.grid import Route
+
+# The site's defaults and the stack kinds only: the launcher, its record and the scenario (pydantic, YAML) are
+# imported where a verb runs, so that building the command line (`pdrepro --help`) stays light.
+from ..launch import site as launch
+from ..launch.stack.kinds import STACK_KINDS
 from .render import add_site_options, onebox_plan, server_arg_words, transfer_backend
 from .render import register as register_render
+
+if TYPE_CHECKING:
+    from ..launch.stack import up as launcher
+    from ..rundir import RunDir
+    from ..tune.grid import Route
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +72,7 @@ def register(subparsers) -> None:
     u.add_argument("--launcher", choices=("host",), default="host", help="processes of this host (default)")
     u.add_argument("--scenario", default=DEFAULT_SCENARIO,
                    help="shipped scenario name or path to a scenario YAML (default %(default)s)")
-    u.add_argument("--stack", choices=regular.STACKS, default=regular.STACKS[0],
+    u.add_argument("--stack", choices=STACK_KINDS, default=STACK_KINDS[0],
                    help="which of the scenario's stacks to start: disaggregated (prefill, decode, router) or, for a "
                         "comparison scenario, regular (two regular servers, then the router with --worker-urls; "
                         "on one GPU each takes its --mem-fraction-static, one after the other) (default %(default)s)")
@@ -123,6 +125,11 @@ def _one_gpu_box(args) -> None:
 
 
 def run_up(args) -> int:
+    from ..launch.stack import lock, regular
+    from ..launch.stack import up as launcher
+    from ..rundir import RunDir
+    from ..scenario.model import load_scenario
+
     _check_seconds(args)
     scenario = load_scenario(args.scenario)
     _one_gpu_box(args)
@@ -139,6 +146,10 @@ def run_up(args) -> int:
 
 
 def _up_locked(args, run: RunDir, lp, plan_steps: list[launcher.Step], scenario: str) -> int:
+    from ..launch.stack import record
+    from ..launch.stack import up as launcher
+    from ..launch.stack.packages import probe
+
     launcher.check_no_live_stack(run.root)
     base = launcher.base_environment()
     installed = probe(sys.executable, launcher.child_env(plan_steps[0], base)[0], engines.engine(lp.engine),
@@ -171,17 +182,22 @@ def _up_locked(args, run: RunDir, lp, plan_steps: list[launcher.Step], scenario:
             raise
     names = ", ".join(step.name for step in plan_steps)
     log.info(f"stack up: {names} run ({args.stack} stack); router at http://{host}:{router.port}; "
-             f"record {record.path(run.root)}; stop with: pdrepro stack down {run.root}")
+             f"record {record.path(run.root)}; stop with: {advice.stack_down(run.root)}")
     return 0
 
 
 def _refuse(refused: list[str], run: Path) -> None:
+    from ..launch.stack import record
+
     if refused:
         raise UserError(f"{record.path(run)} names processes that are not this stack's, left alone: "
                         + "; ".join(refused))
 
 
 def run_down(args) -> int:
+    from ..launch.stack import lock, ownership, procs, record
+    from ..launch.stack import up as launcher
+
     if not (math.isfinite(args.grace) and args.grace > 0):
         raise UserError(f"--grace {args.grace:g}: give a number of seconds above 0")
     record.read(args.run)  # a folder without a record is refused before it is locked
@@ -198,6 +214,8 @@ def run_down(args) -> int:
 
 
 def run_status(args) -> int:
+    from ..launch.stack import proof, ready, record
+
     rec = record.read(args.run)
     survey = proof.survey(rec)
     all_up = bool(rec.processes)
@@ -253,6 +271,8 @@ def _parsed(words: tuple[str, ...], render_target: str | None) -> argparse.Names
 
 def read_words(server_args: list[str], stack_words: tuple[str, ...], render_target: str | None = None) -> StackWords:
     """The routes server flags take besides the scenario, and the backend the stack really runs."""
+    from ..tune.grid import Route
+
     routes: list[Route] = []
     for value in server_args:
         routes.append(Route(f"--server-arg {value!r}", server_arg_words([value])))
@@ -265,6 +285,8 @@ def read_words(server_args: list[str], stack_words: tuple[str, ...], render_targ
 
 def check_words(found: StackWords, engine: str) -> None:
     """Each route's flags ones the server takes and the launch plan does not set itself (one line, exit 2)."""
+    from ..scenario import serverflags
+
     owned = serverflags.plan_owned(engine)
     for route in found.routes:
         serverflags.check_words(route.words, route.place, engine, owned,

@@ -9,8 +9,10 @@ from pathlib import Path
 from ..core.cliargs import seconds
 from ..core.errors import UserError
 from ..core.roles import SERVER_ROLES
-from ..scenario.model import resolve_scenario
-from ..sweep.config import DEFAULT_WAIT_S, FAILURE_POLICIES
+
+# The choices only: the sweep and the scenario (pydantic, YAML, HTTP) are imported where the command runs, so that
+# building the command line (`pdrepro --help`) stays light.
+from ..sweep.choices import DEFAULT_WAIT_S, FAILURE_POLICIES
 
 
 def register(sub) -> None:
@@ -177,6 +179,7 @@ def stack_config(args: argparse.Namespace, scenario, *, configuration: str | Non
 def run(args: argparse.Namespace) -> int:
     from ..core.signals import stop_on_signals
     from ..kinds.registry import analyze_run
+    from ..scenario.model import resolve_scenario
     from ..sweep.config import is_disaggregated
     from ..sweep.runner import run_sweep
 

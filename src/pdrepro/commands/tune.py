@@ -17,25 +17,23 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from .. import arms as runner
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder, write_file
 from ..pipeline import split_words
-from ..rundir import armsstate, tuneplan
-from ..rundir.tuneplan import PlanKnob, PlanSetting, TunePlan
-from ..rundir.tunesummary import TUNE_LABEL
-from ..scenario.model import Scenario, load_scenario
-from ..tune import grid
-from ..tune import slurm as slurm_render
-from ..tune.collect import check_outputs, collect, collected, own_plan, passed
-from ..tune.judge import engine_alone
 from . import run_command
 from . import stack as stack_words
 from .ab import RENDER_ONLY, SITE
 from .check import add_judge_option, check_report_target, emit, judging_only, refuse_inside
+
+# The arms runner, the grid, the tune's models and its judge (pydantic, YAML, the analysis) are imported where the
+# command runs, so that building the command line (`pdrepro --help`) stays light.
+if TYPE_CHECKING:
+    from .. import arms as runner
+    from ..rundir.tuneplan import TunePlan
+    from ..scenario.model import Scenario
 
 HELP = "try tuning knobs: the sweep once per setting of a grid, ranked against the scenario's own setting run 3 times"
 DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
@@ -103,6 +101,10 @@ def _site(args, onebox: bool, paths: bool = True) -> list[str]:
 
 def _plan(args, scenario: Scenario) -> tuple[TunePlan, dict[str, Scenario]]:
     """The plan (settings, their run folders) and each setting's scenario, by setting name."""
+    from ..rundir.tuneplan import PlanKnob, PlanSetting, TunePlan
+    from ..rundir.tunesummary import TUNE_LABEL
+    from ..tune import grid
+
     if args.baseline_repeats < MIN_REPEATS or args.baseline_repeats > 20:
         raise UserError(f"--baseline-repeats {args.baseline_repeats}: give {MIN_REPEATS} to 20 (the spread needs "
                         f"at least {MIN_REPEATS} runs of the baseline)")
@@ -153,6 +155,8 @@ def _write_scenarios(out: Path, variants: dict[str, Scenario]) -> dict[str, Path
 
 
 def _same_plan(out: Path, plan: TunePlan) -> None:
+    from ..rundir import tuneplan
+
     found = tuneplan.read(out) if out.is_dir() else None
     if found is not None and found.label != plan.label:
         raise UserError(f"{tuneplan.path(out)}: holds the tune {found.label!r}, not {plan.label!r}; give another "
@@ -163,6 +167,8 @@ def _moved(out: Path, label: str, arms: list[runner.Arm]) -> None:
     """A tune resumed from a copy of its folder at another path, or with the model and dataset elsewhere (a fresh
     machine): the state holds the old paths in its arms' words. Its label says it is this tune (every option
     but the paths), so its arms take this run's words and keep how far each got."""
+    from ..rundir import armsstate
+
     found = armsstate.read(out) if out.is_dir() else None
     if found is None or found.label != label or [a.name for a in found.arms] != [a.name for a in arms]:
         return  # none, or another run's: runner.start refuses it
@@ -175,6 +181,13 @@ def _moved(out: Path, label: str, arms: list[runner.Arm]) -> None:
 
 
 def run(args) -> int:
+    from .. import arms as runner
+    from ..rundir import tuneplan
+    from ..scenario.model import load_scenario
+    from ..tune import slurm as slurm_render
+    from ..tune.collect import check_outputs, collect
+    from ..tune.judge import engine_alone
+
     if args.judge is not None:
         return _collect(args.judge, args)
     judging_only(args)
@@ -223,6 +236,8 @@ def run(args) -> int:
 
 def _collect(run: Path, args) -> int:
     """`tune --judge RUN`: the tune ranked again, in memory; nothing is written into RUN."""
+    from ..tune.collect import collected, own_plan, passed
+
     run = run.absolute()
     if not run.is_dir():
         raise UserError(f"--judge {run}: no such folder; give the tune's run folder")

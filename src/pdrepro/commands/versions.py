@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import json
 
-from tabulate import tabulate
-
-from ..image.versions import collect_versions, table_rows
-
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -21,6 +17,11 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    # What finds the versions, and the table, load when the command runs, not for its --help.
+    from tabulate import tabulate
+
+    from ..image.versions import collect_versions, table_rows
+
     report = collect_versions()
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))

@@ -13,6 +13,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..core import advice
 from ..core.errors import UserError
 from ..host.tools import ToolTimeout, capture
 from ..parsers import tebench
@@ -109,8 +110,9 @@ def run_client(plan: BaselinePlan) -> BaselineFile:
     if refusals:
         more = f" (and {len(refusals) - 1} more)" if len(refusals) > 1 else ""
         kept = RunDir(plan.out).baseline_file if plan.out is not None else "no file"
+        again = advice.baseline(plan.out, plan.peer) if plan.out is not None and plan.peer else advice.baseline(advice.RUN)
         raise UserError(f"{refusals[0]}{more}; what was measured is kept in {kept}; check the port and the peer's "
-                        "`pdrepro baseline --role server` (same NICs), then run `pdrepro baseline` again")
+                        f"`{advice.baseline_server()}` (same NICs), then run `{again}` again")
     return result
 
 
@@ -155,7 +157,7 @@ def run_server(plan: BaselinePlan) -> int:
         return 0
     except subprocess.TimeoutExpired:
         raise UserError(f"the client did not connect within {plan.serve_seconds} s; start "
-                        "`pdrepro baseline --role client --peer <this host>` on the other node, "
+                        f"`{advice.baseline(advice.RUN)}` on the other node ({advice.PEER}: this host's address), "
                         "or raise --serve-seconds") from None
     finally:
         for _, proc in procs + ([("te", te)] if te is not None else []):

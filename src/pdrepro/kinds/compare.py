@@ -10,6 +10,7 @@ import argparse
 from typing import Any
 
 from ..analysis.verdictsource import Judged, judged_comparison
+from ..core import advice
 from ..core.errors import UserError
 from ..publish.results import analyze_comparison
 from ..rundir import RunDir
@@ -37,15 +38,17 @@ class Compare(SummaryKind):
         # holds a comparison folder per scenario and is none itself.
         if recorded.arms_label_head(run) == COMPARISON and recorded.scenario_kind(run) != COMPARISON:
             inside = sorted(p.name for p in run.root.iterdir() if (p / "scenario.yaml").is_file())
-            raise UserError(f"{run.root}: the folder `pdrepro compare` ran its arms in, no comparison of its own; check "
-                            "each comparison in it" + (f" ({', '.join(inside)})" if inside else "")
-                            + f": `pdrepro check {run.root}/<scenario>`")
+            raise UserError(f"{run.root}: the folder `pdrepro compare` ran its arms in, no comparison of its own; "
+                            + ("check each comparison in it: " + ", ".join(f"`{advice.check(run.root / name)}`"
+                                                                        for name in inside)
+                               if inside else "it holds none yet: rerun the `pdrepro compare` that made it to measure "
+                               "them"))
 
     def _refuse_other_scenario(self, run: RunDir, scenario: Scenario) -> None:
         if scenario.kind != COMPARISON:
             raise UserError(f"{run.summary_file}: is a comparison's summary, but the run's scenario {scenario.name} is "
-                            f"a {scenario.kind} run; it is not this run's: delete it and run `pdrepro analyze "
-                            f"{run.root}` to make the run's own")
+                            f"a {scenario.kind} run; it is not this run's: delete it and run "
+                            f"`{advice.analyze(run.root)}` to make the run's own")
 
     def judged(self, run: RunDir, scenario: Scenario) -> Judged:
         self._refuse_runner_folder(run)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.verdictsource import Judged, judge_made, open_run
-from ..core import runfile
+from ..core import advice, runfile
 from ..core.errors import UserError
 from ..report.markdown import render_report
 from ..rundir import RunDir
@@ -87,7 +87,7 @@ class Smoke(SummaryKind):
 
     def judged(self, run: RunDir, scenario: Scenario) -> Judged:
         stored, notes = open_run(run)
-        fix = f"it is not this run's: delete it and run `pdrepro analyze {run.root}` to make the run's own"
+        fix = f"it is not this run's: delete it and run `{advice.analyze(run.root)}` to make the run's own"
         marks = sweep_marks(run)
         # A summary.json that says "smoke" is held to it even where it does not read as a smoke's (a sweep's rows,
         # with their TTFT, relabelled "smoke" are refused by the smoke's row model): it is named, not passed over.

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis.verdictsource import Judged, judged_sweep
+from ..core import advice
 from ..core.errors import UserError
 from ..publish.results import analyze_sweep
 from ..rundir import RunDir
@@ -41,7 +42,7 @@ class Sweep(SummaryKind):
         stored_kind = recorded.summary_value(run, "kind")
         if scenario.kind == COMPARISON and stored_kind != COMPARISON and run.summary_file.is_file():
             raise UserError(f"{run.summary_file}: is a sglang run's summary, but the run's scenario {scenario.name} is "
-                            f"a {scenario.kind} run; it is not this run's: delete it and run `pdrepro analyze {run.root}` "
+                            f"a {scenario.kind} run; it is not this run's: delete it and run `{advice.analyze(run.root)}` "
                             "to make the run's own")
         refuse_comparison_scenario(run, scenario, "a sweep's run")
         return judged_sweep(run, scenario)

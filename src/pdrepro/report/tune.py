@@ -4,6 +4,7 @@ TCP box cannot judge, and the runs not judged in full."""
 
 from __future__ import annotations
 
+from ..core import advice
 from ..rundir.tunesummary import ENGINE_SHARE, TUNE_LABEL, EngineAlone, TuneLength, TuneSummary
 from .phases import phase_label, phase_order
 
@@ -12,7 +13,7 @@ def gpu_check_command(summary: TuneSummary, out: str) -> str:
     """The engine-alone measurement the collection accepts: the tune's own baseline scenario file, so the engine
     moves the bytes the runs moved (gpu-check's default scenario is another model's, refused at the next collect)."""
     base = next((s.scenario_file for s in summary.settings if s.baseline), "scenarios/baseline.yaml")
-    return f"pdrepro gpu-check --scenario RUN/{base} --gpus ... --layouts one,layers --out RUN/{out}"
+    return advice.gpu_check(f"{advice.RUN}/{base}", f"{advice.RUN}/{out}")
 
 
 def repeat_hint(summary: TuneSummary) -> str:
@@ -89,7 +90,7 @@ def _engine(summary: TuneSummary) -> list[str]:
     if summary.engine_ceiling is None:
         return [f"No engine ceiling in the tune's folder: `{gpu_check_command(summary, 'engine-ceiling')}` measures the "
                 "engine alone on this box (repeat it into RUN/engine-ceiling-2, -3 for its spread), and the next "
-                "`pdrepro tune --collect RUN` sets each figure against it.", ""]
+                f"`{advice.judge('tune', advice.RUN)}` sets each figure against it.", ""]
     said, one_run = [], False
     for length in summary.lengths:
         engine = length.engine_alone
@@ -142,7 +143,7 @@ def render(summary: TuneSummary) -> str:
     elif summary.unmeasured:
         out += [f"Best: not judged yet. {len(summary.unmeasured)} of {runs} run(s) measured nothing "
                 f"({', '.join(summary.unmeasured)}); rerun `pdrepro tune` with the same options to resume (on a "
-                "cluster: run their jobs, then `pdrepro tune --collect`). Why each is missing is under \"Runs not "
+                f"cluster: run their jobs, then `{advice.judge('tune', advice.RUN)}`). Why each is missing is under \"Runs not "
                 "judged in full\".", ""]
     else:
         out += ["Best: none. No setting beats the baseline by more than its spread without losing at a length; the "

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from ..core import advice
 from ..core.errors import UserError
 from .portbaseline import BaselinePort
 
@@ -91,8 +92,8 @@ class BaselineFile(BaseModel):
         recorded = self.line_rate_GB_s if self.line_rate_GB_s and self.line_rate_GB_s > 0 else line_rate_GB_s
         problem = ceiling_problem(float(value), recorded)
         if problem is not None:
-            raise UserError(f"{path}: baseline_GB_s is {problem}; not a measured ceiling: re-run `pdrepro baseline --out "
-                            f"{run_root}` or delete the file")
+            raise UserError(f"{path}: baseline_GB_s is {problem}; not a measured ceiling: re-run "
+                            f"`{advice.baseline(run_root)}` (its server side first, on {advice.PEER}) or delete the file")
         return float(value)
 
     def ports(self) -> list[BaselinePort]:

@@ -41,7 +41,7 @@ from typing import Annotated
 
 from pydantic import ConfigDict, Field, ValidationError
 
-from ..core import runfile
+from ..core import advice, runfile
 from ..core.errors import UserError
 from ..core.strictmodel import IntBounds, NumberBounds, Record
 
@@ -60,6 +60,7 @@ class Ceiling:
     GB_s: float
     where: str = ""  # the file and entry it was read from, for the one line that refuses it
     out: str = "RUN/engine-ceiling"  # the folder gpu-check measures it into again, for that line's fix
+    scenario: str = "RUN/scenario.yaml"  # the scenario whose bytes that measurement must move (scenario_file)
 
 
 class CeilingEntry(Record):
@@ -100,28 +101,42 @@ class CeilingError(UserError, ValueError):
     """The file is not an engine ceiling as gpu-check writes it, or not one of this run; the message names the fix."""
 
 
-def _json(path: Path):
+# A tune's folder: its scenario as the baseline setting runs it (what each of its runs moved).
+TUNE_BASELINE = ("scenarios", "baseline.yaml")
+
+
+def scenario_file(run_root: Path) -> str:
+    """The scenario file, as the advice names it under RUN, whose bytes the engine alone must move to be the
+    ceiling of what ``run_root`` holds: a tune's baseline setting, else the run's own scenario.yaml. Without it
+    gpu-check moves its default scenario's bytes, which this run then refuses."""
+    if Path(run_root).joinpath(*TUNE_BASELINE).is_file():
+        return "/".join((advice.RUN, *TUNE_BASELINE))
+    return f"{advice.RUN}/scenario.yaml"
+
+
+def _json(path: Path, out: str, scenario: str):
     try:
         return runfile.read_json(path)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise CeilingError(f"{path}: not readable JSON ({type(exc).__name__}); measure it again with "
-                           "`pdrepro gpu-check` on the run's box, or move it aside") from None
+        raise CeilingError(_fix(f"{path}: not readable JSON ({type(exc).__name__})", out, scenario)
+                           + ", or move it aside") from None
 
 
-def _fix(what: str, out: str = "RUN/engine-ceiling") -> str:
-    return f"{what}; measure it again with `pdrepro gpu-check --out {out}` on the run's box"
+def _fix(what: str, out: str = "RUN/engine-ceiling", scenario: str = "RUN/scenario.yaml") -> str:
+    return f"{what}; measure it again with `{advice.gpu_check(scenario, out)}` on the run's box"
 
 
 def from_gpu_check(path: Path) -> tuple[dict[int, dict[str, Ceiling]], str | None]:
     """gpu-check's result.json at ``path``: tokens -> layout -> ceiling, and the engine's transport. Its folder
     (RUN/engine-ceiling, or a repeat RUN/engine-ceiling-<n>) is the one a refusal says to measure again."""
-    out_dir = f"RUN/{path.parent.name}"
+    out_dir = f"{advice.RUN}/{path.parent.name}"
+    scenario = scenario_file(path.parent.parent)
     try:
-        result = GpuCheckResult.model_validate(_json(path))
+        result = GpuCheckResult.model_validate(_json(path, out_dir, scenario))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
-        raise CeilingError(_fix(f"{path}: {where or 'value'}: {first.get('msg')}", out_dir)) from None
+        raise CeilingError(_fix(f"{path}: {where or 'value'}: {first.get('msg')}", out_dir, scenario)) from None
     blocks = f"blocks of {result.block_bytes / 2**20:g} MiB"
     out: dict[int, dict[str, Ceiling]] = {}
     for index, row in enumerate(result.rows):
@@ -130,22 +145,23 @@ def from_gpu_check(path: Path) -> tuple[dict[int, dict[str, Ceiling]], str | Non
             where = f"{path}: rows[{index}] (length {row.prompt_len}, {row.layout})"
             if not row.seconds:
                 raise CeilingError(_fix(f"{where}: gives {row.median_GB_s} GB/s without the seconds it was timed in",
-                                        out_dir))
-            _agrees(where, row.nbytes, statistics.median(row.seconds), row.median_GB_s, out_dir)
+                                        out_dir, scenario))
+            _agrees(where, row.nbytes, statistics.median(row.seconds), row.median_GB_s, out_dir, scenario)
             shape = blocks if row.layout == "blocks" else row.layout  # one, layers: as the recorded file names them
-            out.setdefault(row.prompt_len, {})[shape] = Ceiling(row.nbytes, row.median_GB_s, where, out_dir)
+            out.setdefault(row.prompt_len, {})[shape] = Ceiling(row.nbytes, row.median_GB_s, where, out_dir, scenario)
     return out, result.transport
 
 
-def _agrees(where: str, nbytes: int, median_s: float, GB_s: float, out: str = "RUN/engine-ceiling") -> None:
+def _agrees(where: str, nbytes: int, median_s: float, GB_s: float, out: str = "RUN/engine-ceiling",
+            scenario: str = "RUN/scenario.yaml") -> None:
     """Refuses a rate that is no measurement, or not the one its own bytes and median time give."""
     if not (math.isfinite(GB_s) and GB_s > 0 and math.isfinite(median_s) and median_s > 0):
         raise CeilingError(_fix(f"{where}: {GB_s} GB/s over a median of {median_s} s is no measurement (a rate and a "
-                                "time must be finite and above zero)", out))
+                                "time must be finite and above zero)", out, scenario))
     recomputed = nbytes / median_s / 1e9
     if abs(recomputed - GB_s) > _AGREE * recomputed:
         raise CeilingError(_fix(f"{where}: records {GB_s:.4g} GB/s, but its {nbytes} bytes over its median "
-                                f"{median_s * 1e3:.4g} ms are {recomputed:.4g} GB/s; the file was edited", out))
+                                f"{median_s * 1e3:.4g} ms are {recomputed:.4g} GB/s; the file was edited", out, scenario))
 
 
 def load_ceiling(run_root: Path) -> tuple[dict[int, dict[str, Ceiling]], str | None, str] | None:
@@ -162,28 +178,29 @@ def load_ceiling(run_root: Path) -> tuple[dict[int, dict[str, Ceiling]], str | N
 
 
 def _load_entries(path: Path) -> dict[int, dict[str, Ceiling]]:
-    data = _json(path)
+    out_dir, scenario = Ceiling.out, scenario_file(path.parent)  # gpu-check's result in RUN/engine-ceiling wins over it
+    data = _json(path, out_dir, scenario)
     if not isinstance(data, dict) or not data:
-        raise CeilingError(f"{path}: holds no '<tokens>/<shape>' entries; measure it again with `pdrepro gpu-check`")
+        raise CeilingError(_fix(f"{path}: holds no '<tokens>/<shape>' entries", out_dir, scenario))
     out: dict[int, dict[str, Ceiling]] = {}
     for key, value in data.items():
         m = _KEY.fullmatch(str(key))
         if m is None:
-            raise CeilingError(f"{path}: entry {key!r} is not '<tokens>/<shape>' (e.g. '4096/layers'); "
-                               "measure it again with `pdrepro gpu-check`")
+            raise CeilingError(_fix(f"{path}: entry {key!r} is not '<tokens>/<shape>' (e.g. '4096/layers')", out_dir,
+                                    scenario))
         try:
             entry = CeilingEntry.model_validate(value)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ()))
-            raise CeilingError(f"{path}: entry {key!r}: {where or 'value'}: {first.get('msg')}; "
-                               "measure it again with `pdrepro gpu-check`") from None
+            raise CeilingError(_fix(f"{path}: entry {key!r}: {where or 'value'}: {first.get('msg')}", out_dir,
+                                    scenario)) from None
         where = f"{path}: entry {key!r}"
         if not entry.min_ms <= entry.median_ms <= entry.max_ms:
             raise CeilingError(_fix(f"{where}: its median {entry.median_ms} ms is not between its fastest "
-                                    f"{entry.min_ms} ms and slowest {entry.max_ms} ms"))
-        _agrees(where, entry.bytes, entry.median_ms / 1e3, entry.GB_s)
-        out.setdefault(int(m["tokens"]), {})[m["shape"]] = Ceiling(entry.bytes, entry.GB_s, where)
+                                    f"{entry.min_ms} ms and slowest {entry.max_ms} ms", out_dir, scenario))
+        _agrees(where, entry.bytes, entry.median_ms / 1e3, entry.GB_s, out_dir, scenario)
+        out.setdefault(int(m["tokens"]), {})[m["shape"]] = Ceiling(entry.bytes, entry.GB_s, where, out_dir, scenario)
     return out
 
 
@@ -196,11 +213,11 @@ def check_against_run(ceiling: dict[int, dict[str, Ceiling]], kv_bytes: Callable
             if ceiling_entry.bytes != kv_bytes(L):
                 raise CeilingError(_fix(f"{ceiling_entry.where}: moved {ceiling_entry.bytes} bytes, but one request's "
                                         f"KV at {L} tokens is {kv_bytes(L)} bytes in this run's scenario: it is not "
-                                        "this run's ceiling", ceiling_entry.out))
+                                        "this run's ceiling", ceiling_entry.out, ceiling_entry.scenario))
             if line_rate_GB_s and ceiling_entry.GB_s > line_rate_GB_s:
                 raise CeilingError(_fix(f"{ceiling_entry.where}: {ceiling_entry.GB_s:.4g} GB/s is above the run's "
                                         f"line rate of {line_rate_GB_s:g} GB/s, which no engine outruns",
-                                        ceiling_entry.out))
+                                        ceiling_entry.out, ceiling_entry.scenario))
 
 
 def best_layout(shapes: dict[str, Ceiling]) -> tuple[str, Ceiling]:
@@ -209,13 +226,17 @@ def best_layout(shapes: dict[str, Ceiling]) -> tuple[str, Ceiling]:
     return max(shapes.items(), key=lambda item: item[1].GB_s)
 
 
-def transport_mismatch(source: str, engine_transport: str | None, transport: str | None) -> str | None:
+def transport_mismatch(source: str, engine_transport: str | None, transport: str | None,
+                       scenario: str = "RUN/scenario.yaml") -> str | None:
     """The one line for a ceiling the engine measured over another transport than the servers' engines used (the
-    ratio would set two transports against each other); None when they agree or either is unknown."""
+    ratio would set two transports against each other); None when they agree or either is unknown. ``source`` is
+    the ceiling's file under RUN, so its folder is the one measured again; ``scenario`` the bytes it must move."""
     if not engine_transport or transport not in ("rdma", "tcp") or engine_transport == transport:
         return None
+    out = f"{advice.RUN}/{source.split('/')[0]}" if "/" in source else Ceiling.out
     return (f"{source}: the engine alone used {engine_transport}, the servers' engines {transport}: the ratio sets "
-            f"two transports against each other; measure the ceiling with `pdrepro gpu-check --transport {transport}`")
+            f"two transports against each other; measure the ceiling with "
+            f"`{advice.gpu_check(scenario, out, transport)}`")
 
 
 def against_rows(ceiling: dict[int, dict[str, Ceiling]], rows: list[dict]) -> dict[str, dict]:

@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .engineceiling import Ceiling, CeilingError, from_gpu_check, load_ceiling
+from ..core import advice
+from .engineceiling import Ceiling, CeilingError, from_gpu_check, load_ceiling, scenario_file
 
 FIRST = "engine-ceiling"
 _REPEAT = re.compile(r"engine-ceiling-(\d+)")
@@ -44,8 +45,9 @@ def _folder(source: str) -> str:
     return source.split("/")[0] if "/" in source else FIRST  # the older RUN/engine-ceiling.json is the first run
 
 
-def _remeasure(name: str) -> str:
-    return f"measure it again with `pdrepro gpu-check --out RUN/{name}` on the tune's box"
+def _remeasure(name: str, run_root: Path, transport: str | None = None) -> str:
+    line = advice.gpu_check(scenario_file(run_root), f"{advice.RUN}/{name}", transport)
+    return f"measure it again with `{line}` on the tune's box"
 
 
 def repeat_names(run_root: Path) -> list[str]:
@@ -75,10 +77,10 @@ def _repeat(run_root: Path, name: str) -> EngineRunFile:
     if not folder.is_dir():  # a link to a folder is followed; to nothing, or to anything else, is refused
         what = "a link to nothing" if folder.is_symlink() and not folder.exists() else "not a folder"
         raise CeilingError(f"{folder}: is {what}, where a repeat of the engine alone is the folder `pdrepro "
-                           f"gpu-check --out RUN/{name}` writes; move it aside, or {_remeasure(name)}")
+                           f"gpu-check --out RUN/{name}` writes; move it aside, or {_remeasure(name, run_root)}")
     result = folder / "result.json"
     if not os.path.lexists(result):
-        raise CeilingError(f"{folder}: holds no result.json (gpu-check did not finish there); {_remeasure(name)}, "
+        raise CeilingError(f"{folder}: holds no result.json (gpu-check did not finish there); {_remeasure(name, run_root)}, "
                            "or move the folder aside")
     ceiling, transport = from_gpu_check(result)
     return EngineRunFile(f"{name}/result.json", ceiling, transport)
@@ -98,13 +100,13 @@ def load_engine_runs(run_root: Path) -> list[EngineRunFile]:
         if r.transport != known[0].transport:
             raise CeilingError(f"{run_root / r.source}: the engine used {r.transport}, in {known[0].source} "
                                f"{known[0].transport}: the runs of the engine alone must be of one transport; "
-                               f"{_remeasure(_folder(r.source))} with --transport {known[0].transport}")
+                               f"{_remeasure(_folder(r.source), run_root, known[0].transport)}")
     seen: dict[tuple, str] = {}
     for r in runs:
         rates = r.rates()
         if rates and rates in seen:
             raise CeilingError(f"{run_root / r.source}: its rates are those of {seen[rates]} to the last digit: a "
                                "copy (or a link) of that run, not a repeat, would narrow the spread it is there to "
-                               f"show; {_remeasure(_folder(r.source))}")
+                               f"show; {_remeasure(_folder(r.source), run_root)}")
         seen.setdefault(rates, r.source)
     return runs

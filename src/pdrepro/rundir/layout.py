@@ -35,7 +35,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..core import runfile
+from ..core import advice, runfile
 from ..core.errors import UserError
 from ..core.strictmodel import load
 from .baseline import BaselineFile
@@ -239,8 +239,8 @@ class RunDir:
             return BaselineFile.model_validate(runfile.read_json(path))
         except (OSError, ValueError, ValidationError) as exc:
             why = f"{exc.error_count()} field(s) of the wrong type" if isinstance(exc, ValidationError) else exc
-            raise UserError(f"{path}: unreadable ({why}); re-run `pdrepro baseline --out {self.root}` or delete the "
-                            "file") from None
+            raise UserError(f"{path}: unreadable ({why}); re-run `{advice.baseline(self.root)}` (its server side "
+                            f"first, on {advice.PEER}) or delete the file") from None
 
     def baseline_ceiling(self, line_rate_GB_s: float | None = None) -> float | None:
         """The fabric's measured ceiling (decimal GB/s) the baseline left here, or None (see BaselineFile.ceiling)."""

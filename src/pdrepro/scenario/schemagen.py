@@ -22,6 +22,7 @@ from ..rundir.loadsummary import LoadSummary
 from ..rundir.summarymodel import ComparisonSummary, SmokeSummary, Summary
 from ..rundir.tunesummary import TuneSummary
 from .model import ScenarioFile
+from .schemanames import SCHEMA_NAMES
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 # A scenario is one of its kinds (a union told apart by ``kind``); so is a summary.json (a smoke's, told by its
@@ -31,6 +32,8 @@ MODELS: dict[str, Any] = {"scenario": ScenarioFile, "summary": SmokeSummary | Co
                           "ab-summary": AbSummary,
                           "baseline": BaselineFile, "load-summary": LoadSummary, "tune-summary": TuneSummary,
                           "fault-summary": FaultSummary}
+if tuple(sorted(MODELS)) != SCHEMA_NAMES:  # `schema --help` would offer a schema that is not here, or hide one
+    raise ImportError(f"scenario.schemagen: schemanames.SCHEMA_NAMES {SCHEMA_NAMES} differ from {tuple(sorted(MODELS))}")
 
 
 def file_name(name: str) -> str:

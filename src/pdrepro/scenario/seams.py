@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import backends, engines
 from ..backends import TransferBackend
-from ..core import runfile
+from ..core import advice, runfile
 from ..core.errors import UserError
 from ..engines import ServingEngine
 from ..rundir.layout import STACK_FILE
@@ -61,5 +61,5 @@ def summary_backend(summary: Summary) -> TransferBackend:
     name = summary.transport_evidence.backend if summary.transport_evidence else None
     if name is not None and name not in backends.names():
         raise UserError(f"summary.json transport_evidence.backend is {name!r}, not a backend the bundle knows "
-                        f"({', '.join(backends.names())}); rerun `pdrepro analyze`")
+                        f"({', '.join(backends.names())}); rerun `{advice.analyze(advice.RUN)}` on the run that holds it")
     return backends.backend(name or DEFAULT_BACKEND)

@@ -13,6 +13,7 @@ from ..core.roles import Role
 from ..core.strictmodel import FiniteNumber, IntBounds, NumberBounds, Record, StrictInt
 from .derivation import ThresholdRule
 from .kvsize import DType, Geometry
+from .portbaseline import MIN_PORT_BASELINE_FRACTION
 
 TP = Annotated[int, IntBounds(1, 64)]
 # The bounds that recur across the file's fields.
@@ -144,7 +145,7 @@ class Thresholds(Record):
         description="lowest share of the KV bytes one RDMA port that ib_devices.json names for the GPUs in use may "
                     "carry at each length, as a fraction of the mean per rail (an even split is 1.0 on every rail)")
     min_port_baseline_fraction: Fraction = Field(
-        default=0.9,
+        default=MIN_PORT_BASELINE_FRACTION,
         description="lowest share of its own line rate each RDMA port must reach in `pdrepro baseline`'s "
                     "ib_write_bw, measured alone and with all ports at once")
     max_transfer_p99_over_p50: Annotated[float, NumberBounds(ge=1)] = Field(

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+from ..core import advice
 from ..core.errors import UserError
 from ..core.pins import load_pins
 
@@ -81,9 +82,10 @@ def check_ib_devices(path: Path, tp: int) -> None:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise UserError(f"--ib-devices {path}: no such file; create it with `pdrepro ib-devices --out {path}`") from None
+        raise UserError(f"--ib-devices {path}: no such file; create it with `{advice.ib_devices(path)}`") from None
     except (OSError, ValueError) as exc:
-        raise UserError(f"--ib-devices {path}: not readable JSON ({exc}); regenerate it with `pdrepro ib-devices`") from None
+        raise UserError(f"--ib-devices {path}: not readable JSON ({exc}); regenerate it with "
+                        f"`{advice.ib_devices(path)}`") from None
     if not isinstance(data, dict) or not data:
         raise UserError(f"--ib-devices {path}: expected a JSON object such as {{\"0\": \"mlx5_0\", ...}}")
     for key, devices in data.items():

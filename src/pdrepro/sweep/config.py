@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args
 
 from ..host.sysfs import DEFAULT_ROOT
 from ..rundir import RunDir
@@ -13,12 +12,9 @@ from ..rundir.memberrecord import is_disaggregated  # noqa: F401  (its readers i
 from ..scenario.model import Scenario
 from .benchclient import BenchLauncher
 from .benchcmd import BenchTarget
+from .choices import DEFAULT_WAIT_S, FAILURE_POLICIES, FailurePolicy  # noqa: F401  (the CLI declares them without this module)
 from .logsource import LogSource
 
-# The CLI's choices and defaults: the command declares them from here, the config keeps the same.
-FailurePolicy = Literal["continue", "stop"]
-FAILURE_POLICIES: tuple[str, ...] = get_args(FailurePolicy)
-DEFAULT_WAIT_S = 900.0
 # Where the node's RDMA port counters and NIC facts are read.
 IB_CLASS = DEFAULT_ROOT / "class" / "infiniband"
 

@@ -14,7 +14,13 @@ from ..analysis.verdictsource import judged_sweep as judged_summary  # a setting
 from ..core.errors import UserError
 from ..rundir import RunDir
 from ..rundir.armsstate import ArmRecord, ArmsState
-from ..rundir.engineceiling import CONTRADICTION_RATIO, best_layout, check_against_run, transport_mismatch
+from ..rundir.engineceiling import (
+    CONTRADICTION_RATIO,
+    best_layout,
+    check_against_run,
+    scenario_file,
+    transport_mismatch,
+)
 from ..rundir.enginerepeats import load_engine_runs
 from ..rundir.memberrecord import MemberFinding
 from ..rundir.summarymodel import Row, Summary
@@ -258,7 +264,7 @@ def judge(run: Path, plan: TunePlan, state: ArmsState | None = None) -> TuneSumm
                  "one of the two is not a measurement of this box"
                  for t in table if t.engine_alone is not None for f in t.ranking
                  if f.bandwidth_GB_s is not None and f.bandwidth_GB_s > CONTRADICTION_RATIO * t.engine_alone.highest()]
-    mismatch = transport_mismatch(engine_source, engine_transport, transport)
+    mismatch = transport_mismatch(engine_source, engine_transport, transport, scenario_file(run))
     if mismatch:
         problems.append(mismatch)
     # Over TCP, the knobs only an RDMA transfer uses can differ from the baseline by noise alone: named, with why.

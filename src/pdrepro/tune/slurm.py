@@ -15,7 +15,7 @@ from importlib.resources import files
 from pathlib import Path
 from string import Template
 
-from ..core import runfile
+from ..core import advice, runfile
 from ..core.errors import UserError
 from ..core.safewrite import write_file
 from ..rundir import memberrecord
@@ -66,5 +66,5 @@ def render(out: Path, scenario_name: str, runs: Sequence[tuple[str, Path]], site
     write_file(out / ARRAY, text, "pdrepro tune", out, mode=0o755)
     print(f"tune: one job per run in {out}/<run>/job/ and the array {out / ARRAY} over them ({len(runs)} tasks); "
           f"nothing started. From the bundle's checkout, with {out} on the filesystem the nodes share:\n"
-          f"  sbatch {out / ARRAY}\nwhen every task has ended: pdrepro tune --collect {out}")
+          f"  sbatch {out / ARRAY}\nwhen every task has ended: {advice.judge('tune', out)}")
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...core import advice
 from ...host import sysfs
 from .. import affinity, driver
 from .base import FAIL, PASS, WARN, Check, Context, Facts
@@ -65,7 +66,7 @@ def check_affinity(ctx: Context, f: Facts) -> Check:
     placements = affinity.place(f.gpus, nics, f.topo, ctx.sysfs_root)
     far = [p for p in placements if p.link in ("SYS", affinity.UNKNOWN)]
     summary = ", ".join(f"GPU{p.gpu}->{p.nic} {p.link}" for p in placements)
-    fix = ("write the GPU-to-NIC map with `pdrepro ib-devices --out ib_devices.json` and pass it as "
+    fix = (f"write the GPU-to-NIC map with `{advice.ib_devices('ib_devices.json')}` and pass it as "
            "--disaggregation-ib-device")
     if far:
         return Check("gpu-nic-affinity", WARN, summary + f"; {len(far)} GPU(s) have no NIC on their NUMA node "

@@ -9,7 +9,7 @@ the wrong moment kept out of the record."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -19,12 +19,10 @@ from ...core.roles import Role
 from ...core.strictmodel import Record, load
 from ...rundir.contract import write_json_atomic
 from ...rundir.layout import STACK_FILE
+from .kinds import STACK_KINDS, StackKind  # noqa: F401  (declared without pydantic for the CLI; read from here too)
 
 FILE_NAME = STACK_FILE
 ROLES = tuple(r.value for r in Role)  # prefill, decode, router, regular
-# Which of a scenario's stacks a record's processes are (launch.stacks).
-StackKind = Literal["disaggregated", "regular"]
-STACK_KINDS: tuple[str, ...] = get_args(StackKind)
 
 
 class Started(Record):

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ... import backends, engines
-from ...core import runfile, safewrite, signals
+from ...core import advice, runfile, safewrite, signals
 from ...core.errors import UserError
 from ...core.roles import SERVER_ROLES, Role
 from ...rundir import RunDir
@@ -260,7 +260,7 @@ def check_no_live_stack(run: Path) -> None:
                         "or choose another --out")
     if survey.targets:
         f = survey.targets[0]
-        raise UserError(f"{run} holds a running stack ({f.name}, pid {f.pid}); stop it first: pdrepro stack down {run}")
+        raise UserError(f"{run} holds a running stack ({f.name}, pid {f.pid}); stop it first: {advice.stack_down(run)}")
 
 
 def new_record(scenario: str, python: str, installed: Installed, lp: LaunchPlan | None = None,

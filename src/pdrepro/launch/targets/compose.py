@@ -14,11 +14,12 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from ...core import advice
 from ...core.errors import UserError
 from ...core.roles import SERVER_ROLES, Role
 from ...scenario import site as siteinput
 from ...scenario.model import Scenario
-from ..plan import DEFAULT_START_PERIOD, LaunchPlan, Plan, ServerLaunch, shell_line
+from ..plan import DEFAULT_IB_DEVICES, DEFAULT_START_PERIOD, LaunchPlan, Plan, ServerLaunch, shell_line
 from .base import Hosts, Rendered
 from .composefile import ComposeFile, Service, file_text
 
@@ -261,8 +262,8 @@ class ComposeTarget:
         if not options.model:
             notes.append(f"note: model path {plan.site.model_path} is a default, not checked: pass --model")
         if not options.ib_devices:
-            notes.append(f"note: {plan.site.ib_devices_file} must exist on every node: "
-                         f"`pdrepro ib-devices --out {plan.site.ib_devices_file}`")
+            device_file = plan.site.ib_devices_file or DEFAULT_IB_DEVICES  # compose always names one
+            notes.append(f"note: {device_file} must exist on every node: `{advice.ib_devices(device_file)}`")
         return Rendered(files=files, commands=text, notes=tuple(notes))
 
 
