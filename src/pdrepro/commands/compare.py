@@ -38,14 +38,15 @@ from ..scenario.model import ComparisonScenario, load_scenario, resolve_scenario
 from ..sweep.config import is_disaggregated
 from ..sweep.state import result_problem
 from . import run_command
+from . import shared_options as shared
 from . import stack as stack_words
 from .check import add_judge_option, check_report_target, emit, judging_only, verdict_of
-from .render import add_site_options, transfer_backend
+from .render import add_server_options, transfer_backend
 
 HELP = "run a comparison scenario's two configurations on this box, one after the other, and judge them"
 # Flags this command sets on the sweep itself (the arms runner sets the URLs, --configuration and --out).
 OWN_SWEEP_FLAGS = ("--scenario", "--model-path", "--dataset-path", "--bench-in-place", "--logs-from", "--no-analyze",
-                   *runner.OWN_SWEEP_FLAGS)
+                   "--prompt-lens", *runner.OWN_SWEEP_FLAGS)
 
 
 def register(sub) -> None:
@@ -65,9 +66,9 @@ def register(sub) -> None:
                    help="shipped comparison scenario name or path to its YAML; repeat it to sweep several scenarios "
                         "that share one launch (e.g. both rates) against each stack, each into RUN/<scenario name>; no "
                         "default: required unless --judge RUN")
-    p.add_argument("--out", type=Path, metavar="RUN", help="run directory (created; reused to resume)")
+    shared.add_member_options(p)
+    add_server_options(p)
     p.add_argument("--prefill-ip", help="this host's address, advertised by the servers (default 127.0.0.1)")
-    add_site_options(p)
     p.add_argument("--start-timeout", type=float, metavar="SEC",
                    help="seconds each server may take to come up (default: stack up's)")
     p.add_argument("--sweep-args", metavar="WORDS",
@@ -284,19 +285,22 @@ def run(args: argparse.Namespace) -> int:
     if not args.scenario or args.out is None:
         raise UserError("give the comparison scenario and its run folder: --scenario NAME --out RUN (or --judge RUN "
                         "to judge a run made before)")
-    scenarios = _load(args.scenario)
+    # --prompt-lens narrows each scenario; the sweep narrows it the same way and records it in the run.
+    scenarios = [shared.narrow(args, s) for s in _load(args.scenario)]
     # The --server-arg flags by meaning, before any configuration's stack starts.
     first_launch = scenarios[0].launch
     stack_words.check_words(stack_words.read_words(args.server_arg, ()),
                             first_launch.engine if first_launch else "sglang")
-    if not args.model or not args.dataset:
-        raise UserError("pass --model DIR and --dataset FILE: the servers load the model, the bench client reads its "
-                        "tokenizer and draws its prompts from the dataset (`pdrepro offline-model` makes both)")
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out}: is a file, not a run directory; give a folder (new, or a run to resume)")
     extra = _sweep_extra(args.sweep_args)
-    # Absolute paths: the stages run from here, and a resume from another folder gives the same words.
-    model, dataset, out = (str(Path(p).expanduser().absolute()) for p in (args.model, args.dataset, args.out))
+    # Every input the configurations share, before any starts (absolute paths: the stages run from here, and a
+    # resume from another folder gives the same words): the model, the dataset, the serving packages.
+    model, dataset = shared.check_inputs(
+        "compare", model=args.model, dataset=args.dataset, engine=first_launch.engine if first_launch else "sglang",
+        backend_names=[transfer_backend(args) or (first_launch.transfer_backend if first_launch
+                                                  else shared.TCP_BACKEND)])
+    out = str(Path(args.out).expanduser().absolute())
     args.model, args.dataset = model, dataset
     site = _site_words(args)
     first = args.scenario[0]
@@ -305,7 +309,7 @@ def run(args: argparse.Namespace) -> int:
                        stack=("--stack", kind, "--scenario", first, *site),
                        sweep=("--scenario", first, "--model-path", model, "--dataset-path", dataset,
                               "--bench-in-place", "--logs-from", str(Path(out) / name / "logs"), "--no-analyze",
-                              *extra))
+                              *shared.lens_words(args), *extra))
             for name, kind in configurations]
     names = [s.name for s in scenarios]
     # The analysis's outputs are written at the end, never over a file the comparison did not write: an edited

@@ -11,6 +11,7 @@ from ..core.errors import UserError
 from ..core.roles import SERVER_ROLES
 from ..scenario.model import resolve_scenario
 from ..sweep.config import DEFAULT_WAIT_S, FAILURE_POLICIES
+from . import shared_options as shared
 
 
 def register(sub) -> None:
@@ -32,13 +33,16 @@ def register(sub) -> None:
     p.add_argument("--ib-devices", metavar="FILE", type=Path,
                    help="the GPU-to-NIC map (ib_devices.json) the servers were started with: kept in the run as "
                         "RUN/ib_devices.json, so the NIC witness judges each RDMA port it names on its own")
+    shared.add_prompt_lens(p)
     p.add_argument("--no-analyze", action="store_true", help="skip `pdrepro analyze` at the end")
     p.set_defaults(func=run)
 
 
-def add_stack_options(p, what: str) -> None:
+def add_stack_options(p, what: str, shared_names: bool = False) -> None:
     """The options of a measurement against a running stack, declared once: `pdrepro sweep` and `pdrepro load`
-    take them alike (``what``: what one run of the bench client measures, for the help texts)."""
+    take them alike (``what``: what one run of the bench client measures, for the help texts). ``shared_names``
+    (`load`): the model and dataset under the names the commands that run members share (commands.shared_options),
+    --model-path and --dataset-path kept as their older spellings."""
     p.add_argument("--scenario", required=True, help="shipped scenario name or path to a scenario YAML")
     p.add_argument("--thresholds",
                    help="YAML file of thresholds laid over the scenario's (keys it names win; kept in RUN/scenario.yaml)")
@@ -46,11 +50,18 @@ def add_stack_options(p, what: str) -> None:
     p.add_argument("--prefill", metavar="URL", help="prefill server URL (health check, /metrics)")
     p.add_argument("--decode", metavar="URL", help="decode server URL (health check, /metrics)")
     p.add_argument("--out", required=True, metavar="RUN", type=Path, help="run directory (created; reused to resume)")
-    p.add_argument("--model-path", required=True,
-                   help="model folder (its tokenizer is used); mounted at the same path in the image")
+    model = "model folder (its tokenizer is used); mounted at the same path in the image"
+    dataset = "ShareGPT JSON the random dataset draws token ids from"
+    if shared_names:
+        shared.add_model(p, "--model-path", required=True, dest="model_path", help=model)
+    else:
+        p.add_argument("--model-path", required=True, help=model)
     p.add_argument("--served-model-name", help="name the servers serve the model under (default: the scenario's model name)")
     p.add_argument("--tokenizer", help="tokenizer path if not the model folder")
-    p.add_argument("--dataset-path", required=True, help="ShareGPT JSON the random dataset draws token ids from")
+    if shared_names:
+        shared.add_dataset(p, "--dataset-path", required=True, dest="dataset_path", help=dataset)
+    else:
+        p.add_argument("--dataset-path", required=True, help=dataset)
     p.add_argument("--image",
                    help="GPU image to run the bench client in (default: GPU_IMAGE from versions.env, the image the servers run)")
     p.add_argument("--bench-in-place", action="store_true",
@@ -185,7 +196,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out}: is a file, not a run directory; give a folder (new, or a run to resume)")
-    scenario = resolve_scenario(args.scenario, None, args.thresholds)
+    # --prompt-lens narrows the scenario the sweep runs and records (RUN/scenario.yaml): the run is judged by the
+    # lengths it measured.
+    scenario = shared.narrow(args, resolve_scenario(args.scenario, None, args.thresholds))
     keep_rail_map(args.ib_devices, args.out, scenario)
     if is_disaggregated(args.configuration) and not (args.prefill and args.decode):
         raise UserError("pass --prefill URL and --decode URL (the PD servers behind the router) so their health is checked")
