@@ -182,6 +182,7 @@ def run(args) -> int:
     if args.render:
         return _render(args, out, label, variants)
     stack = ["--target", "onebox", "--launcher", "host", *_site(args, True), *more_stack]
+    _refuse_links(out, picked)  # an arm's folder planted as a link: refused before anything is read through it
     # Every input the arms share, before any starts: the model, the dataset, each arm's serving packages.
     model, dataset = shared.check_inputs("ab", model=args.model, dataset=args.dataset, engine=engine,
                                          backend_names=picked)
@@ -213,10 +214,7 @@ def _render(args, out: Path, label: str, variants: dict[str, Scenario]) -> int:
         if word.split("=", 1)[0] in ("--run-dir", "--out") or (args.render == "k8s" and word.startswith("--namespace")):
             raise UserError(f"--stack-args: {word.split('=', 1)[0]} is set per arm by `pdrepro ab --render`; leave it "
                             "out")
-    for b in variants:  # an arm's folder planted as a link: its job (and later its run) would land where it points
-        why = memberrecord.folder_problem(out, b)
-        if why is not None:
-            raise UserError(f"arm {b}: {why}; move it away and rerun")
+    _refuse_links(out, variants)  # an arm's folder planted as a link: its job (and later its run) would land there
     make_folder(out, "pdrepro ab")
     paths = _write_variants(out, variants)
     steps: list[str] = []
@@ -239,6 +237,13 @@ def _render(args, out: Path, label: str, variants: dict[str, Scenario]) -> int:
         print(f"  {line}")
     print(f"then: pdrepro ab --judge {out}")
     return 0
+
+
+def _refuse_links(out: Path, arms) -> None:
+    for b in arms:
+        why = memberrecord.folder_problem(out, b)
+        if why is not None:
+            raise UserError(f"arm {b}: {why}; move it away and rerun")
 
 
 def _namespace(arm: str) -> str:
