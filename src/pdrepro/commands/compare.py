@@ -18,6 +18,7 @@ name>, which saves a GPU box one stack start per configuration and scenario.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +43,7 @@ from . import shared_options as shared
 from . import stack as stack_words
 from .check import add_judge_option, check_report_target, emit, judging_only, verdict_of
 from .render import add_server_options, transfer_backend
+from .requests import SweepRequest, run_sweep
 
 HELP = "run a comparison scenario's two configurations on this box, one after the other, and judge them"
 # Flags this command sets on the sweep itself (the arms runner sets the URLs, --configuration and --out).
@@ -148,31 +150,28 @@ def _load(given: list[str]) -> list[ComparisonScenario]:
     return scenarios
 
 
-def _stage_runner(given: list[str], scenarios: list[ComparisonScenario], out: Path) -> Callable[[list[str]], int]:
-    """The stage runner the arms runner calls. With several scenarios, a sweep stage runs once per scenario
-    against the one stack, each into its own comparison run RUN/<scenario name>: a stack is started once per
-    configuration, not once per scenario. Every other stage runs as given."""
-    def cli(argv: list[str]) -> int:
-        if len(given) == 1 or argv[:1] != ["sweep"]:
-            return run_command(argv)
+def _sweep_stage(given: list[str], scenarios: list[ComparisonScenario], out: Path) -> Callable[[SweepRequest], int]:
+    """The sweep stage the arms runner hands each configuration's typed request to. With several scenarios, it
+    runs once per scenario against the one stack, each into its own comparison run RUN/<scenario name>: a stack
+    is started once per configuration, not once per scenario."""
+    def sweep(request: SweepRequest) -> int:
+        if len(given) == 1:
+            return run_sweep(request)
         worst = 0
-        configuration = argv[argv.index("--configuration") + 1]
+        configuration = request.configuration or ""
         for given_name, scenario in zip(given, scenarios):
             name = scenario.name
-            words = list(argv)
-            words[words.index("--scenario") + 1] = given_name
-            words[len(words) - 1 - words[::-1].index("--out") + 1] = str(out / name)
             # The stack that measures a scenario's results is the one recorded beside them; a resumed run whose
             # results are already whole keeps the record of the stack that measured them.
             if complete(out / name, scenario, [configuration]) is not None:
                 _keep_stack_records(out, out / name, [configuration], replace=True)
             _say(f"sweep {name} into {out / name}")
-            status = run_command(words)
+            status = run_sweep(dataclasses.replace(request, scenario=given_name, out=out / name))
             if status in STOPPED or status == EXIT_BAD_INPUT:
                 return status
             worst = max(worst, status)
         return worst
-    return cli
+    return sweep
 
 
 # What the runner's analysis writes into a comparison run (``pdrepro analyze`` of a comparison scenario).
@@ -317,8 +316,8 @@ def run(args: argparse.Namespace) -> int:
     for target in [Path(out)] if len(scenarios) == 1 else [Path(out) / name for name in names]:
         ownoutputs.refuse_foreign(target, OUTPUTS, "compare")
     status = runner.run_arms(Path(out), _label(scenarios), arms, command="compare",
-                             cli=_stage_runner(args.scenario, scenarios, Path(out)), say=print,
-                             is_measured=_measured(Path(out), scenarios))
+                             cli=run_command, say=print, is_measured=_measured(Path(out), scenarios),
+                             sweep=_sweep_stage(args.scenario, scenarios, Path(out)))
     if status:
         if len(scenarios) > 1 and status not in STOPPED:
             _judge_complete(Path(out), scenarios, [c for c, _ in configurations])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -149,7 +148,7 @@ def keep_rail_map(path: Path | None, out: Path, scenario) -> None:
     write_file(kept, text, "pdrepro sweep", root=out)
 
 
-def stack_config(args: argparse.Namespace, scenario, *, configuration: str | None = None,
+def stack_config(args, scenario, *, configuration: str | None = None,
                  worker_urls: tuple[str, ...] = (), analyze=None):
     """The SweepConfig the options of ``add_stack_options`` ask for (the sweep's and the load's alike)."""
     from ..sweep.benchclient import BenchLauncher, DockerLauncher, InPlaceLauncher
@@ -188,12 +187,15 @@ def stack_config(args: argparse.Namespace, scenario, *, configuration: str | Non
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(given) -> int:
+    """The sweep of ``given``: its parsed command line, or a runner's typed request (commands.requests), one type."""
     from ..core.signals import stop_on_signals
     from ..kinds.registry import analyze_run
     from ..sweep.config import is_disaggregated
     from ..sweep.runner import run_sweep
+    from .requests import SweepRequest
 
+    args = SweepRequest.from_args(given)
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out}: is a file, not a run directory; give a folder (new, or a run to resume)")
     # --prompt-lens narrows the scenario the sweep runs and records (RUN/scenario.yaml): the run is judged by the
