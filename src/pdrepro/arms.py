@@ -7,8 +7,9 @@ the router, prefill and decode URLs its stack.json records, then `stack down RUN
 failed sweep, a refused input, or a signal. `pdrepro ab` runs its backends as arms; a comparison (issue 26)
 runs its configurations as arms, each swept with `--configuration NAME` into the one comparison run.
 
-The sweep is handed a typed request (commands.requests.SweepRequest: the arm's options, the URLs its stack
-recorded, its folder), run in this process by the sweep command's own function with the CLI's error handling;
+The sweep is handed a typed request (sweep.request.SweepRequest: the arm's options, the URLs its stack
+recorded, its folder) by the sweep stage the caller hands in (commands.requests.SWEEP: the sweep command's own
+function, in this process, with the CLI's error handling);
 stack up, stack down and analyze are still their CLI commands run through the command runner the caller hands in
 (``commands.run_command``), so their flags, messages and exit codes are the command's.
 RUN/arms-state.json (rundir.armsstate) says how far each arm got: a rerun with the same arms skips the arms
@@ -26,9 +27,8 @@ import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast, get_args
+from typing import Protocol, cast, get_args
 
-from .commands.requests import SweepRequest, run_sweep
 from .core import signals
 from .core.errors import UserError
 from .core.exits import EXIT_BAD_INPUT, STOPPED
@@ -38,6 +38,7 @@ from .rundir import RunDir, armsstate, memberrecord
 from .rundir.armsstate import ArmRecord, ArmsState
 from .rundir.memberrecord import CompositeKind, MemberRecord, new_run_id
 from .scenario.model import load_scenario
+from .sweep.request import SweepRequest
 from .sweep.state import result_problem
 
 # Words the runner sets on each stage itself: an arm may not set them again (the stage would take the last).
@@ -73,6 +74,16 @@ class Arm:
                          sweep=self.sweep)
 
 
+class SweepStage(Protocol):
+    """The sweep stage a runner is handed (commands.requests.SWEEP, or a comparison's): the typed request of a
+    member's sweep from its options and what the runner sets, and the stage run on it (its exit status)."""
+
+    def request(self, words: Sequence[str], *, out: Path, router: str, prefill: str | None, decode: str | None,
+                workers: Sequence[str], configuration: str | None) -> SweepRequest: ...
+
+    def __call__(self, request: SweepRequest) -> int: ...
+
+
 @dataclass(frozen=True)
 class Endpoints:
     router: str
@@ -94,12 +105,12 @@ def endpoints(folder: Path) -> Endpoints:
     return Endpoints(routers[0], prefill, decode, tuple(url for urls in by_role.values() for url in urls))
 
 
-def sweep_request(arm: Arm, run: Path, urls: Endpoints) -> SweepRequest:
+def sweep_request(arm: Arm, run: Path, urls: Endpoints, stage: SweepStage) -> SweepRequest:
     """The arm's sweep as a typed request: its own options, the URLs its stack recorded, and its run folder
     (a comparison's configuration writes into RUN/<configuration> itself: ``--configuration NAME --out RUN``)."""
-    return SweepRequest.of_member(arm.sweep, router=urls.router, prefill=urls.prefill, decode=urls.decode,
-                                  workers=urls.workers, configuration=arm.configuration,
-                                  out=run if arm.configuration else run / arm.name)
+    return stage.request(arm.sweep, router=urls.router, prefill=urls.prefill, decode=urls.decode,
+                         workers=urls.workers, configuration=arm.configuration,
+                         out=run if arm.configuration else run / arm.name)
 
 
 def start(run: Path, label: str, arms: Sequence[Arm]) -> ArmsState:
@@ -192,8 +203,7 @@ def clear_leftovers(run: Path, arms: Sequence[Arm], cli: Callable[[list[str]], i
 
 def run_arms(run: Path, label: str, arms: Sequence[Arm], *, command: str, cli: Callable[[list[str]], int],
              say: Callable[[str], None] = lambda line: print(line, flush=True),
-             is_measured: Callable[[Path, Arm], str | None] = measured,
-             sweep: Callable[[SweepRequest], int] = run_sweep) -> int:
+             is_measured: Callable[[Path, Arm], str | None] = measured, sweep: SweepStage) -> int:
     """Every arm not done yet, in order; returns 0 when all are done, the signal's status when one stopped
     them (the arms after it are not started), else the worst arm's: 2 when one's input was refused, else 1.
     ``command`` is the CLI command running the arms (`ab`, `tune`, `compare`): an arm's error line names it,
@@ -249,7 +259,7 @@ def _save(run: Path, state: ArmsState, arm: ArmRecord, **update) -> ArmsState:
 
 
 def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: signals.Noted, command: str,
-         sweep: Callable[[SweepRequest], int]) -> tuple[int, ArmsState]:
+         sweep: SweepStage) -> tuple[int, ArmsState]:
     """One arm: up, sweep, down. It is done when its sweep ended 0 and its stack went down; a signal noted
     while its sweep ran lets it finish so (the runner stops after it), one noted before the sweep stops it."""
     folder = run / arm.name
@@ -267,7 +277,7 @@ def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: signals.Noted, 
                 # The arm says whose member it is, beside the stack record it wrote (analysis.members reads it).
                 memberrecord.write(folder, MemberRecord(kind=cast(CompositeKind, command), composite=state.run_id,
                                                         member=arm.name), run)
-            request = sweep_request(arm, run, urls)
+            request = sweep_request(arm, run, urls, sweep)
             say(f"== arm {arm.name}: sweep against {urls.router}")
             status = sweep(request)
             why = "" if status == 0 else f"`pdrepro sweep` ended with status {status}"

@@ -35,6 +35,7 @@ from . import shared_options as shared
 from . import stack as stack_words
 from .check import add_judge_option, check_report_target, emit, judging_only
 from .render import add_server_options
+from .requests import SWEEP
 
 HELP = "A/B of transfer backends: the same stack and sweep once per backend, one after the other, side by side"
 DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
@@ -195,7 +196,8 @@ def run(args) -> int:
     ownoutputs.refuse_foreign(out, (SUMMARY, REPORT), "ab")
     runner.start(out, label, arms)  # refuses another A/B's folder before its files are touched
     _write_variants(out, variants)
-    status = runner.run_arms(out, label, arms, command="ab", cli=run_command)
+    status = runner.run_arms(out, label, arms, command="ab", cli=run_command,
+                               sweep=SWEEP)
     if status in STOPPED:
         return status
     state = armsstate.read(out)

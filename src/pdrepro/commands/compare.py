@@ -37,13 +37,14 @@ from ..rundir.contract import write_json_atomic
 from ..rundir.layout import STACK_FILE
 from ..scenario.model import ComparisonScenario, load_scenario, resolve_scenario
 from ..sweep.config import is_disaggregated
+from ..sweep.request import SweepRequest
 from ..sweep.state import result_problem
 from . import run_command
 from . import shared_options as shared
 from . import stack as stack_words
 from .check import add_judge_option, check_report_target, emit, judging_only, verdict_of
 from .render import add_server_options, transfer_backend
-from .requests import SweepRequest, run_sweep
+from .requests import Sweep, run_sweep
 
 HELP = "run a comparison scenario's two configurations on this box, one after the other, and judge them"
 # Flags this command sets on the sweep itself (the arms runner sets the URLs, --configuration and --out).
@@ -150,16 +151,20 @@ def _load(given: list[str]) -> list[ComparisonScenario]:
     return scenarios
 
 
-def _sweep_stage(given: list[str], scenarios: list[ComparisonScenario], out: Path) -> Callable[[SweepRequest], int]:
-    """The sweep stage the arms runner hands each configuration's typed request to. With several scenarios, it
-    runs once per scenario against the one stack, each into its own comparison run RUN/<scenario name>: a stack
-    is started once per configuration, not once per scenario."""
-    def sweep(request: SweepRequest) -> int:
-        if len(given) == 1:
+class _SweepStage(Sweep):
+    """The sweep stage of a comparison. With several scenarios, a configuration's sweep runs once per scenario
+    against the one stack, each into its own comparison run RUN/<scenario name>: a stack is started once per
+    configuration, not once per scenario."""
+
+    def __init__(self, given: list[str], scenarios: list[ComparisonScenario], out: Path):
+        self.given, self.scenarios, self.out = given, scenarios, out
+
+    def __call__(self, request: SweepRequest) -> int:
+        if len(self.given) == 1:
             return run_sweep(request)
-        worst = 0
+        worst, out = 0, self.out
         configuration = request.configuration or ""
-        for given_name, scenario in zip(given, scenarios):
+        for given_name, scenario in zip(self.given, self.scenarios):
             name = scenario.name
             # The stack that measures a scenario's results is the one recorded beside them; a resumed run whose
             # results are already whole keeps the record of the stack that measured them.
@@ -171,7 +176,6 @@ def _sweep_stage(given: list[str], scenarios: list[ComparisonScenario], out: Pat
                 return status
             worst = max(worst, status)
         return worst
-    return sweep
 
 
 # What the runner's analysis writes into a comparison run (``pdrepro analyze`` of a comparison scenario).
@@ -317,7 +321,7 @@ def run(args: argparse.Namespace) -> int:
         ownoutputs.refuse_foreign(target, OUTPUTS, "compare")
     status = runner.run_arms(Path(out), _label(scenarios), arms, command="compare",
                              cli=run_command, say=print, is_measured=_measured(Path(out), scenarios),
-                             sweep=_sweep_stage(args.scenario, scenarios, Path(out)))
+                             sweep=_SweepStage(args.scenario, scenarios, Path(out)))
     if status:
         if len(scenarios) > 1 and status not in STOPPED:
             _judge_complete(Path(out), scenarios, [c for c, _ in configurations])

@@ -188,12 +188,12 @@ def stack_config(args, scenario, *, configuration: str | None = None,
 
 
 def run(given) -> int:
-    """The sweep of ``given``: its parsed command line, or a runner's typed request (commands.requests), one type."""
+    """The sweep of ``given``: its parsed command line, or a runner's typed request (sweep.request), one type."""
     from ..core.signals import stop_on_signals
     from ..kinds.registry import analyze_run
     from ..sweep.config import is_disaggregated
+    from ..sweep.request import SweepRequest
     from ..sweep.runner import run_sweep
-    from .requests import SweepRequest
 
     args = SweepRequest.from_args(given)
     if args.out.exists() and not args.out.is_dir():

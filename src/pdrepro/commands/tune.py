@@ -36,6 +36,7 @@ from . import shared_options as shared
 from . import stack as stack_words
 from .ab import add_site, site_words
 from .check import add_judge_option, check_report_target, emit, judging_only, refuse_inside
+from .requests import SWEEP
 
 HELP = "try tuning knobs: the sweep once per setting of a grid, ranked against the scenario's own setting run 3 times"
 DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
@@ -217,7 +218,7 @@ def run(args) -> int:
     _write_scenarios(out, variants)
     tuneplan.write(out, plan)
     engine_alone(out, plan)  # a ceiling put beside the tune that is not of it is refused before any GPU time
-    status = runner.run_arms(out, plan.label, arms, command="tune", cli=run_command)
+    status = runner.run_arms(out, plan.label, arms, command="tune", cli=run_command, sweep=SWEEP)
     if status in STOPPED:
         return status
     summary = collect(out, plan)
