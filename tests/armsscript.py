@@ -35,6 +35,7 @@ from runbuilder import Row, build_run  # noqa: E402
 from pdrepro import arms  # noqa: E402
 from pdrepro.commands import run_command  # noqa: E402
 from pdrepro.commands import sweep as sweep_command  # noqa: E402
+from pdrepro.commands.requests import SWEEP  # noqa: E402
 from pdrepro.core import signals  # noqa: E402
 from pdrepro.scenario.model import load_scenario  # noqa: E402
 
@@ -96,7 +97,7 @@ def main() -> int:
     given = [arms.Arm(name=a["name"], stack=tuple(a["stack"]), sweep=tuple(a["sweep"])) for a in spec["arms"]]
     try:
         return arms.run_arms(Path(sys.argv[2]), spec["label"], given, command=spec.get("command", "ab"),
-                              cli=run_command)
+                              cli=run_command, sweep=SWEEP)
     except Exception as exc:  # the CLI's own translation of a refused input, as run_command does it
         from pdrepro.core.errors import UserError
 

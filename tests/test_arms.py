@@ -17,6 +17,7 @@ from signalse2e import HEAVY
 from stackhelp import env, make_site
 
 from pdrepro import arms
+from pdrepro.commands.requests import SWEEP
 from pdrepro.launch.stack import ownership, record
 from pdrepro.rundir import armsstate, memberrecord
 
@@ -214,7 +215,8 @@ def test_an_arms_error_line_names_the_command_that_runs_it(tmp_path, command):
         return 0
 
     arm = arms.Arm(name="x", stack=("--scenario", "s"), sweep=("--scenario", "s"))
-    status = arms.run_arms(tmp_path / "run", f"{command} s", [arm], command=command, cli=cli, say=said.append)
+    status = arms.run_arms(tmp_path / "run", f"{command} s", [arm], command=command, cli=cli, say=said.append,
+                           sweep=SWEEP)
     assert status == 2 and [c[:2] for c in calls] == [["stack", "up"]]
     errors = [line for line in said if ": error: " in line]
     assert len(errors) == 1 and errors[0].startswith(f"pdrepro {command}: error: arm x: "), said

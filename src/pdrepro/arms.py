@@ -7,8 +7,11 @@ the router, prefill and decode URLs its stack.json records, then `stack down RUN
 failed sweep, a refused input, or a signal. `pdrepro ab` runs its backends as arms; a comparison (issue 26)
 runs its configurations as arms, each swept with `--configuration NAME` into the one comparison run.
 
-Each stage is the CLI command of its name, run in this process through the command runner the caller hands
-in (``commands.run_command``, as pipeline.py does), so its flags, messages and exit codes are the command's.
+The sweep is handed a typed request (sweep.request.SweepRequest: the arm's options, the URLs its stack
+recorded, its folder) by the sweep stage the caller hands in (commands.requests.SWEEP: the sweep command's own
+function, in this process, with the CLI's error handling);
+stack up, stack down and analyze are still their CLI commands run through the command runner the caller hands in
+(``commands.run_command``), so their flags, messages and exit codes are the command's.
 RUN/arms-state.json (rundir.armsstate) says how far each arm got: a rerun with the same arms skips the arms
 that are done and starts the others again, and the sweep's own resume continues at the length it reached.
 
@@ -24,7 +27,7 @@ import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast, get_args
+from typing import Protocol, cast, get_args
 
 from .core import advice, signals
 from .core.errors import UserError
@@ -35,6 +38,7 @@ from .rundir import RunDir, armsstate, memberrecord
 from .rundir.armsstate import ArmRecord, ArmsState
 from .rundir.memberrecord import CompositeKind, MemberRecord, new_run_id
 from .scenario.model import load_scenario
+from .sweep.request import SweepRequest
 from .sweep.state import result_problem
 
 # Words the runner sets on each stage itself: an arm may not set them again (the stage would take the last).
@@ -70,6 +74,16 @@ class Arm:
                          sweep=self.sweep)
 
 
+class SweepStage(Protocol):
+    """The sweep stage a runner is handed (commands.requests.SWEEP, or a comparison's): the typed request of a
+    member's sweep from its options and what the runner sets, and the stage run on it (its exit status)."""
+
+    def request(self, words: Sequence[str], *, out: Path, router: str, prefill: str | None, decode: str | None,
+                workers: Sequence[str], configuration: str | None) -> SweepRequest: ...
+
+    def __call__(self, request: SweepRequest) -> int: ...
+
+
 @dataclass(frozen=True)
 class Endpoints:
     router: str
@@ -91,15 +105,12 @@ def endpoints(folder: Path) -> Endpoints:
     return Endpoints(routers[0], prefill, decode, tuple(url for urls in by_role.values() for url in urls))
 
 
-def sweep_argv(arm: Arm, run: Path, urls: Endpoints) -> list[str]:
-    argv = ["sweep", *arm.sweep, "--router", urls.router]
-    argv += ["--prefill", urls.prefill] if urls.prefill else []
-    argv += ["--decode", urls.decode] if urls.decode else []
-    for url in urls.workers:
-        argv += ["--worker", url]
-    if arm.configuration:
-        return argv + ["--configuration", arm.configuration, "--out", str(run)]
-    return argv + ["--out", str(run / arm.name)]
+def sweep_request(arm: Arm, run: Path, urls: Endpoints, stage: SweepStage) -> SweepRequest:
+    """The arm's sweep as a typed request: its own options, the URLs its stack recorded, and its run folder
+    (a comparison's configuration writes into RUN/<configuration> itself: ``--configuration NAME --out RUN``)."""
+    return stage.request(arm.sweep, router=urls.router, prefill=urls.prefill, decode=urls.decode,
+                         workers=urls.workers, configuration=arm.configuration,
+                         out=run if arm.configuration else run / arm.name)
 
 
 def start(run: Path, label: str, arms: Sequence[Arm]) -> ArmsState:
@@ -192,11 +203,12 @@ def clear_leftovers(run: Path, arms: Sequence[Arm], cli: Callable[[list[str]], i
 
 def run_arms(run: Path, label: str, arms: Sequence[Arm], *, command: str, cli: Callable[[list[str]], int],
              say: Callable[[str], None] = lambda line: print(line, flush=True),
-             is_measured: Callable[[Path, Arm], str | None] = measured) -> int:
+             is_measured: Callable[[Path, Arm], str | None] = measured, sweep: SweepStage) -> int:
     """Every arm not done yet, in order; returns 0 when all are done, the signal's status when one stopped
     them (the arms after it are not started), else the worst arm's: 2 when one's input was refused, else 1.
     ``command`` is the CLI command running the arms (`ab`, `tune`, `compare`): an arm's error line names it,
-    as the CLI names the command in its own. A stack an earlier run left up is taken down first
+    as the CLI names the command in its own; ``cli`` runs the stack and analysis stages, ``sweep`` takes each arm's
+    typed sweep request (``sweep_request``). A stack an earlier run left up is taken down first
     (``clear_leftovers``); an arm whose lengths are all measured (``is_measured``: None) is judged, not run."""
     state = start(run, label, arms)
     worst = 0
@@ -214,7 +226,7 @@ def run_arms(run: Path, label: str, arms: Sequence[Arm], *, command: str, cli: C
             if state.arm(arm.name).status != "pending" and is_measured(run, arm) is None:
                 status, state = _judge_measured(run, arm, state, cli, say)
             else:
-                status, state = _one(run, arm, state, cli, say, noted, command)
+                status, state = _one(run, arm, state, cli, say, noted, command, sweep)
             if status in STOPPED:
                 return status
             if noted.signum is not None:
@@ -246,7 +258,8 @@ def _save(run: Path, state: ArmsState, arm: ArmRecord, **update) -> ArmsState:
     return state
 
 
-def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: signals.Noted, command: str) -> tuple[int, ArmsState]:
+def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: signals.Noted, command: str,
+         sweep: SweepStage) -> tuple[int, ArmsState]:
     """One arm: up, sweep, down. It is done when its sweep ended 0 and its stack went down; a signal noted
     while its sweep ran lets it finish so (the runner stops after it), one noted before the sweep stops it."""
     folder = run / arm.name
@@ -264,9 +277,9 @@ def _one(run: Path, arm: Arm, state: ArmsState, cli, say, noted: signals.Noted, 
                 # The arm says whose member it is, beside the stack record it wrote (analysis.members reads it).
                 memberrecord.write(folder, MemberRecord(kind=cast(CompositeKind, command), composite=state.run_id,
                                                         member=arm.name), run)
-            argv = sweep_argv(arm, run, urls)
+            request = sweep_request(arm, run, urls, sweep)
             say(f"== arm {arm.name}: sweep against {urls.router}")
-            status = cli(argv)
+            status = sweep(request)
             why = "" if status == 0 else f"`pdrepro sweep` ended with status {status}"
         else:
             why = f"`pdrepro stack up` ended with status {status}"

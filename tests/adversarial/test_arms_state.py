@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pdrepro import arms
+from pdrepro.commands.requests import SWEEP
 from pdrepro.core.errors import UserError
 from pdrepro.rundir import armsstate
 
@@ -106,7 +107,8 @@ def _resume(run: Path) -> tuple[int | None, str | None, list[list[str]]]:
         return 1  # every stack fails to start: the runner records it and goes on to the next arm
 
     try:
-        return arms.run_arms(run, LABEL, ARMS, command="ab", cli=cli, say=lambda _line: None), None, calls
+        return arms.run_arms(run, LABEL, ARMS, command="ab", cli=cli, say=lambda _line: None,
+                             sweep=SWEEP), None, calls
     except UserError as exc:
         return None, str(exc), calls
 

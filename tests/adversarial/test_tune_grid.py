@@ -1,6 +1,6 @@
 """Hostile input to `pdrepro tune`: --grid strings (names that are no variable or flag, the plan's own flags and
 variables, values with spaces, quotes, newlines, shell and YAML syntax, empty, repeated, too many), and the files
-a tune's run folder holds that `--collect` trusts (RUN/tune-plan.json bent field by field, or no JSON at all;
+a tune's run folder holds that `--judge` (once `--collect`) trusts (RUN/tune-plan.json bent field by field, or no JSON at all;
 settings named like a path out of the run, like the tune's own output files, or twice; a baseline without
 repeats; a setting naming a knob the grid lacks; the output files already links to elsewhere).
 
@@ -166,7 +166,7 @@ def test_collect_trusts_no_plan_and_writes_nothing_into_the_run(plan, linked):
         for name in linked:  # an output already a link out of the run: never written through, nor over
             (run / name).symlink_to(elsewhere / "keep.txt")
         before = _tree(run)
-        rc, err = _cli(["tune", "--collect", str(run)])
+        rc, err = _cli(["tune", "--judge", str(run)])
         _one_line_or_ok(rc, err)
         assert rc != 0  # no run folder of any plan exists: nothing passes
         assert _tree(elsewhere) == {"keep.txt": b"not the tune's"}

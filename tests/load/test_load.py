@@ -45,9 +45,9 @@ def _stack_up(box, **standin: str) -> None:
 def _load_argv(box, *extra: str) -> list[str]:
     return [sys.executable, "-m", "pdrepro", "load", "--scenario", str(box["tmp"] / "onebox-test.yaml"),
             "--router", f"http://127.0.0.1:{box['router']}", "--prefill", f"http://127.0.0.1:{box['prefill']}",
-            "--decode", f"http://127.0.0.1:{box['decode']}", "--model-path", str(box["model"]),
-            "--dataset-path", str(box["dataset"]), "--bench-in-place", "--logs-from", str(box["run"] / "logs"),
-            "--metrics", "--wait-timeout", "20", "--length", str(LENGTH), "--prompts", str(PROMPTS),
+            "--decode", f"http://127.0.0.1:{box['decode']}", "--model", str(box["model"]),
+            "--dataset", str(box["dataset"]), "--bench-in-place", "--logs-from", str(box["run"] / "logs"),
+            "--metrics", "--wait-timeout", "20", "--prompt-lens", str(LENGTH), "--prompts", str(PROMPTS),
             "--out", str(box["out"]), *extra]
 
 

@@ -53,9 +53,9 @@ def site(tmp_path):
 
 
 def _argv(site: dict, *grid: str, one_at_a_time: bool = False) -> list[str]:
-    options = [o for o in site["options"] if o != "--force-tcp"]
-    return [sys.executable, str(SCRIPT), "tune", *options, "--dataset", str(site["dataset"]), *grid,
-            *(["--one-at-a-time"] if one_at_a_time else []), "--stack-args", "--poll 0.1 --grace 5 --force-tcp",
+    # --force-tcp as the shared option (site["options"] holds it), as every command that runs members spells it.
+    return [sys.executable, str(SCRIPT), "tune", *site["options"], "--dataset", str(site["dataset"]), *grid,
+            *(["--one-at-a-time"] if one_at_a_time else []), "--stack-args", "--poll 0.1 --grace 5",
             "--sweep-args", "--length-timeout 60 --wait-timeout 30", "--out", str(site["run"])]
 
 
@@ -373,6 +373,6 @@ def test_a_run_folder_of_another_tune_or_none_is_refused(tmp_path):
     other = pdrepro("tune", "--grid", f"{POOL}=16", *_model(tmp_path), "--out", str(run))
     assert "holds the tune" in one_line(other) and "give another --out" in one_line(other)
     assert tree_hash(run) == before
-    assert "no such folder" in one_line(pdrepro("tune", "--collect", str(tmp_path / "nowhere")))
-    assert "no tune plan there" in one_line(pdrepro("tune", "--collect", str(tmp_path)))
+    assert "no such folder" in one_line(pdrepro("tune", "--judge", str(tmp_path / "nowhere")))
+    assert "no tune plan there" in one_line(pdrepro("tune", "--judge", str(tmp_path)))
     assert "give the tune's run folder: --out RUN" in one_line(pdrepro("tune", "--grid", f"{POOL}=4"))

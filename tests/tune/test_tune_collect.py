@@ -67,7 +67,7 @@ def collected(tmp_path_factory):
         odd, speed, ttft = PLANNED[value]
         _write_run(run / setting.runs[0], scenario_file, {L: odd.get(L, speed) for L in lens}, ttft)
     before = tree_hash(run)  # the whole tune's folder: its runs, its plan, its state
-    done = judge_tune(_pdrepro, run, flag="--collect")
+    done = judge_tune(_pdrepro, run, flag="--judge")
     summary = TuneSummary.model_validate_json((judged(run) / "tune-summary.json").read_text())
     return {"run": run, "plan": plan, "done": done, "summary": summary, "name": name, "before": before}
 
@@ -128,7 +128,7 @@ def test_a_baseline_run_that_fails_its_checks_stays_out_of_the_mean_and_the_spre
     shutil.copytree(collected["run"], run)
     failing = collected["plan"].baseline.runs[1]       # the one at 1.04: without it the spread narrows
     (run / failing / "provenance.json").unlink()       # a run the sweep did not make fails provenance_present
-    done = judge_tune(_pdrepro, run, flag="--collect")
+    done = judge_tune(_pdrepro, run, flag="--judge")
     assert done.returncode in (0, 1), done.stderr
     summary = TuneSummary.model_validate_json((judged(run) / "tune-summary.json").read_text())
     runs = {r.folder: r for s in summary.settings for r in s.runs}
@@ -151,7 +151,7 @@ def test_each_figure_is_set_against_the_engine_alone_when_the_tune_holds_a_ceili
     lens = load_scenario(baseline).sweep.prompt_lens
     # The engine alone moves each length's KV in 0.8 of the baseline's per-request transfer time.
     _engine_ceiling(run, baseline, {L: 0.8 * (4.0 + L / 200) for L in lens})
-    done = judge_tune(_pdrepro, run, flag="--collect")
+    done = judge_tune(_pdrepro, run, flag="--judge")
     assert done.returncode == 0, done.stderr
     summary = TuneSummary.model_validate_json((judged(run) / "tune-summary.json").read_text())
     assert summary.engine_ceiling == "engine-ceiling/result.json (rdma)"
@@ -179,7 +179,7 @@ def test_a_ceiling_of_other_bytes_is_refused_in_one_line_and_nothing_is_written(
     assert load_scenario(other).kv_bytes(128) != load_scenario(run / "scenarios" / "baseline.yaml").kv_bytes(128)
     _engine_ceiling(run, other, {128: 1.0, 1024: 2.0})
     before = tree_hash(run)
-    done = judge_tune(_pdrepro, run, flag="--collect")
+    done = judge_tune(_pdrepro, run, flag="--judge")
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "engine-ceiling/result.json" in done.stderr and "not this run's ceiling" in done.stderr
     assert tree_hash(run) == before
@@ -191,7 +191,7 @@ def test_a_per_request_figure_far_above_the_engine_alone_is_named_a_contradictio
     baseline = run / "scenarios" / "baseline.yaml"
     lens = load_scenario(baseline).sweep.prompt_lens
     _engine_ceiling(run, baseline, {L: 3 * (4.0 + L / 200) for L in lens})  # the engine a third as fast
-    judge_tune(_pdrepro, run, flag="--collect")
+    judge_tune(_pdrepro, run, flag="--judge")
     summary = TuneSummary.model_validate_json((judged(run) / "tune-summary.json").read_text())
     said = [p for p in summary.problems if "not a measurement of this box" in p]
     assert len(said) == sum(len(t.ranking) for t in summary.lengths)  # every figure, each named
@@ -204,7 +204,7 @@ def test_while_a_run_measured_nothing_no_best_is_named(collected, tmp_path):
     assert best is not None
     missing = collected["plan"].baseline.runs[2]
     shutil.rmtree(run / missing)  # its job has not run yet
-    done = judge_tune(_pdrepro, run, flag="--collect")
+    done = judge_tune(_pdrepro, run, flag="--judge")
     assert done.returncode == 1, done.stderr
     summary = TuneSummary.model_validate_json((judged(run) / "tune-summary.json").read_text())
     assert summary.best is None and summary.unmeasured == [missing]

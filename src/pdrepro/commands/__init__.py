@@ -53,15 +53,21 @@ def run_command(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USER_ERROR
+    return run_guarded(args.command, args.func, args)
+
+
+def run_guarded(command: str, func, args) -> int:
+    """``func(args)`` (a command's run, ``args`` its parsed command line or a typed request) with its errors turned
+    into messages and exit codes: a runner's stage runs so, as the CLI runs the command."""
     console.setup()
     try:
-        return int(args.func(args) or 0)
+        return int(func(args) or 0)
     except UserError as exc:
-        print(f"pdrepro {args.command}: error: {exc}", file=sys.stderr)
+        print(f"pdrepro {command}: error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt as exc:
         # A signal a command turned into an interrupt (core.signals) exits as the signal would: 143 for SIGTERM.
-        print(f"pdrepro {args.command}: interrupted ({signal_name(exc)}); results written so far are kept.",
+        print(f"pdrepro {command}: interrupted ({signal_name(exc)}); results written so far are kept.",
               file=sys.stderr)
         return exit_status(exc)
 

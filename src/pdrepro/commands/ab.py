@@ -23,10 +23,12 @@ from ..core import advice
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder, write_file
-from ..pipeline import split_words
 from . import run_command
+from . import shared_options as shared
 from . import stack as stack_words
 from .check import add_judge_option, check_report_target, emit, judging_only
+from .render import add_server_options
+from .requests import SWEEP
 
 # The arms runner, the judge, the run directory's models and the scenario (pydantic, YAML, the analysis) are
 # imported where the command runs, so that building the command line (`pdrepro --help`) stays light.
@@ -40,15 +42,22 @@ HELP = "A/B of transfer backends: the same stack and sweep once per backend, one
 DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
 SUMMARY, REPORT = "ab-summary.json", "report.md"
 NEXT = "NEXT.txt"  # in each arm's job folder: how to run it so that --judge finds its run
-# Site options passed to `stack up` (and `render`) as given: (flag, takes a value, help).
-SITE = (("--model", "model folder (also the sweep's --model-path)"),
-        ("--dataset", "ShareGPT JSON (also the sweep's --dataset-path)"),
-        ("--gpus", "GPU ids, comma-separated (one GPU: both servers share it)"),
-        ("--mem-fraction", "every server's --mem-fraction-static"),
-        ("--prefill-ip", "the prefill node's address the servers advertise"),
+# Site options passed to `stack up` (and `render`) as given: the shared ones (commands.shared_options) and these
+# (flag, help).
+SHARED_SITE = ("--model", "--dataset", "--gpus")
+SITE = (("--prefill-ip", "the prefill node's address the servers advertise"),
         ("--decode-ip", "a cluster: the decode node's address (`render` only)"))
 # Taken by `render` only: the one-box host launcher runs both servers on this host.
 RENDER_ONLY = ("--decode-ip",)
+
+
+def add_site(p) -> None:
+    """The site options of a command that starts a stack per member (`ab`, `tune`): the shared ones, declared once
+    (--out, --model, --dataset, --gpus, --transfer-backend, --force-tcp, --prompt-lens), and the servers' own."""
+    shared.add_member_options(p)
+    add_server_options(p)
+    for flag, text in SITE:
+        p.add_argument(flag, help=f"{text}: passed to `stack up` (and `render`)" if flag not in RENDER_ONLY else text)
 
 
 def register(sub) -> None:
@@ -68,11 +77,7 @@ def register(sub) -> None:
                                                                 "(default %(default)s)")
     p.add_argument("--backends", metavar="A,B", help=f"transfer backends, comma-separated, one arm each, the first "
                                                      f"the ratios' base (known: {', '.join(names())})")
-    p.add_argument("--out", type=Path, metavar="RUN", help="the A/B's run folder (reused to resume)")
-    for flag, text in SITE:
-        p.add_argument(flag, help=f"{text}: passed to `stack up` (and `render`)" if flag not in RENDER_ONLY else text)
-    p.add_argument("--server-arg", action="append", default=[], metavar="'FLAG [VALUE]'",
-                   help="extra server flags, repeatable: passed to `stack up` (and `render`)")
+    add_site(p)
     p.add_argument("--arm-env", action="append", default=[], metavar="BACKEND:KEY=VALUE",
                    help="a variable for one arm's servers only, repeatable, over the scenario's ab.env: "
                         "--arm-env nixl:UCX_TLS=tcp,cuda_copy (a backend reads only its own variables)")
@@ -100,15 +105,24 @@ def _backends(args, scenario: Scenario | None = None) -> tuple[str, ...]:
     return picked
 
 
-def _site(args, onebox: bool) -> list[str]:
+def site_words(args, onebox: bool, paths: bool = True, render: str = "--render TARGET") -> list[str]:
+    """The site options as `stack up` (and `render`) take them; ``paths``: with the model's and dataset's."""
     words: list[str] = []
-    for flag, _ in SITE:
+    for flag in (*SHARED_SITE, *(f for f, _ in SITE)):
         value = getattr(args, flag[2:].replace("-", "_"))
+        if not paths and flag in ("--model", "--dataset"):
+            continue
         if value is not None and onebox and flag in RENDER_ONLY:
-            raise UserError(f"{flag}: one box runs both servers on this host; drop it (or give --render TARGET)")
+            raise UserError(f"{flag}: one box runs both servers on this host; drop it (or give {render})")
         if value is not None:
             words += [flag, str(Path(value).expanduser().absolute()) if flag in ("--model", "--dataset") else value]
+    if args.mem_fraction is not None:
+        words += ["--mem-fraction", f"{args.mem_fraction:g}"]
     return words + [f"--server-arg={v}" for v in args.server_arg]
+
+
+def _site(args, onebox: bool) -> list[str]:
+    return site_words(args, onebox)
 
 
 def _label(scenario: str, picked: tuple[str, ...], variants: dict[str, Scenario] | None = None) -> str:
@@ -157,12 +171,18 @@ def run(args) -> int:
     judging_only(args)
     if args.out is None:
         raise UserError("give the A/B's run folder: --out RUN")
-    scenario = load_scenario(args.scenario)
+    # --prompt-lens narrows the scenario itself: each arm's scenario records the lengths it runs and is judged by.
+    scenario = shared.narrow(args, load_scenario(args.scenario))
+    engine = scenario.launch.engine if scenario.launch else "sglang"
+    more_stack = shared.stack_args(args, "pdrepro ab")
+    if shared.transfer_backend(args) is not None:
+        option = "--force-tcp" if args.force_tcp else f"--transfer-backend {args.transfer_backend}"
+        raise UserError(f"{option}: an A/B runs each arm on its own backend (--backends A,B); one backend for every "
+                        f"arm would measure one backend twice: drop it, and name {shared.TCP_BACKEND} among "
+                        "--backends for KV over TCP")
     # Every route's server flags checked by meaning before any arm starts (an arm's `stack up` would refuse
     # them only when its turn comes).
-    stack_words.check_words(stack_words.read_words(args.server_arg, split_words(args.stack_args, "--stack-args"),
-                                                   args.render),
-                            scenario.launch.engine if scenario.launch else "sglang")
+    stack_words.check_words(stack_words.read_words(args.server_arg, more_stack, args.render), engine)
     picked = _backends(args, scenario)
     env = _arm_env(args, scenario, picked)
     # Each arm runs its own scenario: the backend set, its variables only (scenario.armvariant).
@@ -171,13 +191,12 @@ def run(args) -> int:
     label = _label(scenario.name, picked, variants)
     if args.render:
         return _render(args, out, label, variants)
-    stack = ["--target", "onebox", "--launcher", "host", *_site(args, True), *split_words(args.stack_args,
-                                                                                         "--stack-args")]
-    if not (args.model and args.dataset):
-        raise UserError("one box: give --model MODEL_DIR and --dataset SHAREGPT_JSON (the stack serves the model, "
-                        "the sweep draws its prompts from the dataset)")
-    extra = split_words(args.sweep_args, "--sweep-args")
-    model, dataset = (str(Path(p).expanduser().absolute()) for p in (args.model, args.dataset))
+    stack = ["--target", "onebox", "--launcher", "host", *_site(args, True), *more_stack]
+    _refuse_links(out, picked)  # an arm's folder planted as a link: refused before anything is read through it
+    # Every input the arms share, before any starts: the model, the dataset, each arm's serving packages.
+    model, dataset = shared.check_inputs("ab", model=args.model, dataset=args.dataset, engine=engine,
+                                         backend_names=picked)
+    extra = shared.sweep_args(args, "pdrepro ab")
     paths = {b: str(out / "scenarios" / f"{b}.yaml") for b in picked}
     arms = [runner.Arm(name=b, backend=b, stack=("--scenario", paths[b], *stack),
                        sweep=("--scenario", paths[b], "--model-path", model, "--dataset-path", dataset,
@@ -186,7 +205,8 @@ def run(args) -> int:
     ownoutputs.refuse_foreign(out, (SUMMARY, REPORT), "ab")
     runner.start(out, label, arms)  # refuses another A/B's folder before its files are touched
     _write_variants(out, variants)
-    status = runner.run_arms(out, label, arms, command="ab", cli=run_command)
+    status = runner.run_arms(out, label, arms, command="ab", cli=run_command,
+                               sweep=SWEEP)
     if status in STOPPED:
         return status
     state = armsstate.read(out)
@@ -196,22 +216,19 @@ def run(args) -> int:
 
 
 def _render(args, out: Path, label: str, variants: dict[str, Scenario]) -> int:
-    from ..rundir import armsstate, memberrecord
+    from ..rundir import armsstate
     from ..rundir.armsstate import ArmRecord, ArmsState
 
     wanted = ArmsState(label=label, arms=tuple(ArmRecord(name=b, backend=b, status="rendered") for b in variants))
     found = armsstate.read(out) if out.is_dir() else None
     if found is not None and found.label != label:
         armsstate.check_same(found, wanted, armsstate.path(out))
-    stack_words = split_words(args.stack_args, "--stack-args")
+    stack_words = shared.stack_args(args, "pdrepro ab")
     for word in stack_words:
         if word.split("=", 1)[0] in ("--run-dir", "--out") or (args.render == "k8s" and word.startswith("--namespace")):
             raise UserError(f"--stack-args: {word.split('=', 1)[0]} is set per arm by `pdrepro ab --render`; leave it "
                             "out")
-    for b in variants:  # an arm's folder planted as a link: its job (and later its run) would land where it points
-        why = memberrecord.folder_problem(out, b)
-        if why is not None:
-            raise UserError(f"arm {b}: {why}; move it away and rerun")
+    _refuse_links(out, variants)  # an arm's folder planted as a link: its job (and later its run) would land there
     make_folder(out, "pdrepro ab")
     paths = _write_variants(out, variants)
     steps: list[str] = []
@@ -234,6 +251,14 @@ def _render(args, out: Path, label: str, variants: dict[str, Scenario]) -> int:
         print(f"  {line}")
     print(f"then: {advice.judge('ab', out)}")
     return 0
+
+
+def _refuse_links(out: Path, arms) -> None:
+    from ..rundir import memberrecord
+    for b in arms:
+        why = memberrecord.folder_problem(out, b)
+        if why is not None:
+            raise UserError(f"arm {b}: {why}; move it away and rerun")
 
 
 def _namespace(arm: str) -> str:

@@ -20,6 +20,7 @@ from ..core.safewrite import write_file
 if TYPE_CHECKING:
     from ..rundir import RunDir
     from ..verdicts.outcome import Verdict
+from .shared_options import Renamed
 
 
 def register(subparsers) -> None:
@@ -39,8 +40,9 @@ def register(subparsers) -> None:
 
 
 def add_judge_option(p, what: str, *aliases: str) -> None:
-    """``--judge RUN`` (and ``aliases`` of it, e.g. `tune --collect`), with ``--json`` and ``--report``."""
-    p.add_argument("--judge", *aliases, dest="judge", type=Path, metavar="RUN",
+    """``--judge RUN`` (and ``aliases`` of it, older spellings such as `tune --collect`, which print a note naming
+    --judge), with ``--json`` and ``--report``."""
+    p.add_argument("--judge", *aliases, dest="judge", type=Path, metavar="RUN", action=Renamed, old=aliases,
                    help=f"judge {what} in RUN and start nothing; reads only: the verdict goes to standard output "
                         "(--json for scripts, --report FILE for a file), nothing is written into RUN")
     add_verdict_options(p)

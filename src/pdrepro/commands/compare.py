@@ -18,6 +18,7 @@ name>, which saves a GPU box one stack start per configuration and scenario.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -30,19 +31,23 @@ from ..core.safewrite import make_folder
 from ..launch.stack.kinds import STACK_KINDS as STACKS
 from ..pipeline import split_words
 from . import run_command
+from . import shared_options as shared
 from . import stack as stack_words
 from .check import add_judge_option, check_report_target, emit, judging_only, verdict_of
-from .render import add_site_options, transfer_backend
+from .render import add_server_options, transfer_backend
+from .requests import Sweep, run_sweep
 
 # The arms runner, the scenario, the run directory and the analysis (pydantic, YAML, plots) are imported where the
 # command runs, so that building the command line (`pdrepro --help`) stays light.
 if TYPE_CHECKING:
     from .. import arms as runner
     from ..scenario.model import ComparisonScenario
+    from ..sweep.request import SweepRequest
 
 HELP = "run a comparison scenario's two configurations on this box, one after the other, and judge them"
 # Flags this command sets on the sweep itself (and those the arms runner sets: the URLs, --configuration and --out).
-OWN_SWEEP_FLAGS = ("--scenario", "--model-path", "--dataset-path", "--bench-in-place", "--logs-from", "--no-analyze")
+OWN_SWEEP_FLAGS = ("--scenario", "--model-path", "--dataset-path", "--bench-in-place", "--logs-from", "--no-analyze",
+                   "--prompt-lens")
 
 
 def register(sub) -> None:
@@ -62,9 +67,9 @@ def register(sub) -> None:
                    help="shipped comparison scenario name or path to its YAML; repeat it to sweep several scenarios "
                         "that share one launch (e.g. both rates) against each stack, each into RUN/<scenario name>; no "
                         "default: required unless --judge RUN")
-    p.add_argument("--out", type=Path, metavar="RUN", help="run directory (created; reused to resume)")
+    shared.add_member_options(p)
+    add_server_options(p)
     p.add_argument("--prefill-ip", help="this host's address, advertised by the servers (default 127.0.0.1)")
-    add_site_options(p)
     p.add_argument("--start-timeout", type=float, metavar="SEC",
                    help="seconds each server may take to come up (default: stack up's)")
     p.add_argument("--sweep-args", metavar="WORDS",
@@ -150,31 +155,31 @@ def _load(given: list[str]) -> list[ComparisonScenario]:
     return scenarios
 
 
-def _stage_runner(given: list[str], scenarios: list[ComparisonScenario], out: Path) -> Callable[[list[str]], int]:
-    """The stage runner the arms runner calls. With several scenarios, a sweep stage runs once per scenario
+class _SweepStage(Sweep):
+    """The sweep stage of a comparison. With several scenarios, a configuration's sweep runs once per scenario
     against the one stack, each into its own comparison run RUN/<scenario name>: a stack is started once per
-    configuration, not once per scenario. Every other stage runs as given."""
-    def cli(argv: list[str]) -> int:
-        if len(given) == 1 or argv[:1] != ["sweep"]:
-            return run_command(argv)
-        worst = 0
-        configuration = argv[argv.index("--configuration") + 1]
-        for given_name, scenario in zip(given, scenarios):
+    configuration, not once per scenario."""
+
+    def __init__(self, given: list[str], scenarios: list[ComparisonScenario], out: Path):
+        self.given, self.scenarios, self.out = given, scenarios, out
+
+    def __call__(self, request: SweepRequest) -> int:
+        if len(self.given) == 1:
+            return run_sweep(request)
+        worst, out = 0, self.out
+        configuration = request.configuration or ""
+        for given_name, scenario in zip(self.given, self.scenarios):
             name = scenario.name
-            words = list(argv)
-            words[words.index("--scenario") + 1] = given_name
-            words[len(words) - 1 - words[::-1].index("--out") + 1] = str(out / name)
             # The stack that measures a scenario's results is the one recorded beside them; a resumed run whose
             # results are already whole keeps the record of the stack that measured them.
             if complete(out / name, scenario, [configuration]) is not None:
                 _keep_stack_records(out, out / name, [configuration], replace=True)
             _say(f"sweep {name} into {out / name}")
-            status = run_command(words)
+            status = run_sweep(dataclasses.replace(request, scenario=given_name, out=out / name))
             if status in STOPPED or status == EXIT_BAD_INPUT:
                 return status
             worst = max(worst, status)
         return worst
-    return cli
 
 
 # What the runner's analysis writes into a comparison run (``pdrepro analyze`` of a comparison scenario).
@@ -303,19 +308,22 @@ def run(args: argparse.Namespace) -> int:
     if not args.scenario or args.out is None:
         raise UserError("give the comparison scenario and its run folder: --scenario NAME --out RUN (or --judge RUN "
                         "to judge a run made before)")
-    scenarios = _load(args.scenario)
+    # --prompt-lens narrows each scenario; the sweep narrows it the same way and records it in the run.
+    scenarios = [shared.narrow(args, s) for s in _load(args.scenario)]
     # The --server-arg flags by meaning, before any configuration's stack starts.
     first_launch = scenarios[0].launch
     stack_words.check_words(stack_words.read_words(args.server_arg, ()),
                             first_launch.engine if first_launch else "sglang")
-    if not args.model or not args.dataset:
-        raise UserError("pass --model DIR and --dataset FILE: the servers load the model, the bench client reads its "
-                        "tokenizer and draws its prompts from the dataset (`pdrepro offline-model` makes both)")
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out}: is a file, not a run directory; give a folder (new, or a run to resume)")
     extra = _sweep_extra(args.sweep_args)
-    # Absolute paths: the stages run from here, and a resume from another folder gives the same words.
-    model, dataset, out = (str(Path(p).expanduser().absolute()) for p in (args.model, args.dataset, args.out))
+    # Every input the configurations share, before any starts (absolute paths: the stages run from here, and a
+    # resume from another folder gives the same words): the model, the dataset, the serving packages.
+    model, dataset = shared.check_inputs(
+        "compare", model=args.model, dataset=args.dataset, engine=first_launch.engine if first_launch else "sglang",
+        backend_names=[transfer_backend(args) or (first_launch.transfer_backend if first_launch
+                                                  else shared.TCP_BACKEND)])
+    out = str(Path(args.out).expanduser().absolute())
     args.model, args.dataset = model, dataset
     site = _site_words(args)
     first = args.scenario[0]
@@ -324,7 +332,7 @@ def run(args: argparse.Namespace) -> int:
                        stack=("--stack", kind, "--scenario", first, *site),
                        sweep=("--scenario", first, "--model-path", model, "--dataset-path", dataset,
                               "--bench-in-place", "--logs-from", str(Path(out) / name / "logs"), "--no-analyze",
-                              *extra))
+                              *shared.lens_words(args), *extra))
             for name, kind in configurations]
     names = [s.name for s in scenarios]
     # The analysis's outputs are written at the end, never over a file the comparison did not write: an edited
@@ -332,8 +340,8 @@ def run(args: argparse.Namespace) -> int:
     for target in [Path(out)] if len(scenarios) == 1 else [Path(out) / name for name in names]:
         ownoutputs.refuse_foreign(target, OUTPUTS, "compare")
     status = runner.run_arms(Path(out), _label(scenarios), arms, command="compare",
-                             cli=_stage_runner(args.scenario, scenarios, Path(out)), say=print,
-                             is_measured=_measured(Path(out), scenarios))
+                             cli=run_command, say=print, is_measured=_measured(Path(out), scenarios),
+                             sweep=_SweepStage(args.scenario, scenarios, Path(out)))
     if status:
         if len(scenarios) > 1 and status not in STOPPED:
             _judge_complete(Path(out), scenarios, [c for c, _ in configurations])

@@ -12,6 +12,7 @@ from ..core.exits import EXIT_FAILED
 
 # The options only: the run directory, the scenario and the sweep (pydantic, YAML, HTTP) are imported where the
 # command runs, so that building the command line (`pdrepro --help`) stays light.
+from .shared_options import add_prompt_lens
 from .sweep import add_stack_options, stack_config
 
 # Upper bounds of what a person means: longer prompts than any released model reads, more requests per step
@@ -36,12 +37,13 @@ def register(sub) -> None:
             "every step measured; 1: a step failed; 2: bad input; 130/143: stopped by a signal (measured steps kept)."
         ),
     )
-    add_stack_options(p, what="load step")
+    add_stack_options(p, what="load step", shared_names=True)
     p.add_argument("--concurrency", metavar="LIST", help="requests in flight at most, one step each: e.g. 1,2,4,8")
     p.add_argument("--request-rate", metavar="LIST", help="requests per second, one step each (inf: all at once): "
                                                           "e.g. 2,4,inf; with --concurrency, every pairing")
-    p.add_argument("--length", metavar="TOKENS", help="prompt length of every request (default: the scenario's "
-                                                      "longest sweep length)")
+    add_prompt_lens(p, "--length", dest="length", metavar="TOKENS",
+                    help="the prompt length of every request, one length in tokens (default: the scenario's longest "
+                         "sweep length)")
     p.add_argument("--prompts", metavar="N", help="requests per step (default: the scenario's sweep.num_prompts)")
     p.add_argument("--no-analyze", action="store_true", help="skip the load summary and report at the end")
     p.set_defaults(func=run)
@@ -65,7 +67,7 @@ def plan_of(args: argparse.Namespace, scenario):
     steps = parse_steps(args.concurrency, args.request_rate, default_concurrency=sweep.max_concurrency,
                         default_rate=None if is_unbounded(sweep.request_rate) else sweep.request_rate)
     return LoadPlan(scenario_fingerprint=scenario.fingerprint,
-                    prompt_len=_count("--length", args.length, max(sweep.prompt_lens), MAX_LENGTH),
+                    prompt_len=_count("--prompt-lens", args.length, max(sweep.prompt_lens), MAX_LENGTH),
                     num_prompts=_count("--prompts", args.prompts, sweep.num_prompts, MAX_PROMPTS), steps=steps)
 
 

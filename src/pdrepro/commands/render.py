@@ -25,6 +25,9 @@ from ..scenario import site as siteinput
 
 if TYPE_CHECKING:
     from ..launch.plan import Plan
+from .shared_options import TCP_BACKEND, add_gpus, add_transport, transfer_backend
+
+__all__ = ["TCP_BACKEND", "transfer_backend"]  # where the launch commands took them from before the shared options
 
 HELP = "write a scenario's launch for a target (compose files per node, Kubernetes manifests, or a SLURM sbatch script)"
 
@@ -32,8 +35,6 @@ HELP = "write a scenario's launch for a target (compose files per node, Kubernet
 # (which starts what `render --target onebox --launcher host` prints); the cluster targets place the published run.
 ONEBOX_SCENARIO = "onebox-qwen25-0.5b"
 PUBLISHED_SCENARIO = "h20-qwen3-235b-1p1d"
-# What --force-tcp stands for: the backend that moves KV over TCP only.
-TCP_BACKEND = next(n for n in backends.names() if backends.backend(n).tcp_only)
 
 
 def default_scenario(target: str) -> str:
@@ -86,38 +87,26 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def add_site_options(p) -> None:
-    """Where the stack runs on the nodes: the options every launch shares (render's targets, the host launcher)."""
+def add_site_options(p, host: bool = False) -> None:
+    """Where the stack runs on the nodes: the options every launch shares (render's targets, the host launcher:
+    ``host``, whose --gpus are this host's)."""
     p.add_argument("--model", help="model folder on the nodes; checked here for config.json when given "
                    f"(default {launch.DEFAULT_MODEL_ROOT}/<model name>, not checked)")
     p.add_argument("--dataset",
                    help=f"ShareGPT JSON on the nodes; checked when given (default {launch.DEFAULT_DATASET}, not checked)")
-    p.add_argument("--gpus",
-                   help="compose: GPU ids per node, comma-separated (default 0..TP-1; servers sharing a node split them)")
+    add_gpus(p, host)
+    add_server_options(p)
+    add_transport(p)
+
+
+def add_server_options(p) -> None:
+    """Every server's memory share and extra flags (the launches and the commands that start members)."""
     p.add_argument("--mem-fraction", type=_fraction, metavar="F",
                    help="every server's --mem-fraction-static (a fraction of the GPU memory free when it starts; default: "
                         "the scenario's launch.shared_gpu_mem_fraction when the servers share one GPU, else SGLang's)")
     p.add_argument("--server-arg", action="append", default=[], metavar="'FLAG [VALUE]'",
                    help="extra flags appended to every server's argv, e.g. --server-arg='--attention-backend triton' "
                         "(repeatable; split like a shell line)")
-    p.add_argument("--transfer-backend", choices=backends.names(), metavar="NAME",
-                   help="the KV transfer backend the servers run, overriding the scenario's launch.transfer_backend: "
-                        + ", ".join(f"{n} ({backends.backend(n).label})" for n in backends.names()))
-    p.add_argument("--force-tcp", action="store_true",
-                   help=f"one box: the same as --transfer-backend {TCP_BACKEND} (KV over TCP only, also with RDMA "
-                        "devices present)")
-
-
-def transfer_backend(args) -> str | None:
-    """The site's backend from --transfer-backend and its alias --force-tcp (one setting); None keeps the
-    scenario's launch.transfer_backend."""
-    chosen = getattr(args, "transfer_backend", None)
-    if getattr(args, "force_tcp", False):
-        if chosen not in (None, TCP_BACKEND):
-            raise UserError(f"--force-tcp and --transfer-backend {chosen}: --force-tcp means --transfer-backend "
-                            f"{TCP_BACKEND}; give one of them")
-        return TCP_BACKEND
-    return chosen
 
 
 # A run folder both a shell word and a Kubernetes mountPath carry as written: no quoting, no expansion.

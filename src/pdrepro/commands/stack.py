@@ -77,7 +77,7 @@ def register(subparsers) -> None:
                         "comparison scenario, regular (two regular servers, then the router with --worker-urls; "
                         "on one GPU each takes its --mem-fraction-static, one after the other) (default %(default)s)")
     u.add_argument("--prefill-ip", help="this host's address, advertised by both servers (default 127.0.0.1)")
-    add_site_options(u)
+    add_site_options(u, host=True)
     u.add_argument("--start-timeout", type=float, default=float(launch.SERVER_START_SECONDS),
                    help="seconds each server may take to come up, above 0 (default %(default).0f)")
     u.add_argument("--poll", type=float, default=1.0, help="seconds between checks, above 0 (default %(default).0f)")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from ..core.roles import SERVER_ROLES
 # The choices only: the sweep and the scenario (pydantic, YAML, HTTP) are imported where the command runs, so that
 # building the command line (`pdrepro --help`) stays light.
 from ..sweep.choices import DEFAULT_WAIT_S, FAILURE_POLICIES
+from . import shared_options as shared
 
 
 def register(sub) -> None:
@@ -34,13 +34,16 @@ def register(sub) -> None:
     p.add_argument("--ib-devices", metavar="FILE", type=Path,
                    help="the GPU-to-NIC map (ib_devices.json) the servers were started with: kept in the run as "
                         "RUN/ib_devices.json, so the NIC witness judges each RDMA port it names on its own")
+    shared.add_prompt_lens(p)
     p.add_argument("--no-analyze", action="store_true", help="skip `pdrepro analyze` at the end")
     p.set_defaults(func=run)
 
 
-def add_stack_options(p, what: str) -> None:
+def add_stack_options(p, what: str, shared_names: bool = False) -> None:
     """The options of a measurement against a running stack, declared once: `pdrepro sweep` and `pdrepro load`
-    take them alike (``what``: what one run of the bench client measures, for the help texts)."""
+    take them alike (``what``: what one run of the bench client measures, for the help texts). ``shared_names``
+    (`load`): the model and dataset under the names the commands that run members share (commands.shared_options),
+    --model-path and --dataset-path kept as their older spellings."""
     p.add_argument("--scenario", required=True, help="shipped scenario name or path to a scenario YAML")
     p.add_argument("--thresholds",
                    help="YAML file of thresholds laid over the scenario's (keys it names win; kept in RUN/scenario.yaml)")
@@ -48,11 +51,18 @@ def add_stack_options(p, what: str) -> None:
     p.add_argument("--prefill", metavar="URL", help="prefill server URL (health check, /metrics)")
     p.add_argument("--decode", metavar="URL", help="decode server URL (health check, /metrics)")
     p.add_argument("--out", required=True, metavar="RUN", type=Path, help="run directory (created; reused to resume)")
-    p.add_argument("--model-path", required=True,
-                   help="model folder (its tokenizer is used); mounted at the same path in the image")
+    model = "model folder (its tokenizer is used); mounted at the same path in the image"
+    dataset = "ShareGPT JSON the random dataset draws token ids from"
+    if shared_names:
+        shared.add_model(p, "--model-path", required=True, dest="model_path", help=model)
+    else:
+        p.add_argument("--model-path", required=True, help=model)
     p.add_argument("--served-model-name", help="name the servers serve the model under (default: the scenario's model name)")
     p.add_argument("--tokenizer", help="tokenizer path if not the model folder")
-    p.add_argument("--dataset-path", required=True, help="ShareGPT JSON the random dataset draws token ids from")
+    if shared_names:
+        shared.add_dataset(p, "--dataset-path", required=True, dest="dataset_path", help=dataset)
+    else:
+        p.add_argument("--dataset-path", required=True, help=dataset)
     p.add_argument("--image",
                    help="GPU image to run the bench client in (default: GPU_IMAGE from versions.env, the image the servers run)")
     p.add_argument("--bench-in-place", action="store_true",
@@ -137,7 +147,7 @@ def keep_rail_map(path: Path | None, out: Path, scenario) -> Path | None:
     return path
 
 
-def stack_config(args: argparse.Namespace, scenario, *, configuration: str | None = None,
+def stack_config(args, scenario, *, configuration: str | None = None,
                  worker_urls: tuple[str, ...] = (), analyze=None):
     """The SweepConfig the options of ``add_stack_options`` ask for (the sweep's and the load's alike)."""
     from ..sweep.benchclient import BenchLauncher, DockerLauncher, InPlaceLauncher
@@ -176,16 +186,21 @@ def stack_config(args: argparse.Namespace, scenario, *, configuration: str | Non
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(given) -> int:
+    """The sweep of ``given``: its parsed command line, or a runner's typed request (sweep.request), one type."""
     from ..core.signals import stop_on_signals
     from ..kinds.registry import analyze_run
     from ..scenario.model import resolve_scenario
     from ..sweep.config import is_disaggregated
+    from ..sweep.request import SweepRequest
     from ..sweep.runner import run_sweep
 
+    args = SweepRequest.from_args(given)
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out}: is a file, not a run directory; give a folder (new, or a run to resume)")
-    scenario = resolve_scenario(args.scenario, None, args.thresholds)
+    # --prompt-lens narrows the scenario the sweep runs and records (RUN/scenario.yaml): the run is judged by the
+    # lengths it measured.
+    scenario = shared.narrow(args, resolve_scenario(args.scenario, None, args.thresholds))
     ib_devices = keep_rail_map(args.ib_devices, args.out, scenario)
     if is_disaggregated(args.configuration) and not (args.prefill and args.decode):
         raise UserError("pass --prefill URL and --decode URL (the PD servers behind the router) so their health is checked")

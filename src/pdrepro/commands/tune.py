@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Literal
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder, write_file
-from ..pipeline import split_words
 from . import run_command
+from . import shared_options as shared
 from . import stack as stack_words
-from .ab import RENDER_ONLY, SITE
+from .ab import add_site, site_words
 from .check import add_judge_option, check_report_target, emit, judging_only, refuse_inside
+from .requests import SWEEP
 
 # The arms runner, the grid, the tune's models and its judge (pydantic, YAML, the analysis) are imported where the
 # command runs, so that building the command line (`pdrepro --help`) stays light.
@@ -68,11 +69,7 @@ def register(sub) -> None:
                    help="vary one knob at a time from the scenario's own setting instead of the full grid")
     p.add_argument("--baseline-repeats", type=int, default=MIN_REPEATS, metavar="N",
                    help=f"runs of the scenario's own setting, at least {MIN_REPEATS} (default %(default)s)")
-    p.add_argument("--out", type=Path, metavar="RUN", help="the tune's run folder (reused to resume)")
-    for flag, text in SITE:
-        p.add_argument(flag, help=f"{text}: passed to `stack up` (and `render`)" if flag not in RENDER_ONLY else text)
-    p.add_argument("--server-arg", action="append", default=[], metavar="'FLAG [VALUE]'",
-                   help="extra server flags for every setting, repeatable: passed to `stack up` (and `render`)")
+    add_site(p)
     p.add_argument("--stack-args", metavar="WORDS", help="more `pdrepro stack up` flags, one shell-quoted string")
     p.add_argument("--sweep-args", metavar="WORDS",
                    help='more `pdrepro sweep` flags, one shell-quoted string: --sweep-args="--length-timeout 120"')
@@ -87,16 +84,22 @@ def register(sub) -> None:
 
 
 def _site(args, onebox: bool, paths: bool = True) -> list[str]:
-    words: list[str] = []
-    for flag, _ in SITE:
-        value = getattr(args, flag[2:].replace("-", "_"))
-        if not paths and flag in PATHS:
-            continue
-        if value is not None and onebox and flag in RENDER_ONLY:
-            raise UserError(f"{flag}: one box runs both servers on this host; drop it (or give --render slurm)")
-        if value is not None:
-            words += [flag, str(Path(value).expanduser().absolute()) if flag in ("--model", "--dataset") else value]
-    return words + [f"--server-arg={v}" for v in args.server_arg]
+    return site_words(args, onebox, paths, render="--render slurm")
+
+
+def _stack_words(args) -> tuple[str, ...]:
+    """--stack-args, and the transport however it was given (--force-tcp, --transfer-backend, or the older
+    --stack-args='--force-tcp'), as `stack up` takes them."""
+    return (*shared.stack_args(args, "pdrepro tune"), *shared.transport_words(args))
+
+
+def _stack_label(args) -> str:
+    """The stack words as the tune's label holds them: the transport spelt as the older --stack-args spelt it, so
+    a tune begun before --force-tcp was an option of its own resumes."""
+    more = shared.stack_args(args, "pdrepro tune") if args.stack_args else ()
+    chosen = shared.transfer_backend(args)
+    transport = () if chosen is None else ("--force-tcp",) if args.force_tcp else ("--transfer-backend", chosen)
+    return " ".join([*more, *transport])
 
 
 def _plan(args, scenario: Scenario) -> tuple[TunePlan, dict[str, Scenario]]:
@@ -110,7 +113,7 @@ def _plan(args, scenario: Scenario) -> tuple[TunePlan, dict[str, Scenario]]:
                         f"at least {MIN_REPEATS} runs of the baseline)")
     knobs = [grid.parse(text) for text in args.grid]
     # The server flags of every route and the backend the stack will run, as `stack up` will read them.
-    words = stack_words.read_words(args.server_arg, split_words(args.stack_args, "--stack-args"), args.render)
+    words = stack_words.read_words(args.server_arg, _stack_words(args), args.render)
     grid.check(knobs, scenario, words.routes, words.backend, words.backend_source)
     stack_words.check_words(words, scenario.launch.engine if scenario.launch else "sglang")
     points = grid.settings(knobs, scenario, args.one_at_a_time)
@@ -120,7 +123,7 @@ def _plan(args, scenario: Scenario) -> tuple[TunePlan, dict[str, Scenario]]:
     # Which tune this is: the grid, the settings' scenarios and every option but the paths (model, dataset, the
     # run's own), so a copy of the run on another machine resumes (``_moved``) and any other change is refused.
     same = [mode, *args.grid, *(v.fingerprint for v in variants.values()), *_site(args, False, paths=False),
-            args.stack_args or "", args.sweep_args or ""]
+            _stack_label(args), args.sweep_args or ""]
     digest = hashlib.sha256("\0".join(same).encode())
     plan = TunePlan(
         label=TUNE_LABEL.label(f"{scenario.name}, {mode}, {len(points)} setting(s), baseline x{len(repeats)} "
@@ -195,7 +198,8 @@ def run(args) -> int:
         raise UserError("--overlay FILE goes with --judge RUN; a tune run writes RUN/best-overlay.yaml itself")
     if args.out is None:
         raise UserError("give the tune's run folder: --out RUN")
-    scenario = load_scenario(args.scenario)
+    # --prompt-lens narrows the scenario itself: every setting's scenario records the lengths it runs.
+    scenario = shared.narrow(args, load_scenario(args.scenario))
     plan, variants = _plan(args, scenario)
     out = args.out.absolute()
     if any(ord(c) < 32 or ord(c) == 127 for c in str(out)):
@@ -207,14 +211,15 @@ def run(args) -> int:
         paths = _write_scenarios(out, variants)
         tuneplan.write(out, plan)
         return slurm_render.render(out, scenario.name, [(run_, paths[name]) for run_, name in order],
-                                   _site(args, False), split_words(args.stack_args, "--stack-args"), run_command)
-    if not (args.model and args.dataset):
-        raise UserError("one box: give --model MODEL_DIR and --dataset SHAREGPT_JSON (the stack serves the model, "
-                        "the sweep draws its prompts from the dataset)")
-    stack = ["--target", "onebox", "--launcher", "host", *_site(args, True),
-             *split_words(args.stack_args, "--stack-args")]
-    extra = split_words(args.sweep_args, "--sweep-args")
-    model, dataset = (str(Path(p).expanduser().absolute()) for p in (args.model, args.dataset))
+                                   _site(args, False), _stack_words(args), run_command)
+    stack = ["--target", "onebox", "--launcher", "host", *_site(args, True), *_stack_words(args)]
+    # Every input the settings share, before any starts: the model, the dataset, the serving packages.
+    launch = scenario.launch
+    model, dataset = shared.check_inputs(
+        "tune", model=args.model, dataset=args.dataset, engine=launch.engine if launch else "sglang",
+        backend_names=[stack_words.read_words([], _stack_words(args)).backend or (launch.transfer_backend if launch
+                                                                                  else shared.TCP_BACKEND)])
+    extra = shared.sweep_args(args, "pdrepro tune")
     files = {name: str(out / "scenarios" / f"{name}.yaml") for name in variants}
     arms = [runner.Arm(name=run_, stack=("--scenario", files[name], *stack),
                        sweep=("--scenario", files[name], "--model-path", model, "--dataset-path", dataset,
@@ -226,7 +231,7 @@ def run(args) -> int:
     _write_scenarios(out, variants)
     tuneplan.write(out, plan)
     engine_alone(out, plan)  # a ceiling put beside the tune that is not of it is refused before any GPU time
-    status = runner.run_arms(out, plan.label, arms, command="tune", cli=run_command)
+    status = runner.run_arms(out, plan.label, arms, command="tune", cli=run_command, sweep=SWEEP)
     if status in STOPPED:
         return status
     summary = collect(out, plan)
