@@ -165,7 +165,7 @@ def _run_step(cfg: SweepConfig, top: RunDir, plan: LoadPlan, step: LoadStep, sta
     # Recorded before the client starts: a sweep killed outright (-9) leaves the step unfinished, not pending.
     state.record(top, step, status="unfinished", started_at=started, reason="its bench client was running")
     try:
-        reason = run_client(cfg, argv, mounts)
+        reason = run_client(cfg, argv, mounts, top.logs_dir, f"step {step.name}")
     except KeyboardInterrupt as exc:
         why = f"stopped by {signal_name(exc)} while its bench client ran; rerun to measure it"
         if partial.exists():
