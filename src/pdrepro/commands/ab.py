@@ -22,10 +22,11 @@ from ..backends.registry import backend, names
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder, write_file
+from ..kinds.ab import Ab
 from ..pipeline import split_words
 from ..publish.abjudge import ArmInput, judge
 from ..report.ab import render as render_report
-from ..rundir import armsstate, memberrecord, ownoutputs
+from ..rundir import RunDir, armsstate, memberrecord, ownoutputs
 from ..rundir.absummary import AB_LABEL, AbSummary
 from ..rundir.armsstate import ArmRecord, ArmsState
 from ..rundir.contract import dumps_json
@@ -33,7 +34,7 @@ from ..scenario.armvariant import for_backend
 from ..scenario.model import Scenario, load_scenario
 from . import run_command
 from . import stack as stack_words
-from .check import add_judge_option, check_report_target, emit, judging_only
+from .check import add_judge_option, check_report_target, give, judging_only
 
 HELP = "A/B of transfer backends: the same stack and sweep once per backend, one after the other, side by side"
 DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
@@ -260,8 +261,8 @@ def _judge(run: Path, args) -> int:
     check_report_target(args, run)
     summary = judge(run, label, inputs)
     # Read only: the verdict goes where the user asks, nothing into RUN.
-    emit(args, run, render_report(summary), summary.model_dump(mode="json"))
-    return 0 if summary.passed else EXIT_FAILED
+    # The verdict as `check RUN` gives it (kinds.composite): one schema and status for every judge.
+    return give(args, run, Ab().given(RunDir(run), summary, render_report(summary), summary.passed))
 
 
 def _inputs(state: ArmsState) -> list[ArmInput]:

@@ -18,7 +18,6 @@ name>, which saves a GPU box one stack start per configuration and scenario.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from ..rundir.layout import STACK_FILE
 from ..scenario.model import ComparisonScenario, load_scenario, resolve_scenario
 from ..sweep.config import is_disaggregated
 from ..sweep.state import result_problem
+from ..verdicts.outcome import VerdictRecord
 from . import run_command
 from . import stack as stack_words
 from .check import add_judge_option, check_report_target, emit, judging_only, verdict_of
@@ -258,7 +258,7 @@ def _judge_only(args: argparse.Namespace) -> int:
     if not run.is_dir():
         raise UserError(f"--judge {run}: no such folder; give the comparison's run folder")
     check_report_target(args, run)
-    texts, runs, errors, worst = [], [], [], 0
+    texts, members, errors, worst = [], [], [], 0
     for folder in _judged_runs(run):
         scenario = resolve_scenario(None, folder)
         if not isinstance(scenario, ComparisonScenario):
@@ -266,12 +266,18 @@ def _judge_only(args: argparse.Namespace) -> int:
                             f"(judge this one with `pdrepro check {folder}`)")
         verdict = verdict_of(RunDir(folder), argparse.Namespace(scenario=None, thresholds=None))
         table = render_comparison(portable(verdict.summary.to_json(), folder))  # type: ignore[attr-defined]
-        texts.append((f"== {folder}\n" if folder != run else "") + table.rstrip("\n") + "\n\n" + verdict.text)
-        runs.append({**verdict.data, "comparison": portable(verdict.summary.to_json(), folder)})  # type: ignore[attr-defined]
-        print(f"{folder.name}: {verdict.count}", file=sys.stderr)
+        texts.append(verdict.record().header() + "\n" + table.rstrip("\n") + "\n\n" + verdict.text + "\n"
+                     + verdict.count)
+        # One schema with `check`: each run's verdict, its comparison table's data as its summary.
+        members.append(verdict.record().model_copy(
+            update={"summary": portable(verdict.summary.to_json(), folder)}))  # type: ignore[attr-defined]
         errors += [verdict.error] if verdict.error else []
         worst = max(worst, verdict.status)
-    emit(args, run, "\n\n".join(texts), {"runs": runs, "passed": worst == 0, "exit_status": worst})
+    passed = sum(m.exit_status == 0 for m in members)
+    data = VerdictRecord(kind="compare", run=str(run), scenario=members[0].scenario if len(members) == 1 else None,
+                         passed=worst == 0, exit_status=worst, count=f"{passed} of {len(members)} comparison run(s) "
+                         "passed", members=members)
+    emit(args, run, "\n\n".join(texts), data.model_dump(mode="json"))
     if errors:
         raise UserError(errors[0])
     return worst

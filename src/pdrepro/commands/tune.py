@@ -23,8 +23,9 @@ from .. import arms as runner
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder, write_file
+from ..kinds.tune import Tune
 from ..pipeline import split_words
-from ..rundir import armsstate, tuneplan
+from ..rundir import RunDir, armsstate, tuneplan
 from ..rundir.tuneplan import PlanKnob, PlanSetting, TunePlan
 from ..rundir.tunesummary import TUNE_LABEL
 from ..scenario.model import Scenario, load_scenario
@@ -35,7 +36,7 @@ from ..tune.judge import engine_alone
 from . import run_command
 from . import stack as stack_words
 from .ab import RENDER_ONLY, SITE
-from .check import add_judge_option, check_report_target, emit, judging_only, refuse_inside
+from .check import add_judge_option, check_report_target, give, judging_only, refuse_inside
 
 HELP = "try tuning knobs: the sweep once per setting of a grid, ranked against the scenario's own setting run 3 times"
 DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
@@ -231,5 +232,5 @@ def _collect(run: Path, args) -> int:
     summary, text, overlay = collected(run, own_plan(run))
     if args.overlay is not None:
         write_file(args.overlay, overlay, "--overlay")
-    emit(args, run, text, summary.model_dump(mode="json"))
-    return 0 if passed(summary) else EXIT_FAILED
+    # The verdict as `check RUN` gives it (kinds.composite): one schema and status for every judge.
+    return give(args, run, Tune().given(RunDir(run), summary, text, passed(summary)))

@@ -16,6 +16,7 @@ from ..rundir import RunDir, loadstate
 from ..rundir.loadsummary import LoadSummary
 from ..scenario.model import resolve_scenario
 from ..scenario.recorded import own_scenario
+from ..scenario.seams import run_backend
 from ..verdicts.bounds import bound_changes
 from ..verdicts.load import failed, run_checks, step_checks
 from ..verdicts.outcome import Verdict, result_data
@@ -49,7 +50,8 @@ def check_load(run_dir: RunDir, args: argparse.Namespace) -> Verdict:
         out += [f"BOUND {line}" for line in bounds]
     errors = summary.input_errors()
     status = EXIT_BAD_INPUT if errors else EXIT_FAILED if bad else 0
-    data = {"run": str(run_dir.root), "scenario": scenario.name, "passed": status == 0, "exit_status": status,
+    data = {"kind": "load", "run": str(run_dir.root), "scenario": scenario.name,
+            "transfer_backend": run_backend(run_dir.root, scenario).name, "passed": status == 0, "exit_status": status,
             "checks": [{**result_data(r), "step": name} for name, r in per_step], "warnings": warnings,
             "notes": [], "bounds": bounds, "input_error": errors[0].message if errors else None}
     return Verdict(out, f"{len(results) - len(bad)} passed, {len(bad)} failed", data, status,

@@ -19,6 +19,7 @@ from ..rundir.issuekind import IssueKind
 from ..rundir.summarymodel import as_summary
 from ..scenario.model import Scenario, resolve_scenario
 from ..scenario.recorded import own_scenario
+from ..scenario.seams import summary_backend
 from ..verdicts.bounds import bound_changes
 from ..verdicts.gates import evaluate, failed, not_applicable
 from ..verdicts.outcome import Verdict, result_data
@@ -70,7 +71,9 @@ class SummaryKind(RunKind):
         passed = len(results) - len(bad) - len(idle)
         errors = summary.input_errors()
         status = EXIT_BAD_INPUT if errors else EXIT_FAILED if bad else 0
-        data = {"run": str(run.root), "scenario": scenario.name, "passed": status == 0, "exit_status": status,
+        # What was judged is named by what the run holds: the backend whose log lines the analysis read.
+        data = {"kind": self.name, "run": str(run.root), "scenario": scenario.name,
+                "transfer_backend": summary_backend(summary).name, "passed": status == 0, "exit_status": status,
                 "checks": [result_data(r) for r in results], "warnings": warnings, "notes": list(judged.notes),
                 "bounds": bounds, "input_error": errors[0].message if errors else None}
         return Verdict(out, f"{passed} passed, {len(bad)} failed" + (f", {len(idle)} not applicable" if idle else ""),
