@@ -10,6 +10,7 @@ from tabulate import tabulate
 
 from ..analysis.load import compute_load_summary
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED
+from ..core.figures import against
 from ..publish.loadresults import summary_path, write_load_results
 from ..report.load import step_table
 from ..rundir import RunDir, loadstate
@@ -34,7 +35,7 @@ def check_load(run_dir: RunDir, args: argparse.Namespace) -> Verdict:
     per_step = [("(run)", r) for r in run_checks(summary)]
     per_step += [(step.name, r) for step in summary.steps for r in step_checks(summary, step)]
     results = [r for _, r in per_step]
-    table = [[r.name, name, "—" if r.figure is None else f"{r.figure:.2f} {r.unit}".rstrip(),
+    table = [[r.name, name, "—" if r.figure is None else f"{against(r.figure, r.op, r.bound)} {r.unit}".rstrip(),
               "" if r.bound is None else f"{r.op} {r.bound:g} {r.unit}".rstrip(), r.verdict] for name, r in per_step]
     out = [tabulate(table, headers=["check", "step", "figure", "bound", "verdict"], tablefmt="simple",
                     disable_numparse=True), ""]

@@ -12,6 +12,7 @@ from tabulate import tabulate
 
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED
+from ..core.figures import against
 from ..publish.verdictsource import Judged
 from ..report.markdown import ceiling_lines, measured_table
 from ..rundir import RunDir
@@ -26,10 +27,10 @@ from ..verdicts.outcome import Verdict, result_data
 from .base import RunKind
 
 
-def _fmt(value: float | None, unit: str) -> str:
+def _fmt(value: float | None, unit: str, op: str = "", bound: float | None = None) -> str:
     if value is None:
         return "—"
-    return f"{value:.2f} {unit}".rstrip()
+    return f"{against(value, op, bound)} {unit}".rstrip()  # never rounded across its bound
 
 
 class SummaryKind(RunKind):
@@ -49,7 +50,7 @@ class SummaryKind(RunKind):
         judged = self.judged(run, scenario)
         summary = judged.summary
         results = evaluate(summary, scenario)
-        table = [[r.name, "all" if r.prompt_len is None else str(r.prompt_len), _fmt(r.figure, r.unit),
+        table = [[r.name, "all" if r.prompt_len is None else str(r.prompt_len), _fmt(r.figure, r.unit, r.op, r.bound),
                   "" if r.bound is None else f"{r.op} {r.bound:g} {r.unit}".rstrip(), r.verdict]
                  for r in results]
         out = [tabulate(table, headers=["check", "length", "figure", "bound", "verdict"], tablefmt="simple",
