@@ -26,6 +26,7 @@ from ..kinds.ab import Ab
 from ..pipeline import split_words
 from ..publish.abjudge import ArmInput, judge
 from ..report.ab import render as render_report
+from ..report.abplot import PLOT, ttft_png
 from ..rundir import RunDir, armsstate, memberrecord, ownoutputs
 from ..rundir.absummary import AB_LABEL, AbSummary
 from ..rundir.armsstate import ArmRecord, ArmsState
@@ -175,7 +176,7 @@ def run(args) -> int:
                        sweep=("--scenario", paths[b], "--model-path", model, "--dataset-path", dataset,
                               "--bench-in-place", "--logs-from", str(out / b / "logs"), *extra)) for b in picked]
     # An output there that this A/B did not write (an edited report) is refused before any arm spends GPU time.
-    ownoutputs.refuse_foreign(out, (SUMMARY, REPORT), "ab")
+    ownoutputs.refuse_foreign(out, (SUMMARY, REPORT, PLOT), "ab")
     runner.start(out, label, arms)  # refuses another A/B's folder before its files are touched
     _write_variants(out, variants)
     status = runner.run_arms(out, label, arms, command="ab", cli=run_command)
@@ -272,8 +273,9 @@ def _inputs(state: ArmsState) -> list[ArmInput]:
 def _write(run: Path, summary: AbSummary) -> AbSummary:
     """The runner's outputs, written once as it ends, never over a file it did not write."""
     text = render_report(summary)
+    png = ttft_png(summary)  # the arms side by side on the shared clock (report.abplot)
     ownoutputs.write_outputs(run, {SUMMARY: dumps_json(summary.model_dump(mode="json"), run / SUMMARY, indent=2),
-                                   REPORT: text}, "ab")
+                                   REPORT: text, **({PLOT: png} if png is not None else {})}, "ab")
     print(text)
     print(f"summary: {run / SUMMARY}\nreport:  {run / REPORT}", file=sys.stderr)
     return summary
