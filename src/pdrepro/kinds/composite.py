@@ -43,7 +43,8 @@ class CompositeKind(RunKind):
         """The verdict of the kind's judge as every judging command gives it (`check RUN` and `--judge RUN`)."""
         status = 0 if passed else EXIT_FAILED
         state = armsstate.read(run.root) if run.root.is_dir() else None
-        backends = sorted({_backend(run, a.name) for a in state.arms} - {None}) if state is not None else []
+        found = [_backend(run, a.name) for a in state.arms] if state is not None else []
+        backends = sorted({b for b in found if b is not None})
         # The label opens with the command and the scenario's name ("ab NAME: ...", "tune NAME, ...").
         words = state.label.split() if state is not None else []
         data = {"run": str(run.root), "kind": self.name, "passed": passed, "exit_status": status,

@@ -131,7 +131,8 @@ def _smoke_headline(summary: Summary) -> list[str]:
     sizes = {r.prompt_len: r.kv_bytes for r in summary.rows}
     # Each peak says which size it is: the prompt length and the bytes each transfer moved at it.
     lines = [f"- Peak {summary_backend(summary).label} bandwidth: **{h.peak_bandwidth_GB_s:.2f} GB/s** at "
-             f"{h.peak_bandwidth_prompt_len} tokens{_size(sizes.get(h.peak_bandwidth_prompt_len))} "
+             f"{h.peak_bandwidth_prompt_len} tokens"
+             f"{'' if h.peak_bandwidth_prompt_len is None else _size(sizes.get(h.peak_bandwidth_prompt_len))} "
              "(median of the timed transfers at that size)."]
     socket = [(r.socket_bandwidth_GB_s, r.prompt_len) for r in summary.rows
               if isinstance(r, SmokeRow) and r.socket_bandwidth_GB_s is not None]
