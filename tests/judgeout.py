@@ -1,10 +1,11 @@
-"""A judge's outputs as the tests read them: `pdrepro ab|tune --judge RUN --json` prints the summary, and
+"""A judge's outputs as the tests read them: `pdrepro ab|tune --judge RUN --json` prints the verdict with the summary, and
 `--report FILE` (a tune's `--overlay FILE` too) writes the report where it is told. The tests keep them in a
 folder beside the run, RUN-judged/, under the names the runner itself writes into its run, so a test reads a
 judge's summary, report and overlay as it read the runner's; the judge writes nothing into RUN."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,9 @@ def _keep(run: Path, done: Any, name: str) -> Any:
     out = getattr(done, "stdout", None)
     out = getattr(done, "out", "") if out is None else out
     if out.lstrip().startswith("{"):
-        (judged(run) / name).write_text(out)
+        # --json gives the verdict (one schema for every judge, verdicts.outcome.VerdictRecord); the composite's
+        # own summary is in it, kept under the name the runner writes it.
+        (judged(run) / name).write_text(json.dumps(json.loads(out)["summary"], indent=2))
     else:
         (judged(run) / name).unlink(missing_ok=True)
     return done

@@ -86,6 +86,11 @@ def test_each_arm_is_up_swept_and_down_in_its_own_folder(site):
                                                                                      ("plain", "done", 0)]
     swept = _sweeps(site)
     assert [s[0] for s in swept] == ["tcp", "plain"]
+    # The whole-job line before each arm: its place, and an ETA only once an arm has run to its end.
+    jobs = [line for line in done.stdout.splitlines() if line.startswith("== member ")]
+    assert [line.split(", elapsed")[0] for line in jobs] == ["== member 1 of 2 (tcp)", "== member 2 of 2 (plain)"]
+    assert jobs[0].endswith("ETA unknown until the first ends")
+    assert jobs[1].endswith("(from the 1 member done)") and " ETA " in jobs[1]
     for arm, router, prefill, decode in swept:
         # The sweep was pointed at the URLs its own stack recorded.
         urls = {p.role: p.health_url.rsplit("/", 1)[0] for p in record.read(site["run"] / arm).processes}
@@ -166,6 +171,8 @@ def test_a_signal_between_arms_ends_after_the_arm_and_the_rerun_starts_the_next(
     again = _run(site, spec)
     assert again.returncode == 0, again.stdout + again.stderr
     assert [s[0] for s in _sweeps(site)] == ["tcp", "plain"]
+    # The arm done before counts in the position, not in the ETA's mean (it took no time in this run).
+    assert "== member 2 of 2 (plain), elapsed " in again.stdout and "ETA unknown until the first ends" in again.stdout
 
 
 def test_a_state_of_another_ab_is_refused_by_name(site):

@@ -32,6 +32,7 @@ from typing import Protocol, cast, get_args
 from .core import advice, signals
 from .core.errors import UserError
 from .core.exits import EXIT_BAD_INPUT, STOPPED
+from .core.progress import JobClock
 from .core.safewrite import make_folder
 from .launch.stack import record as stack_record
 from .rundir import RunDir, armsstate, memberrecord
@@ -212,6 +213,7 @@ def run_arms(run: Path, label: str, arms: Sequence[Arm], *, command: str, cli: C
     (``clear_leftovers``); an arm whose lengths are all measured (``is_measured``: None) is judged, not run."""
     state = start(run, label, arms)
     worst = 0
+    job = JobClock(len(arms))  # the whole-job line before each arm (core/progress.py)
     with signals.noting() as noted:
         status = clear_leftovers(run, arms, cli, say, command)
         if status or noted.signum is not None:
@@ -219,14 +221,17 @@ def run_arms(run: Path, label: str, arms: Sequence[Arm], *, command: str, cli: C
         for arm in arms:
             if state.arm(arm.name).status == "done":
                 say(f"== arm {arm.name}: done already, skipped")
+                job.skip()
                 continue
             if noted.signum is not None:
                 return 128 + noted.signum
             # Only an arm a run started: a pending arm's folder holds nothing this run measured.
+            say(f"== {job.begin(arm.name)}")
             if state.arm(arm.name).status != "pending" and is_measured(run, arm) is None:
                 status, state = _judge_measured(run, arm, state, cli, say)
             else:
                 status, state = _one(run, arm, state, cli, say, noted, command, sweep)
+            job.end()
             if status in STOPPED:
                 return status
             if noted.signum is not None:

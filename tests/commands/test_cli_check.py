@@ -14,7 +14,7 @@ def test_published_run_passes(tmp_path):
     assert result.rc == 0, result.out + result.err
     assert "FAIL" not in result.out
     assert result.out.count("PASS") > 60
-    assert "0 failed" in result.err
+    assert "0 failed" in result.out
     assert not run.summary_file.exists()   # judged in memory: check writes nothing into the run
     assert "NOTE " in result.out and "pdrepro analyze" in result.out
 
@@ -118,3 +118,30 @@ def test_summary_mangled_in_shape_is_named_and_the_inputs_judged(tmp_path):
     assert result.rc == 0 and "Traceback" not in result.err
     notes = [l for l in result.out.splitlines() if l.startswith("NOTE ")]
     assert len(notes) == 1 and "summary.json: not a summary this release reads" in notes[0]
+
+
+def test_check_names_what_it_judges_counts_on_stdout_and_json_is_one_schema_with_the_judges(tmp_path):
+    # The recorded A/B's NIXL arm: check names the kind, the scenario and the backend its stack record says
+    # (nixl), ends its text with the count on standard output, and --json prints only the JSON.
+    from pathlib import Path
+
+    from runkinds import copy_recorded
+
+    from pdrepro.verdicts.outcome import VerdictRecord
+
+    recorded = Path(__file__).resolve().parents[1] / "recorded" / "h200-ab-mooncake-tcp-vs-nixl-sglang-0.5.15.post1"
+    ab = copy_recorded(recorded / "ab", tmp_path / "ab").root
+    text = pdrepro("check", ab / "nixl")
+    assert text.rc == 0, text.err[-2000:]
+    first, last = text.out.splitlines()[0], text.out.splitlines()[-1]
+    assert first == f"judging {ab / 'nixl'}: a sweep run, scenario onebox-qwen25-0.5b, transfer backend nixl"
+    assert last == "38 passed, 0 failed, 5 not applicable" and "passed" not in text.err
+    scripted = pdrepro("check", ab / "nixl", "--json")
+    record = VerdictRecord.model_validate(json.loads(scripted.out))  # nothing but the JSON on standard output
+    assert (scripted.rc, record.kind, record.transfer_backend, record.count) == (0, "sweep", "nixl", last)
+    assert (record.passed, record.exit_status) == (True, 0) and len(record.checks) == 43
+    # The A/B's own judge and check on its folder: one schema, the same verdict and status.
+    judged, checked = pdrepro("ab", "--judge", ab, "--json"), pdrepro("check", ab, "--json")
+    a, b = (VerdictRecord.model_validate(json.loads(r.out)) for r in (judged, checked))
+    assert judged.rc == checked.rc == a.exit_status == b.exit_status
+    assert (a.kind, a.passed, a.summary, a.transfer_backend) == (b.kind, b.passed, b.summary, "mooncake_tcp, nixl")

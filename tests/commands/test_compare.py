@@ -111,7 +111,7 @@ def test_both_configurations_run_one_after_the_other_and_are_compared(box):
         judged = subprocess.run([sys.executable, "-m", "pdrepro", "compare", "--judge", str(run), "--json"],
                                 capture_output=True, text=True, env=env(), timeout=120, cwd=REPO)
         assert judged.returncode == checked.returncode == 0, judged.stderr
-        (verdict,) = json.loads(judged.stdout)["runs"]
+        (verdict,) = json.loads(judged.stdout)["members"]  # one schema with check: its runs are members
         assert [c["verdict"] for c in verdict["checks"]] == ["PASS"] * len(verdict["checks"]) and verdict["checks"]
         assert tree_hash(run) == before
         # The run wrote its report; one a person edited since is never written over, refused before a stack starts.

@@ -41,7 +41,7 @@ def _judged(capsys, *argv: str) -> tuple[int, str]:
 def _tune_summary(capsys, run: Path) -> dict:
     """The tune's summary as its judge gives it (--json on standard output): judging writes nothing into the run."""
     run_command(["tune", "--judge", str(run), "--json"])
-    return json.loads(capsys.readouterr().out)
+    return json.loads(capsys.readouterr().out)["summary"]
 
 
 def _swap(a: Path, b: Path) -> None:

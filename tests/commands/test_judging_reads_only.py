@@ -102,10 +102,14 @@ def test_the_judge_writes_nothing_and_gives_checks_verdict(kind, tmp_path):
     assert scripted.rc == want, scripted.err[-2000:]
     data = json.loads(scripted.out)
     # A tune's verdict is its runs' (its summary ranks settings and names each run's verdict).
-    passed = all(r["passed"] for t in data["settings"] for r in t["runs"]) if kind == "tune" else data["passed"]
-    assert passed is (want == 0)
-    # The report is the text the judge prints, in the file the user named and nowhere else.
-    assert report.read_text().rstrip("\n") == text.out.rstrip("\n")
+    summary = data["summary"] if kind in ("tune", "ab") else data
+    passed = all(r["passed"] for t in summary["settings"] for r in t["runs"]) if kind == "tune" else data["passed"]
+    assert passed is (want == 0) and data["passed"] is (want == 0) and data["exit_status"] == want
+    # The report is the text the judge prints between the line naming what it judges and its count, in the file
+    # the user named and nowhere else (a runner's report.md holds the same text).
+    printed = text.out.rstrip("\n").splitlines()
+    assert printed[0].startswith("judging ") and printed[-1] == data["count"] or kind == "compare"
+    assert report.read_text().rstrip("\n") in text.out
     assert snapshot(run) == before, f"{kind}: judging changed the folder it judged"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([kind, "verdict.md"])
 

@@ -56,6 +56,8 @@ READERS = {
 WRITERS = {
     "smoke/plot.py::_save": "savefig into memory (a BytesIO); the PNG is written by core.safewrite.write_file",
     "report/plots.py::finish": "savefig into memory (a BytesIO); the PNG is written by core.safewrite.write_file",
+    "report/abplot.py::ttft_png": "savefig into memory (a BytesIO); the A/B runner writes the bytes with its report "
+                                  "(rundir.ownoutputs.write_outputs, through core.safewrite.write_file)",
 }
 
 

@@ -73,6 +73,19 @@ def test_each_step_is_measured_accounted_and_passes_the_gates(box):
     summary = _summary(box)
     assert [(s.name, s.concurrency, s.status) for s in summary.steps] == [("c1", 1, "done"), ("c2", 2, "done"),
                                                                         ("c4", 4, "done")]
+    # The whole-job line before each step; its ETA once a step has run to its end.
+    jobs = [line for line in done.stdout.splitlines() if line.startswith("member ")]
+    assert [line.split(", elapsed")[0] for line in jobs] == [f"member {n} of 3 (c{c})" for n, c in ((1, 1), (2, 2),
+                                                                                                     (3, 4))]
+    assert jobs[0].endswith("ETA unknown until the first ends") and jobs[2].endswith("(from the 2 members done)")
+    # The bench client's own output is in the run's log, one header per step, not on the console.
+    client_log = (box["out"] / "logs" / "bench-client.log").read_text()
+    assert [line for line in client_log.splitlines() if line.startswith("==== ")] == [
+        "==== step c1", "==== step c2", "==== step c4"]
+    # Throughput per step, from the client's own record of it.
+    for step in summary.steps:
+        raw = json.loads((box["out"] / "steps" / step.name / "bench" / f"result-{LENGTH}.jsonl").read_text())
+        assert step.requests_per_s == raw["completed"] / raw["duration"] and step.requests_per_s > 0
     # Each step records whose member it is (the load's own id, in its state) and its name; none is contradicted.
     state = loadstate.read(box["out"])
     assert state is not None and state.run_id is not None and summary.members == []
@@ -160,6 +173,7 @@ def test_a_stopped_load_keeps_its_steps_and_resumes_at_the_step_it_reached(box):
     again = _load(box, "--concurrency", "1,2")
     assert again.returncode == 0, again.stdout + again.stderr
     assert "1 step(s) already measured (c1)" in again.stdout + again.stderr
+    assert "member 2 of 2 (c2)" in again.stdout  # the step measured before counts in the position
     assert kept.read_text() == first  # not run again
     assert (cut.parent / f"result-{LENGTH}.jsonl.invalid").read_text().startswith('{"completed": 3')
     summary = _summary(box)

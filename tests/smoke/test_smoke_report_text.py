@@ -100,3 +100,25 @@ def test_a_stalled_size_gets_the_stall_column(tmp_path):
     report = _report(tmp_path, stalled, socket)
     headers, rows = next(t for t in tables(report) if "Mooncake stalled" in t[0])
     assert [r[headers.index("Mooncake stalled")] for r in rows] == ["—", "—", "1/3"]
+
+
+def test_a_ratio_just_below_its_target_is_not_printed_as_the_target_and_each_peak_names_its_size(tmp_path):
+    # The largest size's Mooncake median set so the pooled ratio is 0.8954: two decimals would print "0.90", the
+    # target it misses; the report prints it with the digits that keep it below, and says it is below.
+    mooncake, socket = CASES["peaks in the middle"]
+    slower = [mooncake[0], mooncake[1], [61.40, 55.0 / 0.8954, 61.5]]
+    report = _report(tmp_path, slower, socket)
+    line = next(line for line in report.splitlines() if "Mooncake / socket at" in line)
+    shown = float(re.search(r"\*\*([\d.]+)\*\*", line).group(1))
+    assert shown < 0.90 and "BELOW" in line and "0.90" not in line.split("**")[1], line
+    warning = next(line for line in report.splitlines() if "of the socket copy at" in line)
+    assert re.search(r"reached 0\.89\d* of the socket", warning) and "below its target" in warning, warning
+    # Each headline peak names its size in bytes too, as the table's KV column prints it.
+    head = _headline(report)
+    kv = dict(zip(LENGTHS, _column(report, "KV (MB)")))
+    for at, mb in re.findall(r"at (\d+) tokens \(([\d.]+) MB per transfer\)", head):
+        assert float(mb) == kv[int(at)]
+    assert len(re.findall(r"MB per transfer", head)) == 2
+    # The count column of bare transfers is named for them.
+    measured = next(h for h, _ in tables(report) if "Transfer Time (ms)" in h)
+    assert "Transfers" in measured and "Requests" not in measured

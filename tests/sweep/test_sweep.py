@@ -102,7 +102,8 @@ def test_failure_policy(tmp_path, cluster, policy, expected_calls):
     bench = FakeBench(cluster, behaviour={256: "fail"})
     out = run_sweep(config(tmp_path, cluster, bench, on_failure=policy))
     assert bench.calls == expected_calls
-    assert out.failed == {256: "bench client exited with status 1"}
+    log = tmp_path / "run" / "logs" / "bench-client.log"
+    assert out.failed == {256: f"bench client exited with status 1 (its output: {log})"}
     assert (tmp_path / "run" / "bench" / "result-512.jsonl").exists() is (policy == "continue")
 
 

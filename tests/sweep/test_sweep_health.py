@@ -135,3 +135,27 @@ def test_logs_of_a_restart_are_appended_to_the_run(tmp_path):
     assert dest.read_text() == "server_args=ServerArgs(a)\nline 1\nline 2\n"
     merge_into(dest, first + "line 2\n[t2] server_args=ServerArgs(b)\nline 3\n")  # restarted
     assert dest.read_text() == "server_args=ServerArgs(a)\nline 1\nline 2\n[t2] server_args=ServerArgs(b)\nline 3\n"
+
+
+def test_a_long_wait_says_every_10_s_what_it_waits_for_and_how_long_of_its_bound(caplog):
+    # The wait's own clock and sleep, driven here: 25 s of a stack whose decode answers 503 until then.
+    from pdrepro.sweep import health
+    now = [0.0]
+
+    def sleep(s):
+        now[0] += s
+
+    def call(probe_call):
+        role = probe_call.args[0].role
+        return None if role == "router" or now[0] >= 25 else f"{probe_call.args[0].url}/health: HTTP 503"
+
+    endpoints = [health.Endpoint("router", "http://127.0.0.1:1", ("/health",)),
+                 health.Endpoint("decode", "http://127.0.0.1:2", ("/health",))]
+    with caplog.at_level("INFO", logger="pdrepro"):
+        waited = health.wait_healthy(endpoints, 900, interval_s=2.0, clock=lambda: now[0], sleep=sleep, call=call)
+    assert waited >= 25
+    lines = [r.getMessage() for r in caplog.records if "waiting for the stack" in r.getMessage()]
+    assert [line.split("; ")[-1] for line in lines] == ["10 s of at most 900 s (--wait-timeout)",
+                                                        "20 s of at most 900 s (--wait-timeout)"]
+    assert all("decode at http://127.0.0.1:2 (http://127.0.0.1:2/health: HTTP 503)" in line for line in lines)
+    assert not any("router at" in line for line in lines)  # healthy at once: not waited for

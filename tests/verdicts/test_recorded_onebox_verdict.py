@@ -55,7 +55,7 @@ def test_transport_any_passes_with_the_witness_not_applicable(tmp_path, capsys):
 
     assert main(["check", str(run), "--scenario", "onebox-qwen25-0.5b"]) == 0
     out, err = capsys.readouterr()
-    assert re.search(r"^\d+ passed, 0 failed, 5 not applicable$", err, re.M)
+    assert re.search(r"^\d+ passed, 0 failed, 5 not applicable$", out, re.M)
     assert f"N/A  length 4096: {NOT_APPLICABLE}" in out
     assert any(l.split()[:2] == ["nic_witness", "128"] and l.split()[-1] == "N/A" for l in out.splitlines())
 
@@ -71,7 +71,7 @@ def test_the_same_run_under_rdma_fails_transport_witness_and_pins(tmp_path, caps
         [("nic_witness", L) for L in LENGTHS] + [("transport", None), ("pins_match", None)])
     assert not not_applicable(results)
     assert main(["check", str(run)]) == 1
-    assert re.search(r"^\d+ passed, 6 failed$", capsys.readouterr().err, re.M)
+    assert re.search(r"^\d+ passed, 6 failed$", capsys.readouterr().out, re.M)
 
 
 def test_rdma_devices_found_but_tcp_used_under_any_fails_the_witness(tmp_path):

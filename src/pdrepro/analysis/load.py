@@ -82,6 +82,19 @@ def _ttft(figures: dict, bench: BenchResult) -> None:
         figures.update(ttft_ms_p50=bench.median_ttft_ms, ttft_ms_p99=bench.p99_ttft_ms)
 
 
+def _throughput(figures: dict, bench: BenchResult) -> None:
+    """Requests/s and output tokens/s over the client's own duration of the step; none where it records no positive
+    duration (a figure per zero seconds is no figure)."""
+    seconds = bench.duration_s
+    if seconds is None or seconds <= 0:
+        return
+    tokens = bench.total_output_tokens
+    if tokens is None and bench.ok_output_lens:
+        tokens = sum(bench.ok_output_lens)
+    figures.update(requests_per_s=bench.completed / seconds,
+                   output_tokens_per_s=None if tokens is None else tokens / seconds)
+
+
 def _transfer(figures: dict, stats: list[ReqStat]) -> None:
     figures["logged_requests"] = len(stats)
     times = sorted(s.transfer_s * 1000.0 for s in stats if s.transfer_s)
@@ -123,6 +136,7 @@ def _step(top: RunDir, state: LoadState, step: LoadStep, requests: list[ReqStat]
     figures.update(completed=bench.completed, failed_requests=plan.num_prompts - bench.completed,
                    first_error=bench.errors[0].strip()[-300:] if bench.errors else None)
     _ttft(figures, bench)
+    _throughput(figures, bench)
     window = record.window
     if window is not None:
         inside = [s for s in requests if window[0] <= (s.entry_time_s or 0.0) <= window[1]]

@@ -26,7 +26,7 @@ from ..core.safewrite import make_folder, write_file
 from . import run_command
 from . import shared_options as shared
 from . import stack as stack_words
-from .check import add_judge_option, check_report_target, emit, judging_only
+from .check import add_judge_option, check_report_target, give, judging_only
 from .render import add_server_options
 from .requests import SWEEP
 
@@ -162,6 +162,7 @@ def _write_variants(out: Path, variants: dict[str, Scenario]) -> dict[str, Path]
 def run(args) -> int:
     from .. import arms as runner
     from ..publish.abjudge import judge
+    from ..report.abplot import PLOT
     from ..rundir import armsstate, ownoutputs
     from ..scenario.armvariant import for_backend
     from ..scenario.model import load_scenario
@@ -202,7 +203,7 @@ def run(args) -> int:
                        sweep=("--scenario", paths[b], "--model-path", model, "--dataset-path", dataset,
                               "--bench-in-place", "--logs-from", str(out / b / "logs"), *extra)) for b in picked]
     # An output there that this A/B did not write (an edited report) is refused before any arm spends GPU time.
-    ownoutputs.refuse_foreign(out, (SUMMARY, REPORT), "ab")
+    ownoutputs.refuse_foreign(out, (SUMMARY, REPORT, PLOT), "ab")
     runner.start(out, label, arms)  # refuses another A/B's folder before its files are touched
     _write_variants(out, variants)
     status = runner.run_arms(out, label, arms, command="ab", cli=run_command,
@@ -281,9 +282,10 @@ def _next_step(target: str, out: Path, arm: str) -> str:
 
 
 def _judge(run: Path, args) -> int:
+    from ..kinds.ab import Ab
     from ..publish.abjudge import ArmInput, judge
     from ..report.ab import render as render_report
-    from ..rundir import armsstate
+    from ..rundir import RunDir, armsstate
     from ..scenario.model import load_scenario
 
     run = run.absolute()
@@ -302,8 +304,8 @@ def _judge(run: Path, args) -> int:
     check_report_target(args, run)
     summary = judge(run, label, inputs)
     # Read only: the verdict goes where the user asks, nothing into RUN.
-    emit(args, run, render_report(summary), summary.model_dump(mode="json"))
-    return 0 if summary.passed else EXIT_FAILED
+    # The verdict as `check RUN` gives it (kinds.composite): one schema and status for every judge.
+    return give(args, run, Ab().given(RunDir(run), summary, render_report(summary), summary.passed))
 
 
 def _inputs(state: ArmsState) -> list[ArmInput]:
@@ -315,12 +317,14 @@ def _inputs(state: ArmsState) -> list[ArmInput]:
 def _write(run: Path, summary: AbSummary) -> AbSummary:
     """The runner's outputs, written once as it ends, never over a file it did not write."""
     from ..report.ab import render as render_report
+    from ..report.abplot import PLOT, ttft_png
     from ..rundir import ownoutputs
     from ..rundir.contract import dumps_json
 
     text = render_report(summary)
+    png = ttft_png(summary)  # the arms side by side on the shared clock (report.abplot)
     ownoutputs.write_outputs(run, {SUMMARY: dumps_json(summary.model_dump(mode="json"), run / SUMMARY, indent=2),
-                                   REPORT: text}, "ab")
+                                   REPORT: text, **({PLOT: png} if png is not None else {})}, "ab")
     print(text)
     print(f"summary: {run / SUMMARY}\nreport:  {run / REPORT}", file=sys.stderr)
     return summary

@@ -8,7 +8,6 @@ only where the user names one (``--report FILE``), never inside the run it judge
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -73,9 +72,9 @@ def check_report_target(args, run: Path) -> None:
     refuse_inside(getattr(args, "report", None), run, "--report")
 
 
-def emit(args, run: Path, text: str, data: object) -> None:
-    """The verdict on standard output (``text``, or ``data`` as JSON with ``--json``), and ``text`` into
-    ``--report FILE`` where one is named."""
+def emit(args, run: Path, text: str, data: object, shown: str | None = None) -> None:
+    """The verdict on standard output (``shown``, by default ``text``, or ``data`` as JSON with ``--json``), and
+    ``text`` into ``--report FILE`` where one is named."""
     from ..rundir.contract import dumps_json
 
     check_report_target(args, run)
@@ -84,7 +83,7 @@ def emit(args, run: Path, text: str, data: object) -> None:
     if getattr(args, "json", False):
         print(dumps_json(data, Path("the verdict (--json)"), indent=2, sort_keys=True), end="")
     else:
-        print(text)
+        print(text if shown is None else shown)
 
 
 def judging_only(args) -> None:
@@ -97,9 +96,10 @@ def judging_only(args) -> None:
 
 
 def give(args, run: Path, verdict: Verdict) -> int:
-    """The verdict on standard output (or --json), into --report FILE where named; the status it ends with."""
-    emit(args, run, verdict.text, verdict.data)
-    print(verdict.count, file=sys.stderr)
+    """The verdict on standard output: the line naming what is judged, the verdict, its count (or with --json
+    only the verdict as JSON, the one schema of every judge, outcome.VerdictRecord); into --report FILE where
+    named; the status it ends with."""
+    emit(args, run, verdict.text, verdict.record().model_dump(mode="json"), verdict.full_text())
     if verdict.error is not None:
         raise UserError(verdict.error)
     return verdict.status

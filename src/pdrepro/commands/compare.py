@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -274,12 +273,13 @@ def _judge_only(args: argparse.Namespace) -> int:
     from ..publish.results import portable
     from ..rundir import RunDir
     from ..scenario.model import ComparisonScenario, resolve_scenario
+    from ..verdicts.outcome import VerdictRecord
 
     run = args.judge.absolute()
     if not run.is_dir():
         raise UserError(f"--judge {run}: no such folder; give the comparison's run folder")
     check_report_target(args, run)
-    texts, runs, errors, worst = [], [], [], 0
+    texts, members, errors, worst = [], [], [], 0
     for folder in _judged_runs(run):
         scenario = resolve_scenario(None, folder)
         if not isinstance(scenario, ComparisonScenario):
@@ -287,12 +287,18 @@ def _judge_only(args: argparse.Namespace) -> int:
                             f"(judge this one with `{advice.check(folder)}`)")
         verdict = verdict_of(RunDir(folder), argparse.Namespace(scenario=None, thresholds=None))
         table = render_comparison(portable(verdict.summary.to_json(), folder))  # type: ignore[attr-defined]
-        texts.append((f"== {folder}\n" if folder != run else "") + table.rstrip("\n") + "\n\n" + verdict.text)
-        runs.append({**verdict.data, "comparison": portable(verdict.summary.to_json(), folder)})  # type: ignore[attr-defined]
-        print(f"{folder.name}: {verdict.count}", file=sys.stderr)
+        texts.append(verdict.record().header() + "\n" + table.rstrip("\n") + "\n\n" + verdict.text + "\n"
+                     + verdict.count)
+        # One schema with `check`: each run's verdict, its comparison table's data as its summary.
+        members.append(verdict.record().model_copy(
+            update={"summary": portable(verdict.summary.to_json(), folder)}))  # type: ignore[attr-defined]
         errors += [verdict.error] if verdict.error else []
         worst = max(worst, verdict.status)
-    emit(args, run, "\n\n".join(texts), {"runs": runs, "passed": worst == 0, "exit_status": worst})
+    passed = sum(m.exit_status == 0 for m in members)
+    data = VerdictRecord(kind="compare", run=str(run), scenario=members[0].scenario if len(members) == 1 else None,
+                         passed=worst == 0, exit_status=worst, count=f"{passed} of {len(members)} comparison run(s) "
+                         "passed", members=members)
+    emit(args, run, "\n\n".join(texts), data.model_dump(mode="json"))
     if errors:
         raise UserError(errors[0])
     return worst

@@ -26,7 +26,7 @@ from . import run_command
 from . import shared_options as shared
 from . import stack as stack_words
 from .ab import add_site, site_words
-from .check import add_judge_option, check_report_target, emit, judging_only, refuse_inside
+from .check import add_judge_option, check_report_target, give, judging_only, refuse_inside
 from .requests import SWEEP
 
 # The arms runner, the grid, the tune's models and its judge (pydantic, YAML, the analysis) are imported where the
@@ -241,6 +241,8 @@ def run(args) -> int:
 
 def _collect(run: Path, args) -> int:
     """`tune --judge RUN`: the tune ranked again, in memory; nothing is written into RUN."""
+    from ..kinds.tune import Tune
+    from ..rundir import RunDir
     from ..tune.collect import collected, own_plan, passed
 
     run = run.absolute()
@@ -251,5 +253,5 @@ def _collect(run: Path, args) -> int:
     summary, text, overlay = collected(run, own_plan(run))
     if args.overlay is not None:
         write_file(args.overlay, overlay, "--overlay")
-    emit(args, run, text, summary.model_dump(mode="json"))
-    return 0 if passed(summary) else EXIT_FAILED
+    # The verdict as `check RUN` gives it (kinds.composite): one schema and status for every judge.
+    return give(args, run, Tune().given(RunDir(run), summary, text, passed(summary)))

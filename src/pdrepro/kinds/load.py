@@ -10,12 +10,14 @@ from tabulate import tabulate
 
 from ..analysis.load import compute_load_summary
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED
+from ..core.figures import against
 from ..publish.loadresults import summary_path, write_load_results
 from ..report.load import step_table
 from ..rundir import RunDir, loadstate
 from ..rundir.loadsummary import LoadSummary
 from ..scenario.model import resolve_scenario
 from ..scenario.recorded import own_scenario
+from ..scenario.seams import run_backend
 from ..verdicts.bounds import bound_changes
 from ..verdicts.load import failed, run_checks, step_checks
 from ..verdicts.outcome import Verdict, result_data
@@ -33,7 +35,7 @@ def check_load(run_dir: RunDir, args: argparse.Namespace) -> Verdict:
     per_step = [("(run)", r) for r in run_checks(summary)]
     per_step += [(step.name, r) for step in summary.steps for r in step_checks(summary, step)]
     results = [r for _, r in per_step]
-    table = [[r.name, name, "—" if r.figure is None else f"{r.figure:.2f} {r.unit}".rstrip(),
+    table = [[r.name, name, "—" if r.figure is None else f"{against(r.figure, r.op, r.bound)} {r.unit}".rstrip(),
               "" if r.bound is None else f"{r.op} {r.bound:g} {r.unit}".rstrip(), r.verdict] for name, r in per_step]
     out = [tabulate(table, headers=["check", "step", "figure", "bound", "verdict"], tablefmt="simple",
                     disable_numparse=True), ""]
@@ -49,7 +51,8 @@ def check_load(run_dir: RunDir, args: argparse.Namespace) -> Verdict:
         out += [f"BOUND {line}" for line in bounds]
     errors = summary.input_errors()
     status = EXIT_BAD_INPUT if errors else EXIT_FAILED if bad else 0
-    data = {"run": str(run_dir.root), "scenario": scenario.name, "passed": status == 0, "exit_status": status,
+    data = {"kind": "load", "run": str(run_dir.root), "scenario": scenario.name,
+            "transfer_backend": run_backend(run_dir.root, scenario).name, "passed": status == 0, "exit_status": status,
             "checks": [{**result_data(r), "step": name} for name, r in per_step], "warnings": warnings,
             "notes": [], "bounds": bounds, "input_error": errors[0].message if errors else None}
     return Verdict(out, f"{len(results) - len(bad)} passed, {len(bad)} failed", data, status,

@@ -13,22 +13,24 @@ from tabulate import tabulate
 from ..analysis.verdictsource import Judged
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED
+from ..core.figures import against
 from ..report.markdown import ceiling_lines, measured_table
 from ..rundir import RunDir
 from ..rundir.issuekind import IssueKind
 from ..rundir.summarymodel import as_summary
 from ..scenario.model import Scenario, resolve_scenario
 from ..scenario.recorded import own_scenario
+from ..scenario.seams import summary_backend
 from ..verdicts.bounds import bound_changes
 from ..verdicts.gates import evaluate, failed, not_applicable
 from ..verdicts.outcome import Verdict, result_data
 from .base import RunKind
 
 
-def _fmt(value: float | None, unit: str) -> str:
+def _fmt(value: float | None, unit: str, op: str = "", bound: float | None = None) -> str:
     if value is None:
         return "—"
-    return f"{value:.2f} {unit}".rstrip()
+    return f"{against(value, op, bound)} {unit}".rstrip()  # never rounded across its bound
 
 
 class SummaryKind(RunKind):
@@ -48,7 +50,7 @@ class SummaryKind(RunKind):
         judged = self.judged(run, scenario)
         summary = judged.summary
         results = evaluate(summary, scenario)
-        table = [[r.name, "all" if r.prompt_len is None else str(r.prompt_len), _fmt(r.figure, r.unit),
+        table = [[r.name, "all" if r.prompt_len is None else str(r.prompt_len), _fmt(r.figure, r.unit, r.op, r.bound),
                   "" if r.bound is None else f"{r.op} {r.bound:g} {r.unit}".rstrip(), r.verdict]
                  for r in results]
         out = [tabulate(table, headers=["check", "length", "figure", "bound", "verdict"], tablefmt="simple",
@@ -70,7 +72,9 @@ class SummaryKind(RunKind):
         passed = len(results) - len(bad) - len(idle)
         errors = summary.input_errors()
         status = EXIT_BAD_INPUT if errors else EXIT_FAILED if bad else 0
-        data = {"run": str(run.root), "scenario": scenario.name, "passed": status == 0, "exit_status": status,
+        # What was judged is named by what the run holds: the backend whose log lines the analysis read.
+        data = {"kind": self.name, "run": str(run.root), "scenario": scenario.name,
+                "transfer_backend": summary_backend(summary).name, "passed": status == 0, "exit_status": status,
                 "checks": [result_data(r) for r in results], "warnings": warnings, "notes": list(judged.notes),
                 "bounds": bounds, "input_error": errors[0].message if errors else None}
         return Verdict(out, f"{passed} passed, {len(bad)} failed" + (f", {len(idle)} not applicable" if idle else ""),

@@ -37,6 +37,8 @@ class BenchResult:
     # The client's totals: tokens generated, and the generated text tokenized again (None where absent).
     total_output_tokens: int | None = None
     total_output_tokens_retokenized: int | None = None
+    # The client's wall time of the run, from its first request sent to its last answer (s; None where absent).
+    duration_s: float | None = None
     # The client's own summary figures by its key (REPORTED_KEYS), None where absent or not a number.
     reported: dict[str, float | None] = field(repr=False, compare=False, default_factory=dict)
 
@@ -293,5 +295,5 @@ def parse_bench_file(path: Path, prompt_len: int | None = None, num_prompts: int
                          ok_output_lens=_output_lens(path, obj),
                          total_output_tokens=_token_total(path, obj, "total_output_tokens"),
                          total_output_tokens_retokenized=_token_total(path, obj, "total_output_tokens_retokenized"),
-                         reported=_reported(obj))
+                         duration_s=_finite(path, obj, "duration"), reported=_reported(obj))
     return result, notes

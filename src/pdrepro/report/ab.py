@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..core.units import human_bytes
 from ..rundir.absummary import AB_LABEL, AbSummary, ArmSummary, ArmVerdict
+from .abplot import PLOT, has_ttft
 
 
 def _ms(value: float | None) -> str:
@@ -46,6 +47,9 @@ def render(summary: AbSummary) -> str:
            "One clock both arms share: the client's time to first token (TTFT, milliseconds). The engine's logged "
            "transfer time is shown per arm with what it measures; each backend times its own window, so it is "
            "never compared across arms.", ""]
+    if has_ttft(summary):
+        out += [f"![TTFT per arm and prompt length]({PLOT}) (the arms side by side on that clock; `pdrepro ab` "
+                "writes it beside this report)", ""]
     for length in summary.lengths:
         out += [f"## {length.prompt_len} prompt tokens", "",
                 "| arm | completed | TTFT mean | TTFT median | TTFT p99 | KV per request (model) "

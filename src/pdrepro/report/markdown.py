@@ -63,10 +63,11 @@ def _kv_size(row: Row, measures_ttft: bool) -> str:
 
 
 def measured_table(summary: Summary | Mapping[str, Any]) -> str:
-    headers = ["Prompt Length", "TTFT (ms)", "KV Size", "Transfer Time (ms)", "Bandwidth (GB/s)",
-               "Utilization (%)", "Transfer share of TTFT (%)", "Requests"]
-    rows = []
     model = as_summary(summary)
+    # The smoke times bare transfers, not requests: the column is named for what it counts.
+    headers = ["Prompt Length", "TTFT (ms)", "KV Size", "Transfer Time (ms)", "Bandwidth (GB/s)",
+               "Utilization (%)", "Transfer share of TTFT (%)", "Requests" if model.measures_ttft else "Transfers"]
+    rows = []
     for r in model.rows:
         expected = r.expected_requests
         done = r.requests
@@ -119,18 +120,26 @@ def _of_denominator(summary: Summary) -> str:
     return f" = {util:.1f} % of the {line_rate:g} GB/s line rate" if util is not None and line_rate else ""
 
 
+def _size(kv_bytes: int | None) -> str:
+    """`` (0.52 MB per transfer)``, as the smoke's table prints the same bytes; nothing where unknown."""
+    return "" if kv_bytes is None else f" ({kv_bytes / MB:.2f} MB per transfer)"
+
+
 def _smoke_headline(summary: Summary) -> list[str]:
     """The smoke's two peaks, each named for what it is and at or above every row of its column."""
     h = summary.headline
+    sizes = {r.prompt_len: r.kv_bytes for r in summary.rows}
+    # Each peak says which size it is: the prompt length and the bytes each transfer moved at it.
     lines = [f"- Peak {summary_backend(summary).label} bandwidth: **{h.peak_bandwidth_GB_s:.2f} GB/s** at "
-             f"{h.peak_bandwidth_prompt_len} "
-             "tokens (median of the timed transfers at that size)."]
+             f"{h.peak_bandwidth_prompt_len} tokens"
+             f"{'' if h.peak_bandwidth_prompt_len is None else _size(sizes.get(h.peak_bandwidth_prompt_len))} "
+             "(median of the timed transfers at that size)."]
     socket = [(r.socket_bandwidth_GB_s, r.prompt_len) for r in summary.length_rows()
               if isinstance(r, SmokeRow) and r.socket_bandwidth_GB_s is not None]
     if socket:
         best, at = max(socket)
         lines.append(f"- Peak plain socket copy of the same bytes between the same containers: **{best:.2f} GB/s** "
-                     f"at {at} tokens.")
+                     f"at {at} tokens{_size(sizes.get(at))}.")
     return lines
 
 

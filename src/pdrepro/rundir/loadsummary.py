@@ -41,6 +41,11 @@ class LoadStepFigures(_Closed):
     completed: int | None = Field(default=None, description="requests the bench client counts as successful")
     failed_requests: int | None = Field(default=None, description="requests the bench client counts as failed")
     first_error: str | None = Field(default=None, description="the first failed request's error, as the client wrote it")
+    requests_per_s: float | None = Field(default=None, description="throughput: successful requests over the bench "
+                                         "client's duration of the step (its record's completed / duration), req/s")
+    output_tokens_per_s: float | None = Field(default=None, description="throughput: tokens the successful requests "
+                                              "generated over the client's duration (total_output_tokens / duration), "
+                                              "tokens/s")
     ttft_ms_p50: float | None = Field(default=None, description="client TTFT of the successful requests, median, ms")
     ttft_ms_p99: float | None = Field(default=None, description="client TTFT, 99th percentile, ms")
     logged_requests: int | None = Field(

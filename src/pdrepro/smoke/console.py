@@ -3,6 +3,7 @@ why, how many transfers were verified, and where the report is."""
 
 from __future__ import annotations
 
+from ..core.figures import against
 from ..core.units import GB
 from ..rundir import RunDir
 from .ways import MOONCAKE, NIXL, SOCKET, all_verified, as_smoke
@@ -29,7 +30,8 @@ def print_result(summary: dict, run: RunDir, seconds: float) -> None:
                  for way in (MOONCAKE, SOCKET, NIXL) if (f := way.figures(r)) is not None and n]
         st = r.mooncake_stall
         say(f"{r.prompt_len:>6} tokens {n / 1e6:9.2f} MB: " + ", ".join(spans)
-            + (f", ratio {r.mooncake_vs_socket:.2f}" if r.mooncake_vs_socket is not None else "")
+            + (f", ratio {against(r.mooncake_vs_socket, '>=', s['ratio_target'])}" if r.mooncake_vs_socket is not None
+               else "")
             + f", verified {'yes' if all_verified(r) else 'NO'}"
             + (f"  STALLED {st.stalled}/{st.of}" if st else ""))
     for i in summary["issues"]:
@@ -39,7 +41,8 @@ def print_result(summary: dict, run: RunDir, seconds: float) -> None:
     if ratio is not None:
         mark = "meets" if ratio >= s["ratio_target"] else "is below"
         where = " and ".join(map(str, s["ratio_prompt_lens"]))
-        say(f"Mooncake / socket at {where} tokens (pooled): {ratio:.2f} ({mark} the {s['ratio_target']:.2f} target)")
+        say(f"Mooncake / socket at {where} tokens (pooled): {against(ratio, '>=', s['ratio_target'])} ({mark} the "
+            f"{s['ratio_target']:.2f} target)")
     below = s.get("below_target_prompt_lens") or []
     if below:
         say(f"sizes of 1 MB and more below {s['ratio_target']:.2f} of the socket: {', '.join(map(str, below))} tokens")

@@ -20,6 +20,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ..core.figures import against  # noqa: E402
 from ..core.safewrite import write_file  # noqa: E402
 from ..core.units import GB  # noqa: E402
 from ..rundir.summarymodel import SmokeRow, Summary  # noqa: E402
@@ -80,7 +81,8 @@ def _bandwidth(summary: Summary, rows: list[SmokeRow], path: Path) -> Path:
     ax.legend(loc="upper center", ncol=3, fontsize=8)
     s = summary.smoke or {}
     ratio = s.get("mooncake_vs_socket_at_largest")
-    extra = f"; Mooncake/socket at the largest sizes {ratio:.2f}" if ratio is not None else ""
+    extra = (f"; Mooncake/socket at the largest sizes {against(ratio, '>=', s.get('ratio_target'))}"
+             if ratio is not None else "")
     nodelay = (", TCP_NODELAY forced" if s.get("tcp_nodelay") else "") + (", delayed ACKs off" if s.get("quickack") else "")
     versus = " and NIXL" if len(ways) > 2 else ""
     ax.set_title(f"Smoke: Mooncake{versus} vs a socket copy, same bytes, same containers ({summary.transport}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.figures import against
 from ..core.units import GB
 from ..rundir.summarymodel import Summary
 from .ways import MOONCAKE, NIXL, SOCKET, Figures, all_verified, as_smoke, asked_nixl, ways_of
@@ -70,8 +71,9 @@ def smoke_section(data: Summary | Mapping[str, Any]) -> str:
     ratio = s.get("mooncake_vs_socket_at_largest")
     if ratio is not None:
         where = " and ".join(map(str, s["ratio_prompt_lens"]))
-        lines.append(f"- Mooncake / socket at {where} tokens (pooled): **{ratio:.2f}** "
-                     f"(target >= {s['ratio_target']:.2f}).")
+        mark = "meets" if ratio >= s["ratio_target"] else "is BELOW"
+        lines.append(f"- Mooncake / socket at {where} tokens (pooled): **{against(ratio, '>=', s['ratio_target'])}**, "
+                     f"{mark} its target (>= {s['ratio_target']:.2f}).")
     below = s.get("below_target_prompt_lens")
     if below is not None:
         lines.append(f"- Sizes of 1 MB and more below {s['ratio_target']:.2f} of the socket: "

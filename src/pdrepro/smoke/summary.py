@@ -10,6 +10,7 @@ summary states none (the scenario's nominal NIC rate describes no link here).
 
 from __future__ import annotations
 
+from ..core.figures import against
 from ..core.units import GB, MB, bandwidth_GB_s
 from ..rundir.contract import ERROR, SUMMARY_SCHEMA_VERSION, WARNING, headline, issue, result_row
 from ..rundir.issuekind import IssueKind
@@ -162,8 +163,9 @@ def build_summary(scenario, initiator: dict, provenance: dict) -> dict:
     where = " and ".join(str(r["prompt_len"]) for r in top)
     if ratio is not None and ratio < RATIO_TARGET:
         issues.append(issue(WARNING, IssueKind.BELOW_SOCKET,
-                            f"Mooncake reached {ratio:.2f} of the socket copy at {where} tokens "
-                            f"(target {RATIO_TARGET:.2f}); a loaded host or a small block size lowers it",
+                            f"Mooncake reached {against(ratio, '>=', RATIO_TARGET)} of the socket copy at {where} "
+                            f"tokens, below its target (>= {RATIO_TARGET:.2f}); a loaded host or a small block size "
+                            "lowers it",
                             top[-1]["prompt_len"]))
     issues += stall_issues(rows)
     peak = memory_peak_bytes(initiator)

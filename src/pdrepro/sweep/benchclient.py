@@ -4,20 +4,68 @@ so the cluster tests hand it their own; the product ships the Docker one.
 The client runs inside the GPU image so that its SGLang matches the servers'.
 Host paths are mounted at the same paths inside the container, so the argv
 built by ``benchcmd`` is valid on either side.
+
+The client's own output (its progress bars, its warnings) goes to the run's log, RUN/logs/bench-client.log
+(``output_to``), not to the console, which keeps the bundle's own lines.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
 from ..core import signals
+from ..core.errors import UserError
+from ..core.safewrite import make_folder, open_log
 from ..host import docker as docker_engine
 
 log = logging.getLogger(__name__)
+# The client's own lines: kept off the console's handler (on "pdrepro"), written where ``output_to`` says.
+client_output = logging.getLogger("pdrepro.bench_client_output")
+client_output.propagate = False
+client_output.setLevel(logging.INFO)
+
+# The client's output in a run, beside the server logs.
+LOG_NAME = "bench-client.log"
+
+
+class _ToFile(logging.Handler):
+    """Each line as it comes, flushed (a client killed half-way leaves what it printed)."""
+
+    def __init__(self, stream) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.stream.write((record.getMessage() + "\n").encode("utf-8", errors="replace"))
+            self.stream.flush()
+        except (OSError, ValueError):  # a full disk, a closed file: the measurement goes on without its log
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def output_to(logs_dir: Path, header: str) -> Iterator[Path]:
+    """The client's output appended to LOGS_DIR/bench-client.log while inside, under a ``header`` line naming
+    what ran; the folder or the file planted as a link is refused (one line), never written through."""
+    if logs_dir.is_symlink():
+        raise UserError(f"{logs_dir}: is a symlink; the sweep does not write the bench client's log through a link "
+                        "it did not make: remove the link")
+    make_folder(logs_dir, "the sweep")
+    path = logs_dir / LOG_NAME
+    with open_log(path, "the sweep", append=True) as stream:
+        handler = _ToFile(stream)
+        client_output.addHandler(handler)
+        try:
+            client_output.info(f"==== {header}")
+            yield path
+        finally:
+            client_output.removeHandler(handler)
 
 # The label naming the host folder a bench container writes into (the run directory).
 WRITES_LABEL = "pdrepro.writes"
@@ -47,8 +95,6 @@ class DockerLauncher:
     @property
     def client(self):
         if self._client is None:
-            from ..core.errors import UserError
-
             try:
                 self._client = docker_engine.connect()
             except docker_engine.EngineUnreachable as exc:
@@ -64,8 +110,6 @@ class DockerLauncher:
         return {"image": self.image, "id": image.id, "repo_digests": image.attrs.get("RepoDigests", [])}
 
     def run(self, argv, *, mounts, timeout_s):
-        from ..core.errors import UserError
-
         client = self.client
         try:
             client.images.get(self.image)
@@ -127,7 +171,7 @@ class DockerLauncher:
                     break
                 line, buf = buf[:cut], buf[cut + 1:]
                 if line.strip():
-                    log.info("    " + line.decode(errors="replace").rstrip())
+                    client_output.info(line.decode(errors="replace").rstrip())
 
 
 class InPlaceLauncher:
@@ -177,7 +221,7 @@ class InPlaceLauncher:
         for raw in iter(lambda: stream.readline(), b""):
             for line in raw.replace(b"\r", b"\n").split(b"\n"):
                 if line.strip():
-                    log.info("    " + line.decode(errors="replace").rstrip())
+                    client_output.info(line.decode(errors="replace").rstrip())
 
 
 def _signal_group(pid: int) -> None:

@@ -17,6 +17,8 @@ log = logging.getLogger(__name__)
 
 # The shortest a request is given, near the deadline: long enough for a local server's answer.
 MIN_REQUEST_S = 0.2
+# How often a wait says what it still waits for: a stack loading a large model is silent for minutes otherwise.
+ANNOUNCE_S = 10.0
 
 @dataclass(frozen=True)
 class Endpoint:
@@ -84,10 +86,16 @@ def wait_healthy(
             return waited
         if waited >= timeout_s:
             raise UserError(_not_up_message(pending, seen, timeout_s, log_tail))
-        if waited - announced >= 30:
+        if waited - announced >= ANNOUNCE_S:
             announced = waited
-            log.info(f"  still waiting for {', '.join(pending)} ({waited:.0f} s of {timeout_s:.0f} s)")
+            log.info(waiting_line(pending, seen, waited, timeout_s))
         sleep(min(interval_s, max(0.0, timeout_s - waited)))
+
+
+def waiting_line(pending: dict[str, Endpoint], seen: dict[str, str], waited: float, timeout_s: float) -> str:
+    """What the wait still waits for, what each last answered, and how long of its bound it has waited."""
+    what = ", ".join(f"{role} at {e.url} ({seen.get(role, 'not asked yet')})" for role, e in pending.items())
+    return f"  waiting for the stack: {what}; {waited:.0f} s of at most {timeout_s:.0f} s (--wait-timeout)"
 
 
 def _not_up_message(pending, seen, timeout_s, log_tail) -> str:

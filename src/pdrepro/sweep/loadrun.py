@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..core import runfile, signals
 from ..core.errors import UserError
+from ..core.progress import JobClock
 from ..core.signals import signal_name
 from ..rundir import RunDir, loadstate, memberrecord
 from ..rundir.loadstate import LoadPlan, LoadState, LoadStep, StepRecord, step_run
@@ -164,7 +165,7 @@ def _run_step(cfg: SweepConfig, top: RunDir, plan: LoadPlan, step: LoadStep, sta
     # Recorded before the client starts: a sweep killed outright (-9) leaves the step unfinished, not pending.
     state.record(top, step, status="unfinished", started_at=started, reason="its bench client was running")
     try:
-        reason = run_client(cfg, argv, mounts)
+        reason = run_client(cfg, argv, mounts, top.logs_dir, f"step {step.name}")
     except KeyboardInterrupt as exc:
         why = f"stopped by {signal_name(exc)} while its bench client ran; rerun to measure it"
         if partial.exists():
@@ -211,7 +212,11 @@ def _locked(cfg: SweepConfig, top: RunDir, plan: LoadPlan) -> LoadOutcome:
         prov.write_soon(facts, events)
     done: list[str] = []
     failed: dict[str, str] = {}
+    job = JobClock(len(todo) + len(skipped))  # the whole-job line before each step (core/progress.py)
+    for _ in skipped:
+        job.skip()
     for index, step in enumerate(todo, start=1):
+        log.info(job.begin(step.name))
         log.info(f"[{index}/{len(todo)}] step {step.name}: {plan.num_prompts} prompts of {plan.prompt_len} tokens, "
                  f"{step.describe()}")
         t0 = time.monotonic()
@@ -228,6 +233,7 @@ def _locked(cfg: SweepConfig, top: RunDir, plan: LoadPlan) -> LoadOutcome:
             prov.settle()
             raise
         collect_logs(cfg, top)
+        job.end()
         if reason is None:
             done.append(step.name)
             log.info(f"[{index}/{len(todo)}] step {step.name}: done in {fmt_s(time.monotonic() - t0)}")

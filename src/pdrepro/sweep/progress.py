@@ -7,6 +7,8 @@ import logging
 import threading
 import time
 
+from ..core.progress import fmt_s as fmt_s  # re-exported: the sweep's lines and the whole-job line read alike
+
 log = logging.getLogger(__name__)
 
 
@@ -14,11 +16,6 @@ def _cost(prompt_len: int, output_len: int) -> float:
     # Decode steps cost far more per token than prefill tokens; this weighting
     # only shapes the ETA, which is re-fitted after every measured length.
     return prompt_len + 16 * output_len
-
-
-def fmt_s(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
 
 
 class Progress:

@@ -17,7 +17,7 @@ from ..core.roles import SERVER_ROLES
 from ..rundir import RunDir
 from ..rundir.contract import write_atomic
 from . import metrics
-from .benchclient import LengthTimeout
+from .benchclient import LengthTimeout, output_to
 from .benchcmd import BenchTarget, bench_argv
 from .config import SweepConfig, is_disaggregated
 from .counters import CounterReader, record
@@ -100,7 +100,7 @@ def run_length(cfg: SweepConfig, run: RunDir, mount_root: Path, length: int, cou
     reason = None
     ticker = Heartbeat(length, expected_s, cfg.heartbeat_s)
     try:
-        reason = run_client(cfg, argv, mounts)
+        reason = run_client(cfg, argv, mounts, run.logs_dir, f"prompt length {length}")
     except KeyboardInterrupt:
         ticker.stop()
         partial.unlink(missing_ok=True)
@@ -125,14 +125,17 @@ def run_length(cfg: SweepConfig, run: RunDir, mount_root: Path, length: int, cou
     return LengthOutcome(reason, elapsed, client_s)
 
 
-def run_client(cfg: SweepConfig, argv: list[str], mounts: dict) -> str | None:
+def run_client(cfg: SweepConfig, argv: list[str], mounts: dict, logs_dir: Path, header: str) -> str | None:
     """The bench client run once by the sweep's launcher: None when it ended 0, else why not (its status, or
-    the length's time limit). A signal still stops it as KeyboardInterrupt, for the caller to record."""
-    try:
-        rc = cfg.launcher.run(argv, mounts=mounts, timeout_s=cfg.length_timeout_s)
-    except LengthTimeout as exc:
-        return f"timed out: {exc}"
-    return None if rc == 0 else f"bench client exited with status {rc}"
+    the length's time limit). A signal still stops it as KeyboardInterrupt, for the caller to record. Its own
+    output goes to LOGS_DIR/bench-client.log under ``header``, not to the console."""
+    with output_to(logs_dir, header) as path:
+        log.info(f"  the bench client's output: {path}")
+        try:
+            rc = cfg.launcher.run(argv, mounts=mounts, timeout_s=cfg.length_timeout_s)
+        except LengthTimeout as exc:
+            return f"timed out: {exc} (its output: {path})"
+    return None if rc == 0 else f"bench client exited with status {rc} (its output: {path})"
 
 
 def record_outcome(state: SweepState, length: int, outcome: LengthOutcome) -> None:

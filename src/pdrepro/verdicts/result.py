@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.figures import against
+
 
 @dataclass(frozen=True)
 class CheckResult:
@@ -43,7 +45,7 @@ def _compare(figure: float | None, op: str, bound: float) -> bool:
 
 def check(name: str, L: int | None, figure: float | None, op: str, bound: float, unit: str, what: str) -> CheckResult:
     passed = _compare(figure, op, bound)
-    shown = "not measured" if figure is None else f"{figure:.2f} {unit}".rstrip()
+    shown = "not measured" if figure is None else f"{against(figure, op, bound)} {unit}".rstrip()
     where = f"length {L}: " if L is not None else ""
     detail = f"{where}{what} {shown} {'meets' if passed else 'fails'} {op} {bound:g} {unit}".rstrip()
     return CheckResult(name, L, figure, bound, unit, passed, detail, op)
