@@ -48,6 +48,15 @@ SITE = (("--model", "model folder (also the sweep's --model-path)"),
         ("--decode-ip", "a cluster: the decode node's address (`render` only)"))
 # Taken by `render` only: the one-box host launcher runs both servers on this host.
 RENDER_ONLY = ("--decode-ip",)
+MAX_REPEATS = 10  # each arm restarts the servers (minutes on a GPU): ten rounds is an evening's work already
+
+
+def arm_order(picked: tuple[str, ...], repeats: int) -> list[tuple[str, str]]:
+    """(arm name, backend) in the order they run: round by round, every backend once per round (A B A B), the
+    first round's arms named after their backend as without repeats, the later ones <backend>-r<round>."""
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise UserError(f"--repeats {repeats}: give 1 to {MAX_REPEATS}")
+    return [(b if r == 1 else f"{b}-r{r}", b) for r in range(1, repeats + 1) for b in picked]
 
 
 def register(sub) -> None:
@@ -81,6 +90,11 @@ def register(sub) -> None:
     p.add_argument("--render", metavar="TARGET", help="a cluster: write one job per arm with `pdrepro render --target "
                                                       "TARGET` into RUN/<backend>/job/, each writing its run into "
                                                       "RUN/<backend>, and run nothing (it prints what to run next)")
+    p.add_argument("--repeats", type=int, default=1, metavar="N",
+                   help=f"run each backend's arm N times (1 to {MAX_REPEATS}, default %(default)s), interleaved A B A B "
+                        "so that a drift of the box widens the intervals instead of favouring one backend; a repeat "
+                        "is an arm of its own, RUN/<backend>-r2, -r3 ...; two or more give each backend a noise floor "
+                        "and let the judging call one better")
     add_judge_option(p, "the A/B's arms (after the jobs ran, or again after `ab` ended)")
     p.set_defaults(func=run)
 
@@ -159,8 +173,13 @@ def run(args) -> int:
     # Each arm runs its own scenario: the backend set, its variables only (scenario.armvariant).
     variants = {b: for_backend(scenario, b, env[b]) for b in picked}
     out = args.out.absolute()
-    label = _label(scenario.name, picked, variants)
+    order = arm_order(picked, args.repeats)
+    # A rerun with another number of repeats is another A/B (refused, not resumed); one round keeps its old label.
+    label = _label(scenario.name, picked, variants) + (f", x{args.repeats} interleaved" if args.repeats > 1 else "")
     if args.render:
+        if args.repeats > 1:
+            raise UserError("--repeats with --render: a cluster's repeats are not rendered yet; render once, run "
+                            "the jobs, and judge each round's folder, or run the A/B on one box")
         return _render(args, out, label, variants)
     stack = ["--target", "onebox", "--launcher", "host", *_site(args, True), *split_words(args.stack_args,
                                                                                          "--stack-args")]
@@ -170,9 +189,10 @@ def run(args) -> int:
     extra = split_words(args.sweep_args, "--sweep-args")
     model, dataset = (str(Path(p).expanduser().absolute()) for p in (args.model, args.dataset))
     paths = {b: str(out / "scenarios" / f"{b}.yaml") for b in picked}
-    arms = [runner.Arm(name=b, backend=b, stack=("--scenario", paths[b], *stack),
+    arms = [runner.Arm(name=name, backend=b, stack=("--scenario", paths[b], *stack),
                        sweep=("--scenario", paths[b], "--model-path", model, "--dataset-path", dataset,
-                              "--bench-in-place", "--logs-from", str(out / b / "logs"), *extra)) for b in picked]
+                              "--bench-in-place", "--logs-from", str(out / name / "logs"), *extra))
+            for name, b in order]
     # An output there that this A/B did not write (an edited report) is refused before any arm spends GPU time.
     ownoutputs.refuse_foreign(out, (SUMMARY, REPORT), "ab")
     runner.start(out, label, arms)  # refuses another A/B's folder before its files are touched
