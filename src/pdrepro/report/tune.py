@@ -146,9 +146,10 @@ def _how_sure(summary: TuneSummary) -> list[str]:
     methods = {f.interval.method for length in summary.lengths for f in length.ranking if f.interval is not None}
     if not methods:
         return []
+    drawn = "; or ".join(f"({m})" for m in sorted(methods))
     return ["How sure: each figure carries a confidence interval; \"surely beaten by\" names the settings whose "
             "interval lies wholly above it, and a setting is better or worse than the baseline only where its "
-            "interval and the baseline's do not overlap. Intervals drawn as: " + "; or ".join(f"({m})" for m in sorted(methods)) + ".", ""]
+            f"interval and the baseline's do not overlap. Intervals drawn as: {drawn}.", ""]
 
 
 def render(summary: TuneSummary) -> str:

@@ -3,7 +3,8 @@
 Each setting's figures are read from its run's summary as the model gives them (``Row.bandwidth_GB_s``, the
 per-request KV bandwidth: the model's KV bytes over the median transfer time; ``Row.ttft_ms_mean``), never by
 keys of a dict. The baseline ran several times: its mean's confidence interval is the bar a setting's own
-interval must clear (verdicts.noise), and the range of its runs is the noise floor the report states. The report (report/tune.py) reads this model only.
+interval must clear (verdicts.noise), and the range of its runs is the noise floor the report states. The
+report (report/tune.py) reads this model only.
 """
 
 from __future__ import annotations
