@@ -312,9 +312,9 @@ class Pick:
 
 
 def pick_best(summary: TuneSummary) -> Pick | None:
-    """The setting better than the baseline at the most lengths and worse at none, its runs passing their
-    checks, the larger mean gain breaking ties, then the lower mean TTFT; None when no setting is, or while a
-    run of the tune measured nothing."""
+    """The setting better than the baseline (its interval wholly above the baseline's) at the most lengths and
+    worse at none, its runs passing their checks, the larger mean gain breaking ties, then the lower mean TTFT;
+    None when no setting is, or while a run of the tune measured nothing."""
     if summary.unmeasured:
         return None  # a best among the runs measured so far could be beaten by the ones still to run
     picks: list[Pick] = []
