@@ -93,8 +93,10 @@ def _engine_line(engine: EngineAlone, summary: TuneSummary) -> str:
         return f"Engine alone: 1 run, {runs}; {repeat_hint(summary)}."
     shown = (f"; {engine.interval.level * 100:g} % interval {_interval(engine.interval)} GB/s ({engine.interval.method})"
              if engine.interval else "")
+    share = f", {100 * engine.spread_GB_s / engine.mean_GB_s:.1f} % of the mean" if engine.mean_GB_s else ""
     return (f"Engine alone: {len(engine.runs)} runs, {runs}; mean {_f(engine.mean_GB_s)} GB/s, spread "
-            f"{_f(engine.spread_GB_s)} GB/s{shown}. A figure reaches {ENGINE_SHARE:g} of it beyond its spread at "
+            f"{_f(engine.spread_GB_s)} GB/s (the engine's own noise floor{share}){shown}. "
+            f"A figure reaches {ENGINE_SHARE:g} of it beyond its spread at "
             f"{_f(ENGINE_SHARE * engine.highest())} GB/s and falls short below {_f(ENGINE_SHARE * engine.lowest())} "
             "GB/s.")
 
