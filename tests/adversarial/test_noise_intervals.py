@@ -121,3 +121,15 @@ def test_the_noise_floor_is_the_spread_between_repeats():
     floor = interval.noise_floor("the baseline's 3 repeated runs", [1.315, 1.632, 1.294], "GB/s")
     assert floor is not None and floor.spread == pytest.approx(0.338) and floor.spread_pct == pytest.approx(23.9, abs=0.1)
     assert interval.noise_floor("one", [1.0], "GB/s") is None
+
+
+def test_a_huge_run_is_resampled_in_slices_and_gives_the_same_interval(monkeypatch):
+    """A bench file claiming many requests is drawn in slices (bounded memory); slicing changes no draw's figure
+    set, only how many are drawn at once, so a small slice gives an interval as sure as one drawn whole."""
+    runs = [[float(i % 97) for i in range(5000)], [float(i % 89) + 1 for i in range(4000)]]
+    whole = interval.bootstrap(runs, interval.mean_of(), resamples=200)
+    monkeypatch.setattr(interval, "CHUNK", 10_000)  # two resamples of a run at a time
+    sliced = interval.bootstrap(runs, interval.mean_of(), resamples=200)
+    assert whole is not None and sliced is not None
+    assert sliced.low <= sliced.point <= sliced.high and sliced.point == whole.point
+    assert abs((sliced.high - sliced.low) - (whole.high - whole.low)) < 0.5 * (whole.high - whole.low)

@@ -84,3 +84,12 @@ def test_repeats_run_interleaved_and_only_separate_intervals_are_called_worse(si
         assert (other.interval.overlaps(first.interval)) == (said == "within the noise")
         assert f"{other.interval.low:.1f} to {other.interval.high:.1f}" in report
     assert "Noise floor: not measured" not in report
+
+
+@pytest.mark.parametrize(("extra", "says"), [(["--repeats", "0"], "--repeats 0: give 1 to 10"),
+                                             (["--repeats", "3", "--render", "slurm"], "--repeats with --render")])
+def test_a_bad_number_of_repeats_is_one_line_and_starts_nothing(tmp_path, extra, says):
+    done = pdrepro("ab", "--backends", "mooncake_tcp,nixl", "--out", str(tmp_path / "run"), *extra)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert says in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "run").exists()

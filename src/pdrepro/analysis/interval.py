@@ -25,6 +25,7 @@ from ..rundir.noisemodel import Interval, NoiseFloor
 LEVEL = 0.95
 RESAMPLES = 2000
 SEED = 36
+CHUNK = 2_000_000  # values resampled at once
 
 # A run's figure from its requests' values, along the last axis: one run (1-D) or many resamples of it (2-D).
 RunFigure = Callable[[np.ndarray], np.ndarray]
@@ -82,9 +83,12 @@ def bootstrap(runs: Sequence[Sequence[float]], figure: RunFigure, *, digits: int
     for slot in range(picks.shape[1]):
         for r, values in enumerate(data):
             drawn = np.flatnonzero(picks[:, slot] == r)
-            if drawn.size:
-                requests = rng.integers(0, values.size, size=(drawn.size, values.size))
-                total[drawn] += figure(values[requests])
+            # In slices of at most CHUNK values: a run of a million requests (a huge or hostile bench file) costs
+            # time, never memory beyond a few tens of MB.
+            step = max(1, CHUNK // values.size)
+            for start in range(0, drawn.size, step):
+                part = drawn[start:start + step]
+                total[part] += figure(values[rng.integers(0, values.size, size=(part.size, values.size))])
     draws = total / picks.shape[1]
     offsets = [d for d in borrowed if math.isfinite(d)] if count < 2 else []
     if offsets:
