@@ -8,7 +8,9 @@ arm (RUN/<backend>/job/) whose run lands in RUN/<backend> itself (render's --run
 arm's own namespace and claim) and runs nothing; once the scheduler ran them, ``--judge RUN`` judges those
 folders without starting anything and without writing into RUN (commands.judging: the verdict on standard
 output, --json, --report FILE). The runner writes its two outputs once, when the last arm ends, and never over
-a file it did not write (rundir.ownoutputs).
+a file it did not write (rundir.ownoutputs). ``--repeats N`` adds rounds of the same arms (RUN/<backend>-r2 ...),
+run interleaved so that a drift of the box reaches every backend alike; the judging draws each backend's interval
+over its arms (publish.abjudge).
 """
 
 from __future__ import annotations
