@@ -15,6 +15,8 @@ The fixture sweep reads the environment:
                                 analyses): it ends 143 with every length measured
   ARMS_FAKE_STATUS=<arm>:<n>    that arm's sweep ends with n, writing nothing
   ARMS_FAKE_TTFT=<arm>:<x>      that arm's TTFT is x times the base figures
+  ARMS_FAKE_TRANSPORT=1         every arm's server logs state its backend's transport over TCP (Mooncake's
+                                forced-TCP lines, or NIXL's start-up and a UCX lane line): its transport check passes
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from runbuilder import Row, build_run  # noqa: E402
+from runbuilder import Row, build_run, sweep_provenance  # noqa: E402
 
 from pdrepro import arms  # noqa: E402
 from pdrepro.commands import run_command  # noqa: E402
@@ -53,6 +55,22 @@ def base_rows(lens) -> list[Row]:
     return [Row(L, 20.0 + L / 50, 4.0 + L / 200) for L in lens]
 
 
+# NIXL's start-up line and a UCX lane line over TCP, in the formats parsers/nixl_log documents (a fixture).
+_NIXL = ["[2026-07-15 10:11:12] NIXL KVManager initialized with backend: UCX",
+         "[1784110272.0] [host:1:0] ucp_worker.c:2041 UCX  INFO  ep cfg#2 rma_am(tcp/lo) am(tcp/lo tcp/eth0)"]
+
+
+def _state_transport(run: Path, scenario) -> None:
+    """The transport lines the real servers print, after each log's first line."""
+    from fakecluster import mooncake_startup
+
+    nixl = scenario.launch is not None and scenario.launch.transfer_backend == "nixl"
+    for log in (run / "logs").glob("*.log"):
+        lines = log.read_text().splitlines(keepends=True)
+        lines[1:1] = [line + "\n" for line in (_NIXL if nixl else mooncake_startup("force-tcp"))]
+        log.write_text("".join(lines))
+
+
 def fake_sweep(args) -> int:
     out = Path(args.out) / (args.configuration or "")
     arm = out.name
@@ -72,7 +90,11 @@ def fake_sweep(args) -> int:
     factor = float(_pick("ARMS_FAKE_TTFT", arm) or 1.0)
     rows = [Row(r.prompt_len, r.ttft_ms * factor, r.transfer_ms) for r in base_rows(scenario.sweep.prompt_lens)]
     with tempfile.TemporaryDirectory() as tmp:
-        built = build_run(Path(tmp) / "run", scenario, rows=rows)
+        tcp = bool(os.environ.get("ARMS_FAKE_TRANSPORT"))
+        built = build_run(Path(tmp) / "run", scenario, rows=rows,
+                          **({"provenance": sweep_provenance(scenario, proven=False)} if tcp else {}))
+        if tcp:
+            _state_transport(built.root, scenario)
         for item in built.root.iterdir():
             target = out / item.name
             if item.is_dir() and target.is_dir():

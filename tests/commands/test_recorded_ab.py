@@ -73,8 +73,39 @@ def test_the_judge_passes_both_arms_on_every_length(judged):
         assert v.passed and v.input_error is None, (arm.name, v)
         assert v.all_completed and v.kv_sizes_match and v.ttft_covers_transfer
     assert summary.passed
-    # The judge's summary is the one `ab` wrote on the machine when the last arm ended.
-    assert summary == AbSummary.model_validate_json((RECORDED / "ab" / "ab-summary.json").read_text())
+    # The judge's summary is the one `ab` wrote on the machine when the last arm ended, with the intervals added
+    # since (each backend per length, and the rule they are read by): nothing it held has changed.
+    assert _without_intervals(summary) == AbSummary.model_validate_json((RECORDED / "ab" / "ab-summary.json").read_text())
+
+
+def _without_intervals(summary: AbSummary) -> AbSummary:
+    return summary.model_copy(update={"rule": None, "lengths": [
+        length.model_copy(update={"backends": []}) for length in summary.lengths]})
+
+
+def _interval_line(line: str) -> bool:
+    """A line of the report's intervals: the rule, each length's backend table, its methods and noise floor."""
+    return (line == "" or line.startswith(("How sure:", "Intervals:", "Noise floor:", "| backend |",
+                                           "| --- | --- | --- | --- | --- | --- |"))
+            or any(line.startswith(f"| {arm} | {arm} |") for arm in ARMS))
+
+
+def test_one_run_per_backend_is_never_judged_better_and_the_report_says_why(judged):
+    """One arm per backend: each backend's TTFT has its interval over its requests, but no noise floor between
+    runs, so neither is called better, however far apart (NIXL 1.4 to 2.6 times Mooncake's TTFT here)."""
+    run = judged[0]
+    summary = AbSummary.model_validate_json((judged_dir(run) / "ab-summary.json").read_text())
+    report = (judged_dir(run) / "report.md").read_text()
+    for length in summary.lengths:
+        assert [b.backend for b in length.backends] == list(ARMS)
+        for b, figures in zip(length.backends, length.arms):
+            assert b.arms == [figures.arm] and b.noise_floor is None and b.standing == "not judged"
+            assert b.interval is not None and b.interval.runs == 1 and b.interval.requests == 10
+            assert b.interval.low <= figures.ttft_ms_mean <= b.interval.high
+            assert b.interval.point == pytest.approx(figures.ttft_ms_mean, abs=0.01)
+            assert "one run: its requests resampled" in b.interval.method
+    assert summary.rule and "How sure: each backend's TTFT carries a confidence interval" in report
+    assert report.count("Noise floor: not measured for a backend run once") == len(LENGTHS)
 
 
 def test_the_report_is_the_recorded_one_with_its_title_saying_ab_once(judged):
@@ -85,10 +116,20 @@ def test_the_report_is_the_recorded_one_with_its_title_saying_ab_once(judged):
     recorded_title, *recorded_rest = (RECORDED / "ab" / "report.md").read_text().splitlines()
     assert recorded_title == "# A/B: ab onebox-qwen25-0.5b: mooncake_tcp, nixl (arm scenarios 8047caa9fa1c)"
     assert title == "# A/B: onebox-qwen25-0.5b: mooncake_tcp, nixl (arm scenarios 8047caa9fa1c)"
-    # Since then the report also links its one plot (the arms' TTFT side by side): that line only is new.
-    at = [i for i, line in enumerate(rest) if line.startswith("![TTFT per arm and prompt length](ab-ttft.png)")]
-    assert len(at) == 1 and rest[at[0] + 1] == "" and "ab-ttft.png" not in "\n".join(recorded_rest)
-    assert rest[:at[0]] + rest[at[0] + 2:] == recorded_rest and len(rest) > 10
+    # Every line the machine wrote, in its order; the lines added since are the intervals' only.
+    added, lines = [], iter(recorded_rest)
+    want = next(lines, None)
+    for line in rest:
+        if line == want:
+            want = next(lines, None)
+        else:
+            added.append(line)
+    assert want is None and len(recorded_rest) > 10
+    # ...and the one plot's link (the arms' TTFT side by side), with the blank line after it.
+    plot = [x for x in added if x.startswith("![TTFT per arm and prompt length](ab-ttft.png)")]
+    assert len(plot) == 1 and "ab-ttft.png" not in "\n".join(recorded_rest)
+    odd = [x for x in added if not (_interval_line(x) or x in plot or x == "")]
+    assert added and not odd, odd
 
 
 def test_the_nixl_arm_was_resumed_on_a_fresh_machine():

@@ -74,6 +74,29 @@ def test_every_run_measured_and_passes_and_no_setting_leaves_the_noise(judged):
     assert tree_hash(judged["run"]) == judged["before"]
 
 
+def test_the_recorded_tune_gains_its_intervals_and_keeps_its_verdict(judged):
+    """The intervals change no verdict of the recording: no best, every figure within the noise, exit 0; each
+    figure's interval overlaps the baseline's, and the report states them and the noise floor of the repeats."""
+    summary = judged["summary"]
+    report = (judged_dir(judged["run"]) / "tune-report.md").read_text()
+    assert judged["done"].returncode == 0 and summary.best is None
+    for length in summary.lengths:
+        b = length.baseline
+        assert b.interval is not None and b.noise_floor is not None and b.noise_floor.spread_pct > 15
+        assert f"Noise floor: the baseline's 3 repeated runs spread {b.noise_floor.spread:.3f} GB/s" in report
+        for f in length.ranking:
+            assert f.interval is not None and f.interval.overlaps(b.interval) and f.standing == "within the noise"
+            assert f.interval.low <= f.bandwidth_GB_s + 1e-4 and f.bandwidth_GB_s - 1e-4 <= f.interval.high
+        # The engine alone's four runs carry theirs too, over the runs.
+        assert length.engine_alone is not None and length.engine_alone.interval is not None
+        assert length.engine_alone.interval.runs == 4 and "4 runs resampled (one figure each)" in \
+            length.engine_alone.interval.method
+    # The recording's s2 at 16384 tokens: +11.8 % over the baseline's mean, yet its interval (one run, the
+    # baseline's run-to-run deviations borrowed) reaches into the baseline's: not a finding, as its README says.
+    s2 = next(f for f in summary.lengths[-1].ranking if f.setting == "s2")
+    assert s2.gain_pct > 10 and s2.interval.low < summary.lengths[-1].baseline.interval.high
+
+
 def test_the_tunes_own_summary_is_what_collect_gives_again(judged):
     """What the tune wrote at its end on the machine ranks as a fresh collect of its folder does here."""
     own = json.loads((TUNE / "tune-summary.json").read_text())

@@ -212,3 +212,56 @@ def test_while_a_run_measured_nothing_no_best_is_named(collected, tmp_path):
     assert f"Best: not judged yet. 1 of {len(collected['name']) + 3} run(s) measured nothing ({missing})" in report
     overlay = (judged(run) / "best-overlay.yaml").read_text()
     assert f"# Not judged yet: {missing} measured nothing" in overlay and overlay.rstrip().endswith("{}")
+
+
+def test_better_means_the_intervals_separate_and_each_figure_states_its_interval(collected):
+    """Setting "8" sits inside the baseline's repeats (its interval overlaps the baseline's): never better, however
+    far above the mean it is; "2" and "4" lie wholly above: better. Every figure holds its own interval, drawn as
+    the report says, and each length states the noise floor its baseline's repeats showed."""
+    summary, name = collected["summary"], collected["name"]
+    report = (judged(collected["run"]) / "tune-report.md").read_text()
+    for length in summary.lengths:
+        b = length.baseline
+        assert b.interval is not None and b.interval.runs == 3 and b.interval.point == pytest.approx(b.mean_GB_s)
+        assert b.noise_floor is not None and b.noise_floor.spread == pytest.approx(b.spread_GB_s, abs=1e-3)
+        assert f"Noise floor: {b.noise_floor.of} spread {b.noise_floor.spread:.3f} GB/s" in report
+        figures = {f.setting: f for f in length.ranking}
+        for f in length.ranking:
+            assert f.interval is not None and f.interval.low <= f.bandwidth_GB_s + 1e-4
+            assert f.bandwidth_GB_s - 1e-4 <= f.interval.high
+            assert f"| {f.interval.low:.3f} to {f.interval.high:.3f} |" in report
+            assert f.interval.method.startswith("95 % bootstrap, 2000 resamples, seeded")
+            if f.setting != "baseline":
+                assert "the baseline's 3 repeats" in f.interval.method and f.interval.runs == 1
+                assert (f.standing == "within the noise") == f.interval.overlaps(b.interval)
+        assert figures[name["8"]].interval.overlaps(b.interval) and figures[name["8"]].standing == "within the noise"
+        assert figures[name["8"]].bandwidth_GB_s > b.mean_GB_s  # above the mean, and still not better
+        for better in (name["2"], name["4"]):
+            assert figures[better].interval.low > b.interval.high and figures[better].standing == "better"
+        # The ranking by intervals: the baseline is surely beaten by the settings wholly above it.
+        assert set(figures["baseline"].beaten_by) >= {name["2"], name["4"]}
+        assert name["8"] not in figures["baseline"].beaten_by
+    assert "How sure: each figure carries a confidence interval" in report
+
+
+def test_a_setting_the_same_as_the_baseline_is_never_better(collected, tmp_path):
+    """Two settings measured exactly as a baseline run (the same transfer times): within the noise everywhere, and
+    no best is named even though one of them sits above the baseline's mean."""
+    run = tmp_path / "tune"
+    shutil.copytree(collected["run"], run)
+    name = collected["name"]
+    for value, speed in (("2", BASELINE["baseline-2"]), ("4", BASELINE["baseline-1"]),
+                         ("16", BASELINE["baseline-2"])):
+        folder = run / name[value]
+        shutil.rmtree(folder)
+        lens = load_scenario(run / "scenarios" / f"{name[value]}.yaml").sweep.prompt_lens
+        _write_run(folder, run / "scenarios" / f"{name[value]}.yaml", dict.fromkeys(lens, speed), 1.0)
+    done = judge_tune(_pdrepro, run, flag="--collect")
+    assert done.returncode == 0, done.stderr
+    summary = TuneSummary.model_validate_json((judged(run) / "tune-summary.json").read_text())
+    assert summary.best is None
+    for length in summary.lengths:
+        for f in length.ranking:
+            if f.setting != "baseline":
+                assert f.standing == "within the noise", (length.prompt_len, f.setting)
+    assert "Best: none." in (judged(run) / "tune-report.md").read_text()

@@ -124,7 +124,11 @@ def test_each_run_of_the_engine_counts_and_every_figure_is_held_against_its_mean
         assert engine is not None
         line = next(x for x in report.splitlines() if x.startswith("Engine alone: 3 runs")
                     and f"{engine.runs[0].GB_s:.3f} GB/s" in x)
-        assert f"mean {engine.mean_GB_s:.3f} GB/s, spread {engine.spread_GB_s:.3f} GB/s" in line
+        assert f"mean {engine.mean_GB_s:.3f} GB/s, spread {engine.spread_GB_s:.3f} GB/s (the engine's own noise floor" in line
+        # Its interval over the three runs, the method stated.
+        assert engine.interval is not None and engine.interval.runs == 3
+        assert engine.interval.low <= engine.mean_GB_s <= engine.interval.high
+        assert f"{engine.interval.low:.3f} to {engine.interval.high:.3f} GB/s ({engine.interval.method})" in line
         assert all(s in line for s in sources)
     nearest = next(x for x in report.splitlines() if x.startswith("Nearest the engine alone"))
     reach = [f.setting for f in summary.lengths[0].ranking if f.engine_standing == "at or above 0.9"]

@@ -34,6 +34,7 @@ from ..scenario.model import Scenario
 from ..scenario.seams import engine_of, run_backend
 from .lengthrow import length_row, transfer_samples
 from .phases import decode_of, phase_figures, read_decode
+from .requestsamples import RequestSamples
 from .serverlogs import (
     length_keep,
     length_tolerance,
@@ -199,8 +200,9 @@ def _provenance(run: RunDir, issues: list[dict]) -> dict | None:
     return None if record is None else record.to_json()
 
 
-def compute_summary(run: RunDir, scenario: Scenario) -> dict:
-    """Parse and compute; no files written."""
+def compute_summary(run: RunDir, scenario: Scenario, samples_out: dict[int, RequestSamples] | None = None) -> dict:
+    """Parse and compute; no files written. ``samples_out``: filled per length with the requests each row was
+    drawn from (for the intervals of figures made of repeats)."""
     issues: list[dict] = []
     windows = sweep_windows(run)
     bench = _read_bench(run, scenario, issues)
@@ -222,6 +224,10 @@ def compute_summary(run: RunDir, scenario: Scenario) -> dict:
                                 "server restarted? keep the whole log of the sweep", L))
         samples = transfer_samples(L, stats, dropped.get(L, 0), bench.get(L), scenario, issues, prefill_logs)
         row = length_row(L, scenario, bench.get(L), samples, issues, prefill_logs)
+        if samples_out is not None:
+            result = bench.get(L)
+            samples_out[L] = RequestSamples(ttft_ms=result.ttft_ms if result is not None else (), transfer_ms=tuple(
+                s.transfer_s * 1000 for s in samples if s.transfer_s))
         same = [s for s in decode if nearest_length(s.input_len, list(scenario.sweep.prompt_lens)) == L]
         row.update(phase_figures(L, samples, decode_of(samples, decode, same, scenario.sweep.warmup_requests), issues,
                                  str(run.logs_dir)))

@@ -11,6 +11,7 @@ so. Which kind of run a folder holds, and a summary of another kind put there, i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ from ..rundir.summarymodel import Summary
 from ..scenario.model import Scenario
 from ..scenario.recorded import own_scenario
 from .comparison import compute_comparison
+from .requestsamples import RequestSamples
 from .summarize import compute_summary
 
 
@@ -33,6 +35,8 @@ class Judged:
 
     summary: Summary
     notes: list[str] = field(default_factory=list)
+    # A sweep's per-request figures by length, as its rows were drawn from them (the intervals of repeats).
+    samples: dict[int, RequestSamples] = field(default_factory=dict)
 
 
 def _disagreement(stored: Summary, fresh: Summary) -> str | None:
@@ -165,7 +169,9 @@ def judged_sweep(run: RunDir, scenario: Scenario) -> Judged:
     if run.bench_dir.is_dir() or run.logs_dir.is_dir():
         _refuse_partial_inputs(run)
         signature = run.inputs_signature()  # taken before reading: an input changing meanwhile is stale
-        return judge_made(run, scenario, stored, notes, stamp(compute_summary(run, scenario), signature), signature)
+        samples: dict[int, RequestSamples] = {}
+        made = stamp(compute_summary(run, scenario, samples), signature)
+        return dataclasses.replace(judge_made(run, scenario, stored, notes, made, signature), samples=samples)
     if stored is not None:
         # However it is stamped: a stamp is made of names, sizes and times anyone can reproduce.
         raise _no_raw_inputs(run)

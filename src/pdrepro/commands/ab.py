@@ -8,7 +8,9 @@ arm (RUN/<backend>/job/) whose run lands in RUN/<backend> itself (render's --run
 arm's own namespace and claim) and runs nothing; once the scheduler ran them, ``--judge RUN`` judges those
 folders without starting anything and without writing into RUN (commands.judging: the verdict on standard
 output, --json, --report FILE). The runner writes its two outputs once, when the last arm ends, and never over
-a file it did not write (rundir.ownoutputs).
+a file it did not write (rundir.ownoutputs). ``--repeats N`` adds rounds of the same arms (RUN/<backend>-r2 ...),
+run interleaved so that a drift of the box reaches every backend alike; the judging draws each backend's interval
+over its arms (publish.abjudge).
 """
 
 from __future__ import annotations
@@ -49,6 +51,15 @@ SITE = (("--prefill-ip", "the prefill node's address the servers advertise"),
         ("--decode-ip", "a cluster: the decode node's address (`render` only)"))
 # Taken by `render` only: the one-box host launcher runs both servers on this host.
 RENDER_ONLY = ("--decode-ip",)
+MAX_REPEATS = 10  # each arm restarts the servers (minutes on a GPU): ten rounds is an evening's work already
+
+
+def arm_order(picked: tuple[str, ...], repeats: int) -> list[tuple[str, str]]:
+    """(arm name, backend) in the order they run: round by round, every backend once per round (A B A B), the
+    first round's arms named after their backend as without repeats, the later ones <backend>-r<round>."""
+    if not 1 <= repeats <= MAX_REPEATS:
+        raise UserError(f"--repeats {repeats}: give 1 to {MAX_REPEATS}")
+    return [(b if r == 1 else f"{b}-r{r}", b) for r in range(1, repeats + 1) for b in picked]
 
 
 def add_site(p) -> None:
@@ -87,6 +98,11 @@ def register(sub) -> None:
     p.add_argument("--render", metavar="TARGET", help="a cluster: write one job per arm with `pdrepro render --target "
                                                       "TARGET` into RUN/<backend>/job/, each writing its run into "
                                                       "RUN/<backend>, and run nothing (it prints what to run next)")
+    p.add_argument("--repeats", type=int, default=1, metavar="N",
+                   help=f"run each backend's arm N times (1 to {MAX_REPEATS}, default %(default)s), interleaved A B A B "
+                        "so that a drift of the box widens the intervals instead of favouring one backend; a repeat "
+                        "is an arm of its own, RUN/<backend>-r2, -r3 ...; two or more give each backend a noise floor "
+                        "and let the judging call one better")
     add_judge_option(p, "the A/B's arms (after the jobs ran, or again after `ab` ended)")
     p.set_defaults(func=run)
 
@@ -189,8 +205,13 @@ def run(args) -> int:
     # Each arm runs its own scenario: the backend set, its variables only (scenario.armvariant).
     variants = {b: for_backend(scenario, b, env[b]) for b in picked}
     out = args.out.absolute()
-    label = _label(scenario.name, picked, variants)
+    order = arm_order(picked, args.repeats)
+    # A rerun with another number of repeats is another A/B (refused, not resumed); one round keeps its old label.
+    label = _label(scenario.name, picked, variants) + (f", x{args.repeats} interleaved" if args.repeats > 1 else "")
     if args.render:
+        if args.repeats > 1:
+            raise UserError("--repeats with --render: a cluster's repeats are not rendered yet; render once, run "
+                            "the jobs, and judge each round's folder, or run the A/B on one box")
         return _render(args, out, label, variants)
     stack = ["--target", "onebox", "--launcher", "host", *_site(args, True), *more_stack]
     _refuse_links(out, picked)  # an arm's folder planted as a link: refused before anything is read through it
@@ -199,9 +220,10 @@ def run(args) -> int:
                                          backend_names=picked)
     extra = shared.sweep_args(args, "pdrepro ab")
     paths = {b: str(out / "scenarios" / f"{b}.yaml") for b in picked}
-    arms = [runner.Arm(name=b, backend=b, stack=("--scenario", paths[b], *stack),
+    arms = [runner.Arm(name=name, backend=b, stack=("--scenario", paths[b], *stack),
                        sweep=("--scenario", paths[b], "--model-path", model, "--dataset-path", dataset,
-                              "--bench-in-place", "--logs-from", str(out / b / "logs"), *extra)) for b in picked]
+                              "--bench-in-place", "--logs-from", str(out / name / "logs"), *extra))
+            for name, b in order]
     # An output there that this A/B did not write (an edited report) is refused before any arm spends GPU time.
     ownoutputs.refuse_foreign(out, (SUMMARY, REPORT, PLOT), "ab")
     runner.start(out, label, arms)  # refuses another A/B's folder before its files are touched

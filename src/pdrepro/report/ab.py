@@ -5,7 +5,7 @@ what it measures (never set against another arm's), the TTFT ratios, and each ar
 from __future__ import annotations
 
 from ..core.units import human_bytes
-from ..rundir.absummary import AB_LABEL, AbSummary, ArmSummary, ArmVerdict
+from ..rundir.absummary import AB_LABEL, AbLength, AbSummary, ArmSummary, ArmVerdict
 from .abplot import PLOT, has_ttft
 
 
@@ -40,6 +40,29 @@ def _verdict_lines(arm: ArmSummary) -> list[str]:
     return lines + [""]
 
 
+def _sure(length: AbLength) -> list[str]:
+    """Each backend over its arms: its TTFT's interval, the noise floor its repeats showed, its standing."""
+    if not length.backends:
+        return []
+    out = ["| backend | arms | TTFT mean of the arms | interval | noise floor (spread of the arms) | standing |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    for b in length.backends:
+        shown = "—" if b.interval is None else f"{b.interval.low:.1f} to {b.interval.high:.1f}"
+        floor = ("not measured (one arm)" if b.noise_floor is None else
+                 f"{b.noise_floor.spread:.1f} ms" + (f" ({b.noise_floor.spread_pct:.1f} %)"
+                                                     if b.noise_floor.spread_pct is not None else ""))
+        out.append(f"| {b.backend or '—'} | {', '.join(b.arms) or 'none'} | {_ms(b.ttft_ms_mean)} | {shown} "
+                   f"| {floor} | {b.standing} |")
+    methods = sorted({b.interval.method for b in length.backends if b.interval is not None})
+    if methods:
+        out += ["", "Intervals: " + "; or ".join(f"({m})" for m in methods) + "."]
+    if any(b.noise_floor is None for b in length.backends):
+        out += ["", "Noise floor: not measured for a backend run once: one run cannot tell a difference from the "
+                "drift between runs, so no backend is called better; `pdrepro ab --repeats 3` runs each arm three "
+                "times, interleaved."]
+    return [*out, ""]
+
+
 def render(summary: AbSummary) -> str:
     out = [f"# A/B: {AB_LABEL.strip(summary.label)}", "",
            f"Verdict: {'every arm PASSES' if summary.passed else 'an arm FAILS'} ("
@@ -50,6 +73,9 @@ def render(summary: AbSummary) -> str:
     if has_ttft(summary):
         out += [f"![TTFT per arm and prompt length]({PLOT}) (the arms side by side on that clock; `pdrepro ab` "
                 "writes it beside this report)", ""]
+    if summary.rule:
+        out += [f"How sure: each backend's TTFT carries a confidence interval over its arms and their requests; "
+                f"{summary.rule}.", ""]
     for length in summary.lengths:
         out += [f"## {length.prompt_len} prompt tokens", "",
                 "| arm | completed | TTFT mean | TTFT median | TTFT p99 | KV per request (model) "
@@ -64,6 +90,7 @@ def render(summary: AbSummary) -> str:
             out += ["", "| TTFT ratio | mean | median | p99 |", "| --- | --- | --- | --- |"]
             out += [f"| {r.arm} / {r.against} | {_x(r.mean)} | {_x(r.median)} | {_x(r.p99)} |" for r in length.ratios]
         out.append("")
+        out += _sure(length)
     if not summary.lengths:
         out += ["No arm measured a prompt length.", ""]
     out += ["## Verdict per arm", ""]

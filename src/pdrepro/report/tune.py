@@ -5,6 +5,7 @@ TCP box cannot judge, and the runs not judged in full."""
 from __future__ import annotations
 
 from ..core import advice
+from ..rundir.noisemodel import Interval, NoiseFloor
 from ..rundir.tunesummary import ENGINE_SHARE, TUNE_LABEL, EngineAlone, TuneLength, TuneSummary
 from .phases import phase_label, phase_order
 
@@ -25,6 +26,18 @@ def _f(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def _interval(value: Interval | None) -> str:
+    return "—" if value is None else f"{value.low:.3f} to {value.high:.3f}"
+
+
+def _floor(floor: NoiseFloor | None) -> str:
+    if floor is None:
+        return "Noise floor: not measured (fewer than two runs of the baseline pass), so no setting is judged."
+    share = f", {floor.spread_pct:.1f} % of their mean" if floor.spread_pct is not None else ""
+    return (f"Noise floor: {floor.of} spread {floor.spread:.3f} {floor.unit}{share}: what the same setting moved "
+            "between runs on this box, with nothing changed.")
+
+
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:+.1f} %"
 
@@ -37,18 +50,20 @@ def _what(summary: TuneSummary, name: str) -> str:
 def _length(summary: TuneSummary, length: TuneLength) -> list[str]:
     b = length.baseline
     runs = ", ".join(_f(x) for x in b.runs_GB_s) or "none"
+    shown = f"; {b.interval.level * 100:g} % interval {_interval(b.interval)} GB/s" if b.interval else ""
     out = [f"## {length.prompt_len} prompt tokens", "",
            f"Baseline: {len(b.runs_GB_s)} run(s) at {runs} GB/s; mean {_f(b.mean_GB_s)} GB/s, spread "
-           f"{_f(b.spread_GB_s)} GB/s.", ""]
+           f"{_f(b.spread_GB_s)} GB/s{shown}.", "", _floor(b.noise_floor), ""]
     if length.engine_alone is not None:
         out += [_engine_line(length.engine_alone, summary), ""]
     out += _phase_line(length)
-    out += ["| rank | setting | changes | KV bandwidth per request (GB/s) | against the baseline "
-            "| of the engine alone | against 0.9 of the engine | transfer (ms) | over the engine (ms) "
-            "| TTFT mean (ms) | standing |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out += ["| rank | setting | changes | KV bandwidth per request (GB/s) | its interval (GB/s) | surely beaten by "
+            "| against the baseline | of the engine alone | against 0.9 of the engine | transfer (ms) "
+            "| over the engine (ms) | TTFT mean (ms) | standing |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for f in length.ranking:
         out.append(f"| {f.rank or '—'} | {f.setting} | {_what(summary, f.setting)} | {_f(f.bandwidth_GB_s)} "
+                   f"| {_interval(f.interval)} | {', '.join(f.beaten_by) or 'none'} "
                    f"| {_pct(f.gain_pct)} | {_f(f.of_engine, 2)} | {f.engine_standing or '—'} "
                    f"| {_f(f.transfer_ms, 1)} | {_signed(f.beyond_engine_ms)} "
                    f"| {_f(f.ttft_ms_mean, 1)} | {f.standing} |")
@@ -77,8 +92,12 @@ def _engine_line(engine: EngineAlone, summary: TuneSummary) -> str:
     runs = ", ".join(f"{_f(r.GB_s)} GB/s ({r.layout} layout, {r.source})" for r in engine.runs)
     if engine.spread_GB_s is None:
         return f"Engine alone: 1 run, {runs}; {repeat_hint(summary)}."
+    shown = (f"; {engine.interval.level * 100:g} % interval {_interval(engine.interval)} GB/s ({engine.interval.method})"
+             if engine.interval else "")
+    share = f", {100 * engine.spread_GB_s / engine.mean_GB_s:.1f} % of the mean" if engine.mean_GB_s else ""
     return (f"Engine alone: {len(engine.runs)} runs, {runs}; mean {_f(engine.mean_GB_s)} GB/s, spread "
-            f"{_f(engine.spread_GB_s)} GB/s. A figure reaches {ENGINE_SHARE:g} of it beyond its spread at "
+            f"{_f(engine.spread_GB_s)} GB/s (the engine's own noise floor{share}){shown}. "
+            f"A figure reaches {ENGINE_SHARE:g} of it beyond its spread at "
             f"{_f(ENGINE_SHARE * engine.highest())} GB/s and falls short below {_f(ENGINE_SHARE * engine.lowest())} "
             "GB/s.")
 
@@ -125,6 +144,17 @@ def _tcp(summary: TuneSummary) -> list[str]:
             "box.", "", *(f"- {k.why}" for k in summary.tcp_cannot_judge), ""]
 
 
+def _how_sure(summary: TuneSummary) -> list[str]:
+    """Once for the whole report: how the intervals were drawn (each figure's own method is in the summary)."""
+    methods = {f.interval.method for length in summary.lengths for f in length.ranking if f.interval is not None}
+    if not methods:
+        return []
+    drawn = "; or ".join(f"({m})" for m in sorted(methods))
+    return ["How sure: each figure carries a confidence interval; \"surely beaten by\" names the settings whose "
+            "interval lies wholly above it, and a setting is better or worse than the baseline only where its "
+            f"interval and the baseline's do not overlap. Intervals drawn as: {drawn}.", ""]
+
+
 def render(summary: TuneSummary) -> str:
     knobs = "; ".join(f"{k.name} over {', '.join(k.values)} (the scenario's own: "
                       f"{k.baseline if k.baseline is not None else 'the engine default'})" for k in summary.knobs)
@@ -134,7 +164,7 @@ def render(summary: TuneSummary) -> str:
            f"baseline, {runs} run(s). Knobs: {knobs}.", "",
            f"Rule: {summary.rule}.", "",
            "The figure is the per-request KV bandwidth each run's summary gives (the model's KV bytes over the median "
-           "transfer time the prefill server logged), decimal GB/s.", ""]
+           "transfer time the prefill server logged), decimal GB/s.", "", *_how_sure(summary)]
     if summary.best is not None:
         b = summary.best
         out += [f"Best: **{b.setting}** ({_what(summary, b.setting)}), better at "
@@ -146,8 +176,8 @@ def render(summary: TuneSummary) -> str:
                 f"cluster: run their jobs, then `{advice.judge('tune', advice.RUN)}`). Why each is missing is under \"Runs not "
                 "judged in full\".", ""]
     else:
-        out += ["Best: none. No setting beats the baseline by more than its spread without losing at a length; the "
-                "scenario's own setting stands.", ""]
+        out += ["Best: none. No setting's interval lies wholly above the baseline's at a length without falling "
+                "wholly below it at another; the scenario's own setting stands.", ""]
     out += _engine(summary)
     out += _tcp(summary)
     for length in summary.lengths:

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from .armsstate import LabelHead
+from .noisemodel import Interval, NoiseFloor, Standing
 from .summarybase import _Closed
 
 AbVerdict = Literal["PASS", "FAIL", "N/A"]
@@ -74,10 +75,27 @@ class TtftRatio(_Closed):
     p99: float | None = None
 
 
+class AbBackend(_Closed):
+    """One backend at one length over its repeated arms (``pdrepro ab --repeats``): how sure its TTFT is."""
+
+    backend: str | None = Field(default=None, description="the transfer backend (registry name)")
+    arms: list[str] = Field(description="its arms that pass their checks and measured the length, in run order")
+    ttft_ms_mean: float | None = Field(default=None, description="the mean of those arms' mean client TTFT, "
+                                                                 "milliseconds")
+    interval: Interval | None = Field(default=None, description="ttft_ms_mean's confidence interval over the arms "
+                                                                "and their requests, milliseconds, method stated")
+    noise_floor: NoiseFloor | None = Field(default=None, description="the spread of the arms' mean TTFT, the least "
+                                                                     "difference chance showed; null with one arm")
+    standing: Standing = Field(description="against the first backend by the summary's rule (lower TTFT is better); "
+                                           "not judged for the first backend, or where either has fewer than two arms")
+
+
 class AbLength(_Closed):
     prompt_len: int
     arms: list[ArmLength]
     ratios: list[TtftRatio] = Field(default_factory=list)
+    backends: list[AbBackend] = Field(default_factory=list, description="each backend over its arms, the first "
+                                                                         "backend first")
 
 
 class AbSummary(_Closed):
@@ -88,6 +106,7 @@ class AbSummary(_Closed):
     arms: list[ArmSummary]
     lengths: list[AbLength]
     passed: bool = Field(description="every arm's verdict passed")
+    rule: str | None = Field(default=None, description="how a backend is called better than the first, in words")
 
     def arm(self, name: str) -> ArmSummary:
         return next(a for a in self.arms if a.name == name)

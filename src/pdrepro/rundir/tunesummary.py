@@ -2,8 +2,9 @@
 
 Each setting's figures are read from its run's summary as the model gives them (``Row.bandwidth_GB_s``, the
 per-request KV bandwidth: the model's KV bytes over the median transfer time; ``Row.ttft_ms_mean``), never by
-keys of a dict. The baseline ran several times: its mean and its spread (the range of its runs) are the bar a
-setting must clear. The report (report/tune.py) reads this model only.
+keys of a dict. The baseline ran several times: its mean's confidence interval is the bar a setting's own
+interval must clear (verdicts.noise), and the range of its runs is the noise floor the report states. The
+report (report/tune.py) reads this model only.
 """
 
 from __future__ import annotations
@@ -14,11 +15,15 @@ from pydantic import Field
 
 from .armsstate import LabelHead
 from .engineceiling import CONTRADICTION_RATIO
+from .noisemodel import Interval, NoiseFloor, Standing
 from .summarybase import _Closed
 
-RULE = ("a setting is better at a length when its per-request KV bandwidth exceeds the baseline's mean by more "
-        "than the baseline's spread (the highest minus the lowest of its repeated runs that pass their checks), "
-        "worse when it falls below the mean by more than that spread, else within the noise; settings are ranked per length by "
+RULE = ("a setting is better at a length when the confidence interval of its per-request KV bandwidth lies wholly "
+        "above the baseline's, worse when wholly below, else within the noise (overlapping intervals are never "
+        "called better); the baseline's interval is a bootstrap over its repeated runs that pass their checks and "
+        "the requests within them, a setting's single run adds to its requests' resampling a run-to-run deviation "
+        "drawn from the baseline's repeats (one run shows no run-to-run noise of its own), and with fewer than two "
+        "baseline runs nothing is judged; settings are ranked per length by "
         "bandwidth, and the client's mean TTFT breaks ties (bandwidths equal to 0.01 GB/s); the best setting is "
         "better at the most lengths and worse at none, its runs passing their checks, the larger mean gain over "
         "the baseline breaking ties, then the lower mean TTFT")
@@ -36,7 +41,6 @@ ENGINE_RULE = (f"\"of the engine alone\" is a figure over the mean of the engine
 TUNE_LABEL = LabelHead("tune")
 
 
-Standing = Literal["better", "worse", "within the noise", "not judged"]
 EngineStanding = Literal["at or above 0.9", "below 0.9", "within the engine's spread", "not judged"]
 
 
@@ -94,6 +98,11 @@ class SettingFigure(_Closed):
         default=None, description="against 0.9 of the engine alone, by the summary's engine_rule: at or above it "
                                   "beyond the engine's spread, below it, or within that spread; not judged with one "
                                   "run of the engine (no spread) or no figure; null without the engine at this length")
+    interval: Interval | None = Field(default=None, description="the bandwidth's confidence interval, decimal GB/s, "
+                                                                "its method stated; null: no figure")
+    beaten_by: list[str] = Field(default_factory=list, description="the settings at this length whose interval lies "
+                                                                   "wholly above this one's: the ranking by intervals "
+                                                                   "(an empty list: no figure surely beats it)")
 
 
 class BaselineLength(_Closed):
@@ -108,6 +117,11 @@ class BaselineLength(_Closed):
                                                                         "phase_ms_median keys), the mean of the runs' "
                                                                         "medians, milliseconds; null when no run "
                                                                         "logged one")
+    interval: Interval | None = Field(default=None, description="mean_GB_s's confidence interval over the runs and "
+                                                                "their requests, decimal GB/s; null without a run")
+    noise_floor: NoiseFloor | None = Field(default=None, description="the spread between the repeats, the least "
+                                                                     "difference chance alone showed here; null with "
+                                                                     "fewer than two runs")
 
 
 class EngineRun(_Closed):
@@ -126,6 +140,8 @@ class EngineAlone(_Closed):
     mean_GB_s: float = Field(description="the mean of the runs' rates, decimal GB/s: what of_engine divides by")
     spread_GB_s: float | None = Field(default=None, description="their range (highest minus lowest), decimal GB/s; "
                                                                 "null with one run, which gives no spread")
+    interval: Interval | None = Field(default=None, description="mean_GB_s's confidence interval over the runs "
+                                                                "(each run one figure), decimal GB/s")
 
     def highest(self) -> float:
         return max(r.GB_s for r in self.runs)
@@ -145,7 +161,7 @@ class TuneLength(_Closed):
 class TuneBest(_Closed):
     setting: str
     values: dict[str, str] = Field(description="the knobs it changes, with their values")
-    better_at: list[int] = Field(description="the prompt lengths where it beats the baseline by more than its spread")
+    better_at: list[int] = Field(description="the prompt lengths where its interval lies wholly above the baseline's")
     mean_gain_pct: float = Field(description="its mean bandwidth gain over the baseline across the lengths, percent")
     overlay: str = Field(description="the scenario overlay written for it")
     scenario_file: str = Field(description="the whole scenario it ran")
@@ -163,8 +179,9 @@ class TuneSummary(_Closed):
     knobs: list[TuneKnob]
     settings: list[TuneSetting]
     lengths: list[TuneLength]
-    best: TuneBest | None = Field(default=None, description="null: no setting beats the baseline by more than its "
-                                                            "spread without losing at a length")
+    best: TuneBest | None = Field(default=None, description="null: no setting's interval lies wholly above the "
+                                                            "baseline's at a length without falling wholly below at "
+                                                            "another")
     transport: str | None = Field(default=None, description="the transport the baseline's servers stated")
     tcp_cannot_judge: list[TcpBlind] = Field(
         default_factory=list, description="when the KV moved over TCP: the grid knobs a TCP transfer does not "

@@ -5,7 +5,7 @@ writes them next to the settings' run folders, never inside one, and never over 
 
 The overlay is the best setting as a scenario overlay: the launch keys to put over the scenario's own (the
 variables it changes, and the servers' extra flags as that setting ran them), with its evidence in comments.
-With no setting better than the baseline by more than its spread, the overlay is an empty mapping that says so
+With no setting whose confidence interval clears the baseline's, the overlay is an empty mapping that says so
 (a stale overlay from an earlier collection is replaced, never left behind).
 """
 
@@ -34,7 +34,7 @@ def _overlay(run: Path, summary: TuneSummary, best: TuneBest | None) -> str:
         return "\n".join([*head, f"# Not judged yet: {', '.join(summary.unmeasured)} measured nothing; rerun the tune "
                           "with the same options to resume it: nothing to change until then.", "{}", ""])
     if best is None:
-        return "\n".join([*head, "# No setting beat the baseline by more than its spread without losing at a length: "
+        return "\n".join([*head, "# No setting's interval cleared the baseline's without falling below it at a length: "
                           "nothing to change.", "{}", ""])
     setting = summary.setting(best.setting)
     scenario = load_scenario(run / setting.scenario_file)

@@ -1,15 +1,18 @@
 """A tune judged from its run folders: each run's summary drawn afresh from its raw inputs in memory (what
 `pdrepro check` judges; nothing is written into a run), the settings ranked per prompt length by per-request
-KV bandwidth (TTFT breaks ties), each held against the baseline's mean and spread (rundir.tunesummary.RULE).
+KV bandwidth (TTFT breaks ties), each figure's confidence interval drawn from its runs' requests
+(analysis.interval) and held against the baseline's by the one rule of verdicts.noise (rundir.tunesummary.RULE).
 """
 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..analysis import interval as bootstrap
 from ..analysis.members import Claim, judge_members, of_member
+from ..analysis.requestsamples import RequestSamples
 from ..analysis.verdictsource import judged_sweep as judged_summary  # a setting or a baseline repeat is a sweep's run
 from ..core.errors import UserError
 from ..rundir import RunDir
@@ -23,6 +26,7 @@ from ..rundir.engineceiling import (
 )
 from ..rundir.enginerepeats import load_engine_runs
 from ..rundir.memberrecord import MemberFinding
+from ..rundir.noisemodel import Interval
 from ..rundir.summarymodel import Row, Summary
 from ..rundir.tuneplan import TunePlan
 from ..rundir.tunesummary import (
@@ -44,6 +48,7 @@ from ..rundir.tunesummary import (
 )
 from ..scenario import knobs as knob_data
 from ..scenario.model import Scenario, load_scenario, resolve_scenario
+from ..verdicts import noise
 from ..verdicts.gates import evaluate, failed
 from . import grid
 
@@ -54,6 +59,7 @@ TIE_GB_S = 0.01  # bandwidths this close are a tie, which TTFT breaks
 class _Judged:
     run: TuneRun
     rows: dict[int, Row]
+    samples: dict[int, RequestSamples] = field(default_factory=dict)
 
 
 def _judge_run(run: Path, folder: str, arm: ArmRecord | None) -> _Judged:
@@ -69,7 +75,8 @@ def _judge_run(run: Path, folder: str, arm: ArmRecord | None) -> _Judged:
             failed_why or "no such run folder; run its setting (or its job) first")), {})
     try:
         scenario = resolve_scenario(None, where)
-        summary: Summary = judged_summary(RunDir(where), scenario).summary
+        found = judged_summary(RunDir(where), scenario)
+        summary: Summary = found.summary
     except UserError as exc:
         why = f"{where}: the run failed before it measured anything ({failed_why})" if failed_why else str(exc)
         return _Judged(TuneRun(folder=folder, passed=False, problem=why), {})
@@ -78,7 +85,7 @@ def _judge_run(run: Path, folder: str, arm: ArmRecord | None) -> _Judged:
     broken = failed(results)
     problem = errors[0].message if errors else (f"check {broken[0].name} fails: {broken[0].detail}" if broken else None)
     return _Judged(TuneRun(folder=folder, passed=not errors and not broken, problem=problem,
-                           transport=summary.transport), summary.rows_by_length())
+                           transport=summary.transport), summary.rows_by_length(), found.samples)
 
 
 def _refused(folder: str, found: list[MemberFinding]) -> _Judged | None:
@@ -100,14 +107,31 @@ def _phases(rows: list[Row]) -> dict[str, float] | None:
             if (v := [r.phase_ms_median[k] for r in rows if r.phase_ms_median and k in r.phase_ms_median])} or None
 
 
-def _baseline(L: int, runs: list[_Judged]) -> BaselineLength:
+def _transfers(L: int, runs: list[_Judged]) -> list[tuple[float, ...]]:
+    """Per run with a bandwidth at ``L``, the transfer times its figure was drawn from."""
+    return [j.samples[L].transfer_ms for j in runs
+            if L in j.rows and j.rows[L].bandwidth_GB_s is not None and L in j.samples]
+
+
+def _interval(L: int, runs: list[_Judged], kv: int | None, base: BaselineLength | None = None) -> Interval | None:
+    """The bandwidth's interval over ``runs`` at ``L``; a setting's (``base`` given) borrows the baseline's
+    run-to-run deviations, since its one run shows none of its own."""
+    if not kv:
+        return None
+    borrowed = bootstrap.deviations(base.runs_GB_s) if base is not None else []
+    return bootstrap.bootstrap(_transfers(L, runs), bootstrap.rate_of(kv), borrowed=borrowed,
+                               borrowed_from=f"the baseline's {len(borrowed)} repeats" if borrowed else None)
+
+
+def _baseline(L: int, runs: list[_Judged], kv: int | None) -> BaselineLength:
     rows = [j.rows[L] for j in runs if L in j.rows]
     bw = [r.bandwidth_GB_s for r in rows if r.bandwidth_GB_s is not None]
     ttft = [r.ttft_ms_mean for r in rows if r.ttft_ms_mean is not None]
     ms = [r.transfer_ms_median for r in rows if r.transfer_ms_median is not None]
     spread = round(max(bw) - min(bw), 4) if len(bw) >= 2 else None
     return BaselineLength(runs_GB_s=bw, mean_GB_s=_mean(bw), spread_GB_s=spread, ttft_ms_mean=_mean(ttft),
-                          transfer_ms_mean=_mean(ms), phase_ms=_phases(rows))
+                          transfer_ms_mean=_mean(ms), phase_ms=_phases(rows), interval=_interval(L, runs, kv),
+                          noise_floor=bootstrap.noise_floor(f"the baseline's {len(bw)} repeated runs", bw, "GB/s"))
 
 
 def _beyond_engine(ms: float | None, kv_bytes: int | None, engine: EngineAlone | None) -> float | None:
@@ -117,14 +141,12 @@ def _beyond_engine(ms: float | None, kv_bytes: int | None, engine: EngineAlone |
     return round(ms - kv_bytes / (engine.mean_GB_s * 1e9) * 1e3, 2)
 
 
-def _standing(bw: float | None, base: BaselineLength) -> Standing:
-    if bw is None or base.mean_GB_s is None or base.spread_GB_s is None:
+def _standing(figure: Interval | None, base: BaselineLength) -> Standing:
+    """By the intervals alone (verdicts.noise); without two baseline runs there is no run-to-run noise to hold a
+    setting's single run to, so nothing is judged."""
+    if base.noise_floor is None:
         return "not judged"
-    if bw > base.mean_GB_s + base.spread_GB_s:
-        return "better"
-    if bw < base.mean_GB_s - base.spread_GB_s:
-        return "worse"
-    return "within the noise"
+    return noise.standing(figure, base.interval, higher_is_better=True)
 
 
 def _gain(bw: float | None, base: BaselineLength) -> float | None:
@@ -139,7 +161,10 @@ def _rank(figures: list[SettingFigure]) -> list[SettingFigure]:
         return (0, -round(f.bandwidth_GB_s / TIE_GB_S), f.ttft_ms_mean if f.ttft_ms_mean is not None
                 else float("inf"), f.setting)
     ordered = sorted(figures, key=key)
-    return [f.model_copy(update={"rank": i if f.bandwidth_GB_s is not None else None})
+    # The ranking by intervals beside the ranking by figures: who surely beats whom (verdicts.noise).
+    return [f.model_copy(update={"rank": i if f.bandwidth_GB_s is not None else None, "beaten_by": [
+        o.setting for o in ordered if o is not f and f.interval is not None and o.interval is not None
+        and noise.standing(o.interval, f.interval, higher_is_better=True) == "better"]})
             for i, f in enumerate(ordered, 1)]
 
 
@@ -164,7 +189,8 @@ def engine_alone(run: Path, plan: TunePlan) -> tuple[dict[int, EngineAlone], str
         rates = [f.GB_s for f in figures]
         # Unrounded, as the runs' rates are: a one-run mean is that run's rate to the last digit.
         out[L] = EngineAlone(runs=figures, mean_GB_s=statistics.fmean(rates),
-                             spread_GB_s=max(rates) - min(rates) if len(rates) >= 2 else None)
+                             spread_GB_s=max(rates) - min(rates) if len(rates) >= 2 else None,
+                             interval=bootstrap.bootstrap([[r] for r in rates], bootstrap.mean_of()))
     transport = next((r.transport for r in runs if r.transport), None)  # the runs agree (load_engine_runs)
     return out, transport, [r.source for r in runs]
 
@@ -189,24 +215,26 @@ def _engine_standing(bw: float | None, engine: EngineAlone | None) -> EngineStan
 def _length(L: int, plan: TunePlan, judged: dict[str, _Judged], engine: EngineAlone | None) -> TuneLength:
     # A baseline run that fails its checks measured something else than the setting (errors, a wrong transport):
     # it stays out of the mean and the spread, and its problem is shown with the run.
-    base = _baseline(L, [judged[f] for f in plan.baseline.runs if judged[f].run.passed])
     # The KV bytes of a request at this length are the scenario's: every run of the tune moves the same.
     kv = next((j.rows[L].kv_bytes for j in judged.values() if L in j.rows and j.rows[L].kv_bytes), None)
+    base = _baseline(L, [judged[f] for f in plan.baseline.runs if judged[f].run.passed], kv)
     figures = [SettingFigure(setting=plan.baseline.name, bandwidth_GB_s=base.mean_GB_s, ttft_ms_mean=base.ttft_ms_mean,
                              gain_pct=0.0 if base.mean_GB_s else None, of_engine=_of_engine(base.mean_GB_s, engine),
                              standing="within the noise" if base.spread_GB_s is not None else "not judged",
                              transfer_ms=base.transfer_ms_mean,
                              beyond_engine_ms=_beyond_engine(base.transfer_ms_mean, kv, engine),
-                             engine_standing=_engine_standing(base.mean_GB_s, engine))]
+                             engine_standing=_engine_standing(base.mean_GB_s, engine), interval=base.interval)]
     for s in plan.settings:
         if not s.values:
             continue
         row = judged[s.runs[0]].rows.get(L)
         bw = row.bandwidth_GB_s if row is not None else None
         ms = row.transfer_ms_median if row is not None else None
+        figure = _interval(L, [judged[s.runs[0]]], kv, base) if bw is not None else None
         figures.append(SettingFigure(setting=s.name, bandwidth_GB_s=bw, gain_pct=_gain(bw, base),
                                      ttft_ms_mean=row.ttft_ms_mean if row is not None else None,
-                                     of_engine=_of_engine(bw, engine), standing=_standing(bw, base),
+                                     of_engine=_of_engine(bw, engine), standing=_standing(figure, base),
+                                     interval=figure,
                                      transfer_ms=None if ms is None else round(ms, 2),
                                      beyond_engine_ms=_beyond_engine(ms, kv, engine),
                                      engine_standing=_engine_standing(bw, engine)))
@@ -290,9 +318,9 @@ class Pick:
 
 
 def pick_best(summary: TuneSummary) -> Pick | None:
-    """The setting better than the baseline at the most lengths and worse at none, its runs passing their
-    checks, the larger mean gain breaking ties, then the lower mean TTFT; None when no setting is, or while a
-    run of the tune measured nothing."""
+    """The setting better than the baseline (its interval wholly above the baseline's) at the most lengths and
+    worse at none, its runs passing their checks, the larger mean gain breaking ties, then the lower mean TTFT;
+    None when no setting is, or while a run of the tune measured nothing."""
     if summary.unmeasured:
         return None  # a best among the runs measured so far could be beaten by the ones still to run
     picks: list[Pick] = []
