@@ -226,8 +226,11 @@ def gpu_bus_id(switch: int, slot: int) -> str:
 
 def h20_node(root: Path, *, nics: int = 4, rate: str = "400 Gb/sec (4X NDR)", mtu: int = 9000,
              down: tuple[str, ...] = (), gid_mode: str = "v2", peermem: bool = True,
-             ip_base: str = "192.168", link_layer: str = "Ethernet", extended_counters: bool = True) -> FakeSysfs:
-    """A healthy H20 node: 4 PCIe switches (2 per NUMA node), each with 2 GPUs and one CX-7."""
+             ip_base: str = "192.168", link_layer: str = "Ethernet", extended_counters: bool = True,
+             relaxed: bool | None = True) -> FakeSysfs:
+    """A healthy H20 node: 4 PCIe switches (2 per NUMA node), each with 2 GPUs and one CX-7. ``relaxed``: each
+    NIC's PCIe path has config space as root reads it, with relaxed ordering on (True) or off at the NIC (False);
+    None: no config files (a tree captured without them)."""
     fs = FakeSysfs(root)
     for s in range(4):
         numa = s // 2
@@ -251,6 +254,8 @@ def h20_node(root: Path, *, nics: int = 4, rate: str = "400 Gb/sec (4X NDR)", mt
                link_layer=link_layer, extended_counters=extended_counters,
                state="1: DOWN" if name in down else "4: ACTIVE",
                phys_state="3: Disabled" if name in down else "5: LinkUp")
+        if relaxed is not None:
+            relaxed_path(fs, switch_chain(s, 2), off_at=None if relaxed else len(switch_chain(s, 2)) - 1)
     if gid_mode == "docker-only":
         fs.netdev("docker0", 1500)
     if peermem:
