@@ -116,7 +116,7 @@ def from_deploy(folder: Path) -> dict[str, RoleFacts]:
                         "give the folder `pdrepro render --out` wrote")
     found: dict[str, dict[str, set[str]]] = {}
     for path in files:
-        if path.suffix == ".env":
+        if path.suffix in (".env", ".json"):  # settings and records (nodes/*.json, ib_devices.json): no argv
             continue
         for argv in _argvs(path):
             role = serverflags.value_of(argv, _MODE)
