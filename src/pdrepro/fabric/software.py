@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Literal
 
 from ..host import docker
 from ..host.tools import ToolFailed, ToolMissing, capture
@@ -34,12 +35,17 @@ print(json.dumps(found))
 """
 
 
-def flavour_of(text: str | None) -> str | None:
+Flavour = Literal["cu12", "cu13"]
+
+
+def flavour_of(text: str | None) -> Flavour | None:
     """cu12 or cu13 from a distribution name, a local version (+cu130) or an image's base name (cuda:13.0.1)."""
     if not text:
         return None
     m = re.search(r"(?:cu|cuda)[-_:]?(1[23])", text.lower())
-    return f"cu{m.group(1)}" if m else None
+    if m is None:
+        return None
+    return "cu12" if m.group(1) == "12" else "cu13"
 
 
 def from_image(image: str) -> Software:
