@@ -505,3 +505,23 @@ def test_the_engine_floor_is_what_the_gpu_stacks_use():
     gpu = [p for p in templates.glob("compose-*.tmpl") if "driver: nvidia" in p.read_text()]
     assert gpu and all("start_interval" in p.read_text() for p in gpu) and GPU_STACK_MIN_ENGINE == 25
     assert "start_interval" not in (compose / "smoke.yaml").read_text()
+
+
+@pytest.mark.parametrize(("relaxed", "says"), [
+    (False, "disabled on mlx5_0 (off at 0000:1a:00.0)"),
+    (None, "unknown on mlx5_0 ("),
+])
+def test_relaxed_ordering_off_or_unknown_is_a_warning_with_its_fix(tmp_path, relaxed, says):
+    h20_node(tmp_path / "sys", relaxed=relaxed)
+    ctx = _ctx(tmp_path, env={"MC_IB_PCI_RELAXED_ORDERING": "1"})
+    c = _by_name(doctor.run_checks(ctx)[0])["relaxed-ordering"]
+    assert c.status == "warn" and says in c.detail
+    assert "MC_IB_PCI_RELAXED_ORDERING=1 (environment): on where supported" in c.detail
+    assert ("setpci" in c.fix) if relaxed is False else ("as root" in c.fix)
+
+
+def test_the_knob_unset_is_the_pinned_engines_off(tmp_path):
+    h20_node(tmp_path / "sys")
+    c = _by_name(doctor.run_checks(_ctx(tmp_path))[0])["relaxed-ordering"]
+    assert c.status == "pass" and "MC_IB_PCI_RELAXED_ORDERING unset: the pinned engine leaves relaxed ordering off" \
+        in c.detail
