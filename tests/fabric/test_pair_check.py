@@ -210,3 +210,15 @@ def test_a_hostile_record_never_passes_silently_or_crashes(tmp_path, valid_pair,
     assert rc in (0, 1, 2) and "Traceback" not in err
     if rc == 2:
         assert str(d) in err
+
+
+def test_a_deploy_folder_that_holds_no_launch_is_one_line(tmp_path, capsys):
+    p, d = _record(tmp_path, "prefill", capsys), _record(tmp_path, "decode", capsys)
+    deploy = tmp_path / "not-a-launch"
+    deploy.mkdir()
+    (deploy / "notes.txt").write_text("python -m sglang.launch_server --disaggregation-mode prefill --tp-size 8\n")
+    (deploy / "zero.yaml").symlink_to("/dev/zero")  # a link is never followed into the launch's files
+    rc, out, err = _pair(p, d, capsys, "--deploy", str(deploy))
+    assert rc == 2 and out == "" and "no decode server's command in it" in err
+    rc, _, err = _pair(p, d, capsys, "--deploy", str(tmp_path / "none"))
+    assert rc == 2 and "not a folder" in err
