@@ -9,6 +9,10 @@ ROUTER ?=
 PREFILL_LOGS ?=
 SWEEP_ARGS ?=
 SKIP_DOCTOR ?=
+# The prefill node's record (`make node-record ROLE=prefill` there), copied to this path on the decode node:
+# `make repro` keeps it as RUN/nodes/prefill.json beside this node's and checks the pair before the sweep.
+PREFILL_RECORD ?= $(DEPLOY)/nodes/prefill.json
+ROLE ?=
 PYTEST ?= $(BIN)/pytest
 
 # $(call repro_steps,scenario,router URL,prefill URL,decode URL,dataset,more repro options,run dir):
@@ -31,6 +35,18 @@ repro: setup ## On the decode node with the stack up: doctor, sweep, analyze, ga
 	else echo "make repro: no $$env_file; run make render first" >&2; exit 2; fi; \
 	router="$(ROUTER)"; router="$${router:-http://$$DECODE_IP:$$ROUTER_PORT}"; \
 	prefill_logs="$(PREFILL_LOGS)"; prefill_logs="$${prefill_logs:-docker:ssh://$$PREFILL_IP}"; \
-	$(call repro_steps,$(SCENARIO),$$router,http://$$PREFILL_IP:$$PREFILL_PORT,http://$$DECODE_IP:$$DECODE_PORT,$$DATASET_PATH,--prefill-logs-from "$$prefill_logs" $(if $(SKIP_DOCTOR),,--preflight decode),$(RUN))
+	$(call repro_steps,$(SCENARIO),$$router,http://$$PREFILL_IP:$$PREFILL_PORT,http://$$DECODE_IP:$$DECODE_PORT,$$DATASET_PATH,--prefill-logs-from "$$prefill_logs" $(if $(SKIP_DOCTOR),,--preflight decode --node-record "$(PREFILL_RECORD)" --deploy "$(DEPLOY)"),$(RUN))
 
-.PHONY: repro
+node-record: setup ## On a node before its stack starts: write its record to DEPLOY/nodes/ROLE.json (ROLE=prefill|decode)
+	@set -uo pipefail; \
+	case "$(ROLE)" in prefill|decode) ;; *) echo "make node-record: give ROLE=prefill or ROLE=decode" >&2; exit 2;; esac; \
+	env_file="$(DEPLOY)/$(ROLE).env"; \
+	if [ ! -f "$$env_file" ] && [ -f "$(DEPLOY)/$(ROLE)-0.env" ]; then env_file="$(DEPLOY)/$(ROLE)-0.env"; fi; \
+	if [ -f "$$env_file" ]; then set -a; . "$$env_file"; set +a; \
+	else echo "make node-record: no $$env_file; run make render first" >&2; exit 2; fi; \
+	mkdir -p "$(DEPLOY)/nodes"; \
+	$(PDREPRO) doctor --role "$(ROLE)" --scenario "$(SCENARIO)" --image "$$GPU_IMAGE" --out "$(DEPLOY)/nodes/$(ROLE).json"; \
+	rc=$$?; echo "record: $(DEPLOY)/nodes/$(ROLE).json (doctor exit $$rc; the record is kept whatever the verdict)"; \
+	[ -s "$(DEPLOY)/nodes/$(ROLE).json" ]
+
+.PHONY: repro node-record

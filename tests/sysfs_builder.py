@@ -175,6 +175,41 @@ class FakeSysfs:
         _write(self.root / "module" / name / "refcnt", "0")
 
 
+# PCI config space ----------------------------------------------------------
+
+PCIE_CAP_AT = 0x40  # where the fixtures put the PCI Express capability (real devices: 0x40..0xa0 and so on)
+
+
+def pci_config(relaxed: bool, *, size: int = 256, cap_at: int = PCIE_CAP_AT) -> bytes:
+    """A function's config space as root reads it: a header whose Status says it has capabilities, a power
+    management capability at 0x40 linking to the PCI Express one (or the PCI Express one at ``cap_at``),
+    whose Device Control holds Enable Relaxed Ordering (bit 4) as asked, beside Max Payload 256 B. ``size``:
+    the bytes the reader may see (64 for a user other than root)."""
+    data = bytearray(4096)
+    data[0:2] = (0x15B3).to_bytes(2, "little")
+    data[0x06] = 0x10            # Status: capability list
+    data[0x34] = cap_at
+    data[cap_at] = 0x10          # PCI Express
+    control = 0x2000 | 0x0020 | (0x0010 if relaxed else 0)
+    data[cap_at + 8:cap_at + 10] = control.to_bytes(2, "little")
+    return bytes(data[:size])
+
+
+def write_config(fs: FakeSysfs, chain: list[str], data: bytes) -> Path:
+    """Write ``data`` as the config file of the function at the end of CHAIN (a bridge or an endpoint)."""
+    path = fs.root / "devices" / Path(*chain) / "config"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def relaxed_path(fs: FakeSysfs, chain: list[str], *, off_at: int | None = None, size: int = 256) -> None:
+    """Config space for every function of CHAIN (root bus excluded): relaxed ordering on, except at chain
+    index ``off_at``; ``size`` as in ``pci_config``."""
+    for depth in range(1, len(chain)):
+        write_config(fs, chain[:depth + 1], pci_config(depth != off_at, size=size))
+
+
 # Scenarios the tests use ----------------------------------------------------
 
 def switch_chain(switch: int, slot: int) -> list[str]:
@@ -191,8 +226,11 @@ def gpu_bus_id(switch: int, slot: int) -> str:
 
 def h20_node(root: Path, *, nics: int = 4, rate: str = "400 Gb/sec (4X NDR)", mtu: int = 9000,
              down: tuple[str, ...] = (), gid_mode: str = "v2", peermem: bool = True,
-             ip_base: str = "192.168", link_layer: str = "Ethernet", extended_counters: bool = True) -> FakeSysfs:
-    """A healthy H20 node: 4 PCIe switches (2 per NUMA node), each with 2 GPUs and one CX-7."""
+             ip_base: str = "192.168", link_layer: str = "Ethernet", extended_counters: bool = True,
+             relaxed: bool | None = True) -> FakeSysfs:
+    """A healthy H20 node: 4 PCIe switches (2 per NUMA node), each with 2 GPUs and one CX-7. ``relaxed``: each
+    NIC's PCIe path has config space as root reads it, with relaxed ordering on (True) or off at the NIC (False);
+    None: no config files (a tree captured without them)."""
     fs = FakeSysfs(root)
     for s in range(4):
         numa = s // 2
@@ -216,6 +254,8 @@ def h20_node(root: Path, *, nics: int = 4, rate: str = "400 Gb/sec (4X NDR)", mt
                link_layer=link_layer, extended_counters=extended_counters,
                state="1: DOWN" if name in down else "4: ACTIVE",
                phys_state="3: Disabled" if name in down else "5: LinkUp")
+        if relaxed is not None:
+            relaxed_path(fs, switch_chain(s, 2), off_at=None if relaxed else len(switch_chain(s, 2)) - 1)
     if gid_mode == "docker-only":
         fs.netdev("docker0", 1500)
     if peermem:

@@ -80,6 +80,38 @@ class Pipeline:
     gates: str = DEFAULT_GATES           # the gate suite's folder (repro/ of a checkout, or where it is mounted)
     pytest: tuple[str, ...] = ()         # the gates' pytest command; empty: this interpreter's pytest
     quiet: bool = False                  # no step announcements
+    node_records: tuple[str, ...] = ()   # other nodes' records (doctor --out), kept in RUN/nodes and pair-checked
+    deploy: str | None = None            # the rendered launch the pair check reads page size, KV layout, TP from
+
+
+def keep_node_records(p: Pipeline) -> list[Path]:
+    """The given records, each checked as a record, copied into RUN/nodes/<its role>.json (the run keeps what the
+    pair check judged); a record without a role, two of one role, or one of the preflight's role is refused."""
+    # The records' model (pydantic) loads only where records are given: `pdrepro --help` stays light.
+    from .core.safewrite import make_folder, write_file  # noqa: PLC0415
+    from .rundir import noderecord  # noqa: PLC0415
+
+    seen: dict[str, str] = {}
+    records = []
+    for given in p.node_records:
+        record = noderecord.read(Path(given))
+        if record.role is None:
+            raise UserError(f"--node-record {given}: says no role; write it with `pdrepro doctor --role ROLE --out FILE`")
+        if record.role == p.preflight_role:
+            raise UserError(f"--node-record {given}: is a {record.role} node's record, and the preflight writes this "
+                            f"node's ({record.role}); give the other node's record")
+        if record.role in seen:
+            raise UserError(f"--node-record {given}: a second {record.role} record (the first: {seen[record.role]}); "
+                            "give one per role")
+        seen[record.role] = given
+        records.append(record)
+    kept = []
+    for record in records:
+        path = noderecord.record_path(Path(p.sweep.out), str(record.role))
+        make_folder(path.parent, "repro")
+        write_file(path, record.model_dump_json(indent=2) + "\n", "repro")
+        kept.append(path)
+    return kept
 
 
 def run_sweep(sweep: Sweep, *, cli: Callable[[list[str]], int], analyze: bool = False) -> int:
@@ -129,12 +161,32 @@ def run(p: Pipeline, *, cli: Callable[[list[str]], int],
         if not p.quiet:
             print(line, flush=True)
 
+    kept = keep_node_records(p) if p.node_records else []
     if p.preflight_role:
         say(f"== 1/4 preflight: pdrepro doctor --role {p.preflight_role}")
+        from .core.safewrite import make_folder  # noqa: PLC0415
+        from .rundir.noderecord import record_path  # noqa: PLC0415
+
+        record = record_path(Path(s.out), p.preflight_role)
+        make_folder(record.parent, "repro")
         doctor = ["doctor", "--role", p.preflight_role, "--scenario", s.scenario]
         doctor += [*(["--model", s.model_path] if s.model_path else []),
-                   *(["--dataset", s.dataset_path] if s.dataset_path else [])]
+                   *(["--dataset", s.dataset_path] if s.dataset_path else []),
+                   *(["--image", s.image] if s.image else []), "--out", str(record)]
         rc = cli(doctor)
+        if rc:
+            return rc
+    if kept:
+        from .rundir.noderecord import record_path  # noqa: PLC0415
+
+        pair = [str(record_path(Path(s.out), role)) for role in ("prefill", "decode")]
+        missing = [path for path in pair if not Path(path).is_file()]
+        if missing:
+            raise UserError(f"{missing[0]}: no record of that node for the pair check; write it there with "
+                            "`pdrepro doctor --role ROLE --out FILE` and pass --node-record FILE")
+        say(f"== 1/4 pair check: pdrepro doctor --pair {pair[0]} {pair[1]}")
+        where = ["--deploy", p.deploy] if p.deploy else ["--scenario", s.scenario]
+        rc = cli(["doctor", "--pair", *pair, *where])
         if rc:
             return rc
     say(f"== 2/4 sweep: {s.scenario} against {s.router} into {s.out}")

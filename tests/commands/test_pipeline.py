@@ -31,10 +31,16 @@ def _run(statuses: dict[str, int], **options) -> tuple[int, list[list[str]]]:
     return rc, calls
 
 
-def test_stages_run_in_order_and_success_is_zero(capsys):
+def test_stages_run_in_order_and_success_is_zero(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the preflight makes RUN/nodes for its record
+    (tmp_path / "repro").mkdir()
+    (tmp_path / "repro" / "conftest.py").write_text("")  # the gate suite, as the pipeline checks it
     rc, calls = _run({}, preflight_role="decode", gates="repro/", pytest=("pytest",))
     assert rc == 0
-    assert calls[0] == ["doctor", "--role", "decode", "--scenario", "s", "--model", "/m", "--dataset", "/d.json"]
+    # The preflight writes this node's record into the run, whatever its verdict.
+    assert calls[0] == ["doctor", "--role", "decode", "--scenario", "s", "--model", "/m", "--dataset", "/d.json",
+                        "--out", "runs/X/nodes/decode.json"]
+    assert (tmp_path / "runs" / "X" / "nodes").is_dir()
     assert calls[1] == ["sweep", "--scenario", "s", "--router", "http://r:8000", "--prefill", "http://p:30000",
                         "--model-path", "/m", "--dataset-path", "/d.json", "--out", "runs/X", "--no-analyze",
                         "--wait-timeout", "5"]
@@ -82,7 +88,10 @@ def test_stopped_sweep_ends_the_pipeline(status, capsys):
     assert "== 3/4" not in capsys.readouterr().out
 
 
-def test_failed_preflight_stops_before_the_sweep():
+def test_failed_preflight_stops_before_the_sweep(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "repro").mkdir()
+    (tmp_path / "repro" / "conftest.py").write_text("")
     rc, calls = _run({"doctor": 2}, preflight_role="decode")
     assert rc == 2 and [c[0] for c in calls] == ["doctor"]
 
@@ -121,3 +130,56 @@ def test_unbalanced_quote_is_one_line(capsys):
     assert main(["repro", "--router", "http://r:8000", "--sweep-args=--x 'y"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("pdrepro repro: error: --sweep-args") and "\n" not in err
+
+
+@pytest.mark.parametrize("decode_mtu,expected", [(9000, 0), (1500, 1)])
+def test_node_records_are_kept_in_the_run_and_pair_checked_before_the_sweep(tmp_path, monkeypatch, capsys,
+                                                                            decode_mtu, expected):
+    # The real doctor on two fake nodes: the prefill node's record written there, the decode node's by the
+    # preflight (its sysfs tree given to the stand-in), the pair check the real one.
+    from sysfs_builder import h20_node
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "repro").mkdir()
+    (tmp_path / "repro" / "conftest.py").write_text("")
+    h20_node(tmp_path / "prefill-sys")
+    h20_node(tmp_path / "decode-sys", mtu=decode_mtu)
+    prefill = tmp_path / "prefill.json"
+    assert main(["doctor", "--sysfs-root", str(tmp_path / "prefill-sys"), "--role", "prefill", "--out", str(prefill)]) in (0, 1)
+    calls: list[list[str]] = []
+
+    def cli(argv):
+        calls.append(argv)
+        if argv[:2] == ["doctor", "--role"]:
+            main([*argv, "--sysfs-root", str(tmp_path / "decode-sys")])
+            return 0  # a node whose other checks pass: only the pair is judged here
+        if argv[:2] == ["doctor", "--pair"]:
+            return main(argv)
+        return 0
+
+    sweep = pipeline.Sweep(scenario="h20-qwen3-235b-1p1d", router="http://r:8000", out="run")
+    p = pipeline.Pipeline(sweep=sweep, preflight_role="decode", node_records=(str(prefill),), pytest=("pytest",))
+    rc = pipeline.run(p, cli=cli, spawn=lambda argv: 0)
+    assert rc == expected
+    assert (tmp_path / "run" / "nodes" / "prefill.json").is_file() and (tmp_path / "run" / "nodes" / "decode.json").is_file()
+    pair = [c for c in calls if c[:2] == ["doctor", "--pair"]]
+    assert pair == [["doctor", "--pair", "run/nodes/prefill.json", "run/nodes/decode.json",
+                     "--scenario", "h20-qwen3-235b-1p1d"]]
+    stages = [c[0] for c in calls]
+    if expected:
+        assert "sweep" not in stages and "MISMATCH active MTU: prefill 4096, decode 1024" in capsys.readouterr().out
+    else:
+        assert stages.index("sweep") > calls.index(pair[0])
+
+
+def test_a_record_of_the_preflights_own_role_or_none_is_refused(tmp_path, monkeypatch):
+    from pdrepro.core.errors import UserError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "repro").mkdir()
+    (tmp_path / "repro" / "conftest.py").write_text("")
+    (tmp_path / "x.json").write_text("{}")
+    p = pipeline.Pipeline(sweep=SWEEP, preflight_role="decode", node_records=(str(tmp_path / "x.json"),))
+    with pytest.raises(UserError, match="missing key"):
+        pipeline.run(p, cli=lambda argv: 0, spawn=lambda argv: 0)
+    assert not (tmp_path / "runs").exists()  # refused before anything was written

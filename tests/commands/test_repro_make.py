@@ -97,3 +97,13 @@ def test_repro_and_onebox_repro_run_the_same_pipeline():
         assert words[:2] == ["pdrepro", "repro"]
         assert (_flag(words, "--out"), _flag(words, "--gates"), _flag(words, "--pytest")) == ("runs/X", "repro/", "pytest")
     assert "--preflight" not in _dry_repro("repro", "SKIP_DOCTOR=1")
+    # The decode node's record is the preflight's; the prefill node's is given, and the pair check reads the launch.
+    assert _flag(repro, "--node-record") == "deploy/nodes/prefill.json" and _flag(repro, "--deploy") == "deploy"
+    assert "--node-record" not in _dry_repro("repro", "SKIP_DOCTOR=1") and "--node-record" not in onebox
+
+
+def test_node_record_writes_the_role_given():
+    out = subprocess.run(["make", "-n", "--no-print-directory", "-o", "setup", "node-record", "ROLE=prefill",
+                          "PDREPRO=pdrepro"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert 'pdrepro doctor --role "prefill" --scenario "h20-qwen3-235b-1p1d" --image "$GPU_IMAGE" ' \
+           '--out "deploy/nodes/prefill.json"' in out.replace("$$", "$")

@@ -97,7 +97,8 @@ def test_healthy_h20_prefill_node_passes_everything(tmp_path, bin_dir, docker_en
     assert "GPU7->mlx5_3 PIX" in c["gpu-nic-affinity"].detail
     assert "ens10np0" in c["advertise-ip"].detail
     assert c["nvidia-driver"].detail.startswith("driver 580.65.06 (R580 or newer")
-    assert len(checks) == 18
+    assert "allowed on mlx5_0, mlx5_1, mlx5_2, mlx5_3" in c["relaxed-ordering"].detail
+    assert len(checks) == 19
 
 
 def test_json_output_shape_and_exit_status(tmp_path, bin_dir, docker_engine, capsys):
@@ -106,7 +107,8 @@ def test_json_output_shape_and_exit_status(tmp_path, bin_dir, docker_engine, cap
     docker_engine()
     rc = main(["doctor", "--sysfs-root", str(tmp_path / "sys"), "--json", "--role", "decode"])
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"checks", "line_rate_GB_s"}
+    # The node's record: doctor's rows and line rate, with the facts the pair check and diagnose read.
+    assert {"checks", "line_rate_GB_s", "nics", "software", "role"} <= set(out) and out["role"] == "decode"
     assert out["line_rate_GB_s"] == 0 and isinstance(out["line_rate_GB_s"], float)  # always a GB/s figure
     for c in out["checks"]:
         assert set(c) == {"name", "status", "detail", "fix"} and c["status"] in ("pass", "warn", "fail")
@@ -391,7 +393,12 @@ def test_saved_sysfs_copy_checks_like_the_original(tmp_path, bin_dir, docker_eng
     first = capsys.readouterr()
     assert "saved 4 RDMA device(s)" in first.err
     main(["doctor", "--sysfs-root", str(copy), "--json"])
-    assert json.loads(capsys.readouterr().out) == json.loads(first.out)
+    again, original = json.loads(capsys.readouterr().out), json.loads(first.out)
+    # Everything the record says of the node is the same (the PCIe paths' config space was copied too); only the
+    # tree read and the time differ.
+    differ = {"sysfs_root", "recorded_at"}
+    assert {k: v for k, v in again.items() if k not in differ} == {k: v for k, v in original.items() if k not in differ}
+    assert all(n["relaxed_ordering"] is True for n in again["nics"])
     assert main(["doctor", "--sysfs-root", str(tmp_path / "sys"), "--save-sysfs", str(copy)]) == 2
     assert "not empty" in capsys.readouterr().err
 
@@ -498,3 +505,23 @@ def test_the_engine_floor_is_what_the_gpu_stacks_use():
     gpu = [p for p in templates.glob("compose-*.tmpl") if "driver: nvidia" in p.read_text()]
     assert gpu and all("start_interval" in p.read_text() for p in gpu) and GPU_STACK_MIN_ENGINE == 25
     assert "start_interval" not in (compose / "smoke.yaml").read_text()
+
+
+@pytest.mark.parametrize(("relaxed", "says"), [
+    (False, "disabled on mlx5_0 (off at 0000:1a:00.0)"),
+    (None, "unknown on mlx5_0 ("),
+])
+def test_relaxed_ordering_off_or_unknown_is_a_warning_with_its_fix(tmp_path, relaxed, says):
+    h20_node(tmp_path / "sys", relaxed=relaxed)
+    ctx = _ctx(tmp_path, env={"MC_IB_PCI_RELAXED_ORDERING": "1"})
+    c = _by_name(doctor.run_checks(ctx)[0])["relaxed-ordering"]
+    assert c.status == "warn" and says in c.detail
+    assert "MC_IB_PCI_RELAXED_ORDERING=1 (environment): on where supported" in c.detail
+    assert ("setpci" in c.fix) if relaxed is False else ("as root" in c.fix)
+
+
+def test_the_knob_unset_is_the_pinned_engines_off(tmp_path):
+    h20_node(tmp_path / "sys")
+    c = _by_name(doctor.run_checks(_ctx(tmp_path))[0])["relaxed-ordering"]
+    assert c.status == "pass" and "MC_IB_PCI_RELAXED_ORDERING unset: the pinned engine leaves relaxed ordering off" \
+        in c.detail

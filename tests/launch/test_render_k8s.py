@@ -151,3 +151,24 @@ def _rendered(tmp_path: Path, name: str, target: str) -> Path:
     out = tmp_path / target
     assert main(render_argv(name, target, out)) == 0
     return out
+
+
+def test_each_server_pod_records_its_node_and_the_sweep_checks_the_pair_first(tmp_path):
+    objects = _render(tmp_path, "h20-qwen3-235b-1p1d")
+    sets = _by_kind(objects, "StatefulSet")
+    for role in ("prefill", "decode"):
+        pod = sets[f"pdrepro-{role}"]["spec"]["template"]["spec"]
+        (init,) = pod["initContainers"]
+        script = init["command"][-1]
+        assert f"pdrepro doctor --role {role} --scenario h20-qwen3-235b-1p1d" in script
+        assert '--out "/shared/nodes/$POD_NAME.json"' in script and script.endswith('test -s "/shared/nodes/$POD_NAME.json"')
+        # The server's own environment (what doctor reads the knobs from), and the shared volume it writes to.
+        (server,) = pod["containers"]
+        server_env = {e["name"]: e.get("value") for e in server["env"] if "value" in e}
+        init_env = {e["name"]: e.get("value") for e in init["env"] if "value" in e}
+        assert {k: v for k, v in server_env.items() if k != "PYTHONUNBUFFERED"}.items() <= init_env.items()
+        assert {"name": "shared", "mountPath": "/shared"} in init["volumeMounts"]
+    (job,) = _by_kind(objects, "Job").values()
+    words = job["spec"]["template"]["spec"]["containers"][0]["command"][-1].split()
+    assert [words[i + 1] for i, w in enumerate(words) if w == "--node-record"] == [
+        "/shared/nodes/pdrepro-prefill-0.json", "/shared/nodes/pdrepro-decode-0.json"]

@@ -12,6 +12,7 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 import yaml
 from fakebin import install
 from render_targets import slurm_command
+from sysfs_builder import h20_node
 
 from pdrepro.cli import main
 from pdrepro.launch import plan as launch
@@ -62,7 +64,7 @@ def _bash_tool(bin_dir: Path, name: str, body: str) -> None:
     path.write_text(body)
 
 
-def _fakes(tmp_path: Path, ready: bool = True, repro_rc: int = 0) -> tuple[dict, Path]:
+def _fakes(tmp_path: Path, ready: bool = True, repro_rc: int = 0, second_node_mtu: int = 9000) -> tuple[dict, Path]:
     bin_dir, log = tmp_path / "bin", tmp_path / "log"
     log.mkdir()
     _bash_tool(bin_dir, "srun", SRUN)
@@ -73,7 +75,15 @@ def _fakes(tmp_path: Path, ready: bool = True, repro_rc: int = 0) -> tuple[dict,
     install(bin_dir, "curl", f'echo "$*" >> "$FAKE_LOG/curl.log"; exit {0 if ready else 7}\n')
     bundle = tmp_path / "bundle"
     # `pdrepro repro` is the pipeline (tests/commands/test_pipeline.py): its status, the gates' among them, is the job's.
-    install(bundle / ".venv" / "bin", "pdrepro", f'printf "%s\\n" "$*" >> "$FAKE_LOG/pdrepro.log"; exit {repro_rc}\n')
+    # `pdrepro doctor` is the real one: on a node (srun sets FAKE_NODE) it reads that node's fake sysfs tree, and the
+    # pair check reads the records it wrote.
+    for node in NODES:
+        h20_node(tmp_path / "sysfs" / node, mtu=second_node_mtu if node == NODES[1] else 9000)
+    real = f"{shlex.quote(sys.executable)} -m pdrepro"
+    install(bundle / ".venv" / "bin", "pdrepro",
+            f'if [ "$1" = doctor ] && [ "$2" = --pair ]; then exec {real} "$@"; fi\n'
+            f'if [ "$1" = doctor ]; then exec {real} "$@" --sysfs-root "{tmp_path}/sysfs/$FAKE_NODE"; fi\n'
+            f'printf "%s\\n" "$*" >> "$FAKE_LOG/pdrepro.log"; exit {repro_rc}\n')
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "FAKE_LOG": str(log), "SLURM_JOB_ID": "77", "SLURM_CLUSTER_NAME": "lab",
            "SLURM_JOB_NODELIST": "gpu-a[1-2],gpu-b[1-2]", "SLURM_SUBMIT_DIR": str(tmp_path), "BUNDLE": str(bundle),
            "STOP_GRACE_S": "5"}
@@ -189,7 +199,10 @@ def test_smoke_script_has_the_gpu_scripts_shape(tmp_path):
     smoke = slurm.render(slurm_smoke.smoke_job(scenario, make_plan(scenario, [128], repeats=1)))
     gpu = _render(tmp_path, "h20-qwen3-235b-1p1d").read_text()
     sections = [line for line in gpu.splitlines() if line.startswith("# ---- ")]
-    assert sections == [line for line in smoke.splitlines() if line.startswith("# ---- ")]
+    # The GPU job alone records its two nodes and checks the pair before its servers load (the smoke has no GPU).
+    pair = "# ---- Node records and the pair check, before any server starts ----"
+    assert pair in sections and pair not in smoke
+    assert [s for s in sections if s != pair] == [line for line in smoke.splitlines() if line.startswith("# ---- ")]
     block = gpu.split("# ---- How steps start")[1].split("# ---- Placement")[0]
     assert len(block) > 2000 and block in smoke
     env, argv = slurm_command(smoke, "prefill-0", {"PREFILL_IPS[0]": "10.0.0.1"})
@@ -286,3 +299,33 @@ def test_a_path_the_job_cannot_mount_is_refused_on_one_line(tmp_path, capsys, na
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and model in err and "cannot bind-mount" in err, err
     assert not out.exists() or not any(out.rglob("*.sbatch"))
+
+
+def test_nodes_that_disagree_stop_the_job_before_any_server_starts(tmp_path):
+    script = _render(tmp_path, "h20-qwen3-235b-1p1d")
+    env, log = _fakes(tmp_path, second_node_mtu=1500)  # 1P1D: the second node serves decode
+    proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "MISMATCH active MTU: prefill 4096, decode 1024" in proc.stdout
+    assert "the pair check refused the launch (exit 1)" in proc.stdout
+    nodes = tmp_path / "runs" / "slurm-77" / "nodes"
+    assert json.loads((nodes / "prefill.json").read_text())["role"] == "prefill"
+    assert json.loads((nodes / "decode.json").read_text())["role"] == "decode"
+    assert not _docker_calls(log), "a server started although the nodes disagree"
+    assert not (log / "pdrepro.log").exists()
+
+
+def test_matching_nodes_hand_their_records_to_the_run(tmp_path):
+    script = _render(tmp_path, "h20-qwen3-235b-1p1d")
+    env, log = _fakes(tmp_path)
+    proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 mismatch(es)" in proc.stdout
+    (repro,) = [line.split() for line in (log / "pdrepro.log").read_text().splitlines()]
+    job = tmp_path / "runs" / "slurm-77"
+    given = [repro[i + 1] for i, w in enumerate(repro) if w == "--node-record"]
+    assert given == [f"{job}/nodes/prefill.json", f"{job}/nodes/decode.json"]
+    # Each record was written on its own node (the srun log names the node the doctor ran on).
+    srun = (log / "srun.log").read_text().splitlines()
+    assert any(line.startswith("gpu-a1 ") and "doctor --role prefill" in line for line in srun)
+    assert any(line.startswith("gpu-a2 ") and "doctor --role decode" in line for line in srun)

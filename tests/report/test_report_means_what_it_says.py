@@ -166,3 +166,21 @@ def test_servers_on_two_nodes_are_counted_from_their_own_records(onebox):
         prov["server_info"][role]["tp_size"] = 8
     assert render_report(data).splitlines()[0] == ("# KV transfer report: 1P1D Qwen2.5-0.5B-Instruct at TP 8, "
                                                    "prefill and decode on two nodes, 16 GPUs in all")
+
+
+def test_the_relaxed_ordering_knob_is_named_only_where_the_gpu_memory_path_is_the_short_one(onebox):
+    summary = _over_rdma(Summary.model_validate(json.loads((onebox / "summary.json").read_text())))
+    engine = max(c.engine_GB_s for c in (summary.engine_ceiling or {}).values() if c.engine_GB_s is not None)
+    note = "The GPU-memory path is the short one"
+    # A fabric that carries more than twice what the engine alone moves in GPU memory: the note, with the knob.
+    short = render_report(summary.model_copy(update={"line_rate_GB_s": 3 * engine, "baseline_GB_s": None}))
+    section = short.split("## Against the engine alone")[1]
+    assert note in section and "MC_IB_PCI_RELAXED_ORDERING=1" in section and "relaxed-ordering row" in section
+    assert f"{100 / 3:.0f} % of the line rate" in section
+    # The measured host-memory ceiling, where there is one, is the fabric's figure.
+    measured_fabric = render_report(summary.model_copy(update={"line_rate_GB_s": 100 * engine,
+                                                               "baseline_GB_s": 1.5 * engine}))
+    assert note not in measured_fabric
+    # The engine alone near the fabric: no note; one box over TCP: never.
+    assert note not in render_report(summary.model_copy(update={"line_rate_GB_s": 1.5 * engine}))
+    assert note not in (onebox / "report.md").read_text()

@@ -376,3 +376,24 @@ def test_a_run_folder_of_another_tune_or_none_is_refused(tmp_path):
     assert "no such folder" in one_line(pdrepro("tune", "--judge", str(tmp_path / "nowhere")))
     assert "no tune plan there" in one_line(pdrepro("tune", "--judge", str(tmp_path)))
     assert "give the tune's run folder: --out RUN" in one_line(pdrepro("tune", "--grid", f"{POOL}=4"))
+
+
+def test_relaxed_ordering_is_a_knob_the_grid_offers_like_any_other(tmp_path):
+    # MC_IB_PCI_RELAXED_ORDERING is read by the pinned Mooncake (mode 0 off, its default; 1 on; 2 auto): `pdrepro
+    # knobs` lists it, and a tune runs each value as a setting of its own, in the servers' environment.
+    listed = pdrepro("knobs", "--reader", "mooncake", "--json")
+    (knob,) = [k for k in json.loads(listed.stdout)["knobs"] if k["name"] == "MC_IB_PCI_RELAXED_ORDERING"]
+    assert knob["default"] == "0" and knob["rdma_only"] is True
+    run = tmp_path / "tune"
+    done = pdrepro("tune", "--render", "slurm", "--scenario", "h20-qwen3-235b-1p1d",
+                   "--grid", "MC_IB_PCI_RELAXED_ORDERING=1,2", "--out", str(run))
+    assert done.returncode == 0, done.stderr
+    plan = tuneplan.read(run)
+    assert plan is not None
+    values = {s.values.get("MC_IB_PCI_RELAXED_ORDERING") for s in plan.settings}
+    assert values == {None, "1", "2"}  # the baseline leaves it to the engine's default (0, off)
+    for setting in plan.settings:
+        for folder in setting.runs:
+            (script,) = (run / folder / "job").glob("*.sbatch")
+            value = setting.values.get("MC_IB_PCI_RELAXED_ORDERING")
+            assert (f"MC_IB_PCI_RELAXED_ORDERING={value}" in script.read_text()) == (value is not None)

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..core.errors import UserError
 from ..core.safewrite import write_file
 
-PAGES = ("cli", "scenario", "summary", "ab-summary", "baseline", "load-summary", "tune-summary")
+PAGES = ("cli", "scenario", "summary", "ab-summary", "baseline", "load-summary", "tune-summary", "node-record")
 
 
 def register(subparsers) -> None:

@@ -32,6 +32,13 @@ def register(sub) -> None:
                    help='more `pdrepro sweep` flags, one shell-quoted string: --sweep-args="--wait-timeout 60 --metrics"')
     p.add_argument("--preflight", choices=("prefill", "decode"), metavar="ROLE",
                    help="first run `pdrepro doctor --role ROLE` on this node (with --model-path and --dataset-path)")
+    p.add_argument("--node-record", action="append", default=[], metavar="FILE",
+                   help="another node's record (`pdrepro doctor --role ROLE --out FILE` there), kept as "
+                        "RUN/nodes/<role>.json; with the preflight's own record, `pdrepro doctor --pair` runs before "
+                        "the sweep and a mismatch stops it (repeat for each node)")
+    p.add_argument("--deploy", metavar="DIR",
+                   help="the pair check reads page size, KV layout and TP from this rendered launch (default: the "
+                        "scenario)")
     p.add_argument("--gates", default=pipeline.DEFAULT_GATES, metavar="DIR",
                    help="the gate suite's folder, repro/ of this bundle (default %(default)s)")
     p.add_argument("--pytest", metavar="COMMAND",
@@ -49,7 +56,8 @@ def run(args) -> int:
         configuration=args.configuration, thresholds=args.thresholds, bench_in_place=args.bench_in_place,
         extra=pipeline.sweep_extra(args.sweep_args))
     p = pipeline.Pipeline(sweep=sweep, preflight_role=args.preflight, gates=args.gates,
-                          pytest=pipeline.split_words(args.pytest, "--pytest"), quiet=args.quiet)
+                          pytest=pipeline.split_words(args.pytest, "--pytest"), quiet=args.quiet,
+                          node_records=tuple(args.node_record), deploy=args.deploy)
     # SIGTERM, SIGHUP and Ctrl-C at any stage stop the whole pipeline as an interrupt (the gates' child is
     # killed on the way out); the CLI ends it with 128 + the signal's number (130, 143). Raised at once: the
     # pipeline's own stages wait in the main thread (the gates' child, a preflight); the sweep stage puts its

@@ -48,6 +48,22 @@ class _Copier:
         write_file(out, text, "capture", self.dst)
         self.files += 1
 
+    def copy_pci_path(self, device_link: str) -> None:
+        """The config space of every PCI function from the device at DEVICE_LINK up to its root port, as bytes (the
+        relaxed-ordering check reads it; a copy made without root holds the 64 bytes a user sees, and says so)."""
+        real = os.path.relpath(os.path.realpath(self.src / device_link), self.src_real)
+        parts = Path(real).parts
+        if real.startswith("..") or len(parts) < 3 or parts[0] != "devices":
+            return
+        for depth in range(3, len(parts) + 1):
+            rel = Path(*parts[:depth], "config")
+            try:
+                data = runfile.read_host_bytes(self.src / rel)
+            except OSError:
+                continue
+            write_file(self.dst / rel, data, "capture", self.dst)
+            self.files += 1
+
     def entries(self, rel: str) -> list[str]:
         path = self.src / rel
         return sorted(p.name for p in path.iterdir()) if path.is_dir() else []
@@ -72,6 +88,7 @@ def capture(src: Path, dst: Path) -> str:
                 c.copy(f"{p}/gid_attrs/ndevs/{i}")
         if c.link(f"{base}/device"):
             c.copy(f"{base}/device/numa_node")
+            c.copy_pci_path(f"{base}/device")
     for uverbs in c.entries("class/infiniband_verbs"):
         if c.link(f"class/infiniband_verbs/{uverbs}"):
             c.copy(f"class/infiniband_verbs/{uverbs}/ibdev")

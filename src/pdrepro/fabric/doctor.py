@@ -17,6 +17,7 @@ from .checks.hostlimits import check_memlock
 from .checks.inputs import check_dataset, check_model
 from .checks.linerate import check_line_rate, line_rate_GB_s
 from .checks.network import check_advertise_ip, check_ports_free
+from .checks.ordering import check_relaxed_ordering, nic_paths
 from .checks.rdma import (
     check_dev_infiniband,
     check_devices,
@@ -30,6 +31,7 @@ from .checks.rdma import (
 # when given; Docker adds the GPU runtime row when reachable).
 CHECKS = (
     check_devices, check_ports, check_link_layer, check_gids, check_line_rate, check_mtu, check_dev_infiniband,
+    check_relaxed_ordering,
     check_memlock,
     check_gpu_registration, check_gpus, check_driver, check_affinity,
     check_docker,
@@ -40,6 +42,8 @@ CHECKS = (
 
 def run_checks(ctx: Context, facts: Facts | None = None) -> tuple[list[Check], float]:
     f = facts or gather(ctx)
+    if f.relaxed_paths is None:
+        f.relaxed_paths = nic_paths(ctx, f)
     checks: list[Check] = []
     for check in CHECKS:
         found = check(ctx, f)

@@ -17,6 +17,7 @@ from ..rundir.summarymodel import Metric, Reference, ReferenceRow, Row, SmokeRow
 from ..scenario.seams import summary_backend, summary_engine
 from ..verdicts.gates import NOT_APPLICABLE, tcp_without_rdma
 from .fabricceiling import ceiling_lines as fabric_ceiling_lines
+from .gpupath import relaxed_ordering_note
 from .phases import phases_section
 from .placement import no_fabric, placement_title
 from .portbaseline import port_baseline_section
@@ -234,7 +235,7 @@ def ceiling_section(summary: Summary) -> list[str]:
             f"{engine} hands the engine the KV as "
             "per-page, per-layer blocks (page size 1 here: many small slices), where the engine alone writes a few "
             "large blocks. Short prompts lose most: their fixed queue and polling delay is large next to a "
-            "millisecond of transfer.", ""]
+            "millisecond of transfer.", "", *relaxed_ordering_note(summary)]
 
 
 def transport_section(summary: Summary) -> list[str]:

@@ -19,6 +19,7 @@ from ..rundir.absummary import AbSummary
 from ..rundir.baseline import BaselineFile
 from ..rundir.faultsummary import FaultSummary
 from ..rundir.loadsummary import LoadSummary
+from ..rundir.noderecord import NodeRecord
 from ..rundir.summarymodel import ComparisonSummary, SmokeSummary, Summary
 from ..rundir.tunesummary import TuneSummary
 from .model import ScenarioFile
@@ -27,11 +28,12 @@ from .schemanames import SCHEMA_NAMES
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 # A scenario is one of its kinds (a union told apart by ``kind``); so is a summary.json (a smoke's, told by its
 # "source", a comparison's, by its "kind", else a sweep's); an A/B's, the fabric baseline's, a load sweep's and a
-# tune's summaries are one record each.
+# tune's summaries are one record each; so is a node's record (doctor --out, RUN/nodes/<role>.json).
 MODELS: dict[str, Any] = {"scenario": ScenarioFile, "summary": SmokeSummary | ComparisonSummary | Summary,
                           "ab-summary": AbSummary,
                           "baseline": BaselineFile, "load-summary": LoadSummary, "tune-summary": TuneSummary,
-                          "fault-summary": FaultSummary}
+                          "fault-summary": FaultSummary,
+                          "node-record": NodeRecord}
 if tuple(sorted(MODELS)) != SCHEMA_NAMES:  # `schema --help` would offer a schema that is not here, or hide one
     raise ImportError(f"scenario.schemagen: schemanames.SCHEMA_NAMES {SCHEMA_NAMES} differ from {tuple(sorted(MODELS))}")
 

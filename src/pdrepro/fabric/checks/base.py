@@ -87,6 +87,8 @@ class Facts:
     driver: str | None = None
     driver_error: str | None = None
     topo: nvidia.Topology | None = None
+    # Each PCIe NIC's relaxed-ordering path (host.pcie.Hop lists, by device), read once for the row and the record.
+    relaxed_paths: dict | None = None
 
     @property
     def active_ports(self) -> list[sysfs.Port]:

@@ -19,7 +19,7 @@ from ...core.errors import UserError
 from ...core.roles import SERVER_ROLES, Role
 from ...scenario import site as siteinput
 from ...scenario.model import Scenario
-from ..plan import DEFAULT_IB_DEVICES, DEFAULT_START_PERIOD, LaunchPlan, Plan, ServerLaunch, shell_line
+from ..plan import DEFAULT_IB_DEVICES, DEFAULT_START_PERIOD, LaunchPlan, NodeLaunch, Plan, ServerLaunch, shell_line
 from .base import Hosts, Rendered
 from .composefile import ComposeFile, Service, file_text
 
@@ -196,8 +196,9 @@ def commands_text(plan: Plan, out: str) -> str:
     """The per-node recipe: what to start, and what each container runs."""
     blocks = []
 
-    def block(title: str, up: str, services: Sequence[tuple[str, dict, Sequence[str]]]) -> None:
-        lines = [f"## {title}", f"$ {up}", ""]
+    def block(title: str, up: str, services: Sequence[tuple[str, dict, Sequence[str]]],
+              before: Sequence[str] = ()) -> None:
+        lines = [f"## {title}", *before, f"$ {up}", ""]
         for name, env, argv in services:
             lines += [f"# {name} runs:", shell_line(env, tuple(argv)), ""]
         blocks.append("\n".join(lines))
@@ -218,7 +219,7 @@ def commands_text(plan: Plan, out: str) -> str:
                 title = f"{node.name} node {node.host} (after the prefill servers are healthy)"
             else:
                 title = f"{node.name} node {node.host}"
-            block(title, up, services)
+            block(title, up, services, _record_lines(plan, out, node) if node.index == 0 else ())
     if "regular" in plan.launch.stacks:
         if plan.disaggregated:
             blocks.append("# The two stacks share ports and GPUs: run one at a time (`make down` in between).\n")
@@ -236,6 +237,17 @@ def commands_text(plan: Plan, out: str) -> str:
                   [("regular-2", plan.server_env("regular", 1), plan.regular_argv(1)),
                    ("regular-router", {}, plan.regular_router_argv())])
     return "\n".join(blocks)
+
+
+def _record_lines(plan: Plan, out: str, node: NodeLaunch) -> list[str]:
+    """The first node of each role writes its record before its stack starts; `make repro` (decode node) writes the
+    decode node's itself, takes the prefill node's from <OUT>/nodes/prefill.json and runs the pair check."""
+    record = f"{out}/nodes/{node.role}.json"
+    doctor = (f"$ pdrepro doctor --role {node.role} --scenario {plan.scenario.name} --image {plan.site.image} "
+              f"--out {record}")
+    if node.role == "prefill":
+        return [doctor, f"# copy {record} to the same path on the decode node: `make repro` there checks the pair"]
+    return [f"# `make repro` writes {record} itself and checks it against nodes/prefill.json before the sweep"]
 
 
 class ComposeTarget:

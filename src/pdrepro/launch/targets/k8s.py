@@ -38,6 +38,7 @@ CLAIM_SIZE = "20Gi"
 # host-address variable too (cluster_env).
 GPU_ENV = ("CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES")
 PROBE_PERIOD = 15
+NODES_DIR = "/shared/nodes"  # the node records the server pods write before they start
 SCENARIO_DIR = "/etc/pdrepro/scenario"
 
 
@@ -145,8 +146,24 @@ def _server_container(server: ServerLaunch, cluster: Cluster, log_command: str, 
         log_mount="subPath: logs" if shared else "subPathExpr: logs/$(POD_NAME)")
 
 
+def _record_container(role: str, server: ServerLaunch, cluster: Cluster, scenario: str, eng: ServingEngine) -> str:
+    """Before the server starts, the pod's node writes its record (`pdrepro doctor --out`, whatever the verdict) to
+    the shared volume, with the server's own environment and the image's Python; the sweep Job keeps the first
+    pod's of each role in its run and checks the pair before the sweep. No record at all stops the pod."""
+    record = f'"{NODES_DIR}/$POD_NAME.json"'
+    script = (f"mkdir -p {NODES_DIR} && pdrepro doctor --role {role} --scenario {shlex.quote(scenario)} "
+              f"--python python3 --out {record}; test -s {record}")
+    env = _env(server, eng)
+    return "\n".join([
+        "      - name: node-record", f"        image: {yaml_scalar(cluster.image)}",
+        "        command:", "        - bash", "        - -c", f"        - {yaml_scalar(unexpanded(script))}",
+        "        env:", "        - name: POD_NAME", "          valueFrom:", "            fieldRef:",
+        "              fieldPath: metadata.name", *([env] if env else []),
+        "        volumeMounts:", "        - name: shared", "          mountPath: /shared"])
+
+
 def _role_objects(role: str, nodes: tuple[NodeLaunch, ...], cluster: Cluster, shared: bool,
-                  eng: ServingEngine) -> list[str]:
+                  eng: ServingEngine, scenario: str) -> list[str]:
     """The headless Service (each pod a stable name, resolvable before it is ready, since the other side's
     bootstrap may need it early) and the StatefulSet: one pod per node, prefill and decode alike kept apart
     by pod anti-affinity, as on bare metal."""
@@ -159,6 +176,7 @@ def _role_objects(role: str, nodes: tuple[NodeLaunch, ...], cluster: Cluster, sh
                                            shared, eng) for server in servers)
     statefulset = fill("k8s-statefulset.yaml.tmpl", **meta, replicas=str(len(nodes)),
                        server_roles=yaml_list(SERVER_ROLES, indent=16), containers=containers.rstrip("\n"),
+                       init=_record_container(role, servers[0], cluster, scenario, eng),
                        model_path=yaml_scalar(cluster.model_path), ib_devices_file=yaml_scalar(cluster.ib_devices_file),
                        shared_claim=yaml_scalar(cluster.shared_claim))
     return [service, statefulset]
@@ -194,7 +212,9 @@ def job_script(plan: LaunchPlan, cluster: Cluster) -> str:
              # The Job already runs in the GPU image: no engine to start the client in.
              "--bench-in-place",
              # The gates from their ConfigMap; an image without pytest is judged by `pdrepro check`.
-             "--gates", "/gates"]
+             "--gates", "/gates",
+             # The records the first pod of each role wrote before its server started: the pair check runs first.
+             *(w for role in SERVER_ROLES for w in ("--node-record", f"{NODES_DIR}/{statefulset_name(role)}-0.json"))]
     if cluster.configuration:
         repro += ["--configuration", cluster.configuration]
     return "\n".join([
@@ -232,8 +252,8 @@ def manifests(plan: LaunchPlan, cluster: Cluster) -> dict[str, str]:
     objects = {
         "00-namespace.yaml": [namespace],
         "10-shared-claim.yaml": [claim],
-        "20-prefill.yaml": _role_objects("prefill", plan.role("prefill"), cluster, shared, eng),
-        "30-decode.yaml": _role_objects("decode", plan.role("decode"), cluster, shared, eng),
+        "20-prefill.yaml": _role_objects("prefill", plan.role("prefill"), cluster, shared, eng, plan.scenario),
+        "30-decode.yaml": _role_objects("decode", plan.role("decode"), cluster, shared, eng, plan.scenario),
         "40-router.yaml": _router_objects(plan, cluster),
         "50-sweep-job.yaml": [scenario, _job(plan, cluster)],
     }

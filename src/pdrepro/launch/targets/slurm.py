@@ -81,6 +81,7 @@ class Job:
     time: str = DEFAULT_TIME
     mounts: tuple[str, ...] = ()
     log_aliases: tuple[tuple[str, str], ...] = ()  # (server's log file, the plan's log name for it)
+    pair_scenario: str | None = None  # record both nodes and check the pair before any server starts
 
 
 def _command(head: str, step: Step) -> str:
@@ -122,6 +123,24 @@ def _placement(job: Job) -> str:
     ])
 
 
+def _pair_check(job: Job) -> str:
+    """The first node of each role records itself (`pdrepro doctor --out`, whatever its verdict); the two records
+    are held against each other and a disagreement stops the job before a server loads its model."""
+    if job.pair_scenario is None:
+        return ""
+    scenario = word(job.pair_scenario)
+    pair = Step("pair-check", "-", ("$BUNDLE/.venv/bin/pdrepro", "doctor", "--pair", "$JOB_DIR/nodes/prefill.json",
+                                    "$JOB_DIR/nodes/decode.json", "--scenario", job.pair_scenario))
+    return "\n".join([
+        "", "",
+        "# ---- Node records and the pair check, before any server starts ----",
+        'mkdir -p "$JOB_DIR/nodes"',
+        f'node_record prefill "${{PREFILL_NODES[0]}}" {scenario}',
+        f'node_record decode "${{DECODE_NODES[0]}}" {scenario}',
+        f'{_command("step", pair)} \\\n    || {{ rc=$?; pd_log "the pair check refused the launch (exit $rc)"; exit "$rc"; }}',
+    ])
+
+
 def _client(job: Job) -> str:
     out = ["# ---- Client steps ----", "status=0"]
     for s in job.client:
@@ -145,7 +164,7 @@ def render(job: Job) -> str:
                 gres=f"#SBATCH --gres={job.gres}" if job.gres else "",
                 settings="\n".join(settings), mounts=" ".join(word(m) for m in job.mounts),
                 runtime=files("pdrepro.launch.targets").joinpath("slurm_runtime.sh").read_text().rstrip("\n"),
-                placement=_placement(job), servers="\n".join(_command("launch", s) for s in job.servers),
+                placement=_placement(job) + _pair_check(job), servers="\n".join(_command("launch", s) for s in job.servers),
                 ready_url=word(job.ready_url), client=_client(job))
 
 
@@ -178,7 +197,9 @@ def gpu_job(plan: Plan, lp: LaunchPlan | None = None, run_dir: str | None = None
         "--prefill", first[Role.PREFILL].url, "--decode", first[Role.DECODE].url,
         "--model-path", site.model_path, "--dataset-path", site.dataset_path, "--image", "$IMAGE",
         "--logs-from", "$JOB_DIR/logs", "--out", run_dir or "$JOB_DIR/run",
-        "--gates", "$BUNDLE/repro/", "--pytest", "$BUNDLE/.venv/bin/pytest")
+        "--gates", "$BUNDLE/repro/", "--pytest", "$BUNDLE/.venv/bin/pytest",
+        # The records the job wrote before the servers started: kept in the run and checked again there.
+        "--node-record", "$JOB_DIR/nodes/prefill.json", "--node-record", "$JOB_DIR/nodes/decode.json")
     configuration = scenario.launched_configuration(lp.topology)
     if configuration is not None:
         # This job runs the disaggregated configuration; the regular one is not placed here.
@@ -206,6 +227,7 @@ def gpu_job(plan: Plan, lp: LaunchPlan | None = None, run_dir: str | None = None
         # Steps log to <step>.log; the sweep reads every server's log under the plan's name for it
         # (prefill.log, prefill-1.log, ...), which a step of one server per node may already carry.
         log_aliases=tuple((f"{s.name}.log", s.log_name) for s in lp.servers if s.log_name != f"{s.name}.log"),
+        pair_scenario=scenario_file or scenario.name,
     )
 
 

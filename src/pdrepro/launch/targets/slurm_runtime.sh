@@ -106,6 +106,18 @@ wait_ready() { # URL: until it answers 200, failing early when a server step end
   pd_log "ready: $url"
 }
 
+node_record() { # ROLE NODE SCENARIO: the node's record (pdrepro doctor --out) in $JOB_DIR/nodes, whatever its verdict
+  local role=$1 node=$2 scenario=$3 software=()
+  case $RUNTIME in
+    docker) software=(--image "$IMAGE") ;;   # the servers' image: its digest must match on both nodes
+    host) software=(--python python) ;;      # the Python the servers run with: its packages
+  esac
+  pd_log "recording the $role node $node (doctor, on the node itself)"
+  pd_srun "$node" "$BUNDLE/.venv/bin/pdrepro" doctor --role "$role" --scenario "$scenario" "${software[@]}" \
+    --out "$JOB_DIR/nodes/$role.json" >"$JOB_DIR/logs/doctor-$role.log" 2>&1 || true
+  [ -s "$JOB_DIR/nodes/$role.json" ] || pd_fail "no record of the $role node $node: see $JOB_DIR/logs/doctor-$role.log"
+}
+
 pd_alive() { local p; for p in "${STEP_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
 
 cleanup() {
