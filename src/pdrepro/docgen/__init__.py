@@ -20,7 +20,8 @@ SCHEMA_PAGES = {"scenario.md": ("scenario", "The scenario file"), "summary.md": 
                 "ab-summary.md": ("ab-summary", "ab-summary.json (`pdrepro ab`)"),
                 "baseline.md": ("baseline", "baseline.json (`pdrepro baseline`)"),
                 "load-summary.md": ("load-summary", "load-summary.json (`pdrepro load`)"),
-                "tune-summary.md": ("tune-summary", "tune-summary.json (`pdrepro tune`)")}
+                "tune-summary.md": ("tune-summary", "tune-summary.json (`pdrepro tune`)"),
+                "diagnosis.md": ("diagnosis", "The diagnosis (`pdrepro diagnose --json`)")}
 
 
 def render_pages(parser: argparse.ArgumentParser) -> dict[str, str]:

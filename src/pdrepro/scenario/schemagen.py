@@ -17,6 +17,7 @@ from pydantic import TypeAdapter
 from ..core.safewrite import write_file
 from ..rundir.absummary import AbSummary
 from ..rundir.baseline import BaselineFile
+from ..rundir.diagnosismodel import Diagnosis
 from ..rundir.loadsummary import LoadSummary
 from ..rundir.summarymodel import ComparisonSummary, SmokeSummary, Summary
 from ..rundir.tunesummary import TuneSummary
@@ -25,10 +26,11 @@ from .model import ScenarioFile
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 # A scenario is one of its kinds (a union told apart by ``kind``); so is a summary.json (a smoke's, told by its
 # "source", a comparison's, by its "kind", else a sweep's); an A/B's, the fabric baseline's, a load sweep's and a
-# tune's summaries are one record each.
+# tune's summaries and the diagnosis `pdrepro diagnose --json` prints are one record each.
 MODELS: dict[str, Any] = {"scenario": ScenarioFile, "summary": SmokeSummary | ComparisonSummary | Summary,
                           "ab-summary": AbSummary,
-                          "baseline": BaselineFile, "load-summary": LoadSummary, "tune-summary": TuneSummary}
+                          "baseline": BaselineFile, "load-summary": LoadSummary, "tune-summary": TuneSummary,
+                          "diagnosis": Diagnosis}
 
 
 def file_name(name: str) -> str:

@@ -1,0 +1,197 @@
+"""A run's evidence, gathered once for every cause: the kind the folder records (kinds.registry), the runs it
+holds (itself, or a composite's members), each judged in memory by its own kind (the analysis' summary: the
+transport, the NIC witness and its rails, the phases, the engine ceiling), a load's and a tune's own summaries,
+and the nodes' records (nodes.py). Nothing is written; a member whose summary cannot be made is kept with why,
+so the causes it would have shown are listed as unknown rather than guessed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..core.errors import UserError
+from ..kinds import registry
+from ..kinds.summarykind import SummaryKind
+from ..rundir import RunDir, tuneplan
+from ..rundir.loadsummary import LoadSummary
+from ..rundir.summarymodel import Summary
+from ..rundir.tunesummary import TuneSummary
+from ..scenario.model import Scenario, resolve_scenario
+from ..tune.collect import collected, own_plan
+from .nodes import NodeRecord, read_nodes
+
+# How deep below the folder a composite's member may sit (a comparison of comparisons: cmp/<config>/<run>).
+MEMBER_DEPTH = 3
+# A folder of a run's own outputs, never a member run.
+_NOT_MEMBERS = {"bench", "logs", "counters", "metrics", "plots", "raw", "nodes", "engine-ceiling", "scenarios",
+                "console", "stack"}
+
+
+@dataclass
+class Member:
+    """One run the folder holds (a sweep's or a smoke's), with its summary or why it has none."""
+
+    rel: str
+    run: RunDir
+    scenario: Scenario | None = None
+    summary: Summary | None = None
+    problem: str | None = None
+
+
+@dataclass
+class RunEvidence:
+    root: Path
+    kind: str
+    members: list[Member] = field(default_factory=list)
+    load: LoadSummary | None = None
+    load_problem: str | None = None
+    tune: TuneSummary | None = None
+    tune_problem: str | None = None
+    tune_root: Path | None = None
+    nodes: dict[str, NodeRecord] = field(default_factory=dict)
+    nodes_where: str = "nodes"
+    # The folder's own logs where it is no member (a load's servers log once for all its steps).
+    own_logs: Member | None = None
+
+    def log_runs(self) -> list[Member]:
+        """The runs whose server logs are read, each with the scenario it is judged by (None: not known)."""
+        return ([self.own_logs] if self.own_logs is not None else []) + self.members
+
+    def summaries(self) -> list[Member]:
+        return [m for m in self.members if m.summary is not None]
+
+    def rel(self, path: Path) -> str:
+        """A path as the diagnosis names it: relative to the folder diagnosed."""
+        try:
+            return str(Path(path).relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+
+def _holds_run(folder: Path) -> bool:
+    return (folder / "bench").is_dir() or (folder / "logs").is_dir() or (folder / "raw").is_dir()
+
+
+def _member_folders(root: Path, depth: int = 0) -> list[Path]:
+    """The runs under ``root`` a composite holds: folders (never links) holding a run's outputs, nearest first."""
+    if depth >= MEMBER_DEPTH:
+        return []
+    found: list[Path] = []
+    try:
+        children = sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and p.name not in _NOT_MEMBERS)
+    except OSError:
+        return []
+    for child in children:
+        if _holds_run(child):
+            found.append(child)
+        else:
+            found += _member_folders(child, depth + 1)
+    return found
+
+
+def _scenario_spec(member: RunDir, root: Path, spec: str | None) -> str | None:
+    """The scenario a member is judged by: the one given, else its own scenario.yaml, else the nearest one above it
+    inside the folder diagnosed (a comparison keeps one per configuration, above its runs)."""
+    if spec is not None or member.scenario_file.is_file():
+        return spec
+    for folder in member.root.parents:
+        if not folder.is_relative_to(root):
+            break
+        if (folder / "scenario.yaml").is_file() and not (folder / "scenario.yaml").is_symlink():
+            return str(folder / "scenario.yaml")
+    return None
+
+
+def _judge(member: Member, root: Path, spec: str | None) -> None:
+    """The member's summary, made in memory by the kind it records; why not, where it cannot be made."""
+    try:
+        scenario = resolve_scenario(_scenario_spec(member.run, root, spec), member.run.root)
+        member.scenario = scenario
+        if scenario.kind == "comparison":
+            member.problem = (f"a configuration of the comparison {scenario.name}: its figures are the comparison's "
+                              "(throughput side by side), not a transfer's; its logs are still read")
+            return
+        kind = registry.kind_of(member.run, scenario)
+        if not isinstance(kind, SummaryKind):
+            member.problem = f"holds a {kind.name} run, not one run's figures"
+            return
+        member.summary = kind.judged(member.run, scenario).summary
+    except (UserError, ValidationError, OSError, ValueError) as exc:
+        member.problem = str(exc).splitlines()[0][:400] if str(exc) else type(exc).__name__
+
+
+def _composites(ev: RunEvidence, run: RunDir, spec: str | None) -> None:
+    if ev.kind == "load":
+        from ..analysis.load import compute_load_summary
+        try:
+            ev.load = compute_load_summary(run, resolve_scenario(spec, run.root))
+        except (UserError, ValidationError, OSError, ValueError) as exc:
+            ev.load_problem = str(exc).splitlines()[0][:400] if str(exc) else type(exc).__name__
+    tune_root = run.root if ev.kind == "tune" else _tune_beside(run.root)
+    if tune_root is not None:
+        ev.tune_root = tune_root
+        try:
+            summary, _text, _passed = collected(tune_root, own_plan(tune_root))
+            ev.tune = summary
+        except (UserError, ValidationError, OSError, ValueError) as exc:
+            ev.tune_problem = str(exc).splitlines()[0][:400] if str(exc) else type(exc).__name__
+
+
+def _tune_beside(root: Path) -> Path | None:
+    """A tune holding the folder (a setting's run) or lying beside it (one folder up), by its plan file."""
+    parent = root.resolve().parent
+    if tuneplan.path(parent).is_file():
+        return parent
+    try:
+        beside = sorted(p for p in parent.iterdir() if p.is_dir() and not p.is_symlink() and p != root.resolve())
+    except OSError:
+        return None
+    return next((p for p in beside[:256] if tuneplan.path(p).is_file()), None)
+
+
+def readable_folder(root: Path) -> None:
+    """A folder `diagnose` can read, or one line saying why not (exit 2)."""
+    if not root.exists():
+        raise UserError(f"{root}: no such run folder; give the folder a run wrote (holding bench/ and logs/, or a "
+                        "composite's state file)")
+    if not root.is_dir():
+        raise UserError(f"{root}: is a file, not a run folder; give the folder a run wrote")
+    try:
+        next(iter(root.iterdir()), None)
+    except OSError as exc:
+        raise UserError(f"{root}: cannot be read ({exc.strerror or type(exc).__name__}); give a folder you can "
+                        "read") from None
+
+
+def gather(root: Path, spec: str | None = None) -> RunEvidence:
+    """Everything the causes read, from the folder ``root`` and the scenario ``spec`` (None: each run's own)."""
+    readable_folder(root)
+    run = RunDir(root)
+    kind = registry.kind_of(run)
+    ev = RunEvidence(root=root, kind=kind.name)
+    if isinstance(kind, SummaryKind) and kind.name != "compare" and _holds_run(root):
+        ev.members.append(Member(rel=".", run=run))
+    else:
+        ev.members += [Member(rel=str(p.relative_to(root)), run=RunDir(p)) for p in _member_folders(root)]
+    if not ev.members and kind is registry.SWEEP and not _holds_run(root):
+        raise UserError(f"{root}: holds no run (no bench/, logs/ or raw/ here or in a member's folder, no state file "
+                        "of a composite); give the folder a run wrote")
+    for member in ev.members:
+        _judge(member, root, spec)
+    _composites(ev, run, spec)
+    if run.logs_dir.is_dir() and not any(m.rel == "." for m in ev.members):
+        ev.own_logs = Member(rel=".", run=run)
+        try:
+            ev.own_logs.scenario = resolve_scenario(spec, root)
+        except (UserError, ValidationError, OSError, ValueError) as exc:
+            ev.own_logs.problem = str(exc).splitlines()[0][:400] if str(exc) else type(exc).__name__
+    # The nodes' records: the folder's own, else the first member's that has them.
+    for where in [root, *(m.run.root for m in ev.members if m.rel != ".")]:
+        records = read_nodes(where)
+        if records:
+            ev.nodes = records
+            ev.nodes_where = ev.rel(where / "nodes")
+            break
+    return ev
