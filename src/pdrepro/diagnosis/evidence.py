@@ -18,7 +18,7 @@ from ..rundir import RunDir, tuneplan
 from ..rundir.loadsummary import LoadSummary
 from ..rundir.summarymodel import Summary
 from ..rundir.tunesummary import TuneSummary
-from ..scenario.model import Scenario, resolve_scenario
+from ..scenario.model import Scenario, load_scenario, resolve_scenario
 from ..tune.collect import collected, own_plan
 from .nodes import NodeRecord, read_nodes
 
@@ -134,9 +134,16 @@ def _composites(ev: RunEvidence, run: RunDir, spec: str | None) -> None:
         ev.tune_root = tune_root
         try:
             summary, _text, _passed = collected(tune_root, own_plan(tune_root))
-            ev.tune = summary
         except (UserError, ValidationError, OSError, ValueError) as exc:
             ev.tune_problem = str(exc).splitlines()[0][:400] if str(exc) else type(exc).__name__
+            return
+        # A tune beside the run speaks for it only when it tuned the run's own scenario.
+        own = {m.scenario.name for m in ev.log_runs() if m.scenario is not None}
+        if ev.kind == "tune" or summary.scenario in own:
+            ev.tune = summary
+        else:
+            ev.tune_problem = (f"the tune in {tune_root} tuned scenario {summary.scenario}, not this run's "
+                               f"({', '.join(sorted(own)) or 'none read'})")
 
 
 def _tune_beside(root: Path) -> Path | None:
@@ -168,6 +175,8 @@ def readable_folder(root: Path) -> None:
 def gather(root: Path, spec: str | None = None) -> RunEvidence:
     """Everything the causes read, from the folder ``root`` and the scenario ``spec`` (None: each run's own)."""
     readable_folder(root)
+    if spec is not None:
+        load_scenario(spec)  # a scenario that cannot be read is bad input (exit 2), not an unknown per member
     run = RunDir(root)
     kind = registry.kind_of(run)
     ev = RunEvidence(root=root, kind=kind.name)
@@ -180,13 +189,13 @@ def gather(root: Path, spec: str | None = None) -> RunEvidence:
                         "of a composite); give the folder a run wrote")
     for member in ev.members:
         _judge(member, root, spec)
-    _composites(ev, run, spec)
     if run.logs_dir.is_dir() and not any(m.rel == "." for m in ev.members):
         ev.own_logs = Member(rel=".", run=run)
         try:
             ev.own_logs.scenario = resolve_scenario(spec, root)
         except (UserError, ValidationError, OSError, ValueError) as exc:
             ev.own_logs.problem = str(exc).splitlines()[0][:400] if str(exc) else type(exc).__name__
+    _composites(ev, run, spec)
     # The nodes' records: the folder's own, else the first member's that has them.
     for where in [root, *(m.run.root for m in ev.members if m.rel != ".")]:
         records = read_nodes(where)

@@ -86,11 +86,29 @@ def _member_gaps(m: Member, mtu: int | None, found: dict[str, Gap]) -> None:
                               where=f"{where}, against the transfer engine alone on the same box"))
 
 
+def _load_gaps(ev: RunEvidence, found: dict[str, Gap]) -> None:
+    """A load sweep's steps share the load's logs, so they hold no summary of their own: its figure is the load
+    summary's transfer time (p50) of each step, the KV of one request of its length over it, against the line rate."""
+    scenario = ev.own_logs.scenario if ev.own_logs is not None else None
+    if ev.load is None or scenario is None or not _ok(scenario.line_rate_GB_s):
+        return
+    line = scenario.line_rate_GB_s
+    kv = scenario.kv_bytes(ev.load.prompt_len)
+    for step in ev.load.steps:
+        if step.status != "done" or not _ok(step.transfer_ms_p50) or not _ok(kv):
+            continue
+        bw = kv / (step.transfer_ms_p50 / 1000.0) / 1e9
+        _worst(found, Gap(name="line rate", fraction=fraction(bw, line), measured=bw, reference=line, unit="GB/s",
+                          where=f"step {step.name} at {ev.load.prompt_len} tokens (its transfer p50), against the "
+                                "scenario's line rate"))
+
+
 def measure(ev: RunEvidence) -> Gaps:
     found: dict[str, Gap] = {}
     mtu = active_mtu(ev)
     for m in ev.summaries():
         _member_gaps(m, mtu, found)
+    _load_gaps(ev, found)
     return Gaps(sorted(found.values(), key=lambda g: (-g.fraction, g.name)))
 
 

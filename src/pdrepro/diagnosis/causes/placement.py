@@ -23,8 +23,8 @@ class Placement(Cause):
         near: list[str] = []
         for record in ev.nodes.values():
             check = record.checks.get(CHECK)
-            if check is None:
-                continue
+            if check is None or check.detail.startswith("not checked"):
+                continue  # the doctor saw no GPU or no NIC there: it says nothing of the placement
             where = f"{ev.nodes_where}/{record.role}.json"
             links = check.detail
             if check.status == "pass" and " SYS" not in links:

@@ -28,8 +28,26 @@ TCP_FIX = {
 }
 
 
-def readings(ev: RunEvidence, m: Member) -> list[tuple[Path, str, list[str], TransferBackend]]:
-    """(log, verdict, evidence lines, backend) for each server log of ``m`` its backend can read."""
+# UCX transports that reach a NIC's RDMA queues; a UCX_TLS naming none of them keeps the KV off RDMA by choice.
+_UCX_RDMA = {"rc", "rc_v", "rc_x", "rc_verbs", "rc_mlx5", "ud", "ud_v", "ud_x", "ud_verbs", "ud_mlx5", "dc", "dc_x",
+             "dc_mlx5", "ib", "all"}
+
+
+def chose_tcp(reading: object, backend: TransferBackend) -> str | None:
+    """What in the server's own evidence asked for TCP (so it is no fallback), or None: a backend that only moves
+    TCP, MC_FORCE_TCP (logged, or set in the engine's environment), or a UCX_TLS without an RDMA transport."""
+    if backend.tcp_only:
+        return f"the {backend.name} backend moves the KV over TCP by design"
+    if getattr(reading, "force_tcp", 0) or getattr(reading, "force_tcp_set", False):
+        return "MC_FORCE_TCP was set"
+    tls = getattr(reading, "ucx_tls", None)
+    if isinstance(tls, str) and not {t.strip() for t in tls.split(",")} & _UCX_RDMA:
+        return f"UCX_TLS={tls} names no RDMA transport"
+    return None
+
+
+def readings(ev: RunEvidence, m: Member) -> list[tuple[Path, str, list[str], TransferBackend, str | None]]:
+    """(log, verdict, evidence lines, backend, what asked for TCP) for each server log of ``m`` its backend reads."""
     if m.scenario is None:
         return []
     try:
@@ -43,7 +61,8 @@ def readings(ev: RunEvidence, m: Member) -> list[tuple[Path, str, list[str], Tra
                 reading = backend.scan_latest_start(path.stem, runfile.lines(path))
             except (OSError, ValueError):
                 continue
-            out.append((path, reading.verdict, list(getattr(reading, "evidence", []) or []), backend))
+            out.append((path, reading.verdict, list(getattr(reading, "evidence", []) or []), backend,
+                        chose_tcp(reading, backend)))
     return out
 
 
@@ -63,14 +82,17 @@ class TcpFallback(Cause):
         tcp: list[EvidenceItem] = []
         rdma: list[str] = []
         backends: set[str] = set()
-        chosen: set[str] = set()  # backends that move the KV over TCP by their own design (mooncake_tcp)
+        chosen: set[str] = set()  # what asked for TCP, where the servers' evidence says so
+        fell_back = False
         where: list[str] = []
         for m in ev.log_runs():
-            for path, verdict, lines, backend in readings(ev, m):
+            for path, verdict, lines, backend, asked in readings(ev, m):
                 if verdict == "tcp":
                     backends.add(backend.name)
-                    if backend.tcp_only:
-                        chosen.add(backend.name)
+                    if asked:
+                        chosen.add(asked)
+                    else:
+                        fell_back = True
                     where.append(ev.rel(path))
                     cited = numbered(path, lines)
                     tcp += [item("log line", ev.rel(path), text, number) for number, text in cited]
@@ -85,9 +107,8 @@ class TcpFallback(Cause):
                 tcp += _nic_items(ev, m)
         if where:
             fix = "; ".join(TCP_FIX.get(b.split("_")[0], TCP_FIX["mooncake"]) for b in sorted(backends))
-            asked = (f"; {', '.join(sorted(chosen))} moves it over TCP by design, so there it was chosen, no fallback"
-                     if chosen else "")
-            return Finding(fault=backends != chosen, loss=gaps.largest,
+            asked = f"; chosen, not fallen back to, where {'; '.join(sorted(chosen))}" if chosen else ""
+            return Finding(fault=fell_back, loss=gaps.largest,
                            summary=f"the KV moved over TCP ({', '.join(where[:6])}; backend {', '.join(sorted(backends))})"
                                    + (f", while {', '.join(rdma[:4])} used RDMA" if rdma else "") + asked,
                            evidence=tuple(tcp), fix=fix)
