@@ -63,7 +63,7 @@ class NodeRecord:
         return None, ""
 
 
-def _flag(value: Any) -> bool | None:
+def _flag(value: Any, depth: int = 0) -> bool | None:
     """A relaxed-ordering field's value as on/off: a bool, a known word, or an object's "enabled"/"on" of those;
     an object of ports is on only when every port is."""
     if isinstance(value, bool):
@@ -72,11 +72,11 @@ def _flag(value: Any) -> bool | None:
         word = value.strip().lower()
         return True if word in ("on", "enabled", "true", "yes", "1") else False if word in (
             "off", "disabled", "false", "no", "0") else None
-    if isinstance(value, dict):
+    if isinstance(value, dict) and depth < 3:
         for key in ("enabled", "on", "state", "value"):
             if key in value:
-                return _flag(value[key])
-        found = [_flag(v) for v in list(value.values())[:64]]
+                return _flag(value[key], depth + 1)
+        found = [_flag(v, depth + 1) for v in list(value.values())[:64]]
         if found and all(f is not None for f in found):
             return all(found)
     return None
@@ -105,7 +105,7 @@ def read_record(path: Path, role: str, rel: str) -> NodeRecord:
         return record
     try:
         data = runfile.read_json(path)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         record.problem = f"{rel} is not readable JSON ({type(exc).__name__})"
         return record
     if not isinstance(data, dict):
