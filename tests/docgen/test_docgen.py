@@ -114,8 +114,8 @@ def test_docs_command_writes_prints_and_refuses(tmp_path):
     result = pdrepro("docs", "--write", tmp_path / "ref")
     assert result.rc == 0
     assert sorted(p.name for p in (tmp_path / "ref").iterdir()) == ["ab-summary.md", "baseline.md", "cli.md",
-                                                                    "diagnosis.md", "load-summary.md", "scenario.md", "summary.md",
-                                                                    "tune-summary.md"]
+                                                                    "diagnosis.md", "load-summary.md", "scenario.md",
+                                                                    "summary.md", "tune-summary.md"]
     assert pdrepro("docs", "summary").out == (tmp_path / "ref" / "summary.md").read_text()
     assert_one_line_error(pdrepro("docs"), "docs", "name the page")
     (tmp_path / "file").write_text("")

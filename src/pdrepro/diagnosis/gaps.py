@@ -56,22 +56,26 @@ def _member_gaps(m: Member, mtu: int | None, found: dict[str, Gap]) -> None:
     if s is None:
         return
     reference = {r.prompt_len: r for r in (s.scenario.reference.rows if s.scenario.reference else [])}
-    line = s.line_rate_GB_s if _ok(s.line_rate_GB_s) else None
+    line = s.line_rate_GB_s if s.line_rate_GB_s is not None and _ok(s.line_rate_GB_s) else None
     ceiling = s.engine_ceiling or {}
     for row in s.rows:
-        bw, L = row.bandwidth_GB_s, row.prompt_len
+        bw, L, ttft = row.bandwidth_GB_s, row.prompt_len, row.ttft_ms_median
+        if bw is not None and not _ok(bw):
+            bw = None
         where = f"{m.rel} at {L} tokens"
         ref = reference.get(L)
-        if ref is not None and _ok(bw) and _ok(ref.bandwidth_GB_s):
-            _worst(found, Gap(name="published figure", fraction=fraction(bw, ref.bandwidth_GB_s), measured=bw,
-                              reference=ref.bandwidth_GB_s, unit="GB/s",
-                              where=f"{where}, against the scenario's published bandwidth"))
-        elif ref is not None and _ok(row.ttft_ms_median) and _ok(ref.ttft_ms):
+        ref_bw = ref.bandwidth_GB_s if ref is not None and ref.bandwidth_GB_s is not None and _ok(ref.bandwidth_GB_s) \
+            else None
+        ref_ttft = ref.ttft_ms if ref is not None and ref.ttft_ms is not None and _ok(ref.ttft_ms) else None
+        if bw is not None and ref_bw is not None:
+            _worst(found, Gap(name="published figure", fraction=fraction(bw, ref_bw), measured=bw, reference=ref_bw,
+                              unit="GB/s", where=f"{where}, against the scenario's published bandwidth"))
+        elif ttft is not None and _ok(ttft) and ref_ttft is not None:
             # A time: the run falls short by how much longer it took, as a share of its own time.
-            _worst(found, Gap(name="published figure", fraction=fraction(ref.ttft_ms, row.ttft_ms_median),
-                              measured=row.ttft_ms_median, reference=ref.ttft_ms, unit="ms (TTFT median)",
+            _worst(found, Gap(name="published figure", fraction=fraction(ref_ttft, ttft), measured=ttft,
+                              reference=ref_ttft, unit="ms (TTFT median)",
                               where=f"{where}, against the scenario's published TTFT"))
-        if line is not None and _ok(bw):
+        if line is not None and bw is not None:
             _worst(found, Gap(name="line rate", fraction=fraction(bw, line), measured=bw, reference=line, unit="GB/s",
                               where=f"{where}, against the scenario's line rate"))
             if mtu is not None:
@@ -80,24 +84,25 @@ def _member_gaps(m: Member, mtu: int | None, found: dict[str, Gap]) -> None:
                                   reference=payload, unit="GB/s",
                                   where=f"{where}, against the payload a RoCE MTU of {mtu} leaves of the line rate"))
         cell = ceiling.get(str(L))
-        if cell is not None and _ok(bw) and _ok(cell.engine_GB_s) and not cell.contradiction:
-            _worst(found, Gap(name="engine alone", fraction=fraction(bw, cell.engine_GB_s), measured=bw,
-                              reference=cell.engine_GB_s, unit="GB/s",
-                              where=f"{where}, against the transfer engine alone on the same box"))
+        engine = cell.engine_GB_s if cell is not None and not cell.contradiction else None
+        if bw is not None and engine is not None and _ok(engine):
+            _worst(found, Gap(name="engine alone", fraction=fraction(bw, engine), measured=bw, reference=engine,
+                              unit="GB/s", where=f"{where}, against the transfer engine alone on the same box"))
 
 
 def _load_gaps(ev: RunEvidence, found: dict[str, Gap]) -> None:
     """A load sweep's steps share the load's logs, so they hold no summary of their own: its figure is the load
     summary's transfer time (p50) of each step, the KV of one request of its length over it, against the line rate."""
     scenario = ev.own_logs.scenario if ev.own_logs is not None else None
-    if ev.load is None or scenario is None or not _ok(scenario.line_rate_GB_s):
+    line = scenario.line_rate_GB_s if scenario is not None else None
+    if ev.load is None or scenario is None or line is None or not _ok(line):
         return
-    line = scenario.line_rate_GB_s
     kv = scenario.kv_bytes(ev.load.prompt_len)
     for step in ev.load.steps:
-        if step.status != "done" or not _ok(step.transfer_ms_p50) or not _ok(kv):
+        ms = step.transfer_ms_p50
+        if step.status != "done" or ms is None or not _ok(ms) or not _ok(kv):
             continue
-        bw = kv / (step.transfer_ms_p50 / 1000.0) / 1e9
+        bw = kv / (ms / 1000.0) / 1e9
         _worst(found, Gap(name="line rate", fraction=fraction(bw, line), measured=bw, reference=line, unit="GB/s",
                           where=f"step {step.name} at {ev.load.prompt_len} tokens (its transfer p50), against the "
                                 "scenario's line rate"))

@@ -52,10 +52,11 @@ class EngineCeiling(Cause):
                            evidence=(item("figure", self._file(ev, m), f"{L} tokens: engine alone {engine:.3f} GB/s, "
                                                                        f"per request {bw:.3f} GB/s"),),
                            fix="measure the engine alone again on the run's own box (`make onebox-host-proof`)")
-        lined = [c for c in cells if c[4] is not None]
+        lined = [(m, L, bw, engine, line) for m, L, bw, engine, line, _bad in cells if line is not None]
         if not lined:
             return Missing("the engine alone is measured, but no line rate to hold it against (the scenario's link)")
-        m, L, bw, engine, line, _ = max(lined, key=lambda c: (fraction(c[2], c[4]), -c[1]))
+        # The length where the run falls furthest below the line rate: what the engine alone leaves there.
+        m, L, bw, engine, line = max(lined, key=lambda c: (fraction(c[2], c[4]), -c[1]))
         loss = fraction(engine, line)
         if loss < 0.05:
             return Cleared(f"the engine alone reaches {engine:.2f} of {line:.2f} GB/s at {L} tokens")

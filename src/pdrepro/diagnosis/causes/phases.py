@@ -22,7 +22,7 @@ class Phases(Cause):
         worst: tuple[float, str, float, float, int, str, int] | None = None
         seen = False
         for m in ev.summaries():
-            for row in m.summary.rows:
+            for row in (m.summary.rows if m.summary is not None else []):
                 phases, ttft = row.phase_ms_median or {}, row.ttft_ms_median
                 if not phases or ttft is None or ttft <= 0:
                     continue

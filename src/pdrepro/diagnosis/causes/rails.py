@@ -48,8 +48,8 @@ class RailSkew(Cause):
                 if worst is None or loss > worst[0]:
                     worst = (loss, L, role, rails, m)
         if worst is None:
-            notes = [r.nic_rails_note for m in ev.summaries() for r in m.summary.rows if r.nic_rails_note] \
-                if ev.summaries() else []
+            notes = [r.nic_rails_note for m in ev.summaries() if m.summary is not None for r in m.summary.rows
+                     if r.nic_rails_note]
             return Missing("no length has two or more judged rails on a node (the per-rail witness needs the NIC "
                            "counters per port and RUN/ib_devices.json naming the GPUs' NICs)"
                            + (f": {notes[0]}" if notes else ""))

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...backends.base import TransferBackend
 from ...core import runfile
 from ...core.errors import UserError
-from ...backends.base import TransferBackend
 from ...core.roles import SERVER_ROLES
 from ...rundir.diagnosismodel import EvidenceItem
 from ...scenario.seams import run_backend
