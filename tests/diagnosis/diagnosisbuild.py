@@ -56,3 +56,26 @@ def node_records(run: RunDir, tmp: Path, **node: dict) -> None:
         h20_node(tree, **options)
         checks, rate = doctor.run_checks(doctor.Context(sysfs_root=tree, role=None, dev_dir=None, env={}))
         (run.root / "nodes" / f"{role}.json").write_text(json.dumps(doctor.to_json(checks, rate), indent=2))
+
+
+def engine_alone(run: RunDir, GB_s: float) -> None:
+    """RUN/engine-ceiling.json as the recorded H200 run's script writes it: each length's KV of one request moved
+    by the engine alone at ``GB_s`` (decimal GB/s), as one block."""
+    entries = {}
+    for L in run.bench_lengths():
+        nbytes = SCENARIO.kv_bytes(L)
+        ms = nbytes / (GB_s * 1e9) * 1000
+        entries[f"{L}/one"] = {"bytes": nbytes, "median_ms": ms, "min_ms": ms * 0.98, "max_ms": ms * 1.05,
+                               "GB_s": GB_s}
+    (run.root / "engine-ceiling.json").write_text(json.dumps(entries, indent=2))
+
+
+def slow_queue(run: RunDir, times_forward: float) -> None:
+    """Each prefill request line's queue_duration set to ``times_forward`` times its forward_duration."""
+    import re
+
+    path = run.role_log("prefill")
+    pattern = re.compile(r"queue_duration=[\d.]+ms, forward_duration=(?P<fwd>[\d.]+)ms")
+    text = pattern.sub(lambda m: f"queue_duration={float(m['fwd']) * times_forward:.2f}ms, "
+                                 f"forward_duration={m['fwd']}ms", path.read_text())
+    path.write_text(text)

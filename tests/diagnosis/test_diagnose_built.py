@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import fakebin
 import pytest
-from diagnosisbuild import RELAXED_OFF, base_run, copy_of, node_records, split, startup
+from diagnosisbuild import RELAXED_OFF, base_run, copy_of, engine_alone, node_records, slow_queue, split, startup
 from diagnosisrun import cited_lines_exist, diagnose_json, names
 
 from pdrepro.core.roce import payload_ceiling_GB_s
@@ -112,3 +112,46 @@ def test_a_healthy_node_record_rules_its_causes_out(run, tmp_path, monkeypatch):
     assert {"mtu", "gid type and index", "nic-to-gpu placement"} <= set(names(d.cleared))
     # Today's doctor records no relaxed ordering: it stays unknown, not guessed from the rest.
     assert "relaxed ordering" in names(d.unknown)
+
+
+def test_the_engine_alone_far_below_the_line_rate_is_its_own_ceiling_first(run):
+    split(run, (0.25, 0.25, 0.25, 0.25))
+    engine_alone(run, 170.0)  # of the 200 GB/s of four 400G NICs; above the best per request (164 GB/s)
+    d = diagnose_json(run.root)
+    first = d.causes[0]
+    assert first.name == "engine's own ceiling" and not first.fault and "170.00 GB/s" in first.summary
+    assert first.evidence[0].file == "engine-ceiling.json"
+    line = next(g for g in d.gaps if g.name == "line rate")
+    assert first.share == pytest.approx(min(1.0, (1 - 170.0 / 200.0) / line.fraction), rel=1e-3)
+    assert any(g.name == "engine alone" for g in d.gaps)
+
+
+def test_an_engine_alone_below_the_requests_is_named_as_no_ceiling_of_this_box(run):
+    engine_alone(run, 40.0)  # the requests reach 66 GB/s at 512 tokens: no ceiling of this box
+    engine = next(c for c in diagnose_json(run.root).causes if c.name == "engine's own ceiling")
+    assert engine.fault and "not of this box" in engine.summary and engine.share == 0.0
+
+
+def test_no_engine_alone_leaves_its_ceiling_unknown_and_plain_phases_are_ruled_out(run):
+    d = diagnose_json(run.root)
+    assert "engine's own ceiling" in names(d.unknown) and not any(g.name == "engine alone" for g in d.gaps)
+    assert "servers' phases" in names(d.cleared)  # the builder's queue is under a millisecond
+
+
+def test_requests_waiting_in_the_prefill_queue_are_named_first(run):
+    split(run, (0.25, 0.25, 0.25, 0.25))
+    slow_queue(run, 3.0)
+    d = diagnose_json(run.root)
+    first = d.causes[0]
+    assert first.name == "servers' phases" and first.fault and first.summary.startswith("prefill.queue takes")
+    assert first.evidence[0].file == "logs/prefill.log"
+
+
+def test_a_smoke_run_is_diagnosed_as_a_smoke(tmp_path):
+    from runkinds import build_smoke_run
+
+    smoke = build_smoke_run(tmp_path / "smoke")
+    d = diagnose_json(smoke.root)
+    assert d.kind == "smoke" and d.members == ["."]
+    tcp = next(c for c in d.causes if c.name == "tcp fallback")
+    assert any("Found 0 HCAs" in e.text for e in tcp.evidence) and cited_lines_exist(smoke.root, d) >= 2
