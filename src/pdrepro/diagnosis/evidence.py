@@ -13,13 +13,13 @@ from pydantic import ValidationError
 
 from ..core.errors import UserError
 from ..kinds import registry
+from ..kinds.base import RunKind
 from ..kinds.summarykind import SummaryKind
-from ..rundir import RunDir, tuneplan
+from ..rundir import RunDir
 from ..rundir.loadsummary import LoadSummary
 from ..rundir.summarymodel import Summary
 from ..rundir.tunesummary import TuneSummary
 from ..scenario.model import Scenario, load_scenario, resolve_scenario
-from ..tune.collect import collected, own_plan
 from .nodes import NodeRecord, read_nodes
 
 # How deep below the folder a composite's member may sit (a comparison of comparisons: cmp/<config>/<run>).
@@ -46,7 +46,7 @@ class RunEvidence:
     kind: str
     members: list[Member] = field(default_factory=list)
     load: LoadSummary | None = None
-    load_problem: str | None = None
+    composite_problem: str | None = None
     tune: TuneSummary | None = None
     tune_problem: str | None = None
     tune_root: Path | None = None
@@ -109,53 +109,60 @@ def _judge(member: Member, root: Path, spec: str | None) -> None:
     try:
         scenario = resolve_scenario(_scenario_spec(member.run, root, spec), member.run.root)
         member.scenario = scenario
-        if scenario.kind == "comparison":
-            member.problem = (f"a configuration of the comparison {scenario.name}: its figures are the comparison's "
-                              "(throughput side by side), not a transfer's; its logs are still read")
-            return
         kind = registry.kind_of(member.run, scenario)
         if not isinstance(kind, SummaryKind):
             member.problem = f"holds a {kind.name} run, not one run's figures"
             return
         member.summary = kind.judged(member.run, scenario).summary
     except (UserError, ValidationError, OSError, ValueError) as exc:
-        member.problem = str(exc).splitlines()[0][:400] if str(exc) else type(exc).__name__
+        member.problem = _why(exc)
 
 
-def _composites(ev: RunEvidence, run: RunDir, spec: str | None) -> None:
-    if ev.kind == "load":
-        from ..analysis.load import compute_load_summary
+def _why(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:400] if str(exc) else type(exc).__name__
+
+
+def _composites(ev: RunEvidence, run: RunDir, kind: RunKind, spec: str | None) -> None:
+    """The composite's own summary (a load's steps, a tune's settings) by its kind; a tune lying beside the run."""
+    scenario = ev.own_logs.scenario if ev.own_logs is not None else None
+    try:
+        own = kind.composite_summary(run, scenario)
+    except (UserError, ValidationError, OSError, ValueError) as exc:
+        ev.composite_problem = _why(exc)
+        own = None
+    if isinstance(own, LoadSummary):
+        ev.load = own
+    if isinstance(own, TuneSummary):
+        ev.tune, ev.tune_root = own, run.root
+        return
+    for beside in _folders_beside(run.root):
+        other = registry.kind_of(RunDir(beside))
+        if not issubclass(other.summary_model, TuneSummary):
+            continue  # only a tune's settings speak for a knob
         try:
-            ev.load = compute_load_summary(run, resolve_scenario(spec, run.root))
+            found = other.composite_summary(RunDir(beside), None)
         except (UserError, ValidationError, OSError, ValueError) as exc:
-            ev.load_problem = str(exc).splitlines()[0][:400] if str(exc) else type(exc).__name__
-    tune_root = run.root if ev.kind == "tune" else _tune_beside(run.root)
-    if tune_root is not None:
-        ev.tune_root = tune_root
-        try:
-            summary, _text, _passed = collected(tune_root, own_plan(tune_root))
-        except (UserError, ValidationError, OSError, ValueError) as exc:
-            ev.tune_problem = str(exc).splitlines()[0][:400] if str(exc) else type(exc).__name__
-            return
+            ev.tune_problem = f"{beside}: {_why(exc)}"
+            continue
+        if not isinstance(found, TuneSummary):
+            continue
         # A tune beside the run speaks for it only when it tuned the run's own scenario.
-        own = {m.scenario.name for m in ev.log_runs() if m.scenario is not None}
-        if ev.kind == "tune" or summary.scenario in own:
-            ev.tune = summary
-        else:
-            ev.tune_problem = (f"the tune in {tune_root} tuned scenario {summary.scenario}, not this run's "
-                               f"({', '.join(sorted(own)) or 'none read'})")
+        names = {m.scenario.name for m in ev.log_runs() if m.scenario is not None}
+        if found.scenario in names:
+            ev.tune, ev.tune_root = found, beside
+            return
+        ev.tune_problem = (f"the tune in {beside} tuned scenario {found.scenario}, not this run's "
+                           f"({', '.join(sorted(names)) or 'none read'})")
 
 
-def _tune_beside(root: Path) -> Path | None:
-    """A tune holding the folder (a setting's run) or lying beside it (one folder up), by its plan file."""
+def _folders_beside(root: Path) -> list[Path]:
+    """The folder holding the run (a tune holds its settings' runs) and the folders beside it, at most 64."""
     parent = root.resolve().parent
-    if tuneplan.path(parent).is_file():
-        return parent
     try:
         beside = sorted(p for p in parent.iterdir() if p.is_dir() and not p.is_symlink() and p != root.resolve())
     except OSError:
-        return None
-    return next((p for p in beside[:256] if tuneplan.path(p).is_file()), None)
+        beside = []
+    return [parent, *beside[:63]]
 
 
 def readable_folder(root: Path) -> None:
@@ -180,7 +187,11 @@ def gather(root: Path, spec: str | None = None) -> RunEvidence:
     run = RunDir(root)
     kind = registry.kind_of(run)
     ev = RunEvidence(root=root, kind=kind.name)
-    if isinstance(kind, SummaryKind) and kind.name != "compare" and _holds_run(root):
+    # A kind whose summary is one run's figures (a sweep's, a smoke's) is its own member; a comparison's summary sets
+    # configurations side by side, and a composite's runs are its members: their folders are read instead.
+    model = kind.summary_model
+    if isinstance(kind, SummaryKind) and issubclass(model, Summary) and not model.compares_configurations \
+            and _holds_run(root):
         ev.members.append(Member(rel=".", run=run))
     else:
         ev.members += [Member(rel=str(p.relative_to(root)), run=RunDir(p)) for p in _member_folders(root)]
@@ -194,8 +205,8 @@ def gather(root: Path, spec: str | None = None) -> RunEvidence:
         try:
             ev.own_logs.scenario = resolve_scenario(spec, root)
         except (UserError, ValidationError, OSError, ValueError) as exc:
-            ev.own_logs.problem = str(exc).splitlines()[0][:400] if str(exc) else type(exc).__name__
-    _composites(ev, run, spec)
+            ev.own_logs.problem = _why(exc)
+    _composites(ev, run, kind, spec)
     # The nodes' records: the folder's own, else the first member's that has them.
     for where in [root, *(m.run.root for m in ev.members if m.rel != ".")]:
         records = read_nodes(where)

@@ -5,7 +5,6 @@ A tune with no better setting rules the knobs of its grid out."""
 
 from __future__ import annotations
 
-from ...rundir import tuneplan
 from ..evidence import RunEvidence
 from ..gaps import Gaps
 from .base import Answer, Cause, Cleared, Finding, Missing, item
@@ -19,7 +18,7 @@ class Knob(Cause):
         if tune is None:
             return Missing("no tune in the folder or beside it (`pdrepro tune` tries the knobs on this scenario)"
                            + (f": {ev.tune_problem}" if ev.tune_problem else ""))
-        where = ev.rel(ev.tune_root / tuneplan.FILE) if ev.tune_root is not None else tuneplan.FILE
+        where = ev.rel(ev.tune_root) if ev.tune_root is not None else "the tune"
         if tune.best is None:
             knobs = ", ".join(k.name for k in tune.knobs)
             return Cleared(f"the tune ({where}) found no setting of {knobs or 'its grid'} beating the baseline beyond "

@@ -6,7 +6,6 @@ sweep holds no steps to set against each other."""
 
 from __future__ import annotations
 
-from ...rundir.loadstate import FILE as LOAD_STATE
 from ..evidence import RunEvidence
 from ..gaps import Gaps, fraction
 from .base import Answer, Cause, Cleared, Finding, Missing, item
@@ -17,8 +16,8 @@ class Load(Cause):
 
     def read(self, ev: RunEvidence, gaps: Gaps) -> Answer:
         if ev.load is None:
-            return Missing(f"no load sweep's steps ({LOAD_STATE}): run `pdrepro load` to set transfer waits against "
-                           "requests in flight" + (f" ({ev.load_problem})" if ev.load_problem else ""))
+            return Missing("no load sweep's steps (load-state.json): run `pdrepro load` to set transfer waits against "
+                           "requests in flight" + (f" ({ev.composite_problem})" if ev.composite_problem else ""))
         steps = [s for s in ev.load.steps if s.status == "done" and s.transfer_ms_p50 and s.transfer_ms_p50 > 0]
         if len(steps) < 2:
             return Missing("the load sweep measured a transfer time at fewer than two steps (the prefill servers' "
