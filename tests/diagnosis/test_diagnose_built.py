@@ -155,3 +155,12 @@ def test_a_smoke_run_is_diagnosed_as_a_smoke(tmp_path):
     assert d.kind == "smoke" and d.members == ["."]
     tcp = next(c for c in d.causes if c.name == "tcp fallback")
     assert any("Found 0 HCAs" in e.text for e in tcp.evidence) and cited_lines_exist(smoke.root, d) >= 2
+
+
+def test_a_node_with_only_roce_v1_gids_names_the_gid_from_its_record(run, tmp_path):
+    node_records(run, tmp_path, prefill={"gid_mode": "v1-only"}, decode={})
+    d = diagnose_json(run.root)
+    gid = next(c for c in d.causes if c.name == "gid type and index")
+    assert gid.fault and [e.file for e in gid.evidence] == ["nodes/prefill.json"]
+    assert gid.evidence[0].kind == "sysfs" and "gid check" in gid.evidence[0].text
+    assert d.causes.index(gid) == 0  # no other cause has evidence here with a larger share
