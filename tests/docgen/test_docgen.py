@@ -114,7 +114,7 @@ def test_docs_command_writes_prints_and_refuses(tmp_path):
     result = pdrepro("docs", "--write", tmp_path / "ref")
     assert result.rc == 0
     assert sorted(p.name for p in (tmp_path / "ref").iterdir()) == [
-        "ab-summary.md", "baseline.md", "cli.md", "fault-summary.md", "load-summary.md", "node-record.md",
+        "ab-summary.md", "baseline.md", "cli.md", "diagnosis.md", "fault-summary.md", "load-summary.md", "node-record.md",
         "scenario.md", "summary.md",
         "tune-summary.md"]
     assert pdrepro("docs", "summary").out == (tmp_path / "ref" / "summary.md").read_text()

@@ -43,8 +43,9 @@ def test_schema_command_prints_and_writes_the_same(tmp_path, capsys):
     assert capsys.readouterr().out == schemagen.render("scenario")
     assert main(["schema", "--write", str(tmp_path)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "ab-summary.schema.json", "baseline.schema.json", "fault-summary.schema.json", "load-summary.schema.json",
-        "node-record.schema.json", "scenario.schema.json", "summary.schema.json", "tune-summary.schema.json"]
+        "ab-summary.schema.json", "baseline.schema.json", "diagnosis.schema.json", "fault-summary.schema.json",
+        "load-summary.schema.json", "node-record.schema.json", "scenario.schema.json", "summary.schema.json",
+        "tune-summary.schema.json"]
     assert main(["schema"]) == 2 and "name the schema" in capsys.readouterr().err
 
 

@@ -22,7 +22,9 @@ SCHEMA_PAGES = {"scenario.md": ("scenario", "The scenario file"), "summary.md": 
                 "load-summary.md": ("load-summary", "load-summary.json (`pdrepro load`)"),
                 "tune-summary.md": ("tune-summary", "tune-summary.json (`pdrepro tune`)"),
                 "fault-summary.md": ("fault-summary", "fault-summary.json (`pdrepro fault`)"),
-                "node-record.md": ("node-record", "A node's record (`pdrepro doctor --out`, RUN/nodes/<role>.json)")}
+                "node-record.md": ("node-record", "A node's record (`pdrepro doctor --out`, RUN/nodes/<role>.json)"),
+
+                "diagnosis.md": ("diagnosis", "The diagnosis (`pdrepro diagnose --json`)")}
 
 
 def render_pages(parser: argparse.ArgumentParser) -> dict[str, str]:

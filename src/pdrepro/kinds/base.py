@@ -47,3 +47,8 @@ class RunKind(ABC):
     @abstractmethod
     def analyze(self, run: RunDir, args: argparse.Namespace) -> int:
         """`pdrepro analyze RUN`: build the kind's typed summary and write it with its report."""
+
+    def composite_summary(self, run: RunDir, scenario: Scenario | None) -> BaseModel | None:
+        """A composite's own summary beyond its members' (a load's steps, a tune's settings), judged in memory for
+        the readers that look past one run's figures (`pdrepro diagnose`); None where the kind has none."""
+        return None

@@ -15,7 +15,7 @@ from ..publish.loadresults import summary_path, write_load_results
 from ..report.load import step_table
 from ..rundir import RunDir, loadstate
 from ..rundir.loadsummary import LoadSummary
-from ..scenario.model import resolve_scenario
+from ..scenario.model import Scenario, resolve_scenario
 from ..scenario.recorded import own_scenario
 from ..scenario.seams import run_backend
 from ..verdicts.bounds import bound_changes
@@ -68,6 +68,9 @@ class Load(RunKind):
 
     def verdict(self, run: RunDir, args: argparse.Namespace) -> Verdict:
         return check_load(run, args)
+
+    def composite_summary(self, run: RunDir, scenario: Scenario | None) -> LoadSummary:
+        return compute_load_summary(run, scenario if scenario is not None else resolve_scenario(None, run.root))
 
     def analyze(self, run: RunDir, args: argparse.Namespace) -> int:
         scenario = resolve_scenario(args.scenario, args.run)

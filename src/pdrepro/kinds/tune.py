@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..rundir import RunDir, tuneplan
 from ..rundir.tunesummary import TUNE_LABEL, TuneSummary
+from ..scenario.model import Scenario
 from ..tune.collect import collected, own_plan, passed
 from . import recorded
 from .composite import CompositeKind
@@ -19,6 +20,11 @@ class Tune(CompositeKind):
 
     def records(self, run: RunDir) -> bool:
         return recorded.arms_label_head(run) == TUNE_LABEL.word or tuneplan.path(run.root).is_file()
+
+    def composite_summary(self, run: RunDir, scenario: Scenario | None) -> TuneSummary:
+        # The tune judges its settings by their own scenarios (its plan's), not by the one given.
+        summary, _text, _overlay = collected(run.root, own_plan(run.root))
+        return summary
 
     def judged(self, run: RunDir) -> tuple[TuneSummary, str, bool]:
         # The tune judged from its settings' folders as its plan names them, as `tune --judge` judges it.

@@ -17,6 +17,7 @@ from pydantic import TypeAdapter
 from ..core.safewrite import write_file
 from ..rundir.absummary import AbSummary
 from ..rundir.baseline import BaselineFile
+from ..rundir.diagnosismodel import Diagnosis
 from ..rundir.faultsummary import FaultSummary
 from ..rundir.loadsummary import LoadSummary
 from ..rundir.noderecord import NodeRecord
@@ -28,12 +29,13 @@ from .schemanames import SCHEMA_NAMES
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 # A scenario is one of its kinds (a union told apart by ``kind``); so is a summary.json (a smoke's, told by its
 # "source", a comparison's, by its "kind", else a sweep's); an A/B's, the fabric baseline's, a load sweep's and a
-# tune's summaries are one record each; so is a node's record (doctor --out, RUN/nodes/<role>.json).
+# tune's summaries and the diagnosis `pdrepro diagnose --json` prints are one record each; so is a node's
+# record (doctor --out, RUN/nodes/<role>.json).
 MODELS: dict[str, Any] = {"scenario": ScenarioFile, "summary": SmokeSummary | ComparisonSummary | Summary,
                           "ab-summary": AbSummary,
                           "baseline": BaselineFile, "load-summary": LoadSummary, "tune-summary": TuneSummary,
                           "fault-summary": FaultSummary,
-                          "node-record": NodeRecord}
+                          "node-record": NodeRecord, "diagnosis": Diagnosis}
 if tuple(sorted(MODELS)) != SCHEMA_NAMES:  # `schema --help` would offer a schema that is not here, or hide one
     raise ImportError(f"scenario.schemagen: schemanames.SCHEMA_NAMES {SCHEMA_NAMES} differ from {tuple(sorted(MODELS))}")
 

@@ -1,0 +1,1 @@
+"""The causes of a shortfall, one module each behind one interface (base.Cause); registry.py lists them."""

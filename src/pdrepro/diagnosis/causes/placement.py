@@ -1,0 +1,46 @@
+"""NIC-to-GPU placement: a GPU whose NIC hangs off another PCIe switch or NUMA node sends its KV across the host's
+interconnect. The nodes' records say so (the doctor's gpu-nic-affinity check: each GPU, its NIC and their PCIe
+link, PIX/PXB under one switch, NODE within a NUMA node, SYS across sockets). The engine alone on the same box
+shares the placement, so what it leaves below the line rate bounds what the placement can cost; without it, the
+cost is not measured and the fault is listed at no share."""
+
+from __future__ import annotations
+
+from ...rundir.diagnosismodel import EvidenceItem
+from ..evidence import RunEvidence
+from ..gaps import Gaps
+from .base import Answer, Cause, Cleared, Finding, Missing, item
+from .engine import engine_short_of_line
+
+CHECK = "gpu-nic-affinity"
+
+
+class Placement(Cause):
+    name = "nic-to-gpu placement"
+
+    def read(self, ev: RunEvidence, gaps: Gaps) -> Answer:
+        far: list[EvidenceItem] = []
+        near: list[str] = []
+        for record in ev.nodes.values():
+            check = record.checks.get(CHECK)
+            if check is None or check.detail.startswith("not checked"):
+                continue  # the doctor saw no GPU or no NIC there: it says nothing of the placement
+            where = f"{ev.nodes_where}/{record.role}.json"
+            links = check.detail
+            if check.status == "pass" and " SYS" not in links:
+                near.append(f"{record.role}: {links[:160]}")
+            else:
+                far.append(item("sysfs", where, f"{CHECK} {check.status}: {links}"))
+        if far:
+            bound = engine_short_of_line(ev)
+            return Finding(fault=True, loss=bound or 0.0,
+                           summary="a GPU's NIC is not on its PCIe switch or NUMA node"
+                                   + (f"; the engine alone on the box stays {bound * 100:.0f}% below the line rate, "
+                                      "which bounds what it costs" if bound else "; its cost is not measured here"),
+                           evidence=tuple(far[:8]),
+                           fix="give each GPU the NIC under its own PCIe switch (`pdrepro ib-devices` writes the map), "
+                               "and pin each server to the GPUs of the NICs' NUMA node")
+        if near:
+            return Cleared(f"each GPU's NIC is on its PCIe switch or NUMA node ({'; '.join(near[:2])})")
+        return Missing("no node record of the GPUs' NICs (the gpu-nic-affinity check of RUN/nodes/<role>.json, "
+                       "`pdrepro doctor --role ROLE --out`)")

@@ -1,0 +1,81 @@
+"""Fixture runs for the diagnose tests, each built for one cause: a sweep's run of the H20 scenario (runbuilder),
+its counters re-split over the rails (railbuilder), Mooncake's start-up lines in the upstream glog format
+(fakecluster.mooncake_startup) put into the servers' logs after their first line, and the nodes' records
+RUN/nodes/<role>.json written by the doctor's own checks from a kernel-shaped sysfs tree (sysfs_builder)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from fakecluster import _glog, mooncake_startup
+from railbuilder import fixture_run, resplit, write_map
+from sysfs_builder import h20_node
+
+from pdrepro.fabric import doctor
+from pdrepro.rundir import RunDir
+from pdrepro.scenario.model import load_scenario
+
+SCENARIO = load_scenario("h20-qwen3-235b-1p1d")  # TP 8 on each side, 4 x 400 Gb/s per node
+FOUR = [f"mlx5_{i}/1" for i in range(4)]
+TWO_GPUS_A_NIC = {g: f"mlx5_{g // 2}" for g in range(8)}
+RELAXED_OFF = "[RDMA] Relaxed ordering disabled via MC_IB_PCI_RELAXED_ORDERING=0"
+
+
+def base_run(root: Path) -> RunDir:
+    run = fixture_run(root, SCENARIO)
+    write_map(run, TWO_GPUS_A_NIC)
+    return run
+
+
+def copy_of(base: RunDir, dest: Path) -> RunDir:
+    shutil.copytree(base.root, dest)
+    return RunDir(dest)
+
+
+def split(run: RunDir, shares: tuple[float, ...]) -> None:
+    resplit(run, dict(zip(FOUR, shares)))
+
+
+def startup(run: RunDir, transport: str, extra: list[str] = ()) -> None:
+    """Each server log with the transfer engine's start-up lines of ``transport`` after its first line (the start)."""
+    for role in ("prefill", "decode"):
+        path = run.role_log(role)
+        lines = path.read_text().splitlines()
+        added = mooncake_startup(transport) + [_glog("rdma_context.cpp:118", text) for text in extra]
+        path.write_text("\n".join(lines[:1] + added + lines[1:]) + "\n")
+
+
+def node_records(run: RunDir, tmp: Path, **node: dict) -> None:
+    """RUN/nodes/<role>.json for each role given: what `doctor --json` prints for an H20 node built with the
+    role's options (sysfs_builder.h20_node)."""
+    (run.root / "nodes").mkdir(exist_ok=True)
+    for role, options in node.items():
+        tree = tmp / f"sys-{role}"
+        h20_node(tree, **options)
+        checks, rate = doctor.run_checks(doctor.Context(sysfs_root=tree, role=None, dev_dir=None, env={}))
+        (run.root / "nodes" / f"{role}.json").write_text(json.dumps(doctor.to_json(checks, rate), indent=2))
+
+
+def engine_alone(run: RunDir, GB_s: float) -> None:
+    """RUN/engine-ceiling.json as the recorded H200 run's script writes it: each length's KV of one request moved
+    by the engine alone at ``GB_s`` (decimal GB/s), as one block."""
+    entries = {}
+    for L in run.bench_lengths():
+        nbytes = SCENARIO.kv_bytes(L)
+        ms = nbytes / (GB_s * 1e9) * 1000
+        entries[f"{L}/one"] = {"bytes": nbytes, "median_ms": ms, "min_ms": ms * 0.98, "max_ms": ms * 1.05,
+                               "GB_s": GB_s}
+    (run.root / "engine-ceiling.json").write_text(json.dumps(entries, indent=2))
+
+
+def slow_queue(run: RunDir, times_forward: float) -> None:
+    """Each prefill request line's queue_duration set to ``times_forward`` times its forward_duration."""
+    import re
+
+    path = run.role_log("prefill")
+    pattern = re.compile(r"queue_duration=[\d.]+ms, forward_duration=(?P<fwd>[\d.]+)ms")
+    text = pattern.sub(lambda m: f"queue_duration={float(m['fwd']) * times_forward:.2f}ms, "
+                                 f"forward_duration={m['fwd']}ms", path.read_text())
+    path.write_text(text)
