@@ -125,3 +125,45 @@ def test_the_refused_stop_and_the_broken_stack_are_what_the_recording_says():
     assert _summary("kill-prefill").stack_up_after is False
     assert all(_summary(f).stack_up_after for f in ("kill-decode", "kill-router", "stop-decode"))
     assert "KVTransferError" in (RECORDED / "stack" / "logs" / "decode.log").read_text()
+
+
+def _mark_at(log: Path, stamp: str) -> int:
+    """The line number of the log's first line at or after ``stamp`` (the fault's load start, from its summary)."""
+    for n, line in enumerate(log.read_text().splitlines()):
+        if stamp in line:
+            return n
+    raise AssertionError(f"{stamp} not in {log}")
+
+
+def test_a_restarted_servers_start_up_lines_are_counted_apart_from_its_error_lines():
+    """The kill-decode window of the recorded first stack: the restarted decode logged its whole start-up again
+    (skipped imports, no generation config); those are left out of the error lines, which keep what failed."""
+    from pdrepro.sweep.faultevidence import STARTUP_NOISE, LogMark, error_lines
+
+    start = _summary("kill-decode").faults[0].started_at  # 2026-12-03T23:49:38+00:00
+    stamp = start[:10] + " " + start[11:19]
+    logs = RECORDED / "stack" / "logs"
+    marks = [LogMark(name, logs / f"{role}.log", _mark_at(logs / f"{role}.log", stamp))
+             for name, role in (("prefill-0", "prefill"), ("decode-0", "decode"))]
+    kept, more, startup = error_lines(marks)
+    assert startup > 0
+    assert kept and not any(STARTUP_NOISE.search(k.line) for k in kept)
+    # The recorded report (written before this split) showed start-up lines among its error lines.
+    recorded = (RECORDED / "runs" / "fault-kill-decode" / "fault-report.md").read_text()
+    assert "Ignore import error when loading" in recorded
+    assert any("tcp_transport" in k.line for k in kept if k.server == "prefill-0")
+    assert any(STARTUP_NOISE.search(line) for line in recorded.splitlines() if line.startswith("decode-0: "))
+
+
+def test_a_server_that_stopped_answering_is_not_told_to_enable_metrics():
+    """kill-prefill's decode answered /metrics before the load and was dead after it; the recorded note (written
+    before this fix) blamed --enable-metrics, which the stack had."""
+    from pdrepro.parsers.promcounters import ServerCounters
+    from pdrepro.sweep.faultevidence import window
+
+    recorded = {m.server: m.note for m in _summary("kill-prefill").faults[0].metrics}
+    assert "--enable-metrics" in recorded["decode-0"]
+    assert "--enable-metrics" in (RECORDED / "stack" / "stack.json").read_text()
+    note = window("decode-0", ServerCounters(generate_responses=9.0), None, restarted=False).note
+    assert "stopped answering" in note and "--enable-metrics" not in note
+    assert "--enable-metrics" in window("decode-0", None, None, restarted=False).note
