@@ -111,10 +111,18 @@ def test_the_console_and_report_tables_are_what_the_summary_holds(fault):
     assert cells[9].startswith("FAIL") == (_recorded_exit(fault) == 1)
 
 
-def test_the_readme_table_is_built_from_the_summaries():
+def test_the_readme_table_and_figures_are_built_from_the_summaries():
     rows = [_table(fault_table(_summary(f))) for f in FAULTS]
     expected = rows[0][:2] + [r[2] for r in rows]
-    assert _table((RECORDED / "README.md").read_text()) == expected
+    readme = (RECORDED / "README.md").read_text()
+    assert _table(readme) == expected
+    shapes = {(s.requests_per_fault, s.concurrency, s.faults[0].client_timeout_s) for s in map(_summary, FAULTS)}
+    assert len(shapes) == 1  # the README states one load shape for all four
+    ((n, conc, timeout),) = shapes
+    flat = re.sub(r"\s+", " ", readme)
+    for figure in (f"Each fault ran {n} requests through the router, at most {conc} in flight, with a client "
+                   f"timeout of {timeout:g} s", f"before its {timeout:g} s timeout"):
+        assert figure in flat, figure
 
 
 def test_the_refused_stop_and_the_broken_stack_are_what_the_recording_says():
