@@ -151,3 +151,39 @@ def test_the_inputs_page_quotes_the_scenarios_pass_mark():
     ]
     missing = [f for f in figures if not _quotes("docs/guide/inputs.md", f)]
     assert not missing, f"docs/guide/inputs.md does not quote what the scenario holds: {missing}"
+
+
+# --- the fault run the fault page quotes -------------------------------------------------------------------------
+
+FAULT_RUN = RECORDED / "h200-fault-mooncake-tcp-sglang-0.5.15.post1"
+
+
+def test_the_fault_page_quotes_the_recorded_h200_faults():
+    """docs/guide/fault.md's "On an H200": its table and figures are built here from the recorded summaries."""
+    from pdrepro.report.fault import fault_table
+    from pdrepro.rundir import faultsummary
+
+    faults = {}
+    rows = []
+    for name in ("kill-decode", "kill-router", "kill-prefill", "stop-decode"):
+        summary = faultsummary.read(FAULT_RUN / "runs" / f"fault-{name}")
+        table = fault_table(summary).splitlines()
+        rows += table[:2] if not rows else []
+        rows.append(table[2])
+        faults[name] = summary.faults[0]
+    text = (ROOT / "docs" / "guide" / "fault.md").read_text()
+    section = text.split("## On an H200", 1)[1].split("\n## ", 1)[0]
+    assert [line for line in section.splitlines() if line.startswith("|")] == rows
+    kd, kp, sd = faults["kill-decode"], faults["kill-prefill"], faults["stop-decode"]
+    figures = [
+        f"Each fault sent {len(kd.requests)} requests",
+        f"lost {kd.counts.lost} of {len(kd.requests)} requests without an error",
+        f"was up {kd.restart_up_s:g} s after the kill",
+        f"lost {kp.counts.lost} of {len(kp.requests)} requests",
+        f"for {round(sd.stopped_for_s or 0):g} s lost none: all {sd.counts.answered} requests",
+        f"a client timeout of {kd.client_timeout_s:g} s",
+        f"at most {faultsummary.read(FAULT_RUN / 'runs' / 'fault-kill-decode').concurrency} in flight",
+    ]
+    missing = [f for f in figures if f not in re.sub(r"\s+", " ", section)]
+    assert not missing, f"docs/guide/fault.md does not quote what the recorded fault run holds: {missing}"
+    assert faults["kill-router"].counts.lost == 0 and sd.counts.lost == 0  # "lost none", as the page says

@@ -54,7 +54,9 @@ def _section(summary: FaultSummary, f: FaultResult) -> list[str]:
     out += [f"| {m.server} | {_n(m.generate_responses)} | {_n(m.generate_failed)} | {_n(m.requests_processed)} | "
             f"{m.note} |" for m in f.metrics]
     out += ["", f"Error lines the servers logged in the window ({len(f.log_lines)}"
-                + (f", and {f.log_lines_more} more" if f.log_lines_more else "") + "):", ""]
+                + (f", and {f.log_lines_more} more" if f.log_lines_more else "")
+                + (f"; {f.log_lines_startup} start-up lines of a (re)starting server left out" if f.log_lines_startup
+                   else "") + "):", ""]
     if f.log_lines:
         out += ["```"] + [f"{line.server}: {line.line}" for line in f.log_lines] + ["```"]
     else:

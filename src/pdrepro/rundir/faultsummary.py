@@ -100,6 +100,9 @@ class FaultResult(Record):
     counts: Counts = _d("the requests' classes, as written (the judge counts them again from the requests)")
     log_lines: tuple[LogLine, ...] = _d("error lines the servers' logs gained from the load's start on", ())
     log_lines_more: Count = _d("error lines past the ones kept", 0)
+    log_lines_startup: Count = _d("lines a (re)starting server logs every time, harmless, that the error words "
+                                  "match (skipped optional imports, a missing generation config): left out of "
+                                  "log_lines", 0)
     metrics: tuple[ServerMetrics, ...] = _d("each server's /metrics counters over the window", ())
 
 

@@ -24,6 +24,12 @@ MAX_SCRAPE_BYTES = 8 << 20
 # An access log line of a 5xx answer ("POST /generate HTTP/1.1" 502) is one too.
 ERROR_LINE = re.compile(r"error|exception|traceback|fail|timed? ?out|abort|refused|reset by peer|^E\d{4} |\" 5\d\d ",
                         re.IGNORECASE)
+# Lines a server logs each time it starts, harmless, that ERROR_LINE's words catch: a model module it could not
+# import and skips, a model folder without generation_config.json, the open-files limit it may not raise, its
+# ServerArgs dump, and its 503 to /health while it loads (the restart's own wait polling it). A restarted server
+# logs them all again; they are counted apart, never shown as errors.
+STARTUP_NOISE = re.compile(r"Ignore import error when loading|Failed to load generation config|"
+                           r"Fail to set RLIMIT_NOFILE|server_args=ServerArgs\(|\"GET /health HTTP/1\.[01]\" 503 ")
 KEEP_LINES = 20          # per server and fault
 MAX_LINE_CHARS = 300
 
@@ -60,8 +66,17 @@ def _delta(after: float | None, before: float | None) -> float | None:
 def window(name: str, before: ServerCounters | None, after: ServerCounters | None, restarted: bool) -> ServerMetrics:
     if restarted:
         return ServerMetrics(server=name, note="started again during the fault: its counters began at zero")
-    if before is None or after is None:
-        return ServerMetrics(server=name, note="no /metrics scrape (start the stack with --enable-metrics)")
+    # Which scrape failed says what happened: none at all is a server without metrics; one before the load and
+    # none after it is a server that stopped answering during the fault (it died or hangs), metrics or not.
+    if before is None and after is None:
+        return ServerMetrics(server=name, note="no /metrics scrape before or after the load (start the stack with "
+                                               "--enable-metrics)")
+    if after is None:
+        return ServerMetrics(server=name, note="/metrics answered before the load, not after it: the server stopped "
+                                               "answering during the fault (not running or hung: see `pdrepro stack "
+                                               "status`)")
+    if before is None:
+        return ServerMetrics(server=name, note="/metrics did not answer before the load, only after it")
     got = ServerMetrics(server=name, generate_responses=_delta(after.generate_responses, before.generate_responses),
                         generate_failed=_delta(after.generate_failed, before.generate_failed),
                         requests_processed=_delta(after.requests, before.requests))
@@ -91,18 +106,22 @@ def marks(run: Path, rec: StackRecord) -> list[LogMark]:
     return [LogMark(p.name, Path(run) / p.log, sum(1 for _ in _lines(Path(run) / p.log))) for p in rec.processes]
 
 
-def error_lines(found: list[LogMark]) -> tuple[list[LogLine], int]:
-    """The error lines each log gained after its mark (at most KEEP_LINES per server); and how many more there were."""
+def error_lines(found: list[LogMark]) -> tuple[list[LogLine], int, int]:
+    """The error lines each log gained after its mark (at most KEEP_LINES per server); how many more there were;
+    and how many start-up lines (STARTUP_NOISE) were left out."""
     kept: list[LogLine] = []
-    more = 0
+    more = startup = 0
     for m in found:
         n = 0
         for raw in itertools.islice(_lines(m.path), m.lines, None):
             if not ERROR_LINE.search(raw):
+                continue
+            if STARTUP_NOISE.search(raw):
+                startup += 1
                 continue
             n += 1
             if n <= KEEP_LINES:
                 kept.append(LogLine(server=m.name, line=raw.strip()[:MAX_LINE_CHARS]))
             else:
                 more += 1
-    return kept, more
+    return kept, more, startup

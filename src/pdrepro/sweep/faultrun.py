@@ -120,9 +120,10 @@ def run_fault(plan: FaultPlan) -> FaultResult:
     restarted = {name} if fields.get("restarted") else set()
     metrics = tuple(faultevidence.window(n, scraped.get(n), _scrape(url), n in restarted)
                     for n, url in faultevidence.servers(after))
-    lines, more = faultevidence.error_lines(marks)
+    lines, more, startup = faultevidence.error_lines(marks)
     return FaultResult.model_validate({**base, **fields, "error": error, "requests": requests,
                                        "counts": account(requests), "log_lines": tuple(lines), "log_lines_more": more,
+                                       "log_lines_startup": startup,
                                        "metrics": metrics})
 
 
