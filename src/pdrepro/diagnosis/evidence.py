@@ -21,7 +21,7 @@ from ..rundir.loadsummary import LoadSummary
 from ..rundir.summarymodel import Summary
 from ..rundir.tunesummary import TuneSummary
 from ..scenario.model import Scenario, load_scenario, resolve_scenario
-from .nodes import NodeRecord, read_nodes
+from .nodes import NodeFile, read_nodes
 
 # How deep below the folder a composite's member may sit (a comparison of comparisons: cmp/<config>/<run>).
 MEMBER_DEPTH = 3
@@ -51,7 +51,7 @@ class RunEvidence:
     tune: TuneSummary | None = None
     tune_problem: str | None = None
     tune_root: Path | None = None
-    nodes: dict[str, NodeRecord] = field(default_factory=dict)
+    nodes: dict[str, NodeFile] = field(default_factory=dict)
     nodes_where: str = "nodes"
     # The folder's own logs where it is no member (a load's servers log once for all its steps).
     own_logs: Member | None = None
