@@ -56,15 +56,17 @@ def node_records(run: RunDir, tmp: Path, knob: str | None = "1", **node: dict) -
     whose ``relaxed`` writes each NIC's PCIe config space), its servers given MC_IB_PCI_RELAXED_ORDERING=``knob``
     (None: unset)."""
     (run.root / "nodes").mkdir(exist_ok=True)
-    env = {} if knob is None else {KNOB: knob}
     for role, options in node.items():
-        tree = tmp / f"sys-{role}"
-        h20_node(tree, **options)
-        ctx = doctor.Context(sysfs_root=tree, role=role, dev_dir=None, env=env)
-        facts = doctor.gather(ctx)
-        checks, rate = doctor.run_checks(ctx, facts)
-        record = noderecord.build(ctx, facts, checks, rate, software.unknown())
-        record_path(run.root, role).write_text(record.model_dump_json(indent=2))
+        record_path(run.root, role).write_text(node_record(tmp / f"sys-{role}", role, knob, **options))
+
+
+def node_record(tree: Path, role: str, knob: str | None = "1", **options) -> str:
+    """The JSON of the record `doctor --role ROLE --out` writes for an H20 node built at ``tree`` with ``options``."""
+    h20_node(tree, **options)
+    ctx = doctor.Context(sysfs_root=tree, role=role, dev_dir=None, env={} if knob is None else {KNOB: knob})
+    facts = doctor.gather(ctx)
+    checks, rate = doctor.run_checks(ctx, facts)
+    return noderecord.build(ctx, facts, checks, rate, software.unknown()).model_dump_json(indent=2)
 
 
 def engine_alone(run: RunDir, GB_s: float) -> None:

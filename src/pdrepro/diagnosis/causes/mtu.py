@@ -21,7 +21,8 @@ class Mtu(Cause):
             return Missing("no node record names an active port's MTU (RUN/nodes/<role>.json, written by `pdrepro "
                            "doctor --out`)" + problems(ev.nodes))
         evidence = tuple(item("sysfs", f"{ev.nodes_where}/{record.role}.json",
-                              f"{record.role} {port}: netdev MTU {netdev if netdev is not None else 'unknown'} -> RoCE MTU {roce}")
+                              f"{record.role} {port}: netdev MTU {'unknown' if netdev is None else netdev} "
+                              f"-> RoCE MTU {roce}")
                          for record, port, netdev, roce in ports)
         smallest = min(roce for *_, roce in ports)
         by_role = {r.role: min(roce for rec, _p, _n, roce in ports if rec is r) for r, *_ in ports}

@@ -13,6 +13,7 @@ from ..nodes import problems
 from .base import Answer, Cause, Cleared, Finding, Missing, item
 from .engine import engine_short_of_line
 
+
 class Placement(Cause):
     name = "nic-to-gpu placement"
 
