@@ -130,15 +130,18 @@ def test_the_engine_knob_unset_leaves_relaxed_ordering_off_on_an_allowing_path(r
     d = diagnose_json(run.root)
     first = d.causes[0]
     assert first.name == "relaxed ordering" and first.fault
-    assert [e.file for e in first.evidence] == ["nodes/decode.json", "nodes/prefill.json"] or \
-        sorted(e.file for e in first.evidence) == ["nodes/decode.json", "nodes/prefill.json"]
+    assert sorted(e.file for e in first.evidence) == ["nodes/decode.json", "nodes/prefill.json"]
     assert all("unset, which the pinned Mooncake reads as 0" in e.text for e in first.evidence)
 
 
-def test_a_path_not_readable_leaves_relaxed_ordering_unknown(run, tmp_path):
+def test_a_path_not_readable_leaves_relaxed_ordering_unknown_unless_the_knob_is_off(run, tmp_path):
     node_records(run, tmp_path, prefill={"relaxed": None}, decode={"relaxed": None})
     d = diagnose_json(run.root)
     assert "relaxed ordering" in names(d.unknown) and "relaxed ordering" not in names(d.causes)
+    # The engine's knob unset is off whatever the path allows: a fact of the record, named without the path.
+    node_records(run, tmp_path / "unset", knob=None, prefill={"relaxed": None})
+    relaxed = next(c for c in diagnose_json(run.root).causes if c.name == "relaxed ordering")
+    assert [e.file for e in relaxed.evidence] == ["nodes/prefill.json"] and "every NIC" in relaxed.evidence[0].text
 
 
 @pytest.mark.parametrize("bad", ["not json", "[]", '{"format": "pdrepro-node-record/1"}',

@@ -41,14 +41,16 @@ class NodeFile:
 
     def relaxed_ordering(self) -> tuple[list[str], list[str]]:
         """(off, on): what the record says of relaxed ordering, one line each. Off: a NIC's PCIe path forbids it (the
-        function that does), or the engine's knob leaves it off; on: a path that allows it with the knob on. A NIC
-        whose path could not be read says nothing."""
+        function that does), or the engine's knob leaves it off (whatever the paths); on: a path that allows it with
+        the knob on. A NIC whose path could not be read says nothing of its path."""
         off: list[str] = []
         on: list[str] = []
         record = self.record
         if record is None:
             return off, on
-        paths = [nic for nic in record.nics if nic.pci_address is not None and nic.relaxed_ordering is not None]
+        # A software device (rxe, no PCI address) has no PCIe path and no relaxed ordering to speak of.
+        hardware = [nic for nic in record.nics if nic.pci_address is not None]
+        paths = [nic for nic in hardware if nic.relaxed_ordering is not None]
         for nic in paths:
             if nic.relaxed_ordering is False:
                 hop = next((h for h in nic.relaxed_ordering_path if h.relaxed_ordering is False), None)
@@ -56,7 +58,7 @@ class NodeFile:
                 off.append(f"{nic.device}: relaxed_ordering false, its PCIe path forbids it{where}")
         knob = record.relaxed_ordering_knob
         allowed = [nic.device for nic in paths if nic.relaxed_ordering]
-        if paths and knob not in _KNOB_ON:
+        if hardware and knob not in _KNOB_ON:  # the engine's mode is off whatever the paths allow
             off.append(f"relaxed_ordering_knob: MC_IB_PCI_RELAXED_ORDERING="
                        f"{'unset, which the pinned Mooncake reads as 0' if knob is None else knob}: the engine "
                        f"leaves it off on {', '.join(allowed) or 'every NIC'}")
