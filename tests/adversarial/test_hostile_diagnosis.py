@@ -1,6 +1,7 @@
 """`pdrepro diagnose` under any contents of the nodes' records a run may hold (RUN/nodes/<role>.json is a claim: a
 copied, truncated, hand-edited or foreign file, a link, bytes that are no JSON, JSON of any shape, a doctor's
-record with any status, detail or relaxed-ordering field).
+record with any status, detail or relaxed-ordering field, and a record of the model itself whose facts are any
+value: MTUs, GIDs, relaxed ordering, the knob, GPUs' links).
 
 The promise: the diagnosis is made (no exception, exit 0); every share lies within [0, 1]; the causes are ranked by
 share, largest first; each cause is answered once, as a finding, an unknown or ruled out (the three never share a
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "diagnosis"))
 
-from diagnosisbuild import base_run, split  # noqa: E402
+from diagnosisbuild import base_run, node_record, split  # noqa: E402
 from runkinds import tree_hash  # noqa: E402
 
 from pdrepro.diagnosis.causes.registry import names as cause_names  # noqa: E402
@@ -96,3 +97,62 @@ def test_any_node_record_gives_a_diagnosis_in_bounds_ordered_and_disjoint(prefil
     assert render(d)
     # The rails' counters are the run's own and untouched by the records: the skew is found whatever they hold.
     assert "rail skew" in found
+
+
+def _model_record() -> dict:
+    """A record as `doctor --out` writes it for a healthy H20 node, built once."""
+    if "record" not in _RUN:
+        import tempfile
+
+        tree = Path(tempfile.mkdtemp(prefix="pdrepro-diagnosis-sys-"))
+        _RUN["record"] = json.loads(node_record(tree / "sys", "prefill"))
+        shutil.rmtree(tree, ignore_errors=True)
+    return json.loads(json.dumps(_RUN["record"]))
+
+
+ANY_INT = st.none() | st.integers(-(2**40), 2**40)
+PORT_FACTS = st.fixed_dictionaries({}, optional={
+    "active": st.booleans(), "active_mtu_bytes": ANY_INT, "netdev_mtu_bytes": ANY_INT, "gid_index": ANY_INT,
+    "gid_reachable": st.none() | st.booleans(), "gid_type": st.none() | st.text(max_size=12),
+    "netdev": st.none() | st.text(max_size=12)})
+NIC_FACTS = st.fixed_dictionaries({}, optional={
+    "relaxed_ordering": st.none() | st.booleans(), "numa_node": st.integers(-(2**40), 2**40),
+    "pci_address": st.none() | st.text(max_size=16), "device": st.text(max_size=12),
+    "relaxed_ordering_path": st.lists(st.fixed_dictionaries({"bdf": st.text(max_size=16),
+                                                             "relaxed_ordering": st.none() | st.booleans(),
+                                                             "note": st.text(max_size=30)}), max_size=3)})
+GPU_FACTS = st.fixed_dictionaries({}, optional={"nic": st.none() | st.text(max_size=12),
+                                                "nic_link": st.none() | st.text(max_size=8),
+                                                "index": st.integers(-(2**40), 2**40)})
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(nics=st.lists(st.tuples(NIC_FACTS, st.lists(PORT_FACTS, max_size=2)), max_size=4),
+       gpus=st.none() | st.lists(GPU_FACTS, max_size=8), knob=st.none() | st.text(max_size=4),
+       drop=st.sampled_from([None, "nics", "software", "format", "gpus"]))
+def test_a_record_of_the_model_with_any_facts_gives_a_diagnosis_in_bounds(nics, gpus, knob, drop):
+    root = _run()
+    record = _model_record()
+    for (nic_facts, ports), nic in zip(nics, record["nics"]):
+        nic.update(nic_facts)
+        for port_facts, port in zip(ports, nic["ports"]):
+            port.update(port_facts)
+    record["gpus"] = None if gpus is None else [{**base, **facts} for base, facts in
+                                                zip([{"index": i, "name": "GPU", "bus_id": f"0000:{i:02x}:00.0",
+                                                      "nic": "mlx5_0", "nic_link": "PIX"} for i in range(8)], gpus)]
+    record["relaxed_ordering_knob"] = knob
+    if drop is not None:
+        del record[drop]
+    for role in ("prefill", "decode"):
+        (root / "nodes" / f"{role}.json").write_text(json.dumps(record))
+    before = tree_hash(root)
+    d = diagnose(root)
+    assert tree_hash(root) == before
+    assert all(0.0 <= c.share <= 1.0 for c in d.causes) and all(0.0 <= g.fraction <= 1.0 for g in d.gaps)
+    found, unknown, cleared = ({x.name for x in group} for group in (d.causes, d.unknown, d.cleared))
+    assert found | unknown | cleared == set(cause_names()) and not (found & unknown)
+    if drop in ("nics", "software", "format"):
+        # Not the model: every cause that reads only the records is unknown, with the file named.
+        mtu = next(u for u in d.unknown if u.name == "mtu")
+        assert "nodes/prefill.json" in mtu.missing
+    assert render(d)

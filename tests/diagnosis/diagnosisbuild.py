@@ -1,7 +1,8 @@
 """Fixture runs for the diagnose tests, each built for one cause: a sweep's run of the H20 scenario (runbuilder),
 its counters re-split over the rails (railbuilder), Mooncake's start-up lines in the upstream glog format
 (fakecluster.mooncake_startup) put into the servers' logs after their first line, and the nodes' records
-RUN/nodes/<role>.json written by the doctor's own checks from a kernel-shaped sysfs tree (sysfs_builder)."""
+RUN/nodes/<role>.json written as `doctor --out` writes them (its record model) from a kernel-shaped sysfs tree
+(sysfs_builder)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from fakecluster import _glog, mooncake_startup
 from railbuilder import fixture_run, resplit, write_map
 from sysfs_builder import h20_node
 
-from pdrepro.fabric import doctor
+from pdrepro.fabric import doctor, noderecord, software
+from pdrepro.fabric.checks.ordering import KNOB
 from pdrepro.rundir import RunDir
+from pdrepro.rundir.noderecord import record_path
 from pdrepro.scenario.model import load_scenario
 
 SCENARIO = load_scenario("h20-qwen3-235b-1p1d")  # TP 8 on each side, 4 x 400 Gb/s per node
@@ -47,15 +50,23 @@ def startup(run: RunDir, transport: str, extra: list[str] = ()) -> None:
         path.write_text("\n".join(lines[:1] + added + lines[1:]) + "\n")
 
 
-def node_records(run: RunDir, tmp: Path, **node: dict) -> None:
-    """RUN/nodes/<role>.json for each role given: what `doctor --json` prints for an H20 node built with the
-    role's options (sysfs_builder.h20_node)."""
+def node_records(run: RunDir, tmp: Path, knob: str | None = "1", **node: dict) -> None:
+    """RUN/nodes/<role>.json for each role given: the record `pdrepro doctor --role ROLE --out FILE` writes (the
+    same gather, checks and record builder) for an H20 node built with the role's options (sysfs_builder.h20_node,
+    whose ``relaxed`` writes each NIC's PCIe config space), its servers given MC_IB_PCI_RELAXED_ORDERING=``knob``
+    (None: unset)."""
     (run.root / "nodes").mkdir(exist_ok=True)
     for role, options in node.items():
-        tree = tmp / f"sys-{role}"
-        h20_node(tree, **options)
-        checks, rate = doctor.run_checks(doctor.Context(sysfs_root=tree, role=None, dev_dir=None, env={}))
-        (run.root / "nodes" / f"{role}.json").write_text(json.dumps(doctor.to_json(checks, rate), indent=2))
+        record_path(run.root, role).write_text(node_record(tmp / f"sys-{role}", role, knob, **options))
+
+
+def node_record(tree: Path, role: str, knob: str | None = "1", **options) -> str:
+    """The JSON of the record `doctor --role ROLE --out` writes for an H20 node built at ``tree`` with ``options``."""
+    h20_node(tree, **options)
+    ctx = doctor.Context(sysfs_root=tree, role=role, dev_dir=None, env={} if knob is None else {KNOB: knob})
+    facts = doctor.gather(ctx)
+    checks, rate = doctor.run_checks(ctx, facts)
+    return noderecord.build(ctx, facts, checks, rate, software.unknown()).model_dump_json(indent=2)
 
 
 def engine_alone(run: RunDir, GB_s: float) -> None:

@@ -109,9 +109,50 @@ def test_a_healthy_node_record_rules_its_causes_out(run, tmp_path, monkeypatch):
     fakebin.nvidia_smi(fakebin.first_on_path(tmp_path / "bin", monkeypatch))
     node_records(run, tmp_path, prefill={}, decode={})
     d = diagnose_json(run.root)
-    assert {"mtu", "gid type and index", "nic-to-gpu placement"} <= set(names(d.cleared))
-    # Today's doctor records no relaxed ordering: it stays unknown, not guessed from the rest.
-    assert "relaxed ordering" in names(d.unknown)
+    assert {"mtu", "gid type and index", "nic-to-gpu placement", "relaxed ordering"} <= set(names(d.cleared))
+    relaxed = next(c for c in d.cleared if c.name == "relaxed ordering")
+    assert "PCIe path allows it, MC_IB_PCI_RELAXED_ORDERING=1" in relaxed.why
+
+
+def test_a_nic_whose_pcie_path_forbids_relaxed_ordering_is_named_first_with_its_function(run, tmp_path):
+    startup(run, "rdma")  # on RDMA into GPU memory relaxed ordering off costs most of the figure
+    node_records(run, tmp_path, prefill={"relaxed": False}, decode={})
+    d = diagnose_json(run.root)
+    first = d.causes[0]
+    assert first.name == "relaxed ordering" and first.fault and first.share > 0.5
+    assert {e.file for e in first.evidence} == {"nodes/prefill.json"} and len(first.evidence) == 4
+    assert all("its PCIe path forbids it at 0000:" in e.text for e in first.evidence)
+
+
+def test_the_engine_knob_unset_leaves_relaxed_ordering_off_on_an_allowing_path(run, tmp_path):
+    startup(run, "rdma")
+    node_records(run, tmp_path, knob=None, prefill={}, decode={})
+    d = diagnose_json(run.root)
+    first = d.causes[0]
+    assert first.name == "relaxed ordering" and first.fault
+    assert sorted(e.file for e in first.evidence) == ["nodes/decode.json", "nodes/prefill.json"]
+    assert all("unset, which the pinned Mooncake reads as 0" in e.text for e in first.evidence)
+
+
+def test_a_path_not_readable_leaves_relaxed_ordering_unknown_unless_the_knob_is_off(run, tmp_path):
+    node_records(run, tmp_path, prefill={"relaxed": None}, decode={"relaxed": None})
+    d = diagnose_json(run.root)
+    assert "relaxed ordering" in names(d.unknown) and "relaxed ordering" not in names(d.causes)
+    # The engine's knob unset is off whatever the path allows: a fact of the record, named without the path.
+    node_records(run, tmp_path / "unset", knob=None, prefill={"relaxed": None})
+    relaxed = next(c for c in diagnose_json(run.root).causes if c.name == "relaxed ordering")
+    assert [e.file for e in relaxed.evidence] == ["nodes/prefill.json"] and "every NIC" in relaxed.evidence[0].text
+
+
+@pytest.mark.parametrize("bad", ["not json", "[]", '{"format": "pdrepro-node-record/1"}',
+                                 '{"format": "pdrepro-node-record/9", "nics": []}'])
+def test_a_record_that_is_not_the_model_is_unknown_with_its_reason(run, tmp_path, bad):
+    node_records(run, tmp_path, prefill={"mtu": 1500})
+    (run.root / "nodes" / "prefill.json").write_text(bad)
+    d = diagnose_json(run.root)
+    assert not {"mtu", "gid type and index", "relaxed ordering", "nic-to-gpu placement"} & set(names(d.causes))
+    mtu = next(u for u in d.unknown if u.name == "mtu")
+    assert "nodes/prefill.json" in mtu.missing and str(run.root) not in mtu.missing
 
 
 def test_the_engine_alone_far_below_the_line_rate_is_its_own_ceiling_first(run):
@@ -161,6 +202,6 @@ def test_a_node_with_only_roce_v1_gids_names_the_gid_from_its_record(run, tmp_pa
     node_records(run, tmp_path, prefill={"gid_mode": "v1-only"}, decode={})
     d = diagnose_json(run.root)
     gid = next(c for c in d.causes if c.name == "gid type and index")
-    assert gid.fault and [e.file for e in gid.evidence] == ["nodes/prefill.json"]
-    assert gid.evidence[0].kind == "sysfs" and "gid check" in gid.evidence[0].text
+    assert gid.fault and {e.file for e in gid.evidence} == {"nodes/prefill.json"} and len(gid.evidence) == 4
+    assert all(e.kind == "sysfs" and "gid_reachable False" in e.text for e in gid.evidence)
     assert d.causes.index(gid) == 0  # no other cause has evidence here with a larger share

@@ -6,6 +6,7 @@ so the causes it would have shown are listed as unknown rather than guessed."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from ..rundir.loadsummary import LoadSummary
 from ..rundir.summarymodel import Summary
 from ..rundir.tunesummary import TuneSummary
 from ..scenario.model import Scenario, load_scenario, resolve_scenario
-from .nodes import NodeRecord, read_nodes
+from .nodes import NodeFile, read_nodes
 
 # How deep below the folder a composite's member may sit (a comparison of comparisons: cmp/<config>/<run>).
 MEMBER_DEPTH = 3
@@ -50,7 +51,7 @@ class RunEvidence:
     tune: TuneSummary | None = None
     tune_problem: str | None = None
     tune_root: Path | None = None
-    nodes: dict[str, NodeRecord] = field(default_factory=dict)
+    nodes: dict[str, NodeFile] = field(default_factory=dict)
     nodes_where: str = "nodes"
     # The folder's own logs where it is no member (a load's servers log once for all its steps).
     own_logs: Member | None = None
@@ -63,11 +64,12 @@ class RunEvidence:
         return [m for m in self.members if m.summary is not None]
 
     def rel(self, path: Path) -> str:
-        """A path as the diagnosis names it: relative to the folder diagnosed."""
+        """A path as the diagnosis names it: relative to the folder diagnosed, also where it lies beside it (a tune
+        in the folder above is ".."), so a diagnosis never carries the paths of the machine it was made on."""
         try:
             return str(Path(path).relative_to(self.root))
         except ValueError:
-            return str(path)
+            return os.path.relpath(Path(path).resolve(), self.root.resolve())
 
 
 def _holds_run(folder: Path) -> bool:
@@ -142,7 +144,7 @@ def _composites(ev: RunEvidence, run: RunDir, kind: RunKind, spec: str | None) -
         try:
             found = other.composite_summary(RunDir(beside), None)
         except (UserError, ValidationError, OSError, ValueError) as exc:
-            ev.tune_problem = f"{beside}: {_why(exc)}"
+            ev.tune_problem = f"{ev.rel(beside)}: {_why(exc)}"
             continue
         if not isinstance(found, TuneSummary):
             continue
@@ -151,7 +153,7 @@ def _composites(ev: RunEvidence, run: RunDir, kind: RunKind, spec: str | None) -
         if found.scenario in names:
             ev.tune, ev.tune_root = found, beside
             return
-        ev.tune_problem = (f"the tune in {beside} tuned scenario {found.scenario}, not this run's "
+        ev.tune_problem = (f"the tune in {ev.rel(beside)} tuned scenario {found.scenario}, not this run's "
                            f"({', '.join(sorted(names)) or 'none read'})")
 
 

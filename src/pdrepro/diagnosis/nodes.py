@@ -1,122 +1,93 @@
-"""The nodes' records a run keeps (RUN/nodes/<role>.json: what `pdrepro doctor --json` prints, written there by
-`doctor --out`), read defensively: every part is checked for its type, and a record, check or field that is
-missing, unreadable or of the wrong shape is not known, never guessed.
-
-Today's shape (fabric/doctor.py to_json): ``{"checks": [{"name", "status", "detail", "fix"}, ...],
-"line_rate_GB_s": number}``; the checks the diagnosis reads are "mtu" (its detail names each port as
-"<port>: <netdev> MTU <bytes> -> RoCE MTU <bytes>"), "gid", "gpu-nic-affinity", and relaxed ordering (a check
-or a top-level field whose name holds "relaxed", as the record may carry it).
-"""
+"""The nodes' records a run keeps (RUN/nodes/<role>.json, written by `pdrepro doctor --out`), read through their
+model (rundir.noderecord) and asked the facts the causes need: each active port's MTU and GID, each NIC's relaxed
+ordering on its PCIe path, each GPU's NIC and link. A file that is a link, unreadable or not the model is kept with
+why, so the causes that would read it say "unknown" with that reason rather than guess."""
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from ..core import runfile
+from pydantic import ValidationError
+
+from ..core.errors import UserError
 from ..core.roles import SERVER_ROLES
+from ..rundir import noderecord
+from ..rundir.noderecord import NicRecord, PortRecord
 
-FOLDER = "nodes"
-_PORT_MTU = re.compile(r"(?P<port>[\w.:-]+/\d+): (?P<ndev>\S+) MTU (?P<netdev>\d+) -> RoCE MTU (?P<roce>\d+)")
-_STATUSES = ("pass", "warn", "fail")
-
-
-@dataclass(frozen=True)
-class NodeCheck:
-    status: str
-    detail: str
-    fix: str
+FOLDER = noderecord.NODES_DIR
+# The engine's relaxed-ordering mode, as MC_IB_PCI_RELAXED_ORDERING gives it: unset is what the pinned Mooncake
+# reads as 0 (off); 1 is on; 2 lets it decide, which is on where the PCIe path allows it.
+_KNOB_ON = {"1", "2"}
 
 
 @dataclass
-class NodeRecord:
+class NodeFile:
     role: str
     file: str  # relative to the run's folder that holds nodes/
-    checks: dict[str, NodeCheck] = field(default_factory=dict)
-    fields: dict[str, Any] = field(default_factory=dict)
+    record: noderecord.NodeRecord | None = None
     problem: str | None = None
 
-    def port_mtus(self) -> list[tuple[str, int, int]]:
-        """(port, netdev MTU, active RoCE MTU) per port the record's mtu check read; empty when it read none."""
-        check = self.checks.get("mtu")
-        if check is None:
+    def ports(self) -> list[tuple[NicRecord, PortRecord]]:
+        """The active ports of every NIC (an inactive port carries no KV)."""
+        if self.record is None:
             return []
-        return [(m["port"], int(m["netdev"]), int(m["roce"])) for m in _PORT_MTU.finditer(check.detail)
-                if len(m["netdev"]) < 8 and len(m["roce"]) < 8]
+        return [(nic, port) for nic in self.record.nics for port in nic.ports if port.active]
 
-    def relaxed_ordering(self) -> tuple[bool | None, str]:
-        """(on, what the record says) for relaxed ordering; (None, "") where it says nothing usable."""
-        for name, check in sorted(self.checks.items()):
-            if "relaxed" in name.lower():
-                if check.status == "pass":
-                    return True, f"check {name}: {check.status}: {check.detail}"
-                if check.status in ("warn", "fail"):
-                    return False, f"check {name}: {check.status}: {check.detail}"
-        for key, value in sorted(self.fields.items()):
-            if "relaxed" not in key.lower():
-                continue
-            on = _flag(value)
-            if on is not None:
-                return on, f"{key}: {value!r}"[:300]
-        return None, ""
+    def port_mtus(self) -> list[tuple[str, int | None, int]]:
+        """(device/port, netdev MTU in bytes, active RoCE MTU in bytes) per active port whose RoCE MTU is known."""
+        return [(f"{nic.device}/{port.port}", port.netdev_mtu_bytes, port.active_mtu_bytes)
+                for nic, port in self.ports() if port.active_mtu_bytes is not None and port.active_mtu_bytes > 0]
 
-
-def _flag(value: Any, depth: int = 0) -> bool | None:
-    """A relaxed-ordering field's value as on/off: a bool, a known word, or an object's "enabled"/"on" of those;
-    an object of ports is on only when every port is."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        word = value.strip().lower()
-        return True if word in ("on", "enabled", "true", "yes", "1") else False if word in (
-            "off", "disabled", "false", "no", "0") else None
-    if isinstance(value, dict) and depth < 3:
-        for key in ("enabled", "on", "state", "value"):
-            if key in value:
-                return _flag(value[key], depth + 1)
-        found = [_flag(v, depth + 1) for v in list(value.values())[:64]]
-        if found and all(f is not None for f in found):
-            return all(found)
-    return None
+    def relaxed_ordering(self) -> tuple[list[str], list[str]]:
+        """(off, on): what the record says of relaxed ordering, one line each. Off: a NIC's PCIe path forbids it (the
+        function that does), or the engine's knob leaves it off (whatever the paths); on: a path that allows it with
+        the knob on. A NIC whose path could not be read says nothing of its path."""
+        off: list[str] = []
+        on: list[str] = []
+        record = self.record
+        if record is None:
+            return off, on
+        # A software device (rxe, no PCI address) has no PCIe path and no relaxed ordering to speak of.
+        hardware = [nic for nic in record.nics if nic.pci_address is not None]
+        paths = [nic for nic in hardware if nic.relaxed_ordering is not None]
+        for nic in paths:
+            if nic.relaxed_ordering is False:
+                hop = next((h for h in nic.relaxed_ordering_path if h.relaxed_ordering is False), None)
+                where = f" at {hop.bdf} ({hop.note})" if hop is not None else ""
+                off.append(f"{nic.device}: relaxed_ordering false, its PCIe path forbids it{where}")
+        knob = record.relaxed_ordering_knob
+        allowed = [nic.device for nic in paths if nic.relaxed_ordering]
+        if hardware and knob not in _KNOB_ON:  # the engine's mode is off whatever the paths allow
+            off.append(f"relaxed_ordering_knob: MC_IB_PCI_RELAXED_ORDERING="
+                       f"{'unset, which the pinned Mooncake reads as 0' if knob is None else knob}: the engine "
+                       f"leaves it off on {', '.join(allowed) or 'every NIC'}")
+        elif allowed and not off:
+            on.append(f"{', '.join(allowed)}: PCIe path allows it, MC_IB_PCI_RELAXED_ORDERING={knob}")
+        return off, on
 
 
-def _checks(data: dict) -> dict[str, NodeCheck]:
-    out: dict[str, NodeCheck] = {}
-    checks = data.get("checks")
-    if not isinstance(checks, list):
-        return out
-    for entry in checks[:256]:
-        if not isinstance(entry, dict):
-            continue
-        name, status = entry.get("name"), entry.get("status")
-        detail, fix = entry.get("detail", ""), entry.get("fix", "")
-        if not isinstance(name, str) or status not in _STATUSES or not isinstance(detail, str):
-            continue
-        out.setdefault(name, NodeCheck(status, detail[:4000], fix[:1000] if isinstance(fix, str) else ""))
-    return out
+def problems(nodes: dict[str, NodeFile]) -> str:
+    """Why the records that could not be read say nothing, as a tail for an unknown ("" where all were read)."""
+    said = [n.problem for n in nodes.values() if n.problem]
+    return f": {'; '.join(said[:2])}" if said else ""
 
 
-def read_record(path: Path, role: str, rel: str) -> NodeRecord:
-    record = NodeRecord(role=role, file=rel)
+def read_record(path: Path, role: str, rel: str) -> NodeFile:
+    node = NodeFile(role=role, file=rel)
     if path.is_symlink():
-        record.problem = f"{rel} is a link; a node's record is the file `doctor --out` wrote, not a link to one"
-        return record
+        node.problem = f"{rel} is a link; a node's record is the file `doctor --out` wrote, not a link to one"
+        return node
     try:
-        data = runfile.read_json(path)
-    except (OSError, ValueError, RecursionError) as exc:
-        record.problem = f"{rel} is not readable JSON ({type(exc).__name__})"
-        return record
-    if not isinstance(data, dict):
-        record.problem = f"{rel} holds {type(data).__name__}, not the object `doctor --json` prints"
-        return record
-    record.checks = _checks(data)
-    record.fields = {str(k): v for k, v in list(data.items())[:256] if k != "checks"}
-    return record
+        node.record = noderecord.read(path)
+    except UserError as exc:
+        node.problem = f"{rel}: {str(exc).splitlines()[0].removeprefix(str(path) + ': ')[:300]}"
+    except (ValidationError, OSError, ValueError, RecursionError) as exc:
+        node.problem = f"{rel} is not a node record ({type(exc).__name__}); write it again with `pdrepro doctor --out`"
+    return node
 
 
-def read_nodes(folder: Path) -> dict[str, NodeRecord]:
+def read_nodes(folder: Path) -> dict[str, NodeFile]:
     """The records under folder/nodes/, by role (only the roles present)."""
     where = folder / FOLDER
     if not where.is_dir() or where.is_symlink():

@@ -1,5 +1,6 @@
 """GID type and index: the GID the transfer engine picks must be a RoCE v2 GID with a network device, at an index
-both ends can reach. The nodes' records (the doctor's gid check) say whether each port has one; the servers'
+both ends can reach. The nodes' records say which GID each active port uses and whether it routes between nodes
+(nics[].ports[].gid_index, gid_type, gid_reachable); the servers'
 logs say what the engine picked ("Find best gid index", "No suitable GID found"). A GID without a reachable
 network device sends the KV nowhere or over TCP, so where the transport fell back it can account for the gap."""
 
@@ -11,6 +12,7 @@ from ...core.roles import SERVER_ROLES
 from ...rundir.diagnosismodel import EvidenceItem
 from ..evidence import RunEvidence
 from ..gaps import Gaps
+from ..nodes import problems
 from .base import Answer, Cause, Cleared, Finding, Missing, item
 from .loglines import matching
 
@@ -26,14 +28,15 @@ class Gid(Cause):
         bad: list[EvidenceItem] = []
         good: list[str] = []
         for record in ev.nodes.values():
-            check = record.checks.get("gid")
-            if check is None:
-                continue
             where = f"{ev.nodes_where}/{record.role}.json"
-            if check.status == "pass":
-                good.append(f"{where}: {check.detail[:160]}")
-            else:
-                bad.append(item("sysfs", where, f"gid check {check.status}: {check.detail}"))
+            for nic, port in record.ports():
+                said = (f"{record.role} {nic.device}/{port.port}: gid_index {port.gid_index}, gid_type {port.gid_type}, "
+                        f"address {port.gid_address}, netdev {port.netdev}, gid_reachable {port.gid_reachable}")
+                if port.gid_reachable is True:
+                    good.append(f"{where}: {said[:160]}")
+                elif port.gid_reachable is False or port.gid_index is None:
+                    # No GID at all, or one that does not route between nodes: the engine skips the port or falls back.
+                    bad.append(item("sysfs", where, said))
         for m in ev.log_runs():
             for role in SERVER_ROLES:
                 for path in m.run.role_logs(role):
@@ -52,5 +55,5 @@ class Gid(Cause):
                                "MC_GID_INDEX (the same type at both ends); `pdrepro doctor` lists the good indices")
         if good:
             return Cleared(f"the GIDs picked have a network device ({'; '.join(good[:3])})")
-        return Missing("neither a node record's gid check (RUN/nodes/<role>.json, `pdrepro doctor --out`) nor a "
-                       "server log line of the GID the engine picked")
+        return Missing("neither a node record's GID of an active port (RUN/nodes/<role>.json, `pdrepro doctor --out`) nor "
+                       "a server log line of the GID the engine picked" + problems(ev.nodes))

@@ -1,5 +1,5 @@
-"""MTU: the active RoCE MTU the nodes' records show (nodes/<role>.json, the doctor's mtu check: per port, the
-netdev's MTU and the RoCE MTU the kernel derives from it). Below the full 4096 each packet carries less payload
+"""MTU: the active RoCE MTU the nodes' records show (nodes/<role>.json: per active port, its netdev's MTU and the
+RoCE MTU the kernel derives from it, nics[].ports[].active_mtu_bytes). Below the full 4096 each packet carries less payload
 for the same 82 bytes of framing (core.roce), which costs the payload ceiling's share; two ends at different
 MTUs are a fault of their own (the path runs at the smaller, and peers that do not agree fail to connect)."""
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 from ...core.roce import FULL_MTU
 from ..evidence import RunEvidence
 from ..gaps import Gaps, payload_loss
+from ..nodes import problems
 from .base import Answer, Cause, Cleared, Finding, Missing, item
 
 
@@ -17,11 +18,11 @@ class Mtu(Cause):
     def read(self, ev: RunEvidence, gaps: Gaps) -> Answer:
         ports = [(record, port, netdev, roce) for record in ev.nodes.values() for port, netdev, roce in record.port_mtus()]
         if not ports:
-            unreadable = [r.problem for r in ev.nodes.values() if r.problem]
-            return Missing("no node record names a port's MTU (RUN/nodes/<role>.json, written by `pdrepro doctor "
-                           "--out`, with its mtu check)" + (f": {unreadable[0]}" if unreadable else ""))
+            return Missing("no node record names an active port's MTU (RUN/nodes/<role>.json, written by `pdrepro "
+                           "doctor --out`)" + problems(ev.nodes))
         evidence = tuple(item("sysfs", f"{ev.nodes_where}/{record.role}.json",
-                              f"{record.role} {port}: netdev MTU {netdev} -> RoCE MTU {roce}")
+                              f"{record.role} {port}: netdev MTU {'unknown' if netdev is None else netdev} "
+                              f"-> RoCE MTU {roce}")
                          for record, port, netdev, roce in ports)
         smallest = min(roce for *_, roce in ports)
         by_role = {r.role: min(roce for rec, _p, _n, roce in ports if rec is r) for r, *_ in ports}

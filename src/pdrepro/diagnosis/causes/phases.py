@@ -23,14 +23,14 @@ class Phases(Cause):
         seen = False
         for m in ev.summaries():
             for row in (m.summary.rows if m.summary is not None else []):
-                phases, ttft = row.phase_ms_median or {}, row.ttft_ms_median
+                phases, ttft = getattr(row, "phase_ms_median", None) or {}, row.ttft_ms_median  # a smoke's rows have none
                 if not phases or ttft is None or ttft <= 0:
                     continue
                 seen = True
                 for key, ms in phases.items():
                     if key.split(".", 1)[-1] in WAITING and ms >= 0:
                         part = min(1.0, ms / ttft)
-                        samples = (row.phase_samples or {}).get(key, 0)
+                        samples = (getattr(row, "phase_samples", None) or {}).get(key, 0)
                         if worst is None or part > worst[0]:
                             worst = (part, key, ms, ttft, row.prompt_len, m.rel, samples)
         if not seen:

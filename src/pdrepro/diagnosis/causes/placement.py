@@ -1,6 +1,6 @@
 """NIC-to-GPU placement: a GPU whose NIC hangs off another PCIe switch or NUMA node sends its KV across the host's
-interconnect. The nodes' records say so (the doctor's gpu-nic-affinity check: each GPU, its NIC and their PCIe
-link, PIX/PXB under one switch, NODE within a NUMA node, SYS across sockets). The engine alone on the same box
+interconnect. The nodes' records say so (gpus[].nic and nic_link: PIX/PXB under one switch, PHB/NODE within a
+NUMA node, SYS across sockets; nics[].numa_node). The engine alone on the same box
 shares the placement, so what it leaves below the line rate bounds what the placement can cost; without it, the
 cost is not measured and the fault is listed at no share."""
 
@@ -9,10 +9,9 @@ from __future__ import annotations
 from ...rundir.diagnosismodel import EvidenceItem
 from ..evidence import RunEvidence
 from ..gaps import Gaps
+from ..nodes import problems
 from .base import Answer, Cause, Cleared, Finding, Missing, item
 from .engine import engine_short_of_line
-
-CHECK = "gpu-nic-affinity"
 
 
 class Placement(Cause):
@@ -22,15 +21,20 @@ class Placement(Cause):
         far: list[EvidenceItem] = []
         near: list[str] = []
         for record in ev.nodes.values():
-            check = record.checks.get(CHECK)
-            if check is None or check.detail.startswith("not checked"):
-                continue  # the doctor saw no GPU or no NIC there: it says nothing of the placement
+            node = record.record
+            if node is None or not node.gpus:
+                continue  # no GPU seen there: the record says nothing of the placement
             where = f"{ev.nodes_where}/{record.role}.json"
-            links = check.detail
-            if check.status == "pass" and " SYS" not in links:
-                near.append(f"{record.role}: {links[:160]}")
-            else:
-                far.append(item("sysfs", where, f"{CHECK} {check.status}: {links}"))
+            numa = {nic.device: nic.numa_node for nic in node.nics}
+            for gpu in node.gpus:
+                if gpu.nic is None or gpu.nic_link in (None, "unknown"):
+                    continue  # no NIC placed with it, or a link not read: nothing to judge
+                said = (f"{record.role} GPU {gpu.index} ({gpu.bus_id}) -> {gpu.nic} (NUMA node {numa.get(gpu.nic, -1)}): "
+                        f"{gpu.nic_link}")
+                if gpu.nic_link == "SYS":
+                    far.append(item("sysfs", where, said))
+                else:
+                    near.append(said)
         if far:
             bound = engine_short_of_line(ev)
             return Finding(fault=True, loss=bound or 0.0,
@@ -42,5 +46,5 @@ class Placement(Cause):
                                "and pin each server to the GPUs of the NICs' NUMA node")
         if near:
             return Cleared(f"each GPU's NIC is on its PCIe switch or NUMA node ({'; '.join(near[:2])})")
-        return Missing("no node record of the GPUs' NICs (the gpu-nic-affinity check of RUN/nodes/<role>.json, "
-                       "`pdrepro doctor --role ROLE --out`)")
+        return Missing("no node record of the GPUs' NICs (gpus[] of RUN/nodes/<role>.json, `pdrepro doctor --role ROLE "
+                       "--out`)" + problems(ev.nodes))

@@ -20,7 +20,8 @@ def _skews(m: Member) -> list[tuple[float, int, str, dict[str, int]]]:
     s = m.summary
     for row in (s.rows if s is not None else []):
         by_role: dict[str, dict[str, int]] = {}
-        for rail in row.nic_rails or []:
+        # A smoke's rows witness no rails (their model has no such field): getattr, not an attribute error.
+        for rail in getattr(row, "nic_rails", None) or []:
             if rail.judged and rail.bytes is not None and rail.bytes >= 0 and rail.share_of_mean is not None:
                 by_role.setdefault(rail.role, {})[rail.port] = rail.bytes
         for role, rails in by_role.items():
@@ -48,8 +49,8 @@ class RailSkew(Cause):
                 if worst is None or loss > worst[0]:
                     worst = (loss, L, role, rails, m)
         if worst is None:
-            notes = [r.nic_rails_note for m in ev.summaries() if m.summary is not None for r in m.summary.rows
-                     if r.nic_rails_note]
+            notes = [note for m in ev.summaries() if m.summary is not None for r in m.summary.rows
+                     if (note := getattr(r, "nic_rails_note", None))]
             return Missing("no length has two or more judged rails on a node (the per-rail witness needs the NIC "
                            "counters per port and RUN/ib_devices.json naming the GPUs' NICs)"
                            + (f": {notes[0]}" if notes else ""))

@@ -2,7 +2,8 @@
 newer Mooncake tuning note measured about 15 against 47 GB/s per 400G NIC on that path; so off, it can cost up to
 1 - 15/47 of an RDMA transfer into GPU memory (over TCP the NIC does not write the GPU's memory, and it costs
 nothing). Read from the servers' logs (the engine's start-up line naming MC_IB_PCI_RELAXED_ORDERING) and the nodes'
-records (a relaxed-ordering check or field, as `doctor --out` records it)."""
+records (nics[].relaxed_ordering and the function on the path that forbids it, and the engine's knob as the servers
+get it)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ...core.roles import SERVER_ROLES
 from ...rundir.diagnosismodel import EvidenceItem
 from ..evidence import RunEvidence
 from ..gaps import Gaps
+from ..nodes import problems
 from .base import Answer, Cause, Cleared, Finding, Missing, item
 from .loglines import matching
 
@@ -35,12 +37,10 @@ class RelaxedOrdering(Cause):
                         else:
                             on.append(f"{ev.rel(path)}:{number}")
         for record in ev.nodes.values():
-            state, said = record.relaxed_ordering()
+            no, yes = record.relaxed_ordering()
             where = f"{ev.nodes_where}/{record.role}.json"
-            if state is False:
-                off.append(item("sysfs", where, said))
-            elif state is True:
-                on.append(f"{where} ({said[:120]})")
+            off += [item("sysfs", where, f"{record.role} {said}") for said in no]
+            on += [f"{where} ({said[:120]})" for said in yes]
         if off:
             rdma = any(m.summary is not None and m.summary.transport == "rdma" for m in ev.summaries())
             loss = 1.0 - OFF_GB_S / ON_GB_S if rdma else 0.0
@@ -55,4 +55,4 @@ class RelaxedOrdering(Cause):
         if on:
             return Cleared(f"relaxed ordering is on ({'; '.join(on[:3])})")
         return Missing("no server log line of the engine's relaxed-ordering mode and no node record of it "
-                       "(RUN/nodes/<role>.json from `pdrepro doctor --out`)")
+                       "(RUN/nodes/<role>.json from `pdrepro doctor --out`)" + problems(ev.nodes))

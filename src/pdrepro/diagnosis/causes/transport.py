@@ -70,9 +70,11 @@ def _nic_items(ev: RunEvidence, m: Member) -> list[EvidenceItem]:
     s = m.summary
     if s is None:
         return []
-    return [item("counter", ev.rel(m.run.counters_file(r.prompt_len)),
-                 f"{m.rel} at {r.prompt_len} tokens: the RDMA ports counted {r.nic_kv_share_pct:.1f}% of the KV")
-            for r in s.rows if r.nic_kv_share_pct is not None][:2]
+    # A smoke's rows count no NIC share (their model has no such field): only rows that carry one are cited.
+    shares = [(r.prompt_len, share) for r in s.rows
+              if isinstance(share := getattr(r, "nic_kv_share_pct", None), (int, float))]
+    return [item("counter", ev.rel(m.run.counters_file(L)),
+                 f"{m.rel} at {L} tokens: the RDMA ports counted {share:.1f}% of the KV") for L, share in shares][:2]
 
 
 class TcpFallback(Cause):
