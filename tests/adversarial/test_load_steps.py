@@ -167,8 +167,8 @@ def test_the_command_refuses_a_bad_step_option_in_one_line_and_writes_nothing(op
         extra = [] if option == "--concurrency" else ["--concurrency", "1"]
         proc = subprocess.run(
             [sys.executable, "-m", "pdrepro", "load", "--scenario", "onebox-qwen25-0.5b", "--router",
-             "http://127.0.0.1:9", "--prefill", "http://127.0.0.1:9", "--decode", "http://127.0.0.1:9", "--model-path",
-             tmp, "--dataset-path", tmp, "--bench-in-place", "--out", str(out), *extra, f"{option}={value}"],
+             "http://127.0.0.1:9", "--prefill", "http://127.0.0.1:9", "--decode", "http://127.0.0.1:9", "--model",
+             tmp, "--dataset", tmp, "--bench-in-place", "--out", str(out), *extra, f"{option}={value}"],
             capture_output=True, text=True, timeout=60, cwd=REPO)
         lines = proc.stderr.strip().splitlines()
         assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr

@@ -29,7 +29,7 @@ READERS = {
     "sweep/runlock.py::RunLock.__enter__": "the sweep's lock file, opened O_NOFOLLOW to flock, never read",
     # The host: /proc and sysfs are read through core.runfile.read_host (capped, no FIFO); only these remain.
     "launch/stack/lock.py::held": "the run folder itself, opened O_DIRECTORY to flock it, never read",
-    "cli.py::_quiet_stdout": "/dev/null, put under a standard output its reader closed (never read)",
+    "commands/__init__.py::_quiet_stdout": "/dev/null, put under a standard output its reader closed (never read)",
     # The repository's own build inputs and the package's resources (not a run's).
     "core/pins.py::parse_env_file": "versions.env, the repository's pins",
     "launch/targets/templating.py::template": "the package's own job-file templates (resources, not a run's)",

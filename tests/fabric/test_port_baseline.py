@@ -176,7 +176,7 @@ def test_check_the_gates_and_the_report_name_the_port(node, even_run, capsys):
     assert lines == ["FAIL port mlx5_1 alone: 30.00 GB/s = 60.0 % of its 50.0 GB/s line rate, short of 90 %",
                      "FAIL port mlx5_2 with all ports at once: 37.50 GB/s = 75.0 % of its 50.0 GB/s line rate, "
                      "short of 90 %"]
-    assert "8 failed" not in result.err and "2 failed" in result.err
+    assert "8 failed" not in result.out and "2 failed" in result.out
     text = render_report(summary)
     section = text.split("## Fabric baseline per port")[1].split("\n## ")[0]
     rows = {l.split("|")[1].strip(): l for l in section.splitlines() if l.startswith("| mlx5_")}

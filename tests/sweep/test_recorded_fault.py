@@ -74,8 +74,11 @@ def test_check_on_a_read_only_copy_gives_the_recorded_verdict_and_writes_nothing
     # The table of checks is the one the GPU machine printed, line for line (the console's last line is the
     # script's own "check ... exit N").
     recorded = (RECORDED / "console" / f"check-fault-{fault}.console.txt").read_text().splitlines()[:-1]
-    # The script sent stdout and stderr to one file: the tally line goes to stderr, the table to stdout.
-    assert done.stdout.splitlines() + done.stderr.splitlines() == recorded
+    # Since the recording, check first names what it judges (the run kind) and prints its tally on standard output;
+    # the table and the tally are the machine's, line for line.
+    out = done.stdout.splitlines()
+    assert out[0].startswith("judging ") and "a fault run" in out[0]
+    assert out[1:] + done.stderr.splitlines() == recorded
     assert ("FAIL" in done.stdout) == (expected == 1)
 
 

@@ -105,7 +105,7 @@ SOFTWARE: tuple[tuple[str, Callable[[NodeRecord], object], str], ...] = (
     ("launcher", lambda r: r.software.launcher,
      "run both nodes' servers the same way (both compose, or both the host launcher)"),
     ("SGLang version", lambda r: r.software.sglang_version,
-     "install the same SGLang on both nodes (the pinned image: `make gpu-image`, or the same wheel)"),
+     "install the same SGLang on both nodes (the same pinned image, or the same wheel)"),
     ("Mooncake version", lambda r: r.software.mooncake_version,
      "install the same Mooncake transfer engine on both nodes"),
     ("wheel flavour", lambda r: r.software.wheel_flavour,

@@ -21,6 +21,7 @@ import yaml
 
 from ..core import runfile
 from ..core.errors import UserError
+from ..engines.registry import ENGINES
 from ..scenario import serverflags
 
 # The facts, each as (field name in the report, the server's fields it is made of).
@@ -33,7 +34,6 @@ DEFAULT = "default"
 RENDERED = runfile.Kind("rendered launch file", 4 * runfile.MiB,
                         fix="it is not a file `pdrepro render` writes: render the launch again into a fresh folder")
 _MODE = "disaggregation_mode"
-_SERVER = "sglang.launch_server"
 _MAX_FILES = 200  # a rendered launch is a handful of files; a folder of thousands is not one
 
 
@@ -63,7 +63,11 @@ def _server_argv(words: list[str]) -> list[str] | None:
     """The words after the server's module (or all of them), when they start a disaggregated server."""
     if not any(w == "--disaggregation-mode" or w.startswith("--disaggregation-mode=") for w in words):
         return None
-    return words[words.index(_SERVER) + 1:] if _SERVER in words else words
+    # Any registered engine's server module marks where the server's own flags begin.
+    for module in (e.server_module for e in ENGINES.values()):
+        if module in words:
+            return words[words.index(module) + 1:]
+    return words
 
 
 def _lists(node) -> list[list[str]]:
