@@ -159,7 +159,7 @@ def _plan() -> LoadPlan:
 
 
 @settings(max_examples=examples(6), deadline=None)
-@given(option=st.sampled_from(["--concurrency", "--request-rate", "--length", "--prompts"]),
+@given(option=st.sampled_from(["--concurrency", "--request-rate", "--prompt-lens", "--prompts"]),
        value=st.sampled_from(["0", "-3", "1,1", "abc", "١", "1e999", "nan", "", "1" * 30, ",", "2,,4"]))
 def test_the_command_refuses_a_bad_step_option_in_one_line_and_writes_nothing(option, value):
     with tempfile.TemporaryDirectory() as tmp:

@@ -26,5 +26,5 @@ def relaxed_ordering_note(summary: Summary) -> list[str]:
     return [f"The GPU-memory path is the short one: the engine alone peaks at {engine:.2f} GB/s, "
             f"{100 * engine / fabric:.0f} % of {what}, {fabric:.2f} GB/s. PCIe relaxed ordering is one setting "
             f"behind such a gap: `pdrepro doctor` shows whether the PCIe path to each NIC allows it (its "
-            f"relaxed-ordering row), and {KNOB}=1 asks the engine to use it (the pinned Mooncake leaves it at 0, "
+            f"relaxed-ordering row), and {KNOB}=1 asks the engine to use it (the pinned transfer engine leaves it at 0, "
             f"off); measure both with `pdrepro tune --grid {KNOB}=0,1`.", ""]
