@@ -4,6 +4,7 @@ processes the tests start themselves, and records forged to point at them."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -79,6 +80,31 @@ def up(site, *extra, env_=None, timeout=60) -> subprocess.CompletedProcess:
 def up_argv(site, *extra) -> list[str]:
     return [sys.executable, "-m", "pdrepro", "stack", "up", *site["options"], "--out", str(site["run"]),
             "--poll", "0.1", "--grace", "5", *extra]
+
+
+def python_on_path(tmp: Path) -> str:
+    """The bench argv starts with `python` (the image's): here, this interpreter."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    link = bin_dir / "python"
+    if not link.exists():
+        link.symlink_to(sys.executable)
+    return f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+
+
+def sweep_standin(site, *extra: str, env_: dict) -> subprocess.CompletedProcess:
+    """The real `pdrepro sweep` against the stand-in stack `up` started in ``site`` (its URLs from stack.json)."""
+    run = site["run"]
+    rec = json.loads((run / "stack.json").read_text())
+    urls = {p["role"]: p["health_url"].rsplit("/", 1)[0] for p in rec["processes"]}
+    dataset = site["tmp"] / "sharegpt.json"
+    dataset.write_text("[]")
+    return subprocess.run(
+        [sys.executable, "-m", "pdrepro", "sweep", "--scenario", site["options"][1], "--router", urls["router"],
+         "--prefill", urls["prefill"], "--decode", urls["decode"], "--out", str(run), "--model-path", str(site["model"]),
+         "--dataset-path", str(dataset), "--bench-in-place", "--logs-from", str(run / "logs"), "--length-timeout", "60",
+         "--wait-timeout", "30", *extra],
+        capture_output=True, text=True, env=env_, timeout=240, cwd=REPO)
 
 
 def cmdline(pid: int) -> list[str]:

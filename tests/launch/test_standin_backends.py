@@ -6,14 +6,13 @@ processes, real logs, the sweep's transport proof read from them."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
-from stackhelp import REPO, env, one_line_error, site, stack, up
+from stackhelp import REPO, env, one_line_error, python_on_path, site, stack, sweep_standin, up
 
 from pdrepro.backends import backend
 from pdrepro.parsers import mooncake_log, nixl_log, reqstats
@@ -23,29 +22,6 @@ __all__ = ["site"]  # the fixture
 
 UCX_TCP = {"UCX_TLS": "tcp,cuda_copy", "UCX_LOG_LEVEL": "info"}
 
-
-def _python_on_path(tmp: Path) -> str:
-    """The bench argv starts with `python` (the image's): here, this interpreter."""
-    bin_dir = tmp / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    link = bin_dir / "python"
-    if not link.exists():
-        link.symlink_to(sys.executable)
-    return f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
-
-
-def _sweep(site, *extra: str, env_: dict) -> subprocess.CompletedProcess:
-    run = site["run"]
-    record = json.loads((run / "stack.json").read_text())
-    urls = {p["role"]: p["health_url"].rsplit("/", 1)[0] for p in record["processes"]}
-    dataset = site["tmp"] / "sharegpt.json"
-    dataset.write_text("[]")
-    return subprocess.run(
-        [sys.executable, "-m", "pdrepro", "sweep", "--scenario", site["options"][1], "--router", urls["router"],
-         "--prefill", urls["prefill"], "--decode", urls["decode"], "--out", str(run), "--model-path", str(site["model"]),
-         "--dataset-path", str(dataset), "--bench-in-place", "--logs-from", str(run / "logs"), "--length-timeout", "60",
-         "--wait-timeout", "30", *extra],
-        capture_output=True, text=True, env=env_, timeout=240, cwd=REPO)
 
 
 def _up_nixl(site, env_: dict, ucx: dict[str, str]) -> subprocess.CompletedProcess:
@@ -65,7 +41,7 @@ def _up_nixl(site, env_: dict, ucx: dict[str, str]) -> subprocess.CompletedProce
 
 
 def _stack_env(site, **extra: str) -> dict:
-    return env(PATH=_python_on_path(site["tmp"]), STANDIN_CHILD="none", **extra)
+    return env(PATH=python_on_path(site["tmp"]), STANDIN_CHILD="none", **extra)
 
 
 def _requests_served(run: Path, role: str) -> list:
@@ -77,7 +53,7 @@ def test_a_mooncake_stack_over_tcp_passes_the_sweep_and_its_transport_proof(site
     started = up(site, env_=env_)
     assert started.returncode == 0, started.stderr
     try:
-        swept = _sweep(site, env_=env_)  # the analysis too, as a user's sweep runs it
+        swept = sweep_standin(site, env_=env_)  # the analysis too, as a user's sweep runs it
         assert swept.returncode == 0, swept.stdout[-3000:] + swept.stderr[-3000:]
         out = swept.stdout + swept.stderr
         assert "transport: tcp, allowed by the scenario (transport: any)" in out
@@ -109,7 +85,7 @@ def test_a_nixl_stack_over_ucx_tcp_passes_the_sweep_and_its_transport_proof(site
     started = _up_nixl(site, env_, UCX_TCP)
     assert started.returncode == 0, started.stderr
     try:
-        swept = _sweep(site, env_=env_)  # its transport proof read through the scenario's backend, its analysis
+        swept = sweep_standin(site, env_=env_)  # its transport proof read through the scenario's backend, its analysis
         assert swept.returncode == 0, swept.stdout[-3000:] + swept.stderr[-3000:]
         out = swept.stdout + swept.stderr
         assert "transport: tcp, allowed by the scenario (transport: any)" in out
@@ -185,7 +161,7 @@ def test_a_nixl_stack_without_ucx_tls_is_refused_by_the_sweep_naming_the_fix(sit
     started = _up_nixl(site, env_, {"UCX_LOG_LEVEL": "info"})
     assert started.returncode == 0, started.stderr
     try:
-        swept = _sweep(site, "--no-analyze", env_=env_)
+        swept = sweep_standin(site, "--no-analyze", env_=env_)
     finally:
         stack("down", str(site["run"]), "--grace", "1")
     assert swept.returncode == 2, swept.stdout[-2000:] + swept.stderr[-2000:]

@@ -7,37 +7,15 @@ the scenario does not name is refused before anything starts."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import yaml
-from stackhelp import REPO, env, site, stack, up
+from stackhelp import REPO, env, python_on_path, site, stack, sweep_standin, up
 
 __all__ = ["site"]  # the fixture
 
-
-def _python_on_path(tmp: Path) -> str:
-    """The bench argv starts with `python` (the image's): here, this interpreter."""
-    bin_dir = tmp / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    (bin_dir / "python").symlink_to(sys.executable)
-    return f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
-
-
-def _sweep(site, *extra: str, env_: dict) -> subprocess.CompletedProcess:
-    run = site["run"]
-    record = json.loads((run / "stack.json").read_text())
-    urls = {p["role"]: p["health_url"].rsplit("/", 1)[0] for p in record["processes"]}
-    dataset = site["tmp"] / "sharegpt.json"
-    dataset.write_text("[]")
-    return subprocess.run(
-        [sys.executable, "-m", "pdrepro", "sweep", "--scenario", site["options"][1], "--router", urls["router"],
-         "--prefill", urls["prefill"], "--decode", urls["decode"], "--out", str(run), "--model-path", str(site["model"]),
-         "--dataset-path", str(dataset), "--bench-in-place", "--logs-from", str(run / "logs"), "--length-timeout", "60",
-         "--wait-timeout", "30", *extra],
-        capture_output=True, text=True, env=env_, timeout=240, cwd=REPO)
 
 
 def _check(run: Path) -> subprocess.CompletedProcess:
@@ -46,7 +24,7 @@ def _check(run: Path) -> subprocess.CompletedProcess:
 
 
 def test_a_narrowed_sweep_records_its_lengths_and_is_judged_by_them(site):
-    env_ = env(PATH=_python_on_path(site["tmp"]), STANDIN_CHILD="none")
+    env_ = env(PATH=python_on_path(site["tmp"]), STANDIN_CHILD="none")
     run = site["run"]
     # A length the scenario does not name: one line, exit 2, before the sweep reaches for the stack.
     refused = subprocess.run([sys.executable, "-m", "pdrepro", "sweep", "--scenario", site["options"][1], "--router",
@@ -60,7 +38,7 @@ def test_a_narrowed_sweep_records_its_lengths_and_is_judged_by_them(site):
     started = up(site, env_=env_)
     assert started.returncode == 0, started.stderr
     try:
-        swept = _sweep(site, "--prompt-lens", "1024,128", env_=env_)
+        swept = sweep_standin(site, "--prompt-lens", "1024,128", env_=env_)
         assert swept.returncode == 0, swept.stdout[-3000:] + swept.stderr[-3000:]
     finally:
         assert stack("down", str(run), "--grace", "1").returncode == 0

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core import advice, runfile
+from ..core import runfile
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder
@@ -255,50 +255,17 @@ def _measured(out: Path, scenarios: list[ComparisonScenario]) -> Callable[[Path,
     return measured
 
 
-def _judged_runs(run: Path) -> list[Path]:
-    """The comparison runs in ``run``: itself, or (a run of several scenarios) each RUN/<scenario name>."""
-    if (run / "scenario.yaml").is_file():
-        return [run]
-    found = sorted(p for p in run.iterdir() if not p.is_symlink() and (p / "scenario.yaml").is_file())
-    if not found:
-        raise UserError(f"--judge {run}: holds no comparison run (no scenario.yaml in it or in a folder of it); give "
-                        "the folder `pdrepro compare --out` made")
-    return found
-
-
 def _judge_only(args: argparse.Namespace) -> int:
     """`compare --judge RUN`: each comparison run judged as `pdrepro check` judges it, in memory; the comparison's
     table and the checks on standard output (--json, --report FILE); nothing is written into RUN."""
-    from ..analysis.comparison import render_comparison
-    from ..publish.results import portable
-    from ..rundir import RunDir
-    from ..scenario.model import ComparisonScenario, resolve_scenario
-    from ..verdicts.outcome import VerdictRecord
+    from ..kinds.compare import judge_runs
 
     run = args.judge.absolute()
     if not run.is_dir():
         raise UserError(f"--judge {run}: no such folder; give the comparison's run folder")
     check_report_target(args, run)
-    texts, members, errors, worst = [], [], [], 0
-    for folder in _judged_runs(run):
-        scenario = resolve_scenario(None, folder)
-        if not isinstance(scenario, ComparisonScenario):
-            raise UserError(f"{folder}: a {scenario.kind} run; `pdrepro compare --judge` judges comparison runs "
-                            f"(judge this one with `{advice.check(folder)}`)")
-        verdict = verdict_of(RunDir(folder), argparse.Namespace(scenario=None, thresholds=None))
-        table = render_comparison(portable(verdict.summary.to_json(), folder))  # type: ignore[attr-defined]
-        texts.append(verdict.record().header() + "\n" + table.rstrip("\n") + "\n\n" + verdict.text + "\n"
-                     + verdict.count)
-        # One schema with `check`: each run's verdict, its comparison table's data as its summary.
-        members.append(verdict.record().model_copy(
-            update={"summary": portable(verdict.summary.to_json(), folder)}))  # type: ignore[attr-defined]
-        errors += [verdict.error] if verdict.error else []
-        worst = max(worst, verdict.status)
-    passed = sum(m.exit_status == 0 for m in members)
-    data = VerdictRecord(kind="compare", run=str(run), scenario=members[0].scenario if len(members) == 1 else None,
-                         passed=worst == 0, exit_status=worst, count=f"{passed} of {len(members)} comparison run(s) "
-                         "passed", members=members)
-    emit(args, run, "\n\n".join(texts), data.model_dump(mode="json"))
+    text, data, errors, worst = judge_runs(run, verdict_of)
+    emit(args, run, text, data.model_dump(mode="json"))
     if errors:
         raise UserError(errors[0])
     return worst

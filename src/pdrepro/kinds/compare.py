@@ -7,16 +7,19 @@ check, each comparison folder in it is."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from ..analysis.comparison import render_comparison
 from ..analysis.verdictsource import Judged, judged_comparison
 from ..core import advice
 from ..core.errors import UserError
-from ..publish.results import analyze_comparison
+from ..publish.results import analyze_comparison, portable
 from ..rundir import RunDir
 from ..rundir.summarymodel import ComparisonSummary
-from ..scenario.model import Scenario
-from ..verdicts.outcome import Verdict
+from ..scenario.model import ComparisonScenario, Scenario, resolve_scenario
+from ..verdicts.outcome import Verdict, VerdictRecord
 from . import recorded
 from .summarykind import SummaryKind
 from .sweep import COMPARISON
@@ -67,3 +70,42 @@ class Compare(SummaryKind):
     def analyze(self, run: RunDir, args: argparse.Namespace) -> int:
         self._refuse_runner_folder(run)
         return super().analyze(run, args)
+
+
+def _judged_runs(run: Path) -> list[Path]:
+    """The comparison runs in ``run``: itself, or (a run of several scenarios) each RUN/<scenario name>."""
+    if (run / "scenario.yaml").is_file():
+        return [run]
+    found = sorted(p for p in run.iterdir() if not p.is_symlink() and (p / "scenario.yaml").is_file())
+    if not found:
+        raise UserError(f"--judge {run}: holds no comparison run (no scenario.yaml in it or in a folder of it); give "
+                        "the folder `pdrepro compare --out` made")
+    return found
+
+
+def judge_runs(run: Path, verdict_of: Callable[[RunDir, argparse.Namespace], Verdict]
+               ) -> tuple[str, VerdictRecord, list[str], int]:
+    """Every comparison run in ``run`` judged as `check` judges it, by the kind each records: the text (each run's
+    header, comparison table and checks), one verdict record holding each run's as a member, the input errors, and
+    the worst exit status. Nothing is written. ``verdict_of``: the registry's judge (the registry lists this module,
+    so it comes from the caller)."""
+    texts, members, errors, worst = [], [], [], 0
+    for folder in _judged_runs(run):
+        scenario = resolve_scenario(None, folder)
+        if not isinstance(scenario, ComparisonScenario):
+            raise UserError(f"{folder}: a {scenario.kind} run; `pdrepro compare --judge` judges comparison runs "
+                            f"(judge this one with `{advice.check(folder)}`)")
+        verdict = verdict_of(RunDir(folder), argparse.Namespace(scenario=None, thresholds=None))
+        table = render_comparison(portable(verdict.summary.to_json(), folder))  # type: ignore[attr-defined]
+        texts.append(verdict.record().header() + "\n" + table.rstrip("\n") + "\n\n" + verdict.text + "\n"
+                     + verdict.count)
+        # One schema with `check`: each run's verdict, its comparison table's data as its summary.
+        members.append(verdict.record().model_copy(
+            update={"summary": portable(verdict.summary.to_json(), folder)}))  # type: ignore[attr-defined]
+        errors += [verdict.error] if verdict.error else []
+        worst = max(worst, verdict.status)
+    passed = sum(m.exit_status == 0 for m in members)
+    data = VerdictRecord(kind="compare", run=str(run), scenario=members[0].scenario if len(members) == 1 else None,
+                         passed=worst == 0, exit_status=worst, count=f"{passed} of {len(members)} comparison run(s) "
+                         "passed", members=members)
+    return "\n\n".join(texts), data, errors, worst

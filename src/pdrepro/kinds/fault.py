@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from tabulate import tabulate
-
 from ..core.exits import EXIT_FAILED
 from ..report.fault import fault_table, render
 from ..rundir import RunDir, faultsummary, ownoutputs
@@ -15,16 +13,14 @@ from ..verdicts.fault import fault_checks, run_checks
 from ..verdicts.outcome import Verdict, result_data
 from ..verdicts.result import failed
 from .base import RunKind
+from .checktable import check_table
 
 
 def judge(summary: FaultSummary) -> Verdict:
     per = [("(run)", r) for r in run_checks(summary)]
     per += [(f.fault, r) for f in summary.faults for r in fault_checks(summary, f)]
     results = [r for _, r in per]
-    table = [[r.name, where, "—" if r.figure is None else f"{r.figure:g} {r.unit}".rstrip(),
-              "" if r.bound is None else f"{r.op} {r.bound:g} {r.unit}".rstrip(), r.verdict] for where, r in per]
-    out = [tabulate(table, headers=["check", "fault", "figure", "bound", "verdict"], tablefmt="simple",
-                    disable_numparse=True), ""]
+    out = [check_table(per, "fault", lambda x, _: f"{x:g}"), ""]
     bad = failed(results)
     out += [f"FAIL {r.detail}" for r in bad]
     status = EXIT_FAILED if bad else 0

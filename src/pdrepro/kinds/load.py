@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import argparse
 
-from tabulate import tabulate
-
 from ..analysis.load import compute_load_summary
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED
 from ..core.figures import against
@@ -22,6 +20,7 @@ from ..verdicts.bounds import bound_changes
 from ..verdicts.load import failed, run_checks, step_checks
 from ..verdicts.outcome import Verdict, result_data
 from .base import RunKind
+from .checktable import check_table
 
 # The scenario's bounds a load's gates read (a changed bound of the sweep's own is not the load's to name).
 LOAD_BOUNDS = ("max_request_errors", "max_transfer_p99_over_p50")
@@ -35,10 +34,7 @@ def check_load(run_dir: RunDir, args: argparse.Namespace) -> Verdict:
     per_step = [("(run)", r) for r in run_checks(summary)]
     per_step += [(step.name, r) for step in summary.steps for r in step_checks(summary, step)]
     results = [r for _, r in per_step]
-    table = [[r.name, name, "—" if r.figure is None else f"{against(r.figure, r.op, r.bound)} {r.unit}".rstrip(),
-              "" if r.bound is None else f"{r.op} {r.bound:g} {r.unit}".rstrip(), r.verdict] for name, r in per_step]
-    out = [tabulate(table, headers=["check", "step", "figure", "bound", "verdict"], tablefmt="simple",
-                    disable_numparse=True), ""]
+    out = [check_table(per_step, "step", lambda x, r: against(x, r.op, r.bound)), ""]
     bad = failed(results)
     out += [f"FAIL {r.detail}" for r in bad]
     warnings = [i.message for i in summary.issues if i.severity == "warning"]

@@ -4,14 +4,13 @@ invite the comparison the A/B report forbids; this one sets only the shared cloc
 
 from __future__ import annotations
 
-import io
-
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..rundir.absummary import AbSummary  # noqa: E402
+from .plots import png  # noqa: E402
 
 PLOT = "ab-ttft.png"
 
@@ -50,10 +49,4 @@ def ttft_png(summary: AbSummary) -> bytes | None:
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title("A/B: the client's time to first token per arm (the one clock the arms share)", fontsize=10)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    try:
-        fig.savefig(buf, format="png", dpi=110)
-    finally:
-        plt.close(fig)
-    return buf.getvalue()
+    return png(fig)

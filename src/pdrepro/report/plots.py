@@ -38,13 +38,18 @@ def finish(fig, ax, title: str, path: Path) -> None:
     """Every plot ends the same way: titled, laid out, written, closed. The PNG is made in memory and written
     by the safe writer: savefig given the path would open it itself and follow a link planted there."""
     ax.set_title(title, fontsize=10)
+    write_file(path, png(fig), "the report")
+
+
+def png(fig) -> bytes:
+    """The figure as PNG bytes, laid out and closed: every plot of the bundle is made in memory like this."""
     fig.tight_layout()
     buf = io.BytesIO()
     try:
         fig.savefig(buf, format="png", dpi=110)
     finally:
         plt.close(fig)
-    write_file(path, buf.getvalue(), "the report")
+    return buf.getvalue()
 
 
 def _bandwidth(summary: Summary, path: Path) -> Path | None:

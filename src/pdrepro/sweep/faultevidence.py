@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,9 +14,9 @@ from ..core.errors import UserError
 from ..launch.stack.record import StackRecord
 from ..parsers.promcounters import ServerCounters, counters_text
 from ..rundir.faultsummary import LogLine, ServerMetrics
+from . import metrics
 
 # A scrape of /metrics is a few hundred kB; more is not a server's answer.
-MAX_SCRAPE_BYTES = 8 << 20
 # A line a server logs when something went wrong (SGLang logs through `logging`: ERROR, WARNING with a failure,
 # a traceback; Mooncake's glog lines start with E).
 # An access log line of a 5xx answer ("POST /generate HTTP/1.1" 502) is one too.
@@ -36,10 +34,8 @@ MAX_LINE_CHARS = 300
 
 def scrape(url: str, timeout_s: float = 5.0) -> ServerCounters | None:
     """The server's counters now, or None (no /metrics served, not reachable, not readable)."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
-            text = resp.read(MAX_SCRAPE_BYTES).decode(errors="replace")
-    except (urllib.error.URLError, OSError, ValueError):
+    text, _ = metrics.fetch(url, timeout_s)
+    if text is None:
         return None
     try:
         return counters_text(text, url)

@@ -15,7 +15,6 @@ from pathlib import Path
 from ..core import signals
 from ..core.errors import UserError
 from ..launch.stack import record, restart
-from ..parsers.promcounters import ServerCounters
 from ..rundir import RunDir
 from ..rundir.faultsummary import FaultResult, account
 from . import faultclient, faultevidence
@@ -91,9 +90,6 @@ def _finish_limit(shape: faultclient.LoadShape, stop_s: float, bound_s: float) -
     return waves * (shape.timeout_s + 1.0) + stop_s + bound_s + 10.0
 
 
-def _scrape(url: str) -> ServerCounters | None:
-    """A scrape that a signal ends at once (a wedged server holds it up to its timeout)."""
-    return signals.wait_for(lambda: faultevidence.scrape(url))
 
 
 def run_fault(plan: FaultPlan) -> FaultResult:
@@ -103,7 +99,7 @@ def run_fault(plan: FaultPlan) -> FaultResult:
     name = TARGET[plan.fault]
     target = restart.role(rec, name)  # proven ours before any load starts: one line if not
     marks = faultevidence.marks(plan.stack_run, rec)
-    scraped = {n: _scrape(url) for n, url in faultevidence.servers(rec)}
+    scraped = {n: faultevidence.scrape(url) for n, url in faultevidence.servers(rec)}
     started_at = _now()
     load = faultclient.Load(plan.shape)
     load.start()
@@ -118,7 +114,7 @@ def run_fault(plan: FaultPlan) -> FaultResult:
     requests = load.finish(_finish_limit(plan.shape, plan.stop_s, plan.recovery_bound_s))
     after = record.read(plan.stack_run)
     restarted = {name} if fields.get("restarted") else set()
-    metrics = tuple(faultevidence.window(n, scraped.get(n), _scrape(url), n in restarted)
+    metrics = tuple(faultevidence.window(n, scraped.get(n), faultevidence.scrape(url), n in restarted)
                     for n, url in faultevidence.servers(after))
     lines, more, startup = faultevidence.error_lines(marks)
     return FaultResult.model_validate({**base, **fields, "error": error, "requests": requests,

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import re
 
+import requests
+
+from ..core import runfile, signals
+
 _SAMPLE = re.compile(r"^(?P<key>[A-Za-z_:][A-Za-z0-9_:]*(?:\{.*\})?)\s+(?P<value>\S+)(?:\s+\d+)?\s*$")
 _CUMULATIVE = ("_bucket", "_sum", "_count", "_total")
 
@@ -48,3 +52,22 @@ def difference(before: str, after: str) -> str:
         else:
             lines.append(line)
     return "\n".join(lines) + "\n"
+
+
+def fetch(url: str, timeout_s: float) -> tuple[str | None, str]:
+    """A server's /metrics page: (its text, "") or (None, why not). The GET runs under core.signals, so a signal
+    ends the command at once whatever the server does, and it is read up to the scrape's cap, never whole."""
+    def get() -> tuple[str | None, str]:
+        with requests.get(url, timeout=timeout_s, stream=True) as resp:
+            if not resp.ok:
+                return None, f"answered HTTP {resp.status_code}"
+            cap = runfile.METRICS.cap or 0
+            body = resp.raw.read(cap + 1, decode_content=True)
+            if len(body) > cap:
+                return None, f"answered more than {cap} bytes"
+            return body.decode(resp.encoding or "utf-8", errors="replace"), ""
+
+    try:
+        return signals.wait_for(get)
+    except requests.RequestException as exc:
+        return None, f"unreachable ({type(exc).__name__})"

@@ -3,16 +3,13 @@ bench client, check its result, keep it (or set it aside) and record the outcome
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import requests
-
-from ..core import runfile, signals
+from ..core import runfile
 from ..core.roles import SERVER_ROLES
 from ..rundir import RunDir
 from ..rundir.contract import write_atomic
@@ -42,20 +39,15 @@ def scrape(cfg: SweepConfig, run: RunDir, prompt_len: int, when: str) -> None:
     for role, url in (("prefill", cfg.prefill_url), ("decode", cfg.decode_url)):
         if not url:
             continue
-        try:
-            # In a thread of its own, so a signal ends the sweep within a second here too (core.signals).
-            resp = signals.wait_for(functools.partial(requests.get, url.rstrip("/") + "/metrics", timeout=10))
-        except requests.RequestException as exc:
-            log.info(f"  metrics: {role} /metrics unreachable ({type(exc).__name__}); start it with --enable-metrics")
+        text, why = metrics.fetch(url.rstrip("/") + "/metrics", timeout_s=10)
+        if text is None:
+            log.info(f"  metrics: {role} /metrics {why}; start it with --enable-metrics")
             continue
-        if not resp.ok:
-            log.info(f"  metrics: {role} /metrics answered HTTP {resp.status_code}; start it with --enable-metrics")
-            continue
-        write_atomic(run.raw_metrics_file(role, when, prompt_len), resp.text, run.root)
+        write_atomic(run.raw_metrics_file(role, when, prompt_len), text, run.root)
         before = run.raw_metrics_file(role, "before", prompt_len)
         if when == "after" and before.is_file():
             before_text = runfile.read_text(before, kind=runfile.METRICS)
-            write_atomic(run.metrics_file(role, prompt_len), metrics.difference(before_text, resp.text), run.root)
+            write_atomic(run.metrics_file(role, prompt_len), metrics.difference(before_text, text), run.root)
 
 
 def collect_logs(cfg: SweepConfig, run: RunDir) -> None:
