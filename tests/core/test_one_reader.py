@@ -55,9 +55,8 @@ READERS = {
 
 WRITERS = {
     "smoke/plot.py::_save": "savefig into memory (a BytesIO); the PNG is written by core.safewrite.write_file",
-    "report/plots.py::finish": "savefig into memory (a BytesIO); the PNG is written by core.safewrite.write_file",
-    "report/abplot.py::ttft_png": "savefig into memory (a BytesIO); the A/B runner writes the bytes with its report "
-                                  "(rundir.ownoutputs.write_outputs, through core.safewrite.write_file)",
+    "report/plots.py::png": "savefig into memory (a BytesIO); every report plot's bytes are written by "
+                            "core.safewrite.write_file (plots.finish, and the A/B runner's ownoutputs.write_outputs)",
 }
 
 
