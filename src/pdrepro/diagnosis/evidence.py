@@ -21,6 +21,7 @@ from ..rundir.loadsummary import LoadSummary
 from ..rundir.summarymodel import Summary
 from ..rundir.tunesummary import TuneSummary
 from ..scenario.model import Scenario, load_scenario, resolve_scenario
+from ..verdicts.gates import tcp_without_rdma
 from .nodes import NodeFile, read_nodes
 
 # How deep below the folder a composite's member may sit (a comparison of comparisons: cmp/<config>/<run>).
@@ -39,6 +40,14 @@ class Member:
     scenario: Scenario | None = None
     summary: Summary | None = None
     problem: str | None = None
+
+    @property
+    def no_fabric(self) -> bool:
+        """The run's own summary shows its KV never met a fabric: the scenario allows TCP, every engine used it and
+        the sweep found no RDMA device on its nodes (the check and the report ask the same). Its line rate is then
+        a sanity bound, not a figure to fall short of, and TCP is its path, not a fallback."""
+        s = self.summary
+        return s is not None and tcp_without_rdma(s, s.scenario.transport)
 
 
 @dataclass

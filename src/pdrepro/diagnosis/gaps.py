@@ -1,7 +1,8 @@
 """The gaps a run's figures leave, each as a fraction of the reference it is held against (1 - measured /
 reference, 0 where the figure meets it): the published figure (the scenario's reference rows: bandwidth, else
 TTFT, where a longer time is the shortfall), the line rate and the payload ceiling at the active RoCE MTU (from
-the nodes' records), and the engine alone on the same box (the summary's engine ceiling). Every figure is the
+the nodes' records; not for a run whose KV never met a fabric), and the engine alone on the same box (the
+summary's engine ceiling). Every figure is the
 analysis' own (the summary's rows); nothing is measured again. The largest of them is what a cause's share is
 a share of."""
 
@@ -56,7 +57,9 @@ def _member_gaps(m: Member, mtu: int | None, found: dict[str, Gap]) -> None:
     if s is None:
         return
     reference = {r.prompt_len: r for r in (s.scenario.reference.rows if s.scenario.reference else [])}
-    line = s.line_rate_GB_s if s.line_rate_GB_s is not None and _ok(s.line_rate_GB_s) else None
+    # A run whose KV never met a fabric (one box over TCP, as its scenario allows) has no line rate to fall short
+    # of: the report draws none for it, and its gaps are the published figure and the engine alone.
+    line = s.line_rate_GB_s if s.line_rate_GB_s is not None and _ok(s.line_rate_GB_s) and not m.no_fabric else None
     ceiling = s.engine_ceiling or {}
     for row in s.rows:
         bw, L, ttft = row.bandwidth_GB_s, row.prompt_len, row.ttft_ms_median

@@ -52,7 +52,13 @@ class EngineCeiling(Cause):
                            evidence=(item("figure", self._file(ev, m), f"{L} tokens: engine alone {engine:.3f} GB/s, "
                                                                        f"per request {bw:.3f} GB/s"),),
                            fix="measure the engine alone again on the run's own box (`make onebox-host-proof`)")
-        lined = [(m, L, bw, engine, line) for m, L, bw, engine, line, _bad in cells if line is not None]
+        lined = [(m, L, bw, engine, line) for m, L, bw, engine, line, _bad in cells
+                 if line is not None and not m.no_fabric]
+        if not lined and all(m.no_fabric for m, *_ in cells):
+            # With no fabric the engine alone is the reference the run is held to (the "engine alone" gap), not a
+            # part of a shortfall to a line rate it never had.
+            return Cleared("the KV never met a fabric (TCP on a box without an RDMA device): the engine alone is the "
+                           "reference this run is held to, not a cause below a line rate")
         if not lined:
             return Missing("the engine alone is measured, but no line rate to hold it against (the scenario's link)")
         # The length where the run falls furthest below the line rate: what the engine alone leaves there.

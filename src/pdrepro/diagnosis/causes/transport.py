@@ -2,7 +2,8 @@
 Each server log is read by the run's own backend (scenario.seams.run_backend: Mooncake's start-up lines, NIXL's
 UCX lanes), its latest start only, and its evidence lines are cited by file and line; the NIC witness' share of
 the KV the counters saw is cited with them. Over TCP none of the KV takes the RDMA path, so the cause can account
-for the whole gap."""
+for the whole gap. A run whose KV never met a fabric (a box without an RDMA device, a scenario allowing TCP) rules
+the cause out: TCP is its path."""
 
 from __future__ import annotations
 
@@ -87,9 +88,12 @@ class TcpFallback(Cause):
         chosen: set[str] = set()  # what asked for TCP, where the servers' evidence says so
         fell_back = False
         where: list[str] = []
+        boxed: list[str] = []  # TCP logs of runs whose KV never met a fabric: their path, not a fallback
         for m in ev.log_runs():
             for path, verdict, lines, backend, asked in readings(ev, m):
-                if verdict == "tcp":
+                if verdict == "tcp" and m.no_fabric:
+                    boxed.append(ev.rel(path))
+                elif verdict == "tcp":
                     backends.add(backend.name)
                     if asked:
                         chosen.add(asked)
@@ -114,6 +118,10 @@ class TcpFallback(Cause):
                            summary=f"the KV moved over TCP ({', '.join(where[:6])}; backend {', '.join(sorted(backends))})"
                                    + (f", while {', '.join(rdma[:4])} used RDMA" if rdma else "") + asked,
                            evidence=tuple(tcp), fix=fix)
+        if boxed:
+            return Cleared(f"the KV moved over TCP ({', '.join(boxed[:6])}) on a box the sweep found without an RDMA "
+                           "device, as the scenario allows (transport: any): no fabric to fall back from"
+                           + (f"; {', '.join(rdma[:4])} used RDMA" if rdma else ""))
         if rdma:
             return Cleared(f"every server log read states RDMA ({', '.join(rdma[:6])})")
         return Missing("no server log states the transport (no logs/, or no transport lines in them): keep the "
