@@ -17,19 +17,22 @@ RECORDED = Path(__file__).resolve().parents[1] / "recorded"
 AB = "h200-ab-mooncake-tcp-vs-nixl-sglang-0.5.15.post1/ab"
 TUNE = "h200-tune-0.5b-mooncake-tcp-sglang-0.5.15.post1/tune"
 LOAD = "h200-load-0.5b-mooncake-tcp-sglang-0.5.15.post1/load"
+# Servers capped at one running request with eight in flight, and the same box without the cap (its README).
+PLANTED = "h200-diagnose-planted-queue-sglang-0.5.15.post1"
 ONEBOX = ("h200-onebox-sglang-0.5.15.post1", "h200-onebox-host-sglang-0.5.15.post1",
           "h200-onebox-host-sglang-0.5.15.post1-rerun")
 EVERY = [AB, f"{AB}/mooncake_tcp", f"{AB}/nixl", "h200-ab-mooncake-tcp-vs-nixl-sglang-0.5.15.post1/first-session",
          "h200-compare-7b-sglang-0.5.15.post1/cmp", "h200-compare-stacks-7b-sglang-0.5.15.post1", LOAD, TUNE,
          f"{TUNE}/s3", *ONEBOX, "h200-onebox-nixl-and-mooncake-sglang-0.5.15.post1",
-         "h200-onebox-nixl-and-mooncake-sglang-0.5.15.post1/nixl"]
+         "h200-onebox-nixl-and-mooncake-sglang-0.5.15.post1/nixl", *(f"{PLANTED}/{r}" for r in ("planted", "control"))]
 # The runs whose Mooncake engine logged TCP where nothing the run holds says the box had no RDMA device (the
 # first one-box run predates the sweep's device record; a load keeps no summary of its own): TCP is the first
 # cause, with the share of the whole gap.
 MOONCAKE_TCP = [LOAD, ONEBOX[0]]
 # The runs whose own summary shows the KV never met a fabric (TCP allowed by the scenario, no RDMA device found):
 # TCP is their path, ruled out as a cause, and no line rate is a gap.
-NO_FABRIC = [f"{AB}/mooncake_tcp", f"{AB}/nixl", TUNE, f"{TUNE}/s3", *ONEBOX[1:]]
+NO_FABRIC = [f"{AB}/mooncake_tcp", f"{AB}/nixl", TUNE, f"{TUNE}/s3", *ONEBOX[1:], f"{PLANTED}/planted",
+             f"{PLANTED}/control"]
 
 
 @pytest.fixture
@@ -146,3 +149,23 @@ def test_a_folder_it_cannot_read_is_one_line_and_exit_2(tmp_path, make):
     result = pdrepro("diagnose", target)
     assert result.rc == 2 and result.out == ""
     assert result.err.count("\n") == 1 and result.err.startswith("pdrepro diagnose: error: ") and str(target) in result.err
+
+
+def test_the_planted_cap_is_ranked_first_with_the_servers_own_setting_and_the_control_never_names_it(diagnosed):
+    d, cited = diagnosed(f"{PLANTED}/planted")
+    first = d.causes[0]
+    assert first.name == "servers' phases" and first.fault and first.share == 1.0
+    assert "decode.alloc_wait" in first.summary and "70% of it waiting" in first.summary
+    cap = [e for e in first.evidence if e.file == "provenance.json"]
+    assert cap and "max_running_requests: decode 1, prefill 1" in cap[0].text and "8 requests in flight" in cap[0].text
+    assert "--max-running-requests to 8" in first.fix
+    # The control: same scenario, box and day, the servers' own cap: no waiting phase, nothing named.
+    d, _ = diagnosed(f"{PLANTED}/control")
+    assert "servers' phases" in names(d.cleared) and not d.causes
+    assert [g.name for g in d.gaps] == ["engine alone"]
+
+
+@pytest.mark.parametrize("folder", [f for f in EVERY if PLANTED not in f])
+def test_no_other_recorded_run_is_told_its_cap_is_below_its_concurrency(diagnosed, folder):
+    d, _ = diagnosed(folder)
+    assert not any("max_running_requests" in e.text for c in d.causes for e in c.evidence)
