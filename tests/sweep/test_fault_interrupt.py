@@ -143,8 +143,8 @@ def test_a_stop_before_the_hit_after_a_kill_and_in_a_stop_window_leaves_the_stac
     assert judged.returncode == 1 and "not_interrupted" in judged.stdout, judged.stdout + judged.stderr
     assert "Verdict: FAIL" in (kill.out / faultsummary.REPORT).read_text()
 
-    # SIGTERM inside the stop window: the decode server is resumed at once, and the command ends within a second
-    # or two of the signal, not --stop-seconds later.
+    # SIGTERM inside the stop window: the decode server is resumed at once, and the command ends soon after the
+    # signal, not --stop-seconds (60) later (the bound leaves room for writing the summary on a loaded machine).
     stop = Watched(site, "f-stop", "--fault", "stop-decode", "--stop-seconds", "60")
     stop.line("fault stop-decode: SIGSTOP sent to decode-0")
     deadline = time.monotonic() + 5  # a running process takes the stop when it is next scheduled
@@ -153,7 +153,7 @@ def test_a_stop_before_the_hit_after_a_kill_and_in_a_stop_window_leaves_the_stac
     assert _state(pid) == "T"
     sent = stop.send(signal.SIGTERM)
     code, err = stop.end(within_s=30)
-    assert code == 143 and time.monotonic() - sent < 5, err
+    assert code == 143 and time.monotonic() - sent < 10, err
     assert _state(pid) not in ("T", None)
     assert f"pdrepro fault: interrupted (SIGTERM) during stop-decode: resumed decode-0 (pid {pid})" in err, err
     got = stop.summary()
@@ -173,7 +173,9 @@ def test_a_second_signal_gives_up_the_wait_not_the_restart(site):
     second = run.send(signal.SIGINT)
     code, err = run.end(within_s=30)
     assert code == 143, err  # the first signal decides the status
-    assert time.monotonic() - second < 3, "a second signal did not end the undo's wait at once"
+    # Not the undo's 60 s wait, nor the server's 120 s start: the wait ended on the signal (the bound leaves room
+    # for writing the summary on a loaded machine).
+    assert time.monotonic() - second < 10, "a second signal did not end the undo's wait"
     last = err.strip().splitlines()[-1]
     assert f"prefill-0 started again (pid {pid}) but not healthy when a second signal ended the wait" in last, err
     assert f"pdrepro stack down {site['run']}" in last
