@@ -78,6 +78,23 @@ def test_a_fault_not_run_or_not_recovered_fails():
     assert judge(_summary(reqs).model_copy(update={"faults": ()})).status == 1
 
 
+@settings(max_examples=examples(100))
+@given(requests(min_size=1), st.text(min_size=1, max_size=12), st.booleans(), st.booleans())
+def test_an_interrupted_run_never_passes_whatever_it_restored(reqs, signame, cut, restored):
+    # Every request answered and the fault recovered: only the stop is left to fail the run (unknown never passes).
+    answered = [r.model_copy(update={"outcome": "answered", "status": 200, "ended_s": r.sent_s}) for r in reqs]
+    summary = _summary(answered)
+    assert judge(summary).status == 0
+    if cut:  # the fault itself was cut short, and its undo kept beside it
+        undo = faultsummary.Undo(action="restarted", ok=restored, line="decode-0 started again")
+        fault = summary.faults[0].model_copy(update={"interrupted": signame, "undo": undo})
+        summary = summary.model_copy(update={"faults": (fault,)})
+    verdict = judge(summary.model_copy(update={"interrupted": signame}))
+    failed = {d["check"] for d in verdict.data["checks"] if d["verdict"] == "FAIL"}
+    assert verdict.status == 1 and "not_interrupted" in failed
+    assert ("restored" in failed) == (cut and not restored)
+
+
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
                     max_leaves=6)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 
 from ..core.errors import UserError
@@ -29,7 +30,9 @@ def register(sub) -> None:
             "a lost request, or a recovery longer than the scenario's thresholds.max_fault_recovery_s (or "
             "--recovery-bound), fails. Writes OUT/fault-summary.json and OUT/fault-report.md (with the servers' "
             "/metrics counters and the error lines their logs gained); `pdrepro check OUT` judges them. Exit 0: "
-            "every fault passed; 1: one failed; 2: bad input; 130/143: stopped by a signal (faults done are kept)."))
+            "every fault passed; 1: one failed; 2: bad input; 130/143: stopped by a signal: the fault it cut short is "
+            "undone first (a stopped server resumed, a killed one started again and given a short wait for its "
+            "health, which a second signal ends), and the partial run is kept, marked interrupted (it fails)."))
     p.add_argument("stack_run", type=Path, metavar="STACK_RUN", help="the folder `pdrepro stack up --out` wrote")
     p.add_argument("--fault", choices=(*FAULTS, "all"), required=True, help="which fault (all: the four in turn)")
     p.add_argument("--stop-seconds", type=float, default=10.0,
@@ -85,7 +88,7 @@ def bound(args: argparse.Namespace, recorded_scenario: str) -> tuple[float, str]
 def run(args: argparse.Namespace) -> int:
     from ..core.exits import EXIT_FAILED
     from ..core.safewrite import make_folder
-    from ..core.signals import stop_on_signals
+    from ..core.signals import exit_status, signal_name, stop_on_signals
     from ..launch.stack import lock
     from ..rundir import faultsummary, ownoutputs
     from ..sweep import faultplan, faultrun
@@ -99,9 +102,20 @@ def run(args: argparse.Namespace) -> int:
     faults = FAULTS if args.fault == "all" else (args.fault,)
     req = faultplan.FaultRequest(args.stack_run, faults, args.requests, args.concurrency, args.client_timeout,
                                  args.prompt_tokens, args.new_tokens, args.stop_seconds, recovery, source)
-    # The stack's folder is held as `stack up` and `stack down` hold it: neither runs while its servers are hit.
-    with lock.held(args.stack_run, "fault"), stop_on_signals():
-        summary = faultplan.run_all(req, lambda s: _write(args.out, s))
+    summary = None
+    try:
+        # The stack's folder is held as `stack up` and `stack down` hold it: neither runs while its servers are hit.
+        with lock.held(args.stack_run, "fault"), stop_on_signals():
+            summary = faultplan.run_all(req, lambda s: _write(args.out, s))
+    except KeyboardInterrupt as exc:
+        if summary is None:
+            raise  # stopped before any fault began: nothing hit, nothing to record
+        # The fault cut short was undone already (faultrun); the partial run is written, marked interrupted.
+        summary = summary.model_copy(update={"interrupted": summary.interrupted or signal_name(exc)})
+        _write(args.out, summary)
+        print(f"pdrepro fault: {interrupted_line(summary)}; partial run (not a PASS) in {faultsummary.path(args.out)}",
+              file=sys.stderr, flush=True)
+        return exit_status(exc)
     _write(args.out, summary)
     from ..kinds.fault import judge
     from ..report.fault import fault_table
@@ -113,6 +127,14 @@ def run(args: argparse.Namespace) -> int:
         if line.startswith("FAIL"):
             print(line)
     return EXIT_FAILED if verdict.status else 0
+
+
+def interrupted_line(summary) -> str:
+    """What the signal stopped and what was restored (or what could not be, with the fix)."""
+    cut = summary.faults[-1] if summary.faults and summary.faults[-1].interrupted else None
+    if cut is None or cut.undo is None:
+        return f"interrupted ({summary.interrupted}) outside a fault: nothing to restore"
+    return f"interrupted ({summary.interrupted}) during {cut.fault}: {cut.undo.line}"
 
 
 def _write(out: Path, summary) -> None:

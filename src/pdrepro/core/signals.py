@@ -16,6 +16,8 @@ command, share the flag below and ``Stopped``:
   signals back while a record and a spawn are written, so the record never lags a child.
 - ``noting`` (the arms runner, between its stages): the signal is only noted, as the stages' own handlers
   take the ones during them; the runner acts on it at its next step.
+- ``rearmed`` (`pdrepro fault` undoing its fault after a stop): inside ``stop_on_signals``, a second signal
+  ends the undo's waits, never the undo's own signals.
 
 ``raise_on_signals`` raises at once, for single-threaded commands whose clean-up is their own ``finally``
 blocks (offline-model, the smoke, the reproduction pipeline). In every way a repeated signal (docker stop's
@@ -170,6 +172,18 @@ def stop_on_signals() -> Iterator[None]:
         # The flag is the block's: a stop it saw has become its exception or its command's status, and
         # must not stop a later wait of the same process (the next stage, the next test).
         _flag.signum = outer
+
+
+@contextlib.contextmanager
+def rearmed() -> Iterator[None]:
+    """Inside ``stop_on_signals``, after a stop: an undo that must wait (`pdrepro fault` restarting the server it
+    killed) runs with the flag cleared, so its waits end with ``Stopped`` on a second signal and the caller gives
+    up that wait only; the first signal still decides how the command ends."""
+    first, _flag.signum = _flag.signum, None
+    try:
+        yield
+    finally:
+        _flag.signum = first if first is not None else _flag.signum
 
 
 @contextlib.contextmanager

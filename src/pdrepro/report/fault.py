@@ -42,6 +42,8 @@ def _section(summary: FaultSummary, f: FaultResult) -> list[str]:
         out.append(f"- the restarted {f.target} was up {f.restart_up_s:g} s after the kill")
     if f.error:
         out.append(f"- not run as asked: {f.error}")
+    if f.undo is not None:
+        out.append(f"- stopped by {f.interrupted} before it ended; undone before the command ended: {f.undo.line}")
     if f.recovery_note:
         out.append(f"- recovery: {f.recovery_note}")
     for r in failed(fault_checks(summary, f)):

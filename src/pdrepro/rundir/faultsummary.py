@@ -77,6 +77,16 @@ class ServerMetrics(Record):
     note: str = _d("why a figure is missing", "")
 
 
+class Undo(Record):
+    """What `pdrepro fault` undid of a fault a signal cut short, before it ended."""
+
+    action: Literal["nothing", "resumed", "restarted"] = _d("nothing (the fault had not hit yet, or its role was up "
+                                                            "again already), resumed (SIGCONT), restarted")
+    ok: bool = _d("the role runs as before the fault: resumed, or started again and answering its health")
+    line: Annotated[str, Field(max_length=1000)] = _d("what was restored, or what could not be and the command "
+                                                      "that fixes it")
+
+
 class FaultResult(Record):
     fault: FaultName = _d("the fault injected")
     target: str = _d("the recorded process the fault was aimed at")
@@ -104,6 +114,9 @@ class FaultResult(Record):
                                   "match (skipped optional imports, a missing generation config): left out of "
                                   "log_lines", 0)
     metrics: tuple[ServerMetrics, ...] = _d("each server's /metrics counters over the window", ())
+    interrupted: str | None = _d("the signal that cut this fault short (SIGINT, SIGTERM, SIGHUP): its requests not "
+                                 "ended count as lost; null: it ran to its end", None)
+    undo: Undo | None = _d("what was undone before the command ended, when a signal cut the fault short", None)
 
 
 class FaultSummary(Record):
@@ -119,6 +132,8 @@ class FaultSummary(Record):
     bound_source: str = _d("where the bound came from (the scenario's threshold, or --recovery-bound)")
     faults: tuple[FaultResult, ...] = _d("each fault run, in order")
     stack_up_after: bool | None = _d("every recorded process proven the stack's and answering at the end", None)
+    interrupted: str | None = _d("the signal that stopped the run before every fault asked had ended: a partial "
+                                 "run, which fails (unknown never passes); null: it ran to its end", None)
 
 
 def path(run: Path) -> Path:

@@ -1,6 +1,7 @@
 """The faults `pdrepro fault` was asked for, run one after the other against one stack: before each, the router
 must answer (the stack has recovered from the one before); after each, the summary so far is handed to the
-caller to write, so a stop keeps the faults done. At the end: whether the stack is whole again."""
+caller to write, so a stop keeps the faults done. At the end: whether the stack is whole again. A signal ends the
+run with the summary so far, marked interrupted (the fault it cut short undone first, in faultrun)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ..core import signals
 from ..core.errors import UserError
 from ..launch.stack import proof, ready, record
 from ..rundir.faultsummary import Counts, FaultResult, FaultSummary
-from . import faultclient, faultrun
+from . import faultclient, faultrun, faultundo
 
 
 @dataclass(frozen=True)
@@ -95,21 +96,28 @@ def run_all(req: FaultRequest, on_progress: Callable[[FaultSummary], None]) -> F
                            router_url=url, requests_per_fault=req.requests, concurrency=req.concurrency,
                            recovery_bound_s=req.recovery_bound_s, bound_source=req.bound_source, faults=())
     broken: str | None = None
-    for fault in req.faults:
-        if broken is not None and not signals.wait_for(lambda: whole(record.read(req.stack_run))):
-            # The fault before left a role down or stopped: no wait for a recovery that will not come.
-            result = _not_run(fault, f"the stack is not whole after {broken}", req)
-        elif not _whole_within(req.stack_run, req.recovery_bound_s):
-            result = _not_run(fault, f"the stack was not whole (every process ours and answering its health URL) "
-                                     f"within {req.recovery_bound_s:g} s before the fault", req)
-        else:
-            try:
-                result = faultrun.run_fault(faultrun.FaultPlan(req.stack_run, fault, shape, req.stop_s,
-                                                               req.recovery_bound_s, info_path))
-            except UserError as exc:
-                result = _not_run(fault, str(exc), req)
-        if result.restarted is False or result.resumed is False:
-            broken = result.fault
-        summary = summary.model_copy(update={"faults": (*summary.faults, result)})
-        on_progress(summary)
+    try:
+        for fault in req.faults:
+            if broken is not None and not signals.wait_for(lambda: whole(record.read(req.stack_run))):
+                # The fault before left a role down or stopped: no wait for a recovery that will not come.
+                result = _not_run(fault, f"the stack is not whole after {broken}", req)
+            elif not _whole_within(req.stack_run, req.recovery_bound_s):
+                result = _not_run(fault, f"the stack was not whole (every process ours and answering its health "
+                                         f"URL) within {req.recovery_bound_s:g} s before the fault", req)
+            else:
+                try:
+                    result = faultrun.run_fault(faultrun.FaultPlan(req.stack_run, fault, shape, req.stop_s,
+                                                                   req.recovery_bound_s, info_path))
+                except UserError as exc:
+                    result = _not_run(fault, str(exc), req)
+            if result.restarted is False or result.resumed is False:
+                broken = result.fault
+            summary = summary.model_copy(update={"faults": (*summary.faults, result)})
+            on_progress(summary)
+    except faultundo.Interrupted as exc:
+        # The fault a signal cut short was undone on the way here: it is kept with what it got and what was undone.
+        return summary.model_copy(update={"faults": (*summary.faults, exc.result), "interrupted": exc.name})
+    except KeyboardInterrupt as exc:
+        # Between faults, or before a fault hit: nothing of the fault's own to undo; the run is still partial.
+        return summary.model_copy(update={"interrupted": signals.signal_name(exc)})
     return summary.model_copy(update={"stack_up_after": whole(record.read(req.stack_run))})

@@ -5,6 +5,7 @@ answers again, let every request end, and gather what the servers logged and cou
 
 from __future__ import annotations
 
+import logging
 import math
 import signal
 import time
@@ -15,14 +16,15 @@ from pathlib import Path
 from ..core import signals
 from ..core.errors import UserError
 from ..launch.stack import record, restart
-from ..rundir import RunDir
 from ..rundir.faultsummary import FaultResult, account
-from . import faultclient, faultevidence
+from . import faultclient, faultevidence, faultundo
+
+log = logging.getLogger(__name__)
 
 # The recorded process each fault is aimed at.
 TARGET = {"kill-decode": "decode-0", "kill-prefill": "prefill-0", "stop-decode": "decode-0", "kill-router": "router"}
 # How long a killed process may take to end before the fault is called not run.
-GONE_WITHIN_S = 10.0
+GONE_WITHIN_S = faultundo.GONE_WITHIN_S
 PROBE_EVERY_S = 0.2
 
 
@@ -59,23 +61,16 @@ def answered_again(shape: faultclient.LoadShape, since: float, bound_s: float) -
         signals.sleep(PROBE_EVERY_S)
 
 
-def _restart(plan: FaultPlan, target: restart.Role, since: float) -> tuple[bool, str]:
+def _restart(plan: FaultPlan, target: restart.Role, since: float, hit: faultundo.Hit) -> tuple[bool, str]:
     """Starts the killed role again and waits until it is up (within the recovery bound): (up, the seconds from the
     kill until it was up; or why not)."""
-    run = RunDir(plan.stack_run)
-    rec = record.read(plan.stack_run)
-    again = restart.start_again(run, rec, target.entry, plan.info_path if target.entry.role.value != "router" else None)
-    t0 = time.monotonic()
-    while True:
-        state = signals.wait_for(lambda: restart.up_now(again))
-        if state.up:
-            restart.mark_healthy(again, time.monotonic() - t0)
-            return True, f"{time.monotonic() - since:.3f}"
-        if state.final:
-            return False, f"{target.entry.name} {state.why} after its restart"
-        if time.monotonic() - since > plan.recovery_bound_s:
-            return False, f"{target.entry.name} was not up {plan.recovery_bound_s:g} s after the kill: {state.why}"
-        signals.sleep(PROBE_EVERY_S)
+    hit.again = faultundo.start_role(plan.stack_run, target, plan.info_path)
+    up, why = faultundo.until_up(hit.again, target.entry.name, since + plan.recovery_bound_s,
+                                 f"was not up {plan.recovery_bound_s:g} s after the kill")
+    if not up:
+        return False, why
+    hit.up = True
+    return True, f"{time.monotonic() - since:.3f}"
 
 
 def _in_flight_now(load: faultclient.Load) -> bool:
@@ -93,7 +88,9 @@ def _finish_limit(shape: faultclient.LoadShape, stop_s: float, bound_s: float) -
 
 
 def run_fault(plan: FaultPlan) -> FaultResult:
-    """The fault run as planned; a fault that could not be run as asked is a result with its error (it fails)."""
+    """The fault run as planned; a fault that could not be run as asked is a result with its error (it fails). A
+    signal at any point is answered by undoing the fault first (faultundo), then ``faultundo.Interrupted`` with
+    the result as far as it got."""
     rec = record.read(plan.stack_run)
     assert rec.stack_id is not None
     name = TARGET[plan.fault]
@@ -102,71 +99,92 @@ def run_fault(plan: FaultPlan) -> FaultResult:
     scraped = {n: faultevidence.scrape(url) for n, url in faultevidence.servers(rec)}
     started_at = _now()
     load = faultclient.Load(plan.shape)
+    log.info(f"fault {plan.fault}: load started ({plan.shape.requests} requests, at most {plan.shape.concurrency} "
+             "in flight)")
     load.start()
     base = {"fault": plan.fault, "target": name, "started_at": started_at, "recovery_bound_s": plan.recovery_bound_s,
             "client_timeout_s": plan.shape.timeout_s}
-    fields: dict = {}
+    hit = faultundo.Hit()
     error: str | None = None
-    if not load.wait_until(_in_flight_now, plan.shape.timeout_s + 5.0):
-        error = "no request was in flight before the load ended or stalled: the fault was not injected"
-    else:
-        fields, error = _inject(plan, target, rec.stack_id, load)
-    requests = load.finish(_finish_limit(plan.shape, plan.stop_s, plan.recovery_bound_s))
+    try:
+        if not load.wait_until(_in_flight_now, plan.shape.timeout_s + 5.0):
+            error = "no request was in flight before the load ended or stalled: the fault was not injected"
+        else:
+            error = _inject(plan, target, rec.stack_id, load, hit)
+        requests = load.finish(_finish_limit(plan.shape, plan.stop_s, plan.recovery_bound_s))
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        # The fault's own doing is undone before anything else: the stack is left as the fault found it.
+        undo = faultundo.undo(plan.stack_run, plan.fault, target, rec.stack_id, plan.info_path, hit)
+        fields = {**hit.fields, "restarted": hit.up} if plan.fault.startswith("kill-") and hit.killed else hit.fields
+        lines, more, startup = faultevidence.error_lines(marks)
+        requests = load.snapshot()
+        result = FaultResult.model_validate({
+            **base, **fields, "error": f"interrupted by {signals.name_of(signum)} before it ended",
+            "interrupted": signals.name_of(signum), "undo": undo, "requests": requests, "counts": account(requests),
+            "log_lines": tuple(lines), "log_lines_more": more, "log_lines_startup": startup})
+        raise faultundo.Interrupted(signum, result) from None
     after = record.read(plan.stack_run)
-    restarted = {name} if fields.get("restarted") else set()
+    restarted = {name} if hit.fields.get("restarted") else set()
     metrics = tuple(faultevidence.window(n, scraped.get(n), faultevidence.scrape(url), n in restarted)
                     for n, url in faultevidence.servers(after))
     lines, more, startup = faultevidence.error_lines(marks)
-    return FaultResult.model_validate({**base, **fields, "error": error, "requests": requests,
+    return FaultResult.model_validate({**base, **hit.fields, "error": error, "requests": requests,
                                        "counts": account(requests), "log_lines": tuple(lines), "log_lines_more": more,
                                        "log_lines_startup": startup,
                                        "metrics": metrics})
 
 
-def _inject(plan: FaultPlan, target: restart.Role, stack_id: str, load: faultclient.Load) -> tuple[dict, str | None]:
-    in_flight = len(load.in_flight())
-    fault_at = round(load.now(), 4)
-    fields: dict = {"in_flight_at_fault": in_flight, "fault_at_s": fault_at}
+def _inject(plan: FaultPlan, target: restart.Role, stack_id: str, load: faultclient.Load,
+            hit: faultundo.Hit) -> str | None:
+    """Hits the role; the result's fields go into ``hit.fields`` as they are known (a stop keeps them). Returns
+    why the fault could not be run as asked, or None."""
+    fields = hit.fields
+    fields.update(in_flight_at_fault=len(load.in_flight()), fault_at_s=round(load.now(), 4))
     if plan.fault.startswith("kill-"):
         since = time.monotonic()
         fields["signalled"] = tuple(restart.send(target.all, stack_id, signal.SIGKILL))
+        hit.killed = bool(fields["signalled"])
         if not fields["signalled"]:
-            return {**fields, "restarted": False}, f"{target.entry.name}: SIGKILL reached none of its processes"
+            fields["restarted"] = False
+            return f"{target.entry.name}: SIGKILL reached none of its processes"
+        log.info(f"fault {plan.fault}: SIGKILL sent to {', '.join(fields['signalled'])}")
         left = restart.wait_gone(target.all, GONE_WITHIN_S)
         if left:
-            return {**fields, "restarted": False}, (f"{', '.join(f.line() for f in left)}: still running "
-                                                    f"{GONE_WITHIN_S:g} s after SIGKILL")
-        up, why = _restart(plan, target, since)
+            fields["restarted"] = False
+            return f"{', '.join(f.line() for f in left)}: still running {GONE_WITHIN_S:g} s after SIGKILL"
+        up, why = _restart(plan, target, since, hit)
         fields["restarted"] = up
         if not up:
-            return {**fields, "recovery_note": why}, None
+            fields["recovery_note"] = why
+            return None
         fields["restart_up_s"] = float(why)
         fields["recovery_s"] = answered_again(plan.shape, since, plan.recovery_bound_s)
         if fields["recovery_s"] is None:
             fields["recovery_note"] = f"the router did not answer within {plan.recovery_bound_s:g} s of the kill"
-        return fields, None
+        return None
     # stop-decode: SIGSTOP, then SIGCONT after stop_s, whatever happens in between.
-    stopped: list[str] = []
-    resumed: list[str] = []
     t_stop = time.monotonic()
     try:
-        stopped = restart.send(target.all, stack_id, signal.SIGSTOP)
-        fields["signalled"] = tuple(stopped)
+        hit.stopped = restart.send(target.all, stack_id, signal.SIGSTOP)
+        fields["signalled"] = tuple(hit.stopped)
+        if hit.stopped:
+            log.info(f"fault {plan.fault}: SIGSTOP sent to {', '.join(hit.stopped)}; SIGCONT in {plan.stop_s:g} s")
         signals.sleep(plan.stop_s)
     finally:
         # Under stop_on_signals a second signal only notes itself: nothing cuts this resume short.
-        resumed = restart.send(target.all, stack_id, signal.SIGCONT)
+        hit.resumed = restart.send(target.all, stack_id, signal.SIGCONT)
+        fields["stopped_for_s"] = round(time.monotonic() - t_stop, 3)
+        fields["resumed"] = set(hit.stopped) <= set(hit.resumed)
     since = time.monotonic()
-    fields["stopped_for_s"] = round(since - t_stop, 3)
-    fields["resumed"] = set(stopped) <= set(resumed)
-    if not stopped:
-        return fields, f"{target.entry.name}: SIGSTOP reached none of its processes"
+    if not hit.stopped:
+        return f"{target.entry.name}: SIGSTOP reached none of its processes"
     if not fields["resumed"]:
-        return fields, f"SIGCONT did not reach {', '.join(sorted(set(stopped) - set(resumed)))}"
+        return f"SIGCONT did not reach {', '.join(sorted(set(hit.stopped) - set(hit.resumed)))}"
     fields["recovery_s"] = answered_again(plan.shape, since, plan.recovery_bound_s)
     if fields["recovery_s"] is None:
         fields["recovery_note"] = f"the router did not answer within {plan.recovery_bound_s:g} s of the SIGCONT"
-    return fields, None
+    return None
 
 
 def check_stack(stack_run: Path) -> record.StackRecord:

@@ -1,7 +1,8 @@
 """The verdict on a fault run, per fault, drawn from the requests it recorded (never from the counts it claims):
 the fault was run as asked, requests were in flight when it hit, no request was lost without an error, the
 counts the summary holds are the requests' own, a stopped process was resumed, and the router answered again
-within the recovery bound. Any fault failing one of these fails the run; so does a run that ran no fault."""
+within the recovery bound; a fault a signal cut short was restored. Any fault failing one of these fails the run;
+so does a run that ran no fault, or one a signal stopped."""
 
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ def fault_checks(summary: FaultSummary, fault: FaultResult) -> list[CheckResult]
         out.append(_is("restarted", name, fault.restarted is True,
                        "started again from its recorded command" if fault.restarted else
                        f"not started again: {fault.recovery_note or 'see the error'}"))
+    if fault.undo is not None:
+        out.append(_is("restored", name, fault.undo.ok, f"after the stop: {fault.undo.line}"))
     out.append(check("recovery_s", None, fault.recovery_s, "<=", fault.recovery_bound_s, "s",
                      f"{name}: router answering again after" + (f" ({fault.recovery_note})" if fault.recovery_note else "")))
     return out
@@ -44,6 +47,10 @@ def fault_checks(summary: FaultSummary, fault: FaultResult) -> list[CheckResult]
 
 def run_checks(summary: FaultSummary) -> list[CheckResult]:
     out = [_is("faults_run", "(run)", bool(summary.faults), f"{len(summary.faults)} fault(s) run")]
+    if summary.interrupted is not None:
+        # A run a signal stopped is partial: what it did not finish is unknown, and unknown never passes.
+        out.append(_is("not_interrupted", "(run)", False, f"interrupted by {summary.interrupted}: a partial run, "
+                                                          "not a PASS"))
     if summary.stack_up_after is not None:
         out.append(_is("stack_up_after", "(run)", summary.stack_up_after,
                        "every process of the stack ran and answered at the end" if summary.stack_up_after else
