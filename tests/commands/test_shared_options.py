@@ -133,6 +133,51 @@ def test_a_missing_transfer_backend_package_is_named(inputs, tmp_path):
     assert not inputs["out"].exists()
 
 
+def _load_argv(inputs: dict, model: str, dataset: str) -> list[str]:
+    # The stack's addresses answer nothing: a load that got past its inputs would wait on them, not refuse.
+    dead = "http://127.0.0.1:9"
+    return ["load", "--scenario", "onebox-qwen25-0.5b", "--router", dead, "--prefill", dead, "--decode", dead,
+            "--model", model, "--dataset", dataset, "--bench-in-place", "--concurrency", "1", "--wait-timeout", "2",
+            "--out", str(inputs["out"])]
+
+
+@pytest.mark.parametrize("made", ["missing", "no config.json", "a file"])
+def test_load_refuses_a_wrong_model_folder_before_any_step(made, inputs):
+    # load checks its model as the member commands do (the same check): one line naming --model and the fix,
+    # exit 2, before the image, a step or the run folder; under the older spelling too.
+    model = inputs["tmp"] / "wrong-model"
+    if made == "no config.json":
+        model.mkdir()
+    elif made == "a file":
+        model.write_text("{}")
+    line = _refused(_run(*_load_argv(inputs, str(model), str(inputs["dataset"]))), "--model", str(model),
+                    "give the model's folder")
+    assert line.startswith("pdrepro load: error: --model") and ("no config.json" in line) == (made == "no config.json")
+    assert not inputs["out"].exists()
+    # A run folder there (a load to resume) is left as it was: nothing written into it, nothing set aside.
+    inputs["out"].mkdir()
+    (inputs["out"] / "keep.txt").write_text("mine")
+    proc = _run(*[w if w != "--model" else "--model-path" for w in _load_argv(inputs, str(model),
+                                                                            str(inputs["dataset"]))])
+    assert proc.returncode == 2 and "--model-path is now spelt --model" in proc.stderr
+    assert "error: --model" in proc.stderr.strip().splitlines()[-1]
+    assert sorted(p.name for p in inputs["out"].iterdir()) == ["keep.txt"]
+
+
+def test_load_refuses_a_missing_dataset_before_any_step(inputs):
+    wrong = inputs["tmp"] / "nowhere.json"
+    _refused(_run(*_load_argv(inputs, str(inputs["model"]), str(wrong))), "--dataset", str(wrong), "no such file")
+    assert not inputs["out"].exists()
+
+
+def test_load_with_good_inputs_goes_on_to_the_stack(inputs):
+    # The check can pass: a model folder and a dataset that hold, and load goes past them (to the dead stack,
+    # which its wait reports as the stack's failure, not an input's), needing no serving package of this Python.
+    proc = _run(*_load_argv(inputs, str(inputs["model"]), str(inputs["dataset"])), standin=False)
+    assert "--model" not in proc.stderr and "--dataset" not in proc.stderr, proc.stderr
+    assert "cannot import" not in proc.stderr and proc.returncode != 0
+
+
 def test_older_spellings_still_work_and_name_the_new_one(inputs):
     # tune: --stack-args='--force-tcp' is --force-tcp now; the note comes, and the command goes on to its own
     # verdict on its inputs (here: a wrong model, refused before anything starts).
