@@ -197,6 +197,7 @@ def _render_argv(command: str, inputs: dict, *extra: str) -> list[str]:
     (("--gpus", "0,x"), ("--gpus",)),
     (("--force-tcp",), ("tcp",)),  # ab refuses it itself (one backend for every arm); tune, by its jobs' render
     (("--stack-args=--prefill-ip",), ("--stack-args", "--prefill-ip")),
+    (("--stack-args=--no-such-flag",), ("--stack-args", "--no-such-flag", "`pdrepro render` takes")),
 ])
 def test_a_bad_input_of_a_rendered_member_is_refused_before_any_is_rendered(command, bad, named, inputs):
     # Every member's render is checked in memory before the first is written: one line, exit 2, no run folder
