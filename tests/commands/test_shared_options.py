@@ -55,10 +55,11 @@ def _pdrepro() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "pdrepro"]
 
 
-def _run(*args: str, standin: bool = True, cwd: Path = REPO) -> subprocess.CompletedProcess:
+def _run(*args: str, standin: bool = True, cwd: Path = REPO, **more_env: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     if standin:
         env["PYTHONPATH"] = os.pathsep.join([str(STANDIN), str(REPO / "src")])
+    env.update(more_env)
     return subprocess.run([*_pdrepro(), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
@@ -131,6 +132,111 @@ def test_a_missing_transfer_backend_package_is_named(inputs, tmp_path):
                           text=True, timeout=120)
     _refused(proc, "nixl", "make gpu-venv")
     assert not inputs["out"].exists()
+
+
+def _load_argv(inputs: dict, model: str, dataset: str) -> list[str]:
+    # The stack's addresses answer nothing: a load that got past its inputs would wait on them, not refuse.
+    dead = "http://127.0.0.1:9"
+    return ["load", "--scenario", "onebox-qwen25-0.5b", "--router", dead, "--prefill", dead, "--decode", dead,
+            "--model", model, "--dataset", dataset, "--bench-in-place", "--concurrency", "1", "--wait-timeout", "2",
+            "--out", str(inputs["out"])]
+
+
+@pytest.mark.parametrize("made", ["missing", "no config.json", "a file"])
+def test_load_refuses_a_wrong_model_folder_before_any_step(made, inputs):
+    # load checks its model as the member commands do (the same check): one line naming --model and the fix,
+    # exit 2, before the image, a step or the run folder; under the older spelling too.
+    model = inputs["tmp"] / "wrong-model"
+    if made == "no config.json":
+        model.mkdir()
+    elif made == "a file":
+        model.write_text("{}")
+    line = _refused(_run(*_load_argv(inputs, str(model), str(inputs["dataset"]))), "--model", str(model),
+                    "give the model's folder")
+    assert line.startswith("pdrepro load: error: --model") and ("no config.json" in line) == (made == "no config.json")
+    assert not inputs["out"].exists()
+    # A run folder there (a load to resume) is left as it was: nothing written into it, nothing set aside.
+    inputs["out"].mkdir()
+    (inputs["out"] / "keep.txt").write_text("mine")
+    proc = _run(*[w if w != "--model" else "--model-path" for w in _load_argv(inputs, str(model),
+                                                                            str(inputs["dataset"]))])
+    assert proc.returncode == 2 and "--model-path is now spelt --model" in proc.stderr
+    assert "error: --model" in proc.stderr.strip().splitlines()[-1]
+    assert sorted(p.name for p in inputs["out"].iterdir()) == ["keep.txt"]
+
+
+def test_load_refuses_a_missing_dataset_before_any_step(inputs):
+    wrong = inputs["tmp"] / "nowhere.json"
+    _refused(_run(*_load_argv(inputs, str(inputs["model"]), str(wrong))), "--dataset", str(wrong), "no such file")
+    assert not inputs["out"].exists()
+
+
+def test_load_with_good_inputs_goes_on_to_the_stack(inputs):
+    # The check can pass: a model folder and a dataset that hold, and load goes past them (to the dead stack,
+    # which its wait reports as the stack's failure, not an input's), needing no serving package of this Python.
+    proc = _run(*_load_argv(inputs, str(inputs["model"]), str(inputs["dataset"])), standin=False)
+    assert "--model" not in proc.stderr and "--dataset" not in proc.stderr, proc.stderr
+    assert "cannot import" not in proc.stderr and proc.returncode != 0
+
+
+RENDERED = ("ab", "tune")  # the commands that render a job per member for a cluster (`compare` runs on one box)
+
+
+def _render_argv(command: str, inputs: dict, *extra: str) -> list[str]:
+    members = (["--backends", "mooncake,nixl"] if command == "ab"
+               else ["--grid", "SGLANG_DISAGGREGATION_THREAD_POOL_SIZE=4,16"])
+    return [command, "--render", "slurm", "--scenario", "h20-qwen3-235b-1p1d", *members, "--out", str(inputs["out"]),
+            *extra]
+
+
+@pytest.mark.parametrize("command", RENDERED)
+@pytest.mark.parametrize("bad, named", [
+    (("--model", "{tmp}/empty"), ("--model", "no config.json")),
+    (("--model", "{tmp}/no-such-model"), ("--model",)),
+    (("--dataset", "{tmp}/nowhere.json"), ("--dataset", "no such file")),
+    (("--gpus", "0,x"), ("--gpus",)),
+    (("--force-tcp",), ("tcp",)),  # ab refuses it itself (one backend for every arm); tune, by its jobs' render
+    (("--stack-args=--prefill-ip",), ("--stack-args", "--prefill-ip")),
+    (("--stack-args=--no-such-flag",), ("--stack-args", "--no-such-flag", "`pdrepro render` takes")),
+])
+def test_a_bad_input_of_a_rendered_member_is_refused_before_any_is_rendered(command, bad, named, inputs):
+    # Every member's render is checked in memory before the first is written: one line, exit 2, no run folder
+    # (no scenarios, no plan or arms state, no job), where a bad input used to surface at the first member's
+    # render, after the command had written its scenarios and state into RUN.
+    (inputs["tmp"] / "empty").mkdir()
+    words = [w.format(tmp=inputs["tmp"]) for w in bad]
+    _refused(_run(*_render_argv(command, inputs, *words)), *named)
+    assert not inputs["out"].exists()
+
+
+def test_ab_render_takes_a_cluster_target_only(inputs):
+    # A job that writes its run into RUN/<arm> is a cluster scheduler's (render's --run-dir): compose and onebox
+    # jobs cannot, so they are refused by name at once, not by the first arm's render.
+    for target in ("compose", "onebox", "nonsense"):
+        argv = _render_argv("ab", inputs)
+        argv[argv.index("slurm")] = target
+        assert f"--render {target}: give slurm or k8s" in _refused(_run(*argv))
+        assert not inputs["out"].exists()
+
+
+@pytest.mark.parametrize("command", RENDERED)
+def test_rendered_members_check_what_this_machine_can_see_and_need_no_serving_packages(command, inputs):
+    # The check passes where the inputs hold: the jobs are rendered, the model and dataset given are the ones they
+    # name. It asks this Python for no serving package (the members' servers run in the GPU image on the nodes):
+    # without the stand-ins, SGLang cannot be imported here, and the render goes on all the same. Its private
+    # copies of the members' scenarios are gone once it ends.
+    private = inputs["tmp"] / "private"
+    private.mkdir()
+    done = _run(*_render_argv(command, inputs, "--model", str(inputs["model"]), "--dataset", str(inputs["dataset"])),
+                standin=False, TMPDIR=str(private))
+    assert done.returncode == 0, done.stdout + done.stderr
+    jobs = sorted(inputs["out"].glob("*/job/*.sbatch"))
+    assert len(jobs) == (2 if command == "ab" else 5)
+    assert all(str(inputs["model"]) in job.read_text() and str(inputs["dataset"]) in job.read_text() for job in jobs)
+    assert list(private.iterdir()) == []
+    # Without --model the jobs use the nodes' default model folder, which no check here can see: not refused.
+    other = {**inputs, "out": inputs["tmp"] / "defaults"}
+    assert _run(*_render_argv(command, other), standin=False).returncode == 0
 
 
 def test_older_spellings_still_work_and_name_the_new_one(inputs):

@@ -144,6 +144,7 @@ def test_the_same_command_again_measures_nothing_more(tmp_path):
     # reaches for no server (the addresses given here answer nothing).
     run = _copy(tmp_path)
     (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")  # a model's folder, as load checks before any step
     (tmp_path / "data.json").write_text("[]")
     dead = "http://127.0.0.1:9"
     # The scenario as the run recorded it: the shipped one-box scenario has since taken the one-GPU server flags

@@ -4,8 +4,9 @@ Each arm runs the scenario with its backend set and its backend's variables only
 in RUN/scenarios/<backend>.yaml. One box: each backend is an arm of the arms runner (pdrepro.arms): `stack up`,
 the sweep, `stack down`, each arm in its own run folder RUN/<backend>; then the arms are judged
 (publish.abjudge) into RUN/ab-summary.json and RUN/report.md. A cluster: ``--render TARGET`` writes one job per
-arm (RUN/<backend>/job/) whose run lands in RUN/<backend> itself (render's --run-dir; on Kubernetes through the
-arm's own namespace and claim) and runs nothing; once the scheduler ran them, ``--judge RUN`` judges those
+arm (RUN/<backend>/job/, commands.abjobs) whose run lands in RUN/<backend> itself (render's --run-dir; on
+Kubernetes through the arm's own namespace and claim), every arm's job checked before any is written, and runs
+nothing; once the scheduler ran them, ``--judge RUN`` judges those
 folders without starting anything and without writing into RUN (commands.judging: the verdict on standard
 output, --json, --report FILE). The runner writes its two outputs once, when the last arm ends, and never over
 a file it did not write (rundir.ownoutputs). ``--repeats N`` adds rounds of the same arms (RUN/<backend>-r2 ...),
@@ -21,11 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..backends.registry import backend, names
-from ..core import advice
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder, write_file
-from . import run_command
+from . import abjobs, run_command
 from . import shared_options as shared
 from . import stack as stack_words
 from .check import add_judge_option, check_report_target, give, judging_only
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 HELP = "A/B of transfer backends: the same stack and sweep once per backend, one after the other, side by side"
 DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
 SUMMARY, REPORT = "ab-summary.json", "report.md"
-NEXT = "NEXT.txt"  # in each arm's job folder: how to run it so that --judge finds its run
 # Site options passed to `stack up` (and `render`) as given: the shared ones (commands.shared_options) and these
 # (flag, help).
 SHARED_SITE = ("--model", "--dataset", "--gpus")
@@ -95,9 +94,10 @@ def register(sub) -> None:
     p.add_argument("--stack-args", metavar="WORDS", help="more `pdrepro stack up` flags, one shell-quoted string")
     p.add_argument("--sweep-args", metavar="WORDS",
                    help='more `pdrepro sweep` flags, one shell-quoted string: --sweep-args="--metrics --length-timeout 120"')
-    p.add_argument("--render", metavar="TARGET", help="a cluster: write one job per arm with `pdrepro render --target "
-                                                      "TARGET` into RUN/<backend>/job/, each writing its run into "
-                                                      "RUN/<backend>, and run nothing (it prints what to run next)")
+    p.add_argument("--render", metavar="TARGET", help="a cluster (slurm or k8s): write one job per arm with `pdrepro "
+                                                      "render --target TARGET` into RUN/<backend>/job/, each writing "
+                                                      "its run into RUN/<backend>, every arm's job checked before any "
+                                                      "is written, and run nothing (it prints what to run next)")
     p.add_argument("--repeats", type=int, default=1, metavar="N",
                    help=f"run each backend's arm N times (1 to {MAX_REPEATS}, default %(default)s), interleaved A B A B "
                         "so that a drift of the box widens the intervals instead of favouring one backend; a repeat "
@@ -188,6 +188,8 @@ def run(args) -> int:
     judging_only(args)
     if args.out is None:
         raise UserError("give the A/B's run folder: --out RUN")
+    if args.render:
+        abjobs.check_target(args.render)  # first: every later check reads the words as this target's render would
     # --prompt-lens narrows the scenario itself: each arm's scenario records the lengths it runs and is judged by.
     scenario = shared.narrow(args, load_scenario(args.scenario))
     engine = scenario.launch.engine if scenario.launch else "sglang"
@@ -246,34 +248,23 @@ def _render(args, out: Path, label: str, variants: dict[str, Scenario]) -> int:
     found = armsstate.read(out) if out.is_dir() else None
     if found is not None and found.label != label:
         armsstate.check_same(found, wanted, armsstate.path(out))
-    stack_words = shared.stack_args(args, "pdrepro ab")
-    for word in stack_words:
-        if word.split("=", 1)[0] in ("--run-dir", "--out") or (args.render == "k8s" and word.startswith("--namespace")):
-            raise UserError(f"--stack-args: {word.split('=', 1)[0]} is set per arm by `pdrepro ab --render`; leave it "
-                            "out")
+    more_stack = shared.stack_args(args, "pdrepro ab")
+    abjobs.check_words(args.render, more_stack)
     _refuse_links(out, variants)  # an arm's folder planted as a link: its job (and later its run) would land there
+    site = _site(args, False)
+    # Every input the arms' jobs share, checked before any job is rendered or anything written: each arm's render
+    # run in memory (its scenario, its transfer backend, the site options, the run folder's form). The model and
+    # dataset are the cluster's: `render` checks a given --model (config.json) and --dataset where it renders (the
+    # submit host sees the nodes' shared paths), so those are checked here; left out, each job uses the nodes'
+    # default paths, which no check on this machine can see. The serving packages are not asked of this Python:
+    # the arms' servers run in the GPU image on the nodes, not here.
+    abjobs.check(args.render, out, variants, site, more_stack)
     make_folder(out, "pdrepro ab")
     paths = _write_variants(out, variants)
-    steps: list[str] = []
-    for b in variants:
-        # The job's run is the arm's folder itself (RUN/<arm>), where `--judge` reads it; on Kubernetes each arm
-        # gets its own namespace, so its claim (server logs appended per pod) is not the other arm's.
-        own = ["--namespace", _namespace(b)] if args.render == "k8s" else []
-        argv = ["render", "--target", args.render, "--scenario", str(paths[b]), *_site(args, False), *own,
-                *stack_words, "--run-dir", str(out / b), "--out", str(out / b / "job")]
-        status = run_command(argv)
-        if status:
-            return status
-        steps.append(_next_step(args.render, out, b))
-        write_file(out / b / "job" / NEXT, f"{steps[-1]}\nwhen every arm's job is done: {advice.judge('ab', out)}\n",
-                   "pdrepro ab", out)
-    armsstate.write(out, wanted)
-    print(f"ab: one job per arm in {out}/<backend>/job/ (its scenario in {out}/scenarios/); each writes its run into "
-          f"{out}/<backend>, where the judging reads it. Run the arms one after the other:")
-    for line in steps:
-        print(f"  {line}")
-    print(f"then: {advice.judge('ab', out)}")
-    return 0
+    status = abjobs.write(args.render, out, paths, site, more_stack)
+    if status == 0:
+        armsstate.write(out, wanted)
+    return status
 
 
 def _refuse_links(out: Path, arms) -> None:
@@ -282,25 +273,6 @@ def _refuse_links(out: Path, arms) -> None:
         why = memberrecord.folder_problem(out, b)
         if why is not None:
             raise UserError(f"arm {b}: {why}; move it away and rerun")
-
-
-def _namespace(arm: str) -> str:
-    """An arm's Kubernetes namespace: a DNS label, so the arm name's '_' and '.' become '-'."""
-    return "pdrepro-" + arm.lower().replace("_", "-").replace(".", "-")
-
-
-def _next_step(target: str, out: Path, arm: str) -> str:
-    """What runs the arm's job so that its run lands in RUN/<arm> (in NEXT.txt and the closing message)."""
-    job = out / arm / "job"
-    if target == "slurm":
-        return (f"{arm}: from the bundle's checkout, with {out} on the filesystem the nodes share: "
-                f"sbatch {job}/*.sbatch; wait for it to end (its run: {out / arm})")
-    if target == "k8s":
-        return (f"{arm}: the steps in {job}/steps.txt (namespace {_namespace(arm)}); the Job writes its run into "
-                f"{out / arm} in its pod, which is runs/{out.name}/{arm} on the namespace's shared claim: copy that "
-                f"folder to {out / arm} here (or mount it there); then free the GPUs for the next arm, keeping the "
-                f"claim: kubectl -n {_namespace(arm)} delete statefulset,deployment,job -l app.kubernetes.io/name=pdrepro")
-    return f"{arm}: run the job in {job} with its run written into {out / arm}"
 
 
 def _judge(run: Path, args) -> int:

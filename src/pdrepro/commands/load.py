@@ -12,7 +12,7 @@ from ..core.exits import EXIT_FAILED
 
 # The options only: the run directory, the scenario and the sweep (pydantic, YAML, HTTP) are imported where the
 # command runs, so that building the command line (`pdrepro --help`) stays light.
-from .shared_options import add_prompt_lens
+from .shared_options import add_prompt_lens, check_inputs
 from .sweep import add_stack_options, stack_config
 
 # Upper bounds of what a person means: longer prompts than any released model reads, more requests per step
@@ -98,6 +98,11 @@ def run(args: argparse.Namespace) -> int:
     if not (args.prefill and args.decode):
         raise UserError("pass --prefill URL and --decode URL (the PD servers behind the router) so their health is "
                         "checked and their /metrics read")
+    # The inputs every step's bench client reads, checked as `ab`, `tune` and `compare` check their members'
+    # (commands.shared_options): the model folder (its tokenizer) and the dataset, one line naming the option and
+    # the fix, before the image is asked for, a step runs or RUN is touched. The paths go on absolute: what was
+    # checked is what the client is given. No serving package is asked for: the stack is already up.
+    args.model_path, args.dataset_path = check_inputs("load", model=args.model_path, dataset=args.dataset_path)
     cfg = stack_config(args, scenario)
     # The load's outputs are written once, at its end, never over a file it did not write (an edited report):
     # refused before any step is measured.

@@ -10,8 +10,9 @@ import dataclasses
 import os
 import re
 import shlex
+from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from .. import backends
 from ..core.errors import UserError
@@ -25,6 +26,8 @@ from ..scenario import site as siteinput
 
 if TYPE_CHECKING:
     from ..launch.plan import Plan
+    from ..launch.targets.base import Rendered
+    from ..scenario.model import Scenario
 from .shared_options import TCP_BACKEND, add_gpus, add_transport, transfer_backend
 
 __all__ = ["TCP_BACKEND", "transfer_backend"]  # where the launch commands took them from before the shared options
@@ -224,7 +227,8 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def run(args) -> int:
+def rendered(args) -> Rendered:
+    """Every check `render` makes and the files it would write, in memory: nothing is written."""
     from ..launch.plan import Plan
     from ..launch.targets.registry import TARGETS
     from ..scenario.model import load_scenario
@@ -243,20 +247,55 @@ def run(args) -> int:
     _check_run_dir(args)
     target = TARGETS[args.target]
     site = build_site(args, scenario, *target.hosts(scenario, args))
-    rendered = target.render(Plan(scenario, site), args, args.out)
+    return target.render(Plan(scenario, site), args, args.out)
+
+
+def run(args) -> int:
+    made = rendered(args)
     out = Path(args.out)
     _mkdir(out, "--out")
     # An input given inside --out (--ib-devices deploy/ib_devices.json) is already the copy: kept as it is.
     inputs = [Path(p).expanduser() for p in (getattr(args, "ib_devices", None),) if p]
     written = []
-    for name, text in rendered.files.items():
+    for name, text in made.files.items():
         path = out / name
         if not any(_same_file(path, given) for given in inputs):
-            write_file(path, text, "render", 0o755 if name in rendered.executable else 0o644)
+            write_file(path, text, "render", 0o755 if name in made.executable else 0o644)
         written.append(path)
-    if rendered.commands:
-        print(rendered.commands)
-    print("wrote " + ", ".join(str(p) for p in written) + rendered.wrote)
-    for note in rendered.notes:
+    if made.commands:
+        print(made.commands)
+    print("wrote " + ", ".join(str(p) for p in written) + made.wrote)
+    for note in made.notes:
         print(note)
     return 0
+
+
+class _Refusing(argparse.ArgumentParser):
+    """A parser whose refusal is one line (UserError), not a usage text and an exit: a member's job checked in
+    memory says what is wrong in the command's own one line."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UserError(message)
+
+
+def check_jobs(jobs: Sequence[tuple[str, Scenario, Callable[[str], list[str]]]]) -> None:
+    """Each member's `pdrepro render` done in memory before any is written (`ab --render`, `tune --render`): a bad
+    input is refused in one line naming the member, with nothing rendered and nothing written into the run.
+    ``jobs``: (member, its scenario, its render argv given the path of its scenario file). The member's scenario
+    is not in the run yet (it is written once every job holds), so each is read from a private copy, removed at
+    the end: the render reads the file (k8s ships it whole), and the run folder's paths reach the checks as the
+    argv's --run-dir and --out, which the copy's path does not change."""
+    import tempfile
+
+    from ..core.safewrite import write_file as write_private
+
+    with tempfile.TemporaryDirectory(prefix="pdrepro-jobs-") as folder:
+        for index, (member, scenario, argv_of) in enumerate(jobs):
+            path = Path(folder) / f"{index}.yaml"
+            write_private(path, scenario.to_yaml(), "the job check", Path(folder))
+            top = _Refusing(prog="pdrepro")
+            register(top.add_subparsers(dest="command", parser_class=_Refusing))
+            try:
+                rendered(top.parse_args(argv_of(str(path))))
+            except UserError as exc:
+                raise UserError(f"{member}'s job (`pdrepro render`): {exc}") from None

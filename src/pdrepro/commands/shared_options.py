@@ -9,7 +9,8 @@ because the option choices read the registries (backends) and it is used by the 
 
 ``check_inputs`` is the other half of one grammar: every input the members share is checked before the first
 member starts (the model folder, the dataset, the serving packages this Python imports), one line naming the
-input and the fix, exit 2, nothing started or written; without it a wrong --model started every arm.
+input and the fix, exit 2, nothing started or written; without it a wrong --model started every arm. `load`
+asks it too, for the model folder and the dataset its bench client reads (it starts no stack: no packages).
 """
 
 from __future__ import annotations
@@ -210,12 +211,15 @@ def check_packages(command: str, engine: str, backend_names: Iterable[str]) -> N
             raise UserError(f"{command} runs its members' servers with this Python, and {exc}") from None
 
 
-def check_inputs(command: str, *, model: str | None, dataset: str | None, engine: str,
-                 backend_names: Iterable[str]) -> tuple[str, str]:
-    """Every input the members share, checked before any starts: (model, dataset) as absolute paths."""
+def check_inputs(command: str, *, model: str | None, dataset: str | None, engine: str | None = None,
+                 backend_names: Iterable[str] = ()) -> tuple[str, str]:
+    """Every input the members share, checked before any starts: (model, dataset) as absolute paths. ``engine``
+    None: the command starts no stack (`load` measures one already up, whose servers found their packages), so
+    no serving package is asked of this Python; the model folder and the dataset its bench client reads are."""
     if not (model and dataset):
         raise UserError("one box: give --model MODEL_DIR and --dataset SHAREGPT_JSON (the stack serves the model, "
                         "the sweep draws its prompts from the dataset)")
     paths = check_model(model), check_dataset(dataset)
-    check_packages(command, engine, backend_names)
+    if engine is not None:
+        check_packages(command, engine, backend_names)
     return paths

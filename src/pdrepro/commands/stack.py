@@ -247,8 +247,11 @@ _PLACEHOLDER_OUT = "/nonexistent/pdrepro-stack-args"
 class _Refusing(argparse.ArgumentParser):
     """`stack up`'s (or `render`'s) parser, whose complaints become one line naming --stack-args."""
 
+    verb = ""  # the command the words are handed to, for a complaint of the top parser (an unknown flag)
+
     def error(self, message: str) -> NoReturn:
-        raise UserError(f"--stack-args: {message}; give flags `pdrepro {' '.join(self.prog.split()[1:])}` takes")
+        verb = " ".join(self.prog.split()[1:]) or self.verb
+        raise UserError(f"--stack-args: {message}; give flags `pdrepro {verb}` takes")
 
 
 @dataclass(frozen=True)
@@ -261,6 +264,7 @@ class StackWords:
 def _parsed(words: tuple[str, ...], render_target: str | None) -> argparse.Namespace:
     """``words`` as the command they are handed to reads them: `stack up` on one box, `render` for a cluster."""
     parser = _Refusing(prog="pdrepro", add_help=False)
+    parser.verb = "stack up" if render_target is None else "render"
     verbs = parser.add_subparsers(dest="command")
     if render_target is None:
         register(verbs)

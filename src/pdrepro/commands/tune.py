@@ -16,6 +16,7 @@ A cluster: ``--render slurm`` writes a job per run and a job array over them; ``
 from __future__ import annotations
 
 import hashlib
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -27,6 +28,7 @@ from . import shared_options as shared
 from . import stack as stack_words
 from .ab import add_site, site_words
 from .check import add_judge_option, check_report_target, give, judging_only, refuse_inside
+from .render import check_jobs
 from .requests import SWEEP
 
 # The arms runner, the grid, the tune's models and its judge (pydantic, YAML, the analysis) are imported where the
@@ -208,11 +210,21 @@ def run(args) -> int:
     _same_plan(out, plan)
     order = _order(plan)
     if args.render:
+        site, more = _site(args, False), _stack_words(args)
+        # Every input the runs' jobs share, checked before any job is rendered or anything written: the tune's
+        # own words, then each run's render in memory (its setting's scenario and knobs, the backend, the site
+        # options, the run folder's form). The model and dataset are the cluster's: `render` checks a given --model
+        # (config.json) and --dataset where it renders (the submit host sees the nodes' shared paths); left out,
+        # the jobs use the nodes' default paths, which no check here can see. The serving packages are not asked
+        # of this Python: the runs' servers start in the GPU image on the nodes.
+        slurm_render.check(out, [run_ for run_, _ in order], more)
+        check_jobs([(f"run {run_}", variants[name], partial(slurm_render.job_argv, out, run_, site=site,
+                                                             stack_words=more)) for run_, name in order])
         make_folder(out, "pdrepro tune")
         paths = _write_scenarios(out, variants)
         tuneplan.write(out, plan)
-        return slurm_render.render(out, scenario.name, [(run_, paths[name]) for run_, name in order],
-                                   _site(args, False), _stack_words(args), run_command)
+        return slurm_render.render(out, scenario.name, [(run_, paths[name]) for run_, name in order], site, more,
+                                   run_command)
     stack = ["--target", "onebox", "--launcher", "host", *_site(args, True), *_stack_words(args)]
     # Every input the settings share, before any starts: the model, the dataset, the serving packages.
     launch = scenario.launch

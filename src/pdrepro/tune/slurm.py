@@ -4,6 +4,8 @@ Each run (the baseline's repeats and each setting) gets `pdrepro render --target
 scenario into RUN/<run>/job/, its run written into RUN/<run> (render's --run-dir), as `pdrepro ab --render`
 does per arm. RUN/tune-array.sbatch (from templates/tune-array.sbatch.tmpl) is the job array: task i runs
 run i's script. Nothing is started; `pdrepro tune --collect RUN` ranks the folders once the tasks ended.
+`tune` renders every run's job in memory first (commands.render.check_jobs, with ``check`` and ``job_argv``
+here), so a bad input is refused before this writes any.
 """
 
 from __future__ import annotations
@@ -33,22 +35,32 @@ def _template() -> _At:
     return _At(files("pdrepro.tune").joinpath("templates").joinpath("tune-array.sbatch.tmpl").read_text())
 
 
-def render(out: Path, scenario_name: str, runs: Sequence[tuple[str, Path]], site: Sequence[str],
-           stack_words: Sequence[str], cli: Callable[[list[str]], int]) -> int:
-    """``runs``: (run folder name, its setting's scenario file), in array order."""
+def check(out: Path, runs: Sequence[str], stack_words: Sequence[str]) -> None:
+    """What the tune's own options may not do to its jobs, before any is rendered: ``runs``, the run folders."""
     for word in stack_words:
         if word.split("=", 1)[0] in ("--run-dir", "--out", "--target"):
             raise UserError(f"--stack-args: {word.split('=', 1)[0]} is set per run by `pdrepro tune --render`; "
                             "leave it out")
-    for name, _ in runs:  # a run's folder planted as a link: its job would be written wherever it points
+    for name in runs:  # a run's folder planted as a link: its job would be written wherever it points
         why = memberrecord.folder_problem(out, name)
         if why is not None:
             raise UserError(f"run {name}: {why}; move it away and rerun")
+
+
+def job_argv(out: Path, name: str, scenario: str, site: Sequence[str], stack_words: Sequence[str]) -> list[str]:
+    """The `pdrepro render` of run ``name``'s job (``scenario``: its setting's scenario file)."""
+    return ["render", "--target", "slurm", "--scenario", scenario, *site, *stack_words, "--run-dir", str(out / name),
+            "--out", str(out / name / "job")]
+
+
+def render(out: Path, scenario_name: str, runs: Sequence[tuple[str, Path]], site: Sequence[str],
+           stack_words: Sequence[str], cli: Callable[[list[str]], int]) -> int:
+    """``runs``: (run folder name, its setting's scenario file), in array order."""
+    check(out, [name for name, _ in runs], stack_words)
     jobs: list[Path] = []
     for name, scenario in runs:
         job = out / name / "job"
-        status = cli(["render", "--target", "slurm", "--scenario", str(scenario), *site, *stack_words,
-                      "--run-dir", str(out / name), "--out", str(job)])
+        status = cli(job_argv(out, name, str(scenario), site, stack_words))
         if status:
             return status
         scripts = sorted(job.glob("*.sbatch"))
