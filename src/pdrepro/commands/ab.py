@@ -25,12 +25,12 @@ from ..core import advice
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder, write_file
-from . import run_command
 from . import shared_options as shared
 from . import stack as stack_words
 from .check import add_judge_option, check_report_target, give, judging_only
 from .render import add_server_options
-from .requests import SWEEP
+from .requests import STAGES, member, render_request, run_render
+from .shared_options import RENDER_ONLY, SITE, site_fields
 
 # The arms runner, the judge, the run directory's models and the scenario (pydantic, YAML, the analysis) are
 # imported where the command runs, so that building the command line (`pdrepro --help`) stays light.
@@ -44,13 +44,6 @@ HELP = "A/B of transfer backends: the same stack and sweep once per backend, one
 DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
 SUMMARY, REPORT = "ab-summary.json", "report.md"
 NEXT = "NEXT.txt"  # in each arm's job folder: how to run it so that --judge finds its run
-# Site options passed to `stack up` (and `render`) as given: the shared ones (commands.shared_options) and these
-# (flag, help).
-SHARED_SITE = ("--model", "--dataset", "--gpus")
-SITE = (("--prefill-ip", "the prefill node's address the servers advertise"),
-        ("--decode-ip", "a cluster: the decode node's address (`render` only)"))
-# Taken by `render` only: the one-box host launcher runs both servers on this host.
-RENDER_ONLY = ("--decode-ip",)
 MAX_REPEATS = 10  # each arm restarts the servers (minutes on a GPU): ten rounds is an evening's work already
 
 
@@ -119,26 +112,6 @@ def _backends(args, scenario: Scenario | None = None) -> tuple[str, ...]:
     if len(picked) < 2 or len(set(picked)) != len(picked):
         raise UserError(f"--backends {args.backends}: give two or more different backends, comma-separated")
     return picked
-
-
-def site_words(args, onebox: bool, paths: bool = True, render: str = "--render TARGET") -> list[str]:
-    """The site options as `stack up` (and `render`) take them; ``paths``: with the model's and dataset's."""
-    words: list[str] = []
-    for flag in (*SHARED_SITE, *(f for f, _ in SITE)):
-        value = getattr(args, flag[2:].replace("-", "_"))
-        if not paths and flag in ("--model", "--dataset"):
-            continue
-        if value is not None and onebox and flag in RENDER_ONLY:
-            raise UserError(f"{flag}: one box runs both servers on this host; drop it (or give {render})")
-        if value is not None:
-            words += [flag, str(Path(value).expanduser().absolute()) if flag in ("--model", "--dataset") else value]
-    if args.mem_fraction is not None:
-        words += ["--mem-fraction", f"{args.mem_fraction:g}"]
-    return words + [f"--server-arg={v}" for v in args.server_arg]
-
-
-def _site(args, onebox: bool) -> list[str]:
-    return site_words(args, onebox)
 
 
 def _label(scenario: str, picked: tuple[str, ...], variants: dict[str, Scenario] | None = None) -> str:
@@ -213,23 +186,22 @@ def run(args) -> int:
             raise UserError("--repeats with --render: a cluster's repeats are not rendered yet; render once, run "
                             "the jobs, and judge each round's folder, or run the A/B on one box")
         return _render(args, out, label, variants)
-    stack = ["--target", "onebox", "--launcher", "host", *_site(args, True), *more_stack]
+    site = site_fields(args)
     _refuse_links(out, picked)  # an arm's folder planted as a link: refused before anything is read through it
     # Every input the arms share, before any starts: the model, the dataset, each arm's serving packages.
     model, dataset = shared.check_inputs("ab", model=args.model, dataset=args.dataset, engine=engine,
                                          backend_names=picked)
     extra = shared.sweep_args(args, "pdrepro ab")
     paths = {b: str(out / "scenarios" / f"{b}.yaml") for b in picked}
-    arms = [runner.Arm(name=name, backend=b, stack=("--scenario", paths[b], *stack),
-                       sweep=("--scenario", paths[b], "--model-path", model, "--dataset-path", dataset,
-                              "--bench-in-place", "--logs-from", str(out / name / "logs"), *extra))
+    arms = [member(out, name, backend=b, stack={"scenario": paths[b], "target": "onebox", "launcher": "host", **site},
+                   stack_words=more_stack, sweep={"scenario": paths[b], "model_path": model, "dataset_path": dataset},
+                   sweep_words=extra)
             for name, b in order]
     # An output there that this A/B did not write (an edited report) is refused before any arm spends GPU time.
     ownoutputs.refuse_foreign(out, (SUMMARY, REPORT, PLOT), "ab")
     runner.start(out, label, arms)  # refuses another A/B's folder before its files are touched
     _write_variants(out, variants)
-    status = runner.run_arms(out, label, arms, command="ab", cli=run_command,
-                               sweep=SWEEP)
+    status = runner.run_arms(out, label, arms, command="ab", stages=STAGES)
     if status in STOPPED:
         return status
     state = armsstate.read(out)
@@ -258,10 +230,10 @@ def _render(args, out: Path, label: str, variants: dict[str, Scenario]) -> int:
     for b in variants:
         # The job's run is the arm's folder itself (RUN/<arm>), where `--judge` reads it; on Kubernetes each arm
         # gets its own namespace, so its claim (server logs appended per pod) is not the other arm's.
-        own = ["--namespace", _namespace(b)] if args.render == "k8s" else []
-        argv = ["render", "--target", args.render, "--scenario", str(paths[b]), *_site(args, False), *own,
-                *stack_words, "--run-dir", str(out / b), "--out", str(out / b / "job")]
-        status = run_command(argv)
+        own = {"namespace": _namespace(b)} if args.render == "k8s" else {}
+        status = run_render(render_request(stack_words, target=args.render, scenario=str(paths[b]),
+                                           **site_fields(args, False), **own, run_dir=str(out / b),
+                                           out=str(out / b / "job")))
         if status:
             return status
         steps.append(_next_step(args.render, out, b))

@@ -224,14 +224,18 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def run(args) -> int:
+def run(given) -> int:
+    """The render of ``given``: its parsed command line, or a runner's typed request (launch.request)."""
     from ..launch.plan import Plan
+    from ..launch.request import RenderRequest
     from ..launch.targets.registry import TARGETS
     from ..scenario.model import load_scenario
 
+    args = RenderRequest.from_args(given)
     # Resolved once, here: the targets read args.scenario too (k8s ships the scenario file itself).
-    args.scenario = args.scenario or default_scenario(args.target)
-    scenario = load_scenario(args.scenario)
+    name = args.scenario or default_scenario(args.target)
+    args = dataclasses.replace(args, scenario=name)
+    scenario = load_scenario(name)
     if args.target != "onebox":
         # Clusters have RDMA and their schedulers; the host launcher and TCP are for one box.
         chosen = transfer_backend(args)

@@ -1,9 +1,10 @@
 """A tune for a cluster: every run of the grid rendered as its own SLURM job, and one job array over them.
 
-Each run (the baseline's repeats and each setting) gets `pdrepro render --target slurm` of its setting's
-scenario into RUN/<run>/job/, its run written into RUN/<run> (render's --run-dir), as `pdrepro ab --render`
-does per arm. RUN/tune-array.sbatch (from templates/tune-array.sbatch.tmpl) is the job array: task i runs
-run i's script. Nothing is started; `pdrepro tune --collect RUN` ranks the folders once the tasks ended.
+Each run (the baseline's repeats and each setting) gets `pdrepro render --target slurm` of its setting's scenario
+into RUN/<run>/job/ (a typed request the command builds), its run written into RUN/<run> (render's --run-dir), as
+`pdrepro ab --render` does per arm. RUN/tune-array.sbatch (from templates/tune-array.sbatch.tmpl) is the job array:
+task i runs run i's script. Nothing is started; `pdrepro tune --collect RUN` ranks the folders once the tasks
+ended.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from string import Template
 from ..core import advice, runfile
 from ..core.errors import UserError
 from ..core.safewrite import write_file
+from ..launch.request import RenderRequest
 from ..rundir import memberrecord
 
 ARRAY = "tune-array.sbatch"
@@ -33,22 +35,26 @@ def _template() -> _At:
     return _At(files("pdrepro.tune").joinpath("templates").joinpath("tune-array.sbatch.tmpl").read_text())
 
 
-def render(out: Path, scenario_name: str, runs: Sequence[tuple[str, Path]], site: Sequence[str],
-           stack_words: Sequence[str], cli: Callable[[list[str]], int]) -> int:
-    """``runs``: (run folder name, its setting's scenario file), in array order."""
+def check_words(stack_words: Sequence[str]) -> None:
+    """--stack-args that set what each run's job is given per run are refused, before any job is built."""
     for word in stack_words:
         if word.split("=", 1)[0] in ("--run-dir", "--out", "--target"):
             raise UserError(f"--stack-args: {word.split('=', 1)[0]} is set per run by `pdrepro tune --render`; "
                             "leave it out")
+
+
+def render(out: Path, scenario_name: str, runs: Sequence[tuple[str, RenderRequest]],
+           stage: Callable[[RenderRequest], int]) -> int:
+    """``runs``: (run folder name, the render of its setting's job into RUN/<run>/job), in array order; ``stage``
+    renders one (commands.requests.run_render)."""
     for name, _ in runs:  # a run's folder planted as a link: its job would be written wherever it points
         why = memberrecord.folder_problem(out, name)
         if why is not None:
             raise UserError(f"run {name}: {why}; move it away and rerun")
     jobs: list[Path] = []
-    for name, scenario in runs:
-        job = out / name / "job"
-        status = cli(["render", "--target", "slurm", "--scenario", str(scenario), *site, *stack_words,
-                      "--run-dir", str(out / name), "--out", str(job)])
+    for _name, request in runs:
+        job = Path(request.out)
+        status = stage(request)
         if status:
             return status
         scripts = sorted(job.glob("*.sbatch"))
