@@ -199,9 +199,9 @@ def run(p: Pipeline, *, cli: Callable[[list[str]], int], judging: Judging,
     if swept == EXIT_BAD_INPUT or swept in STOPPED:
         return swept
     say(f"== 3/4 analyze {s.out}")
-    # Thresholds given to the sweep are kept in RUN/scenario.yaml, which analyze and the gates read.
-    from .rundir.request import AnalyzeRequest, CheckRequest  # noqa: PLC0415  (pydantic-free, but rundir is not)
+    from .rundir.request import AnalyzeRequest, CheckRequest  # noqa: PLC0415  (rundir loads pydantic: not for --help)
 
+    # Thresholds given to the sweep are kept in RUN/scenario.yaml, which analyze and the gates read.
     analyzed = judging.analyze(AnalyzeRequest(Path(s.out)))
     if analyzed in STOPPED:
         return analyzed

@@ -48,8 +48,8 @@ class _Refusing(argparse.ArgumentParser):
 
 
 def _parser(register_command: Callable, *names: str, given: str) -> tuple[argparse.ArgumentParser, list[str]]:
-    """The parser of `pdrepro NAMES...` as its command declares it, and its required options' names. None is
-    required of the words: the typed fields stand for them."""
+    """The parser of the command ``names`` spell (``"stack", "up"``) as that command declares it, and its required
+    options' names. None is required of the words: the typed fields stand for them."""
     parser = _Refusing(prog="pdrepro", add_help=False)
     register_command(parser.add_subparsers(dest="command"))
     for name in names:
