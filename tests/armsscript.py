@@ -32,12 +32,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from memberhelp import member  # noqa: E402
 from runbuilder import Row, build_run, sweep_provenance  # noqa: E402
 
 from pdrepro import arms  # noqa: E402
 from pdrepro.commands import run_command  # noqa: E402
 from pdrepro.commands import sweep as sweep_command  # noqa: E402
-from pdrepro.commands.requests import SWEEP  # noqa: E402
+from pdrepro.commands.requests import STAGES  # noqa: E402
 from pdrepro.core import signals  # noqa: E402
 from pdrepro.scenario.model import load_scenario  # noqa: E402
 
@@ -115,11 +116,10 @@ def main() -> int:
     sweep_command.run = fake_sweep
     if sys.argv[1] == "cli":
         return run_command(sys.argv[2:])
-    spec = json.loads(Path(sys.argv[3]).read_text())
-    given = [arms.Arm(name=a["name"], stack=tuple(a["stack"]), sweep=tuple(a["sweep"])) for a in spec["arms"]]
+    spec, run = json.loads(Path(sys.argv[3]).read_text()), Path(sys.argv[2])
     try:
-        return arms.run_arms(Path(sys.argv[2]), spec["label"], given, command=spec.get("command", "ab"),
-                              cli=run_command, sweep=SWEEP)
+        given = [member(run, a["name"], a["stack"], a["sweep"]) for a in spec["arms"]]
+        return arms.run_arms(run, spec["label"], given, command=spec.get("command", "ab"), stages=STAGES)
     except Exception as exc:  # the CLI's own translation of a refused input, as run_command does it
         from pdrepro.core.errors import UserError
 

@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from memberhelp import member, plain, recording
 from signalse2e import HEAVY
 from stackhelp import env, make_site
 
 from pdrepro import arms
-from pdrepro.commands.requests import SWEEP
 from pdrepro.launch.stack import ownership, record
 from pdrepro.rundir import armsstate, memberrecord
 
@@ -215,16 +215,11 @@ def test_an_arms_error_line_names_the_command_that_runs_it(tmp_path, command):
     # A stack that says it came up but left no stack.json: the runner cannot read where to sweep, and says so
     # as the command the user ran, not as another command that shares the runner.
     said: list[str] = []
-    calls: list[list[str]] = []
-
-    def cli(argv: list[str]) -> int:
-        calls.append(argv)
-        return 0
-
-    arm = arms.Arm(name="x", stack=("--scenario", "s"), sweep=("--scenario", "s"))
-    status = arms.run_arms(tmp_path / "run", f"{command} s", [arm], command=command, cli=cli, say=said.append,
-                           sweep=SWEEP)
-    assert status == 2 and [c[:2] for c in calls] == [["stack", "up"]]
+    calls: list[tuple[str, Path]] = []
+    arm = plain(tmp_path / "run", "x")
+    status = arms.run_arms(tmp_path / "run", f"{command} s", [arm], command=command, stages=recording(calls),
+                           say=said.append)
+    assert status == 2 and calls == [("stack up", tmp_path / "run" / "x")]
     errors = [line for line in said if ": error: " in line]
     assert len(errors) == 1 and errors[0].startswith(f"pdrepro {command}: error: arm x: "), said
     assert f"{tmp_path / 'run' / 'x'}: no stack.json there" in errors[0]
@@ -263,7 +258,7 @@ def test_an_arm_stopped_after_measuring_every_length_is_judged_not_run_again(sit
     _nothing_runs(site["run"])
     started = record.read(site["run"] / "plain").stack_id
     bench = {p.name: p.read_bytes() for p in (site["run"] / "plain" / "bench").iterdir()}
-    assert bench and arms.measured(site["run"], arms.Arm("plain", (), tuple(_arms(site)[1]["sweep"]))) is None
+    assert bench and arms.measured(site["run"], member(site["run"], "plain", [], _arms(site)[1]["sweep"])) is None
 
     again = _run(site, spec)
     assert again.returncode == 0, again.stdout + again.stderr

@@ -1,11 +1,12 @@
 """The reproduction pipeline, written once: preflight, sweep, analyze, gates, then the first failing status.
 
-`pdrepro repro` runs it; `make repro`, `make onebox-repro`, the SLURM script and the Kubernetes Job call
-that command, and the gate suite's ``--router`` fixture runs the same sweep stage (``run_sweep``). Each
-stage is the CLI command of its name, run in this process through the command runner the caller hands in
-(``commands.run_command``: so its flags, messages and exit codes are that command's, and this module
-imports nothing above it); the gates are ``pytest GATES --run-dir RUN --junitxml RUN/junit.xml`` in a child
-process, because pytest owns its process (plugins, capture, exit); the JUnit file goes into the run because
+`pdrepro repro` runs it; `make repro`, `make onebox-repro`, the SLURM script and the Kubernetes Job call that
+command, and the gate suite's ``--router`` fixture runs the same sweep stage (``run_sweep``). Each stage is the CLI
+command of its name, run in this process: the preflight and the sweep through the command runner the caller hands
+in (``commands.run_command``), the analysis and the judging (with no pytest) as stages handed their typed request
+(pdrepro.stages.Judging: commands.requests.JUDGING); so their flags, messages and exit codes are those commands',
+and this module imports nothing above it. The gates are ``pytest GATES --run-dir RUN --junitxml RUN/junit.xml`` in
+a child process, because pytest owns its process (plugins, capture, exit); the JUnit file goes into the run because
 `repro` made the run (the gates alone write nothing into a run they judge); a signal to the pipeline stops that
 child quietly (core.signals.run_child).
 
@@ -23,10 +24,14 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .core import signals
 from .core.errors import UserError
 from .core.exits import EXIT_BAD_INPUT, STOPPED
+
+if TYPE_CHECKING:
+    from .stages import Judging
 
 DEFAULT_SCENARIO = "h20-qwen3-235b-1p1d"
 DEFAULT_GATES = "repro"
@@ -148,7 +153,7 @@ def check_gates(gates: str) -> None:
                     "it is mounted)")
 
 
-def run(p: Pipeline, *, cli: Callable[[list[str]], int],
+def run(p: Pipeline, *, cli: Callable[[list[str]], int], judging: Judging,
         spawn: Callable[[list[str]], int] = signals.run_child) -> int:
     """The whole pipeline; returns the verdict's status (the gates'), else the first non-zero status of the
     stages before it (a preflight, a sweep stopped by bad input, a signal)."""
@@ -194,14 +199,16 @@ def run(p: Pipeline, *, cli: Callable[[list[str]], int],
     if swept == EXIT_BAD_INPUT or swept in STOPPED:
         return swept
     say(f"== 3/4 analyze {s.out}")
+    from .rundir.request import AnalyzeRequest, CheckRequest  # noqa: PLC0415  (rundir loads pydantic: not for --help)
+
     # Thresholds given to the sweep are kept in RUN/scenario.yaml, which analyze and the gates read.
-    analyzed = cli(["analyze", s.out])
+    analyzed = judging.analyze(AnalyzeRequest(Path(s.out)))
     if analyzed in STOPPED:
         return analyzed
     if gates is None:
         # `pdrepro check` is the code the gates call, so the verdict is the same.
         say(f"== 4/4 gates: no pytest here, judging with pdrepro check {s.out}")
-        judged = cli(["check", s.out])
+        judged = judging.check(CheckRequest(Path(s.out)))
     else:
         say(f"== 4/4 gates: pytest {p.gates} --run-dir {s.out}")
         judged = spawn(gates)

@@ -20,15 +20,22 @@ from pathlib import Path
 from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from memberhelp import member, recording
 
 from pdrepro import arms
-from pdrepro.commands.requests import SWEEP
 from pdrepro.core.errors import UserError
 from pdrepro.rundir import armsstate
 
 LABEL = "ab s: x, y"
-ARMS = [arms.Arm(name="x", backend="x", stack=("--scenario", "s"), sweep=("--scenario", "s")),
-        arms.Arm(name="y", backend="y", stack=("--scenario", "s", "--gpus", "0"), sweep=("--scenario", "s"))]
+SWEEP = ["--scenario", "s", "--model-path", "/m", "--dataset-path", "/d.json"]
+
+
+def _arms(run: Path) -> list:
+    return [member(run, "x", ["--scenario", "s"], SWEEP, backend="x"),
+            member(run, "y", ["--scenario", "s", "--gpus", "0"], SWEEP, backend="y")]
+
+
+ARMS = _arms(Path("/run"))  # their records: the state holds no member's folder
 
 
 def _valid() -> dict:
@@ -99,16 +106,12 @@ def _snapshot(root: Path) -> dict[str, bytes | None]:
     return out
 
 
-def _resume(run: Path) -> tuple[int | None, str | None, list[list[str]]]:
-    calls: list[list[str]] = []
-
-    def cli(argv: list[str]) -> int:
-        calls.append(argv)
-        return 1  # every stack fails to start: the runner records it and goes on to the next arm
-
+def _resume(run: Path) -> tuple[int | None, str | None, list[tuple[str, Path]]]:
+    calls: list[tuple[str, Path]] = []
+    # Every stack fails to start: the runner records it and goes on to the next arm.
     try:
-        return arms.run_arms(run, LABEL, ARMS, command="ab", cli=cli, say=lambda _line: None,
-                             sweep=SWEEP), None, calls
+        return arms.run_arms(run, LABEL, _arms(run), command="ab", stages=recording(calls, 1),
+                             say=lambda _line: None), None, calls
     except UserError as exc:
         return None, str(exc), calls
 
@@ -134,7 +137,7 @@ def test_a_hostile_state_is_refused_or_resumed_as_it_says(content):
         assert status in (0, 1)
         claimed = armsstate.ArmsState.model_validate_json(content.decode("utf-8-sig"))
         undone = [a.name for a in claimed.arms if a.status != "done"]
-        assert [c[-1] for c in calls if c[:2] == ["stack", "up"]] == [str(run / n) for n in undone]
+        assert [folder for stage, folder in calls if stage == "stack up"] == [run / n for n in undone]
         after = armsstate.read(run)
         assert after is not None and after.label == LABEL
         assert {p.split("/")[0] for p in _snapshot(root)} <= {"run"}, "written outside the run"

@@ -18,6 +18,7 @@ from pathlib import Path
 from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from memberhelp import plain
 
 from pdrepro import arms
 from pdrepro.scenario.model import load_scenario
@@ -79,7 +80,7 @@ def test_a_member_counts_as_measured_only_with_every_length_complete_in_its_own_
             (run / "m").symlink_to(real)
         for length, kind in zip(SWEEP.prompt_lens, kinds):
             _write(real / "bench" / f"result-{length}.jsonl", kind, length, elsewhere)
-        arm = arms.Arm(name="m", stack=("--scenario", SCENARIO), sweep=("--scenario", SCENARIO))
+        arm = plain(run, "m", SCENARIO)
         before = _tree(root)
         found = arms.measured(run, arm)
         assert _tree(root) == before, "judging whether a member is measured wrote into the run"

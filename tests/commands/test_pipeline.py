@@ -11,9 +11,20 @@ import pytest
 
 from pdrepro import pipeline
 from pdrepro.cli import main
+from pdrepro.stages import Judging
 
 SWEEP = pipeline.Sweep(scenario="s", router="http://r:8000", out="runs/X", prefill="http://p:30000",
                        model_path="/m", dataset_path="/d.json", extra=("--wait-timeout", "5"))
+
+
+def _judging(calls: list[list[str]], statuses: dict[str, int] | None = None) -> Judging:
+    """The analysis and check stages, noting each as [stage, the run it was handed]."""
+    def stage(name: str):
+        def run(request) -> int:
+            calls.append([name, str(request.run)])
+            return (statuses or {}).get(name, 0)
+        return run
+    return Judging(analyze=stage("analyze"), check=stage("check"))
 
 
 def _run(statuses: dict[str, int], **options) -> tuple[int, list[list[str]]]:
@@ -27,7 +38,8 @@ def _run(statuses: dict[str, int], **options) -> tuple[int, list[list[str]]]:
         calls.append(argv)
         return statuses.get("gates", 0)
 
-    rc = pipeline.run(pipeline.Pipeline(sweep=SWEEP, **options), cli=cli, spawn=spawn)
+    rc = pipeline.run(pipeline.Pipeline(sweep=SWEEP, **options), cli=cli, judging=_judging(calls, statuses),
+                      spawn=spawn)
     return rc, calls
 
 
@@ -115,7 +127,7 @@ def test_quiet_announces_nothing(capsys):
 
 def test_command_passes_its_flags_to_the_stages(monkeypatch):
     seen = {}
-    monkeypatch.setattr(pipeline, "run", lambda p, cli: seen.setdefault("p", p) and 0)
+    monkeypatch.setattr(pipeline, "run", lambda p, cli, judging: seen.setdefault("p", p) and 0)
     assert main(["repro", "--router", "http://r:8000", "--out", "runs/Y", "--bench-in-place", "--configuration", "1P1D",
                  "--sweep-args=--metrics --wait-timeout 9", "--pytest", "python -m pytest -p no:xdist",
                  "--preflight", "decode"]) == 0
@@ -159,7 +171,7 @@ def test_node_records_are_kept_in_the_run_and_pair_checked_before_the_sweep(tmp_
 
     sweep = pipeline.Sweep(scenario="h20-qwen3-235b-1p1d", router="http://r:8000", out="run")
     p = pipeline.Pipeline(sweep=sweep, preflight_role="decode", node_records=(str(prefill),), pytest=("pytest",))
-    rc = pipeline.run(p, cli=cli, spawn=lambda argv: 0)
+    rc = pipeline.run(p, cli=cli, judging=_judging(calls), spawn=lambda argv: 0)
     assert rc == expected
     assert (tmp_path / "run" / "nodes" / "prefill.json").is_file() and (tmp_path / "run" / "nodes" / "decode.json").is_file()
     pair = [c for c in calls if c[:2] == ["doctor", "--pair"]]
@@ -181,5 +193,5 @@ def test_a_record_of_the_preflights_own_role_or_none_is_refused(tmp_path, monkey
     (tmp_path / "x.json").write_text("{}")
     p = pipeline.Pipeline(sweep=SWEEP, preflight_role="decode", node_records=(str(tmp_path / "x.json"),))
     with pytest.raises(UserError, match="missing key"):
-        pipeline.run(p, cli=lambda argv: 0, spawn=lambda argv: 0)
+        pipeline.run(p, cli=lambda argv: 0, judging=_judging([]), spawn=lambda argv: 0)
     assert not (tmp_path / "runs").exists()  # refused before anything was written

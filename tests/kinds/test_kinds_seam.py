@@ -24,6 +24,7 @@ STATE_READERS = {
     "rundir/absummary.py": "the A/B summary opens its label as the arms state does (LabelHead)",
     "rundir/tunesummary.py": "the tune summary opens its label as the arms state does (LabelHead)",
     "arms.py": "the arms runner writes arms-state.json (ab, tune, compare)",
+    "member.py": "a member of the arms runner, recorded in arms-state.json as its requests' flags (ArmRecord)",
     "commands/ab.py": "the A/B runner plans its arms and resumes from their state",
     "commands/tune.py": "the tune runner writes tune-plan.json and resumes from the arms state",
     "commands/load.py": "the load runner builds the plan load-state.json records",

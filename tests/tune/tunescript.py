@@ -37,10 +37,8 @@ def _given(scenario_file: str, knob: str) -> bool:
     return launch.env.get(key) == value
 
 
-def speed(argv: list[str]) -> float:
-    scenario, out = _value(argv, "--scenario"), _value(argv, "--out")
-    assert scenario and out, argv
-    gbps = BASE_GBPS * NOISE.get(Path(out).name, 0.99)
+def speed(scenario: str, out: Path) -> float:
+    gbps = BASE_GBPS * NOISE.get(out.name, 0.99)
     if os.environ.get("TUNE_FAST") and _given(scenario, os.environ["TUNE_FAST"]):
         gbps *= 2
     if os.environ.get("TUNE_SLOW") and _given(scenario, os.environ["TUNE_SLOW"]):
@@ -49,20 +47,23 @@ def speed(argv: list[str]) -> float:
 
 
 def main(argv: list[str]) -> int:
-    import pdrepro.arms as arms
+    import dataclasses
 
-    def cli(words: list[str]) -> int:
-        if words[:2] == ["stack", "up"]:
-            os.environ["STANDIN_TRANSFER_GBPS"] = f"{speed(words):.4f}"
-        try:
-            return run_command(words)
-        finally:
-            os.environ.pop("STANDIN_TRANSFER_GBPS", None)
+    import pdrepro.arms as arms
 
     real = arms.run_arms
 
     def run_arms(run, label, given, **kw):
-        return real(run, label, given, **{**kw, "cli": cli})
+        stages = kw["stages"]
+
+        def stack_up(request) -> int:
+            os.environ["STANDIN_TRANSFER_GBPS"] = f"{speed(request.scenario, request.out):.4f}"
+            try:
+                return stages.stack_up(request)
+            finally:
+                os.environ.pop("STANDIN_TRANSFER_GBPS", None)
+
+        return real(run, label, given, **{**kw, "stages": dataclasses.replace(stages, stack_up=stack_up)})
 
     arms.run_arms = run_arms  # type: ignore[assignment]
     return run_command(argv)

@@ -25,12 +25,13 @@ from ..backends.registry import backend, names
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder, write_file
-from . import abjobs, run_command
+from . import abjobs
 from . import shared_options as shared
 from . import stack as stack_words
 from .check import add_judge_option, check_report_target, give, judging_only
 from .render import add_server_options
-from .requests import SWEEP
+from .requests import STAGES, member
+from .shared_options import RENDER_ONLY, SITE, site_fields
 
 # The arms runner, the judge, the run directory's models and the scenario (pydantic, YAML, the analysis) are
 # imported where the command runs, so that building the command line (`pdrepro --help`) stays light.
@@ -43,13 +44,6 @@ if TYPE_CHECKING:
 HELP = "A/B of transfer backends: the same stack and sweep once per backend, one after the other, side by side"
 DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
 SUMMARY, REPORT = "ab-summary.json", "report.md"
-# Site options passed to `stack up` (and `render`) as given: the shared ones (commands.shared_options) and these
-# (flag, help).
-SHARED_SITE = ("--model", "--dataset", "--gpus")
-SITE = (("--prefill-ip", "the prefill node's address the servers advertise"),
-        ("--decode-ip", "a cluster: the decode node's address (`render` only)"))
-# Taken by `render` only: the one-box host launcher runs both servers on this host.
-RENDER_ONLY = ("--decode-ip",)
 MAX_REPEATS = 10  # each arm restarts the servers (minutes on a GPU): ten rounds is an evening's work already
 
 
@@ -119,26 +113,6 @@ def _backends(args, scenario: Scenario | None = None) -> tuple[str, ...]:
     if len(picked) < 2 or len(set(picked)) != len(picked):
         raise UserError(f"--backends {args.backends}: give two or more different backends, comma-separated")
     return picked
-
-
-def site_words(args, onebox: bool, paths: bool = True, render: str = "--render TARGET") -> list[str]:
-    """The site options as `stack up` (and `render`) take them; ``paths``: with the model's and dataset's."""
-    words: list[str] = []
-    for flag in (*SHARED_SITE, *(f for f, _ in SITE)):
-        value = getattr(args, flag[2:].replace("-", "_"))
-        if not paths and flag in ("--model", "--dataset"):
-            continue
-        if value is not None and onebox and flag in RENDER_ONLY:
-            raise UserError(f"{flag}: one box runs both servers on this host; drop it (or give {render})")
-        if value is not None:
-            words += [flag, str(Path(value).expanduser().absolute()) if flag in ("--model", "--dataset") else value]
-    if args.mem_fraction is not None:
-        words += ["--mem-fraction", f"{args.mem_fraction:g}"]
-    return words + [f"--server-arg={v}" for v in args.server_arg]
-
-
-def _site(args, onebox: bool) -> list[str]:
-    return site_words(args, onebox)
 
 
 def _label(scenario: str, picked: tuple[str, ...], variants: dict[str, Scenario] | None = None) -> str:
@@ -215,23 +189,22 @@ def run(args) -> int:
             raise UserError("--repeats with --render: a cluster's repeats are not rendered yet; render once, run "
                             "the jobs, and judge each round's folder, or run the A/B on one box")
         return _render(args, out, label, variants)
-    stack = ["--target", "onebox", "--launcher", "host", *_site(args, True), *more_stack]
+    site = site_fields(args)
     _refuse_links(out, picked)  # an arm's folder planted as a link: refused before anything is read through it
     # Every input the arms share, before any starts: the model, the dataset, each arm's serving packages.
     model, dataset = shared.check_inputs("ab", model=args.model, dataset=args.dataset, engine=engine,
                                          backend_names=picked)
     extra = shared.sweep_args(args, "pdrepro ab")
     paths = {b: str(out / "scenarios" / f"{b}.yaml") for b in picked}
-    arms = [runner.Arm(name=name, backend=b, stack=("--scenario", paths[b], *stack),
-                       sweep=("--scenario", paths[b], "--model-path", model, "--dataset-path", dataset,
-                              "--bench-in-place", "--logs-from", str(out / name / "logs"), *extra))
+    arms = [member(out, name, backend=b, stack={"scenario": paths[b], "target": "onebox", "launcher": "host", **site},
+                   stack_words=more_stack, sweep={"scenario": paths[b], "model_path": model, "dataset_path": dataset},
+                   sweep_words=extra)
             for name, b in order]
     # An output there that this A/B did not write (an edited report) is refused before any arm spends GPU time.
     ownoutputs.refuse_foreign(out, (SUMMARY, REPORT, PLOT), "ab")
     runner.start(out, label, arms)  # refuses another A/B's folder before its files are touched
     _write_variants(out, variants)
-    status = runner.run_arms(out, label, arms, command="ab", cli=run_command,
-                               sweep=SWEEP)
+    status = runner.run_arms(out, label, arms, command="ab", stages=STAGES)
     if status in STOPPED:
         return status
     state = armsstate.read(out)
@@ -251,7 +224,7 @@ def _render(args, out: Path, label: str, variants: dict[str, Scenario]) -> int:
     more_stack = shared.stack_args(args, "pdrepro ab")
     abjobs.check_words(args.render, more_stack)
     _refuse_links(out, variants)  # an arm's folder planted as a link: its job (and later its run) would land there
-    site = _site(args, False)
+    site = site_fields(args, False)
     # Every input the arms' jobs share, checked before any job is rendered or anything written: each arm's render
     # run in memory (its scenario, its transfer backend, the site options, the run folder's form). The model and
     # dataset are the cluster's: `render` checks a given --model (config.json) and --dataset where it renders (the

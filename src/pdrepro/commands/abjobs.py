@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING
 from ..core import advice
 from ..core.errors import UserError
 from ..core.safewrite import write_file
-from . import run_command
 from .render import check_jobs
+from .requests import render_request, run_render
 
 if TYPE_CHECKING:
+    from ..launch.request import RenderRequest
     from ..scenario.model import Scenario
 
 NEXT = "NEXT.txt"  # in each arm's job folder: how to run it so that --judge finds its run
@@ -46,26 +47,27 @@ def check_words(target: str, stack_words: tuple[str, ...]) -> None:
                             "out")
 
 
-def _argv(target: str, out: Path, arm: str, scenario: str, site: list[str], stack_words: tuple[str, ...]) -> list[str]:
+def _request(target: str, out: Path, arm: str, scenario: str, site: dict, stack_words: tuple[str, ...]
+             ) -> RenderRequest:
     # The job's run is the arm's folder itself (RUN/<arm>), where `--judge` reads it; on Kubernetes each arm gets
     # its own namespace, so its claim (server logs appended per pod) is not the other arm's.
-    own = ["--namespace", namespace(arm)] if target == "k8s" else []
-    return ["render", "--target", target, "--scenario", scenario, *site, *own, *stack_words,
-            "--run-dir", str(out / arm), "--out", str(out / arm / "job")]
+    own = {"namespace": namespace(arm)} if target == "k8s" else {}
+    return render_request(stack_words, target=target, scenario=scenario, **site, **own, run_dir=str(out / arm),
+                          out=str(out / arm / "job"))
 
 
-def check(target: str, out: Path, variants: Mapping[str, Scenario], site: list[str],
+def check(target: str, out: Path, variants: Mapping[str, Scenario], site: dict,
           stack_words: tuple[str, ...]) -> None:
     """Every arm's job rendered in memory, none written: a bad input is one line naming the arm."""
-    check_jobs([(f"arm {arm}", scenario, partial(_argv, target, out, arm, site=site, stack_words=stack_words))
+    check_jobs([(f"arm {arm}", scenario, partial(_request, target, out, arm, site=site, stack_words=stack_words))
                 for arm, scenario in variants.items()])
 
 
-def write(target: str, out: Path, paths: Mapping[str, Path], site: list[str], stack_words: tuple[str, ...]) -> int:
+def write(target: str, out: Path, paths: Mapping[str, Path], site: dict, stack_words: tuple[str, ...]) -> int:
     """Each arm's job (its scenario file in ``paths``) and its NEXT.txt; then what to run, on standard output."""
     steps: list[str] = []
     for arm, scenario in paths.items():
-        status = run_command(_argv(target, out, arm, str(scenario), site, stack_words))
+        status = run_render(_request(target, out, arm, str(scenario), site, stack_words))
         if status:
             return status
         steps.append(next_step(target, out, arm))

@@ -14,10 +14,14 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(given) -> int:
+    """`analyze` of ``given``: its parsed command line, or a runner's typed request (rundir.request)."""
     # The kinds and the run directory (pydantic, the analysis) load when the command runs, not for its --help.
     from ..kinds.registry import kind_of
     from ..rundir import RunDir
+    from ..rundir.request import AnalyzeRequest
+
+    args = AnalyzeRequest.from_args(given)
 
     # The kind the folder records writes its summary and report (kinds/registry.py).
     run_dir = RunDir(args.run)

@@ -18,6 +18,7 @@ from ..core.safewrite import write_file
 # drawn, so that building the command line (`pdrepro --help`) stays light.
 if TYPE_CHECKING:
     from ..rundir import RunDir
+    from ..rundir.request import CheckRequest
     from ..verdicts.outcome import Verdict
 from .shared_options import Renamed
 
@@ -105,8 +106,12 @@ def give(args, run: Path, verdict: Verdict) -> int:
     return verdict.status
 
 
-def run(args) -> int:
+def run(given) -> int:
+    """`check` of ``given``: its parsed command line, or a runner's typed request (rundir.request)."""
     from ..rundir import RunDir
+    from ..rundir.request import CheckRequest
+
+    args = CheckRequest.from_args(given)
 
     # The kind the folder records judges it (kinds/registry.py): a sweep's, a smoke's or a comparison's summary
     # against the thresholds, a load's members and steps against the load gates; a composite's folder names its
@@ -116,7 +121,7 @@ def run(args) -> int:
     return give(args, run_dir.root, verdict_of(run_dir, args))
 
 
-def verdict_of(run_dir: RunDir, args) -> Verdict:
+def verdict_of(run_dir: RunDir, args: CheckRequest) -> Verdict:
     """The run judged in memory by the kind it records; nothing is written."""
     from ..kinds.registry import kind_of
 

@@ -29,12 +29,12 @@ from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder
 from ..launch.stack.kinds import STACK_KINDS as STACKS
 from ..pipeline import split_words
-from . import run_command
+from ..sweep.request import RUNNER_FIELDS
 from . import shared_options as shared
 from . import stack as stack_words
 from .check import add_judge_option, check_report_target, emit, judging_only, verdict_of
 from .render import add_server_options, transfer_backend
-from .requests import Sweep, run_sweep
+from .requests import JUDGING, STAGES, member, run_sweep
 
 # The arms runner, the scenario, the run directory and the analysis (pydantic, YAML, plots) are imported where the
 # command runs, so that building the command line (`pdrepro --help`) stays light.
@@ -91,30 +91,19 @@ def _arms(scenario: ComparisonScenario) -> list[tuple[str, str]]:
     return sorted(kinds.items(), key=lambda item: STACKS.index(item[1]))
 
 
-def _site_words(args) -> list[str]:
-    """The site options as `stack up` takes them."""
-    words: list[str] = []
-    for flag, value in (("--model", args.model), ("--dataset", args.dataset), ("--gpus", args.gpus),
-                        ("--prefill-ip", args.prefill_ip)):
-        if value is not None:
-            words += [flag, str(value)]
-    if args.mem_fraction is not None:
-        words += ["--mem-fraction", f"{args.mem_fraction:g}"]
-    words += [f"--server-arg={value}" for value in args.server_arg]
-    backend = transfer_backend(args)
-    if backend is not None:
-        words += ["--transfer-backend", backend]
-    if args.start_timeout is not None:
-        words += ["--start-timeout", f"{args.start_timeout:g}"]
-    return words
+def _site_fields(args) -> dict:
+    """The site options as fields of a configuration's `stack up` request (launch.stack.request)."""
+    given = {"model": args.model, "dataset": args.dataset, "gpus": args.gpus, "prefill_ip": args.prefill_ip,
+             "mem_fraction": args.mem_fraction, "transfer_backend": transfer_backend(args),
+             "start_timeout": args.start_timeout}
+    return {**{k: v for k, v in given.items() if v is not None}, "server_arg": list(args.server_arg)}
 
 
 def _sweep_extra(text: str | None) -> tuple[str, ...]:
-    from .. import arms as runner
-
     words = split_words(text, "--sweep-args")
+    runner_flags = tuple("--" + name.replace("_", "-") for name in RUNNER_FIELDS)
     for word in words:
-        if word.split("=", 1)[0] in (*OWN_SWEEP_FLAGS, *runner.OWN_SWEEP_FLAGS):
+        if word.split("=", 1)[0] in (*OWN_SWEEP_FLAGS, *runner_flags):
             raise UserError(f"--sweep-args sets {word.split('=', 1)[0]}, which `pdrepro compare` sets itself; leave it out")
     return tuple(words)
 
@@ -154,7 +143,7 @@ def _load(given: list[str]) -> list[ComparisonScenario]:
     return scenarios
 
 
-class _SweepStage(Sweep):
+class _SweepStage:
     """The sweep stage of a comparison. With several scenarios, a configuration's sweep runs once per scenario
     against the one stack, each into its own comparison run RUN/<scenario name>: a stack is started once per
     configuration, not once per scenario."""
@@ -187,15 +176,16 @@ OUTPUTS = ("summary.json", "report.md")
 
 def _judge(run: Path) -> int:
     from ..rundir import ownoutputs
+    from ..rundir.request import AnalyzeRequest, CheckRequest
 
     _say(f"pdrepro analyze {run}")
     ownoutputs.refuse_foreign(run, OUTPUTS, "compare")
-    analyzed = run_command(["analyze", str(run)])
+    analyzed = JUDGING.analyze(AnalyzeRequest(run))
     if analyzed in STOPPED:
         return analyzed
     ownoutputs.remember(run, OUTPUTS)
     _say(f"pdrepro check {run}")
-    checked = run_command(["check", str(run)])
+    checked = JUDGING.check(CheckRequest(run))
     _say(f"report: {run / 'report.md'}")
     return checked or (EXIT_FAILED if analyzed else 0)
 
@@ -243,10 +233,10 @@ def _judge_complete(out: Path, scenarios: list[ComparisonScenario], configuratio
         _judge(run)
 
 
-def _measured(out: Path, scenarios: list[ComparisonScenario]) -> Callable[[Path, runner.Arm], str | None]:
+def _measured(out: Path, scenarios: list[ComparisonScenario]) -> Callable[[Path, runner.MemberRequest], str | None]:
     """When a configuration is measured whole, for the arms runner (which then starts no stack for it): each
     scenario's comparison run holds a complete result of every length for it."""
-    def measured(_run: Path, arm: runner.Arm) -> str | None:
+    def measured(_run: Path, arm: runner.MemberRequest) -> str | None:
         for scenario in scenarios:
             missing = complete(out if len(scenarios) == 1 else out / scenario.name, scenario, [arm.name])
             if missing:
@@ -298,23 +288,20 @@ def run(args: argparse.Namespace) -> int:
                                                   else shared.TCP_BACKEND)])
     out = str(Path(args.out).expanduser().absolute())
     args.model, args.dataset = model, dataset
-    site = _site_words(args)
-    first = args.scenario[0]
+    site, first = _site_fields(args), args.scenario[0]
     configurations = _arms(scenarios[0])
-    arms = [runner.Arm(name=name, configuration=name,
-                       stack=("--stack", kind, "--scenario", first, *site),
-                       sweep=("--scenario", first, "--model-path", model, "--dataset-path", dataset,
-                              "--bench-in-place", "--logs-from", str(Path(out) / name / "logs"), "--no-analyze",
-                              *shared.lens_words(args), *extra))
+    arms = [member(Path(out), name, configuration=name, stack={"stack": kind, "scenario": first, **site},
+                   sweep={"scenario": first, "model_path": model, "dataset_path": dataset, "no_analyze": True,
+                          "prompt_lens": shared.lens_field(args)}, sweep_words=extra)
             for name, kind in configurations]
     names = [s.name for s in scenarios]
     # The analysis's outputs are written at the end, never over a file the comparison did not write: an edited
     # report is refused here, before a stack starts (a leftover stack is cleared by the arms runner itself).
     for target in [Path(out)] if len(scenarios) == 1 else [Path(out) / name for name in names]:
         ownoutputs.refuse_foreign(target, OUTPUTS, "compare")
-    status = runner.run_arms(Path(out), _label(scenarios), arms, command="compare",
-                             cli=run_command, say=print, is_measured=_measured(Path(out), scenarios),
-                             sweep=_SweepStage(args.scenario, scenarios, Path(out)))
+    stages = dataclasses.replace(STAGES, sweep=_SweepStage(args.scenario, scenarios, Path(out)))
+    status = runner.run_arms(Path(out), _label(scenarios), arms, command="compare", stages=stages, say=print,
+                             is_measured=_measured(Path(out), scenarios))
     if status:
         if len(scenarios) > 1 and status not in STOPPED:
             _judge_complete(Path(out), scenarios, [c for c, _ in configurations])

@@ -12,7 +12,7 @@ import re
 import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from .. import backends
 from ..core.errors import UserError
@@ -26,6 +26,7 @@ from ..scenario import site as siteinput
 
 if TYPE_CHECKING:
     from ..launch.plan import Plan
+    from ..launch.request import RenderRequest
     from ..launch.targets.base import Rendered
     from ..scenario.model import Scenario
 from .shared_options import TCP_BACKEND, add_gpus, add_transport, transfer_backend
@@ -227,15 +228,19 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def rendered(args) -> Rendered:
-    """Every check `render` makes and the files it would write, in memory: nothing is written."""
+def rendered(given) -> Rendered:
+    """Every check `render` makes and the files it would write, in memory, for ``given``: its parsed command line,
+    or a runner's typed request (launch.request). Nothing is written."""
     from ..launch.plan import Plan
+    from ..launch.request import RenderRequest
     from ..launch.targets.registry import TARGETS
     from ..scenario.model import load_scenario
 
+    args = RenderRequest.from_args(given)
     # Resolved once, here: the targets read args.scenario too (k8s ships the scenario file itself).
-    args.scenario = args.scenario or default_scenario(args.target)
-    scenario = load_scenario(args.scenario)
+    name = args.scenario or default_scenario(args.target)
+    args = dataclasses.replace(args, scenario=name)
+    scenario = load_scenario(name)
     if args.target != "onebox":
         # Clusters have RDMA and their schedulers; the host launcher and TCP are for one box.
         chosen = transfer_backend(args)
@@ -251,7 +256,7 @@ def rendered(args) -> Rendered:
 
 
 def run(args) -> int:
-    made = rendered(args)
+    made = rendered(args)  # a parsed command line or a typed request: both name --out and --ib-devices alike
     out = Path(args.out)
     _mkdir(out, "--out")
     # An input given inside --out (--ib-devices deploy/ib_devices.json) is already the copy: kept as it is.
@@ -270,32 +275,22 @@ def run(args) -> int:
     return 0
 
 
-class _Refusing(argparse.ArgumentParser):
-    """A parser whose refusal is one line (UserError), not a usage text and an exit: a member's job checked in
-    memory says what is wrong in the command's own one line."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UserError(message)
-
-
-def check_jobs(jobs: Sequence[tuple[str, Scenario, Callable[[str], list[str]]]]) -> None:
+def check_jobs(jobs: Sequence[tuple[str, Scenario, Callable[[str], RenderRequest]]]) -> None:
     """Each member's `pdrepro render` done in memory before any is written (`ab --render`, `tune --render`): a bad
     input is refused in one line naming the member, with nothing rendered and nothing written into the run.
-    ``jobs``: (member, its scenario, its render argv given the path of its scenario file). The member's scenario
-    is not in the run yet (it is written once every job holds), so each is read from a private copy, removed at
-    the end: the render reads the file (k8s ships it whole), and the run folder's paths reach the checks as the
-    argv's --run-dir and --out, which the copy's path does not change."""
+    ``jobs``: (member, its scenario, its render request given the path of its scenario file). The member's
+    scenario is not in the run yet (it is written once every job holds), so each is read from a private copy,
+    removed at the end: the render reads the file (k8s ships it whole), and the run folder's paths reach the checks
+    as the request's run_dir and out, which the copy's path does not change."""
     import tempfile
 
     from ..core.safewrite import write_file as write_private
 
     with tempfile.TemporaryDirectory(prefix="pdrepro-jobs-") as folder:
-        for index, (member, scenario, argv_of) in enumerate(jobs):
+        for index, (member, scenario, request_of) in enumerate(jobs):
             path = Path(folder) / f"{index}.yaml"
             write_private(path, scenario.to_yaml(), "the job check", Path(folder))
-            top = _Refusing(prog="pdrepro")
-            register(top.add_subparsers(dest="command", parser_class=_Refusing))
             try:
-                rendered(top.parse_args(argv_of(str(path))))
+                rendered(request_of(str(path)))
             except UserError as exc:
                 raise UserError(f"{member}'s job (`pdrepro render`): {exc}") from None

@@ -7,6 +7,7 @@ import time
 from .. import pipeline
 from ..core.signals import raise_on_signals
 from . import run_command
+from .requests import JUDGING
 
 HELP = "preflight, sweep, analyze and gates against a running stack; exit status: the first that failed"
 
@@ -63,4 +64,4 @@ def run(args) -> int:
     # pipeline's own stages wait in the main thread (the gates' child, a preflight); the sweep stage puts its
     # own flag-based handlers in place for its threads while it runs.
     with raise_on_signals():
-        return pipeline.run(p, cli=run_command)
+        return pipeline.run(p, cli=run_command, judging=JUDGING)

@@ -37,6 +37,15 @@ PROMPT_LENS_HELP = ("prompt lengths in tokens, comma-separated, each one of the 
                     "(default: all of them): the run measures these only, records them and is judged by them")
 
 
+# The site options of a command that starts a stack per member (`ab`, `tune`), passed to `stack up` (and `render`):
+# the shared ones above and these (flag, help).
+SHARED_SITE = ("--model", "--dataset", "--gpus")
+SITE = (("--prefill-ip", "the prefill node's address the servers advertise"),
+        ("--decode-ip", "a cluster: the decode node's address (`render` only)"))
+# Taken by `render` only: the one-box host launcher runs both servers on this host.
+RENDER_ONLY = ("--decode-ip",)
+
+
 def register(sub) -> None:
     """No command: the options here are declared on the commands that take them."""
 
@@ -170,10 +179,10 @@ def sweep_args(args, prog: str) -> tuple[str, ...]:
     return words
 
 
-def lens_words(args) -> list[str]:
-    """--prompt-lens as the sweep takes it (none: the scenario's every length)."""
+def lens_field(args) -> str | None:
+    """--prompt-lens as a member's sweep request holds it (None: the scenario's every length)."""
     given = getattr(args, "prompt_lens", None)
-    return [] if given is None else ["--prompt-lens", ",".join(map(str, prompt_lens(given)))]
+    return None if given is None else ",".join(map(str, prompt_lens(given)))
 
 
 # --- every shared input checked before any member starts ---------------------------------------------------------
@@ -223,3 +232,24 @@ def check_inputs(command: str, *, model: str | None, dataset: str | None, engine
     if engine is not None:
         check_packages(command, engine, backend_names)
     return paths
+
+
+def site_fields(args, onebox: bool = True, paths: bool = True, render: str = "--render TARGET") -> dict:
+    """The site options as fields of a member's `stack up` request (launch.stack.request; ``paths``: with the
+    model's and dataset's, absolute), read once here for `stack up` and `render` alike."""
+    fields: dict = {}
+    for flag in (*SHARED_SITE, *(f for f, _ in SITE)):
+        name, value = flag[2:].replace("-", "_"), getattr(args, flag[2:].replace("-", "_"))
+        if value is not None and onebox and flag in RENDER_ONLY:
+            raise UserError(f"{flag}: one box runs both servers on this host; drop it (or give {render})")
+        if value is not None and (paths or flag not in ("--model", "--dataset")):
+            fields[name] = str(Path(value).expanduser().absolute()) if flag in ("--model", "--dataset") else value
+    return {**fields, "mem_fraction": args.mem_fraction, "server_arg": list(args.server_arg)}
+
+
+def site_words(args, onebox: bool, paths: bool = True, render: str = "--render TARGET") -> list[str]:
+    """The site options as `render` takes them (and a tune's label holds them)."""
+    fields = site_fields(args, onebox, paths, render)
+    mem, server = fields.pop("mem_fraction"), fields.pop("server_arg")
+    words = [word for name, value in fields.items() for word in ("--" + name.replace("_", "-"), value)]
+    return [*words, *(["--mem-fraction", f"{mem:g}"] if mem is not None else []), *(f"--server-arg={v}" for v in server)]

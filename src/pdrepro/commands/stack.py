@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import math
 import sys
@@ -21,11 +22,13 @@ from ..core.errors import UserError
 # imported where a verb runs, so that building the command line (`pdrepro --help`) stays light.
 from ..launch import site as launch
 from ..launch.stack.kinds import STACK_KINDS
+from ..launch.stack.request import DEFAULT_SCENARIO
 from .render import add_site_options, onebox_plan, server_arg_words, transfer_backend
 from .render import register as register_render
 
 if TYPE_CHECKING:
     from ..launch.stack import up as launcher
+    from ..launch.stack.request import StackUpRequest
     from ..rundir import RunDir
     from ..tune.grid import Route
 
@@ -33,7 +36,6 @@ log = logging.getLogger(__name__)
 
 HELP = "start, stop or show a one-box stack as processes of this host (the host launcher)"
 EXIT_START_FAILED = 1
-DEFAULT_SCENARIO = "onebox-qwen25-0.5b"
 # The render whose output `stack up` starts, word for word (site options as given to `stack up`).
 RENDER = f"pdrepro render --target onebox --launcher host --scenario {DEFAULT_SCENARIO}"
 NO_SCENARIO = "The scenario is the one RUN/stack.json records (no default)."
@@ -111,28 +113,32 @@ def _check_seconds(args) -> None:
             raise UserError(f"--{name.replace('_', '-')} {value:g}: give a number of seconds above 0")
 
 
-def _one_gpu_box(args) -> None:
+def _one_gpu_box(args: StackUpRequest) -> StackUpRequest:
     """A box with one GPU shares it unless --gpus says otherwise."""
     if args.gpus is not None:
-        return
+        return args
     try:
         from ..host.nvidia import query_gpus
 
         if len(query_gpus()) == 1:
-            args.gpus = "0"
+            return dataclasses.replace(args, gpus="0")
     except Exception:  # no nvidia-smi, or it failed: the default placement stands, as in render
         pass
+    return args
 
 
-def run_up(args) -> int:
+def run_up(given) -> int:
+    """`stack up` of ``given``: its parsed command line, or a runner's typed request (launch.stack.request)."""
     from ..launch.stack import lock, regular
     from ..launch.stack import up as launcher
+    from ..launch.stack.request import StackUpRequest
     from ..rundir import RunDir
     from ..scenario.model import load_scenario
 
+    args = StackUpRequest.from_args(given)
     _check_seconds(args)
     scenario = load_scenario(args.scenario)
-    _one_gpu_box(args)
+    args = _one_gpu_box(args)
     plan = onebox_plan(args, scenario, python=sys.executable)
     lp = plan.launch_plan()  # the engine and backend the stack's packages are probed for
     plan_steps = regular.steps(plan) if args.stack == "regular" else launcher.steps(lp)
@@ -194,9 +200,13 @@ def _refuse(refused: list[str], run: Path) -> None:
                         + "; ".join(refused))
 
 
-def run_down(args) -> int:
+def run_down(given) -> int:
+    """`stack down` of ``given``: its parsed command line, or a runner's typed request (launch.stack.request)."""
     from ..launch.stack import lock, ownership, procs, record
     from ..launch.stack import up as launcher
+    from ..launch.stack.request import StackDownRequest
+
+    args = StackDownRequest.from_args(given)
 
     if not (math.isfinite(args.grace) and args.grace > 0):
         raise UserError(f"--grace {args.grace:g}: give a number of seconds above 0")

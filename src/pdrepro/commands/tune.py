@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Literal
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder, write_file
-from . import run_command
 from . import shared_options as shared
 from . import stack as stack_words
-from .ab import add_site, site_words
+from .ab import add_site
 from .check import add_judge_option, check_report_target, give, judging_only, refuse_inside
 from .render import check_jobs
-from .requests import SWEEP
+from .requests import STAGES, member, render_request, run_render
+from .shared_options import site_fields, site_words
 
 # The arms runner, the grid, the tune's models and its judge (pydantic, YAML, the analysis) are imported where the
 # command runs, so that building the command line (`pdrepro --help`) stays light.
@@ -169,7 +169,7 @@ def _same_plan(out: Path, plan: TunePlan) -> None:
                         "--out, or rerun the same tune to resume it")
 
 
-def _moved(out: Path, label: str, arms: list[runner.Arm]) -> None:
+def _moved(out: Path, label: str, arms: list[runner.MemberRequest]) -> None:
     """A tune resumed from a copy of its folder at another path, or with the model and dataset elsewhere (a fresh
     machine): the state holds the old paths in its arms' words. Its label says it is this tune (every option
     but the paths), so its arms take this run's words and keep how far each got."""
@@ -178,10 +178,11 @@ def _moved(out: Path, label: str, arms: list[runner.Arm]) -> None:
     found = armsstate.read(out) if out.is_dir() else None
     if found is None or found.label != label or [a.name for a in found.arms] != [a.name for a in arms]:
         return  # none, or another run's: runner.start refuses it
-    if all((f.stack, f.sweep) == (a.stack, a.sweep) for f, a in zip(found.arms, arms)):
+    asked = [a.record() for a in arms]
+    if all((f.stack, f.sweep) == (a.stack, a.sweep) for f, a in zip(found.arms, asked)):
         return
     armsstate.write(out, found.model_copy(update={"arms": tuple(
-        f.model_copy(update={"stack": a.stack, "sweep": a.sweep}) for f, a in zip(found.arms, arms))}))
+        f.model_copy(update={"stack": a.stack, "sweep": a.sweep}) for f, a in zip(found.arms, asked))}))
     print(f"tune: {out} was started with other paths (moved, or on another machine); it resumes with this run's",
           flush=True)
 
@@ -210,7 +211,13 @@ def run(args) -> int:
     _same_plan(out, plan)
     order = _order(plan)
     if args.render:
-        site, more = _site(args, False), _stack_words(args)
+        more, backend = shared.stack_args(args, "pdrepro tune"), shared.transfer_backend(args)
+        site = site_fields(args, False, render="--render slurm")
+
+        def job(run_: str, scenario_file: str):
+            return render_request(more, target="slurm", scenario=scenario_file, **site, transfer_backend=backend,
+                                  run_dir=str(out / run_), out=str(out / run_ / "job"))
+
         # Every input the runs' jobs share, checked before any job is rendered or anything written: the tune's
         # own words, then each run's render in memory (its setting's scenario and knobs, the backend, the site
         # options, the run folder's form). The model and dataset are the cluster's: `render` checks a given --model
@@ -218,14 +225,13 @@ def run(args) -> int:
         # the jobs use the nodes' default paths, which no check here can see. The serving packages are not asked
         # of this Python: the runs' servers start in the GPU image on the nodes.
         slurm_render.check(out, [run_ for run_, _ in order], more)
-        check_jobs([(f"run {run_}", variants[name], partial(slurm_render.job_argv, out, run_, site=site,
-                                                             stack_words=more)) for run_, name in order])
+        check_jobs([(f"run {run_}", variants[name], partial(job, run_)) for run_, name in order])
         make_folder(out, "pdrepro tune")
         paths = _write_scenarios(out, variants)
         tuneplan.write(out, plan)
-        return slurm_render.render(out, scenario.name, [(run_, paths[name]) for run_, name in order], site, more,
-                                   run_command)
-    stack = ["--target", "onebox", "--launcher", "host", *_site(args, True), *_stack_words(args)]
+        return slurm_render.render(out, scenario.name, [(run_, job(run_, str(paths[name]))) for run_, name in order],
+                                   run_render)
+    site = {"target": "onebox", "launcher": "host", **site_fields(args, True, render="--render slurm")}
     # Every input the settings share, before any starts: the model, the dataset, the serving packages.
     launch = scenario.launch
     model, dataset = shared.check_inputs(
@@ -234,9 +240,9 @@ def run(args) -> int:
                                                                                   else shared.TCP_BACKEND)])
     extra = shared.sweep_args(args, "pdrepro tune")
     files = {name: str(out / "scenarios" / f"{name}.yaml") for name in variants}
-    arms = [runner.Arm(name=run_, stack=("--scenario", files[name], *stack),
-                       sweep=("--scenario", files[name], "--model-path", model, "--dataset-path", dataset,
-                              "--bench-in-place", "--logs-from", str(out / run_ / "logs"), *extra))
+    more_stack, backend = shared.stack_args(args, "pdrepro tune"), shared.transfer_backend(args)
+    arms = [member(out, run_, stack={"scenario": files[name], "transfer_backend": backend, **site}, stack_words=more_stack,
+                   sweep={"scenario": files[name], "model_path": model, "dataset_path": dataset}, sweep_words=extra)
             for run_, name in order]
     check_outputs(out)
     _moved(out, plan.label, arms)
@@ -244,7 +250,7 @@ def run(args) -> int:
     _write_scenarios(out, variants)
     tuneplan.write(out, plan)
     engine_alone(out, plan)  # a ceiling put beside the tune that is not of it is refused before any GPU time
-    status = runner.run_arms(out, plan.label, arms, command="tune", cli=run_command, sweep=SWEEP)
+    status = runner.run_arms(out, plan.label, arms, command="tune", stages=STAGES)
     if status in STOPPED:
         return status
     summary = collect(out, plan)

@@ -8,13 +8,13 @@ file, and its judge is its own (``pdrepro ab --judge``, ``pdrepro tune --collect
 
 from __future__ import annotations
 
-import argparse
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
 from pydantic import BaseModel
 
 from ..rundir import RunDir
+from ..rundir.request import AnalyzeRequest, CheckRequest
 from ..scenario.model import Scenario
 from ..verdicts.outcome import Verdict
 
@@ -40,12 +40,12 @@ class RunKind(ABC):
         return False
 
     @abstractmethod
-    def verdict(self, run: RunDir, args: argparse.Namespace) -> Verdict:
+    def verdict(self, run: RunDir, args: CheckRequest) -> Verdict:
         """`pdrepro check RUN`: the run judged in memory, as a typed verdict (its text, its data for --json, its
         exit status); printing it is the command's, and nothing is written."""
 
     @abstractmethod
-    def analyze(self, run: RunDir, args: argparse.Namespace) -> int:
+    def analyze(self, run: RunDir, args: AnalyzeRequest) -> int:
         """`pdrepro analyze RUN`: build the kind's typed summary and write it with its report."""
 
     def composite_summary(self, run: RunDir, scenario: Scenario | None) -> BaseModel | None:

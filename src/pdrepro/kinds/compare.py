@@ -6,7 +6,6 @@ check, each comparison folder in it is."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from ..core import advice
 from ..core.errors import UserError
 from ..publish.results import analyze_comparison, portable
 from ..rundir import RunDir
+from ..rundir.request import AnalyzeRequest, CheckRequest
 from ..rundir.summarymodel import ComparisonSummary
 from ..scenario.model import ComparisonScenario, Scenario, resolve_scenario
 from ..verdicts.outcome import Verdict, VerdictRecord
@@ -63,11 +63,11 @@ class Compare(SummaryKind):
         self._refuse_other_scenario(run, scenario)
         return analyze_comparison(run, scenario)
 
-    def verdict(self, run: RunDir, args: argparse.Namespace) -> Verdict:
+    def verdict(self, run: RunDir, args: CheckRequest) -> Verdict:
         self._refuse_runner_folder(run)
         return super().verdict(run, args)
 
-    def analyze(self, run: RunDir, args: argparse.Namespace) -> int:
+    def analyze(self, run: RunDir, args: AnalyzeRequest) -> int:
         self._refuse_runner_folder(run)
         return super().analyze(run, args)
 
@@ -83,7 +83,7 @@ def _judged_runs(run: Path) -> list[Path]:
     return found
 
 
-def judge_runs(run: Path, verdict_of: Callable[[RunDir, argparse.Namespace], Verdict]
+def judge_runs(run: Path, verdict_of: Callable[[RunDir, CheckRequest], Verdict]
                ) -> tuple[str, VerdictRecord, list[str], int]:
     """Every comparison run in ``run`` judged as `check` judges it, by the kind each records: the text (each run's
     header, comparison table and checks), one verdict record holding each run's as a member, the input errors, and
@@ -95,7 +95,7 @@ def judge_runs(run: Path, verdict_of: Callable[[RunDir, argparse.Namespace], Ver
         if not isinstance(scenario, ComparisonScenario):
             raise UserError(f"{folder}: a {scenario.kind} run; `pdrepro compare --judge` judges comparison runs "
                             f"(judge this one with `{advice.check(folder)}`)")
-        verdict = verdict_of(RunDir(folder), argparse.Namespace(scenario=None, thresholds=None))
+        verdict = verdict_of(RunDir(folder), CheckRequest(folder))
         table = render_comparison(portable(verdict.summary.to_json(), folder))  # type: ignore[attr-defined]
         texts.append(verdict.record().header() + "\n" + table.rstrip("\n") + "\n\n" + verdict.text + "\n"
                      + verdict.count)

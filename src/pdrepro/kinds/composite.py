@@ -5,7 +5,6 @@ runner and the members to analyse instead (exit 2)."""
 
 from __future__ import annotations
 
-import argparse
 from abc import abstractmethod
 from typing import ClassVar, NoReturn
 
@@ -14,6 +13,7 @@ from pydantic import BaseModel
 from ..core.errors import UserError
 from ..core.exits import EXIT_FAILED
 from ..rundir import RunDir, armsstate
+from ..rundir.request import AnalyzeRequest, CheckRequest
 from ..scenario.recorded import own_scenario
 from ..scenario.seams import run_backend
 from ..verdicts.outcome import Verdict
@@ -34,7 +34,7 @@ class CompositeKind(RunKind):
     def judged(self, run: RunDir) -> tuple[BaseModel, str, bool]:
         """The composite judged by its own judge, in memory: its summary, its report's text, whether it passed."""
 
-    def verdict(self, run: RunDir, args: argparse.Namespace) -> Verdict:
+    def verdict(self, run: RunDir, args: CheckRequest) -> Verdict:
         # The kind's own judge gives the verdict, so `check` and `--judge` agree on every composite by construction.
         summary, text, passed = self.judged(run)
         return self.given(run, summary, text, passed)
@@ -52,7 +52,7 @@ class CompositeKind(RunKind):
                 "transfer_backend": ", ".join(backends) or None, "summary": summary.model_dump(mode="json")}
         return Verdict(text.rstrip("\n").splitlines(), f"{self.what}: {'passed' if passed else 'failed'}", data, status)
 
-    def analyze(self, run: RunDir, args: argparse.Namespace) -> int:
+    def analyze(self, run: RunDir, args: AnalyzeRequest) -> int:
         return self._refuse(run, "analyze")
 
 

@@ -3,12 +3,11 @@ judged per fault from those requests (verdicts.fault), its report OUT/fault-repo
 
 from __future__ import annotations
 
-import argparse
-
 from ..core.exits import EXIT_FAILED
 from ..report.fault import fault_table, render
 from ..rundir import RunDir, faultsummary, ownoutputs
 from ..rundir.faultsummary import FaultSummary
+from ..rundir.request import AnalyzeRequest, CheckRequest
 from ..verdicts.fault import fault_checks, run_checks
 from ..verdicts.outcome import Verdict, result_data
 from ..verdicts.result import failed
@@ -38,12 +37,12 @@ class Fault(RunKind):
     def records(self, run: RunDir) -> bool:
         return faultsummary.present(run.root)
 
-    def verdict(self, run: RunDir, args: argparse.Namespace) -> Verdict:
+    def verdict(self, run: RunDir, args: CheckRequest) -> Verdict:
         got = judge(faultsummary.read(run.root))
         got.data["run"] = str(run.root)
         return got
 
-    def analyze(self, run: RunDir, args: argparse.Namespace) -> int:
+    def analyze(self, run: RunDir, args: AnalyzeRequest) -> int:
         # The report is drawn again from the summary the fault run wrote (nothing else is measured afterwards).
         summary = faultsummary.read(run.root)
         ownoutputs.write_outputs(run.root, {faultsummary.REPORT: render(summary)}, "fault")

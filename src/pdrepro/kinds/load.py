@@ -4,8 +4,6 @@ verdicts.load) and written as RUN/load-summary.json, RUN/report.md and its plot 
 
 from __future__ import annotations
 
-import argparse
-
 from ..analysis.load import compute_load_summary
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED
 from ..core.figures import against
@@ -13,6 +11,7 @@ from ..publish.loadresults import summary_path, write_load_results
 from ..report.load import step_table
 from ..rundir import RunDir, loadstate
 from ..rundir.loadsummary import LoadSummary
+from ..rundir.request import AnalyzeRequest, CheckRequest
 from ..scenario.model import Scenario, resolve_scenario
 from ..scenario.recorded import own_scenario
 from ..scenario.seams import run_backend
@@ -26,7 +25,7 @@ from .checktable import check_table
 LOAD_BOUNDS = ("max_request_errors", "max_transfer_p99_over_p50")
 
 
-def check_load(run_dir: RunDir, args: argparse.Namespace) -> Verdict:
+def check_load(run_dir: RunDir, args: CheckRequest) -> Verdict:
     """`pdrepro check RUN` of a load run: the run's own checks (its members) and the load gates per step, judged
     from a fresh analysis in memory; nothing is written."""
     scenario = resolve_scenario(args.scenario, run_dir.root, args.thresholds)
@@ -62,13 +61,13 @@ class Load(RunKind):
     def records(self, run: RunDir) -> bool:
         return loadstate.present(run.root)
 
-    def verdict(self, run: RunDir, args: argparse.Namespace) -> Verdict:
+    def verdict(self, run: RunDir, args: CheckRequest) -> Verdict:
         return check_load(run, args)
 
     def composite_summary(self, run: RunDir, scenario: Scenario | None) -> LoadSummary:
         return compute_load_summary(run, scenario if scenario is not None else resolve_scenario(None, run.root))
 
-    def analyze(self, run: RunDir, args: argparse.Namespace) -> int:
+    def analyze(self, run: RunDir, args: AnalyzeRequest) -> int:
         scenario = resolve_scenario(args.scenario, args.run)
         print(step_table(write_load_results(run, scenario)))
         print(f"summary: {summary_path(run)}\nreport:  {run.report_file}")

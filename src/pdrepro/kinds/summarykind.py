@@ -3,7 +3,6 @@ the same for each, and each kind gives its judged summary (in memory) and writes
 
 from __future__ import annotations
 
-import argparse
 import sys
 from abc import abstractmethod
 from typing import Any
@@ -17,6 +16,7 @@ from ..core.figures import against
 from ..report.markdown import ceiling_lines, measured_table
 from ..rundir import RunDir
 from ..rundir.issuekind import IssueKind
+from ..rundir.request import AnalyzeRequest, CheckRequest
 from ..rundir.summarymodel import as_summary
 from ..scenario.model import Scenario, resolve_scenario
 from ..scenario.recorded import own_scenario
@@ -44,7 +44,7 @@ class SummaryKind(RunKind):
     def write(self, run: RunDir, scenario: Scenario) -> dict[str, Any]:
         """The summary made from the run's inputs and written with its report; returned as computed."""
 
-    def verdict(self, run: RunDir, args: argparse.Namespace) -> Verdict:
+    def verdict(self, run: RunDir, args: CheckRequest) -> Verdict:
         scenario = resolve_scenario(args.scenario, run.root, args.thresholds)
         own = own_scenario(run) if run.root.is_dir() else None
         judged = self.judged(run, scenario)
@@ -80,7 +80,7 @@ class SummaryKind(RunKind):
         return Verdict(out, f"{passed} passed, {len(bad)} failed" + (f", {len(idle)} not applicable" if idle else ""),
                        data, status, errors[0].message if errors else None, summary)
 
-    def analyze(self, run: RunDir, args: argparse.Namespace) -> int:
+    def analyze(self, run: RunDir, args: AnalyzeRequest) -> int:
         scenario = resolve_scenario(args.scenario, args.run)
         print(f"analysing {run.root} with scenario {scenario.name} ...", file=sys.stderr)
         summary = as_summary(self.write(run, scenario))

@@ -10,7 +10,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core.flagwords import flag_words
 from .choices import DEFAULT_WAIT_S, FAILURE_POLICIES
+
+# What a runner sets on each member's sweep itself: the endpoints its stack recorded, its run folder, its
+# configuration. A runner's state records a member's sweep without them.
+RUNNER_FIELDS = ("router", "prefill", "decode", "worker", "out", "configuration")
 
 
 @dataclass(frozen=True)
@@ -56,3 +61,8 @@ class SweepRequest:
         values["worker"] = tuple(values.get("worker") or ())
         values["out"] = Path(values["out"])
         return cls(**values)
+
+    def words(self) -> tuple[str, ...]:
+        """The request as `pdrepro sweep` flags, without what a runner sets (``RUNNER_FIELDS``): how a runner's state
+        records a member's sweep."""
+        return flag_words(self, skip=RUNNER_FIELDS)

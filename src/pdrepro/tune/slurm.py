@@ -1,11 +1,11 @@
 """A tune for a cluster: every run of the grid rendered as its own SLURM job, and one job array over them.
 
-Each run (the baseline's repeats and each setting) gets `pdrepro render --target slurm` of its setting's
-scenario into RUN/<run>/job/, its run written into RUN/<run> (render's --run-dir), as `pdrepro ab --render`
-does per arm. RUN/tune-array.sbatch (from templates/tune-array.sbatch.tmpl) is the job array: task i runs
-run i's script. Nothing is started; `pdrepro tune --collect RUN` ranks the folders once the tasks ended.
-`tune` renders every run's job in memory first (commands.render.check_jobs, with ``check`` and ``job_argv``
-here), so a bad input is refused before this writes any.
+Each run (the baseline's repeats and each setting) gets `pdrepro render --target slurm` of its setting's scenario
+into RUN/<run>/job/ (a typed request the command builds), its run written into RUN/<run> (render's --run-dir), as
+`pdrepro ab --render` does per arm. RUN/tune-array.sbatch (from templates/tune-array.sbatch.tmpl) is the job array:
+task i runs run i's script. Nothing is started; `pdrepro tune --judge RUN` ranks the folders once the tasks ended.
+`tune` renders every run's job in memory first (commands.render.check_jobs, after ``check`` here), so a bad input
+is refused before this writes any.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from string import Template
 from ..core import advice, runfile
 from ..core.errors import UserError
 from ..core.safewrite import write_file
+from ..launch.request import RenderRequest
 from ..rundir import memberrecord
 
 ARRAY = "tune-array.sbatch"
@@ -47,20 +48,15 @@ def check(out: Path, runs: Sequence[str], stack_words: Sequence[str]) -> None:
             raise UserError(f"run {name}: {why}; move it away and rerun")
 
 
-def job_argv(out: Path, name: str, scenario: str, site: Sequence[str], stack_words: Sequence[str]) -> list[str]:
-    """The `pdrepro render` of run ``name``'s job (``scenario``: its setting's scenario file)."""
-    return ["render", "--target", "slurm", "--scenario", scenario, *site, *stack_words, "--run-dir", str(out / name),
-            "--out", str(out / name / "job")]
-
-
-def render(out: Path, scenario_name: str, runs: Sequence[tuple[str, Path]], site: Sequence[str],
-           stack_words: Sequence[str], cli: Callable[[list[str]], int]) -> int:
-    """``runs``: (run folder name, its setting's scenario file), in array order."""
-    check(out, [name for name, _ in runs], stack_words)
+def render(out: Path, scenario_name: str, runs: Sequence[tuple[str, RenderRequest]],
+           stage: Callable[[RenderRequest], int]) -> int:
+    """``runs``: (run folder name, the render of its setting's job into RUN/<run>/job), in array order; ``stage``
+    renders one (commands.requests.run_render)."""
+    check(out, [name for name, _ in runs], ())
     jobs: list[Path] = []
-    for name, scenario in runs:
-        job = out / name / "job"
-        status = cli(job_argv(out, name, str(scenario), site, stack_words))
+    for _name, request in runs:
+        job = Path(request.out)
+        status = stage(request)
         if status:
             return status
         scripts = sorted(job.glob("*.sbatch"))
