@@ -133,21 +133,29 @@ def run(pytestconfig, scenario):
 
 
 def _sweep(config, root: Path) -> None:
-    # The pipeline's own sweep stage (`pdrepro repro` runs the same), with the sweep's analysis: this suite is the gates.
-    from pdrepro.cli import main
-    from pdrepro.pipeline import Sweep, run_sweep, split_words
+    # The pipeline's own sweep stage on the request `pdrepro repro` builds (its endpoints and folder from this suite's
+    # options, --sweep-args read over them), with the sweep's analysis: this suite is the gates.
+    from pdrepro.commands.requests import pipeline_sweep_request, run_sweep
+    from pdrepro.core.errors import UserError
+    from pdrepro.pipeline import split_words
 
     o = config.option
-    sweep = Sweep(scenario=config.getoption("--scenario") or DEFAULT_SCENARIO, router=config.getoption("--router"),
-                  out=str(root), prefill=o.prefill, decode=o.decode, model_path=o.model_path, dataset_path=o.dataset_path,
-                  image=o.sweep_image, logs_from=o.logs_from, configuration=o.sweep_configuration,
-                  thresholds=config.getoption("--thresholds"), extra=split_words(o.sweep_args, "--sweep-args"))
-    argv = sweep.argv(analyze=True)
+    try:
+        sweep = pipeline_sweep_request(
+            split_words(o.sweep_args, "--sweep-args"),
+            missing_fix="no {flag}: the sweep needs it; pass `pytest repro {flag} ...` with --router",
+            scenario=config.getoption("--scenario") or DEFAULT_SCENARIO, router=config.getoption("--router"),
+            out=str(root), prefill=o.prefill, decode=o.decode, model_path=o.model_path, dataset_path=o.dataset_path,
+            image=o.sweep_image, logs_from=o.logs_from, configuration=o.sweep_configuration,
+            thresholds=config.getoption("--thresholds"))
+    except UserError as exc:
+        pytest.fail(f"pdrepro sweep not started: {exc}", pytrace=False)
     capture = config.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled():  # the sweep's progress belongs on the terminal
-        rc = run_sweep(sweep, cli=main, analyze=True)
+        rc = run_sweep(sweep)
     if rc == 2:
-        pytest.fail(f"pdrepro sweep stopped (exit 2); its message is above. Command: pdrepro {' '.join(argv)}", pytrace=False)
+        pytest.fail(f"pdrepro sweep stopped (exit 2); its message is above. Command: {sweep.command_line()}",
+                    pytrace=False)
     if rc == 130:
         # Gates on a half-swept run would only list the lengths not reached yet.
         pytest.exit(f"pdrepro sweep interrupted; completed lengths are kept in {root}: run the same command again "

@@ -8,25 +8,28 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import shlex
 from pathlib import Path
 
 import pytest
 
 from pdrepro import arms, pipeline
 from pdrepro.commands import build_parser
-from pdrepro.commands.requests import member, stack_request, sweep_request
+from pdrepro.commands.requests import member, pipeline_sweep_request, stack_request, sweep_request
 from pdrepro.core.errors import UserError
+from pdrepro.fabric.request import DoctorRequest, PairRequest, doctor_request
 from pdrepro.launch.request import RenderRequest
 from pdrepro.launch.stack.request import StackDownRequest, StackUpRequest
 from pdrepro.rundir.request import AnalyzeRequest, CheckRequest
-from pdrepro.stages import Stages
+from pdrepro.stages import Reproduction, Stages
+from pdrepro.sweep.request import SweepRequest
 
 SRC = Path(arms.__file__).parent
 # The words that open a `pdrepro` command line: a list literal opening with one of them is a stage's argv.
-COMMANDS = {"stack", "sweep", "analyze", "check", "render", "up", "down"}
-# Where members' stages are started: none of these spells a stage's command line.
+COMMANDS = {"stack", "sweep", "analyze", "check", "render", "up", "down", "doctor"}
+# Where stages are started (members' and the reproduction pipeline's): none of these spells a stage's command line.
 RUNNERS = ("arms.py", "member.py", "stages.py", "commands/ab.py", "commands/tune.py", "commands/compare.py",
-           "tune/slurm.py")
+           "tune/slurm.py", "pipeline.py", "commands/repro.py", "commands/requests.py")
 
 
 def _argv_literals(path: Path) -> list[str]:
@@ -44,13 +47,14 @@ def test_the_arms_runner_is_handed_stages_not_a_command_runner():
         params = inspect.signature(func).parameters
         assert "cli" not in params and "stages" in params, func.__name__
     assert [f.name for f in dataclasses.fields(Stages)] == ["stack_up", "sweep", "stack_down", "analyze"]
-    assert "judging" in inspect.signature(pipeline.run).parameters
+    # The pipeline too: every stage of it (preflight, pair check, sweep, analysis, judging) is handed a request.
+    params = inspect.signature(pipeline.run).parameters
+    assert "cli" not in params and "judging" not in params and "stages" in params
+    assert [f.name for f in dataclasses.fields(Reproduction)] == ["doctor", "pair", "sweep", "judging"]
 
 
 def test_no_runner_spells_a_stages_command_line():
     found = [hit for name in RUNNERS for hit in _argv_literals(SRC / name)]
-    # The pipeline's analysis and judging are typed too (its preflight and sweep are not yet).
-    found += [hit for hit in _argv_literals(SRC / "pipeline.py") if ": ['analyze'" in hit or ": ['check'" in hit]
     assert found == []
 
 
@@ -80,6 +84,36 @@ def test_every_option_of_a_stage_is_a_field_of_its_request(argv, request_type):
     assert request_type.from_args(request) is request and isinstance(request, request_type)
     with pytest.raises(dataclasses.FrozenInstanceError):
         request.func = None  # type: ignore[misc]
+
+
+def test_every_option_of_doctor_is_a_field_of_one_of_its_requests():
+    words = ["--role", "decode", "--model", "/m", "--dataset", "/d.json", "--scenario", "s", "--out", "/r/n.json"]
+    node = build_parser().parse_args(["doctor", *words])
+    assert set(vars(node)) - {"command"} == {f.name for f in dataclasses.fields(DoctorRequest)} | {
+        f.name for f in dataclasses.fields(PairRequest)}
+    request = doctor_request(node)
+    assert request == DoctorRequest(role="decode", model=Path("/m"), dataset=Path("/d.json"), scenario="s",
+                                    out=Path("/r/n.json")) and doctor_request(request) is request
+    pair = doctor_request(build_parser().parse_args(["doctor", "--pair", "p.json", "d.json", "--deploy", "dep"]))
+    assert pair == PairRequest(pair=(Path("p.json"), Path("d.json")), deploy=Path("dep"))
+    # --deploy without --pair is refused where the command line becomes a request, as the command refused it.
+    with pytest.raises(UserError, match="^--deploy is read by the pair check only"):
+        doctor_request(build_parser().parse_args(["doctor", "--deploy", "dep"]))
+
+
+def test_the_pipelines_sweep_is_the_request_its_command_line_makes():
+    fields = {"scenario": "s", "router": "http://r", "out": "/r", "model_path": "/m", "dataset_path": "/d"}
+    typed = pipeline_sweep_request(["--metrics", "--worker", "http://w", "--router", "http://later"], **fields)
+    cli = SweepRequest.from_args(build_parser().parse_args([
+        "sweep", "--scenario", "s", "--router", "http://r", "--out", "/r", "--model-path", "/m", "--dataset-path", "/d",
+        "--metrics", "--worker", "http://w", "--router", "http://later"]))
+    assert typed == cli and typed.router == "http://later"  # as on a command line, the later flag wins
+    # Its display (the command a person could rerun) is drawn from the request and reads back to the same request.
+    shown = shlex.split(typed.command_line())
+    assert shown[:2] == ["pdrepro", "sweep"]
+    assert SweepRequest.from_args(build_parser().parse_args(shown[1:])) == typed
+    with pytest.raises(UserError, match=r"^no --dataset-path: pass it$"):
+        pipeline_sweep_request(missing_fix="no {flag}: pass it", **{**fields, "dataset_path": None})
 
 
 def test_a_members_stack_is_the_request_its_command_line_makes():

@@ -1,11 +1,13 @@
 """The reproduction pipeline, written once: preflight, sweep, analyze, gates, then the first failing status.
 
 `pdrepro repro` runs it; `make repro`, `make onebox-repro`, the SLURM script and the Kubernetes Job call that
-command, and the gate suite's ``--router`` fixture runs the same sweep stage (``run_sweep``). Each stage is the CLI
-command of its name, run in this process: the preflight and the sweep through the command runner the caller hands
-in (``commands.run_command``), the analysis and the judging (with no pytest) as stages handed their typed request
-(pdrepro.stages.Judging: commands.requests.JUDGING); so their flags, messages and exit codes are those commands',
-and this module imports nothing above it. The gates are ``pytest GATES --run-dir RUN --junitxml RUN/junit.xml`` in
+command, and the gate suite's ``--router`` fixture runs the same sweep stage on a request built the same way
+(commands.requests.pipeline_sweep_request). Each stage is the CLI command of its name, run in this process and
+handed its typed request, never command words (issue 33): the caller hands in the stages (pdrepro.stages.Reproduction:
+commands.requests.REPRODUCTION), so their messages and exit codes are those commands', and this module imports
+nothing above it. The preflight and the pair check are fabric.request's DoctorRequest and PairRequest; the sweep is
+the SweepRequest the command built once, before any stage ran (so a sweep input missing or mistyped is refused
+before the preflight, not after it). The gates are ``pytest GATES --run-dir RUN --junitxml RUN/junit.xml`` in
 a child process, because pytest owns its process (plugins, capture, exit); the JUnit file goes into the run because
 `repro` made the run (the gates alone write nothing into a run they judge); a signal to the pipeline stops that
 child quietly (core.signals.run_child).
@@ -22,7 +24,7 @@ import importlib.util
 import shlex
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,7 +33,8 @@ from .core.errors import UserError
 from .core.exits import EXIT_BAD_INPUT, STOPPED
 
 if TYPE_CHECKING:
-    from .stages import Judging
+    from .stages import Reproduction
+    from .sweep.request import SweepRequest
 
 DEFAULT_SCENARIO = "h20-qwen3-235b-1p1d"
 DEFAULT_GATES = "repro"
@@ -44,43 +47,8 @@ OWN_SWEEP_FLAGS = ("--scenario", "--router", "--prefill", "--decode", "--model-p
 
 
 @dataclass(frozen=True)
-class Sweep:
-    """The sweep stage's inputs: the flags the pipeline hands to `pdrepro sweep`; None leaves one out."""
-
-    scenario: str
-    router: str
-    out: str
-    prefill: str | None = None
-    decode: str | None = None
-    model_path: str | None = None
-    dataset_path: str | None = None
-    image: str | None = None
-    logs_from: str | None = None
-    prefill_logs_from: str | None = None
-    configuration: str | None = None
-    thresholds: str | None = None
-    bench_in_place: bool = False
-    extra: tuple[str, ...] = ()     # further `pdrepro sweep` flags, as given (--sweep-args)
-
-    def argv(self, *, analyze: bool) -> list[str]:
-        argv = ["sweep", "--scenario", self.scenario, "--router", self.router]
-        for flag, value in (("--prefill", self.prefill), ("--decode", self.decode), ("--model-path", self.model_path),
-                            ("--dataset-path", self.dataset_path), ("--image", self.image),
-                            ("--logs-from", self.logs_from), ("--prefill-logs-from", self.prefill_logs_from),
-                            ("--configuration", self.configuration), ("--thresholds", self.thresholds)):
-            if value:
-                argv += [flag, value]
-        if self.bench_in_place:
-            argv.append("--bench-in-place")
-        argv += ["--out", self.out]
-        if not analyze:
-            argv.append("--no-analyze")
-        return argv + list(self.extra)
-
-
-@dataclass(frozen=True)
 class Pipeline:
-    sweep: Sweep
+    sweep: SweepRequest                  # the whole sweep, endpoints and run folder (commands.requests builds it)
     preflight_role: str | None = None   # run `pdrepro doctor --role ROLE` first (on the node it names)
     gates: str = DEFAULT_GATES           # the gate suite's folder (repro/ of a checkout, or where it is mounted)
     pytest: tuple[str, ...] = ()         # the gates' pytest command; empty: this interpreter's pytest
@@ -112,16 +80,11 @@ def keep_node_records(p: Pipeline) -> list[Path]:
         records.append(record)
     kept = []
     for record in records:
-        path = noderecord.record_path(Path(p.sweep.out), str(record.role))
+        path = noderecord.record_path(p.sweep.out, str(record.role))
         make_folder(path.parent, "repro")
         write_file(path, record.model_dump_json(indent=2) + "\n", "repro")
         kept.append(path)
     return kept
-
-
-def run_sweep(sweep: Sweep, *, cli: Callable[[list[str]], int], analyze: bool = False) -> int:
-    """The sweep stage alone: its exit status (0, 1 for a failed length, 2 bad input, 130 interrupted)."""
-    return cli(sweep.argv(analyze=analyze))
 
 
 def gates_argv(p: Pipeline) -> list[str] | None:
@@ -133,7 +96,7 @@ def gates_argv(p: Pipeline) -> list[str] | None:
     else:
         return None
     # `repro` made the run, so its JUnit file may live there; the gates alone write it only where told.
-    return [*head, p.gates, "--run-dir", p.sweep.out, "-p", "no:cacheprovider", "-q",
+    return [*head, p.gates, "--run-dir", str(p.sweep.out), "-p", "no:cacheprovider", "-q",
             f"--junitxml={p.sweep.out}/junit.xml"]
 
 
@@ -153,10 +116,11 @@ def check_gates(gates: str) -> None:
                     "it is mounted)")
 
 
-def run(p: Pipeline, *, cli: Callable[[list[str]], int], judging: Judging,
-        spawn: Callable[[list[str]], int] = signals.run_child) -> int:
+def run(p: Pipeline, *, stages: Reproduction, spawn: Callable[[list[str]], int] = signals.run_child) -> int:
     """The whole pipeline; returns the verdict's status (the gates'), else the first non-zero status of the
     stages before it (a preflight, a sweep stopped by bad input, a signal)."""
+    from .fabric.request import DoctorRequest, PairRequest  # noqa: PLC0415  (light; kept off the import of --help)
+
     s = p.sweep
     gates = gates_argv(p)
     if gates is not None:
@@ -172,43 +136,45 @@ def run(p: Pipeline, *, cli: Callable[[list[str]], int], judging: Judging,
         from .core.safewrite import make_folder  # noqa: PLC0415
         from .rundir.noderecord import record_path  # noqa: PLC0415
 
-        record = record_path(Path(s.out), p.preflight_role)
+        record = record_path(s.out, p.preflight_role)
         make_folder(record.parent, "repro")
-        doctor = ["doctor", "--role", p.preflight_role, "--scenario", s.scenario]
-        doctor += [*(["--model", s.model_path] if s.model_path else []),
-                   *(["--dataset", s.dataset_path] if s.dataset_path else []),
-                   *(["--image", s.image] if s.image else []), "--out", str(record)]
-        rc = cli(doctor)
+        # This node held to its role, with the sweep's model, dataset and image: what the servers here will read.
+        rc = stages.doctor(DoctorRequest(role=p.preflight_role, scenario=s.scenario,
+                                         model=Path(s.model_path) if s.model_path else None,
+                                         dataset=Path(s.dataset_path) if s.dataset_path else None,
+                                         image=s.image or None, out=record))
         if rc:
             return rc
     if kept:
         from .rundir.noderecord import record_path  # noqa: PLC0415
 
-        pair = [str(record_path(Path(s.out), role)) for role in ("prefill", "decode")]
-        missing = [path for path in pair if not Path(path).is_file()]
+        prefill, decode = (record_path(s.out, role) for role in ("prefill", "decode"))
+        missing = [path for path in (prefill, decode) if not path.is_file()]
         if missing:
             raise UserError(f"{missing[0]}: no record of that node for the pair check; write it there with "
                             "`pdrepro doctor --role ROLE --out FILE` and pass --node-record FILE")
-        say(f"== 1/4 pair check: pdrepro doctor --pair {pair[0]} {pair[1]}")
-        where = ["--deploy", p.deploy] if p.deploy else ["--scenario", s.scenario]
-        rc = cli(["doctor", "--pair", *pair, *where])
+        say(f"== 1/4 pair check: pdrepro doctor --pair {prefill} {decode}")
+        # The launch's facts from the rendered launch when one is named, else from the scenario swept.
+        rc = stages.pair(PairRequest(pair=(prefill, decode), deploy=Path(p.deploy) if p.deploy else None,
+                                     scenario=None if p.deploy else s.scenario))
         if rc:
             return rc
     say(f"== 2/4 sweep: {s.scenario} against {s.router} into {s.out}")
-    swept = run_sweep(s, cli=cli)
+    # The pipeline analyses as its own stage (the third), so its sweep never does.
+    swept = stages.sweep(replace(s, no_analyze=True))
     if swept == EXIT_BAD_INPUT or swept in STOPPED:
         return swept
     say(f"== 3/4 analyze {s.out}")
     from .rundir.request import AnalyzeRequest, CheckRequest  # noqa: PLC0415  (rundir loads pydantic: not for --help)
 
     # Thresholds given to the sweep are kept in RUN/scenario.yaml, which analyze and the gates read.
-    analyzed = judging.analyze(AnalyzeRequest(Path(s.out)))
+    analyzed = stages.judging.analyze(AnalyzeRequest(s.out))
     if analyzed in STOPPED:
         return analyzed
     if gates is None:
         # `pdrepro check` is the code the gates call, so the verdict is the same.
         say(f"== 4/4 gates: no pytest here, judging with pdrepro check {s.out}")
-        judged = judging.check(CheckRequest(Path(s.out)))
+        judged = stages.judging.check(CheckRequest(s.out))
     else:
         say(f"== 4/4 gates: pytest {p.gates} --run-dir {s.out}")
         judged = spawn(gates)

@@ -168,11 +168,13 @@ def test_router_mode_runs_the_sweep_first_and_stops_on_its_error(tmp_path):
 def test_interrupted_sweep_stops_the_gates(tmp_path):
     """Ctrl-C during `pytest repro/ --router ...`: no gates are judged on the half-swept run."""
     plugin = tmp_path / "interrupted_sweep.py"
-    # The sweep's entry point answers as it does after Ctrl-C (status 130, results kept).
-    plugin.write_text("import pdrepro.cli\npdrepro.cli.main = lambda argv: 130\n")
+    # The sweep command is stopped as Ctrl-C stops it (an interrupt); its stage answers 130, results kept.
+    plugin.write_text("from pdrepro.commands import sweep\n\ndef interrupted(request):\n    raise KeyboardInterrupt\n\n"
+                      "sweep.run = interrupted\n")
     run = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "pytest", "repro/", "-p", "no:cacheprovider", "-p", "no:xdist",
-                           "-p", "interrupted_sweep", "--router", "http://127.0.0.1:9", "--run-dir", str(run)],
+                           "-p", "interrupted_sweep", "--router", "http://127.0.0.1:9", "--run-dir", str(run),
+                           "--model-path", str(tmp_path), "--dataset-path", str(tmp_path / "d.json")],
                           cwd=REPO, capture_output=True, text=True, timeout=180,
                           env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert proc.returncode == 130, proc.stdout[-2000:]

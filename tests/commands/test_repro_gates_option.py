@@ -17,6 +17,7 @@ def _repro(tmp_path: Path, gates: str) -> subprocess.CompletedProcess:
     # A router nobody answers: a stage that ran would wait on it; the check must come first.
     return subprocess.run([sys.executable, "-m", "pdrepro", "repro", "--router", "http://127.0.0.1:9",
                            "--out", str(tmp_path / "run"), "--gates", gates, "--pytest", f"{sys.executable} -m pytest",
+                           "--model-path", str(tmp_path), "--dataset-path", str(tmp_path / "d.json"),
                            "--sweep-args=--wait-timeout 1"],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
 

@@ -54,12 +54,12 @@ def test_failed_length_is_still_analysed_and_gated(tmp_path):
         f'PYTHONPATH="{REPO / "tests"}:$PYTHONPATH" exec "{sys.executable}" -c "$BUILD" "{tmp_path / "run"}" "$@"\n')
     fake.chmod(0o755)
     build = ("import sys, json; from pathlib import Path; from runbuilder import build_run; "
-             "from pdrepro import cli, pipeline; "
+             "from pdrepro import cli; from pdrepro.commands import sweep; "
              "from pdrepro.scenario.model import load_scenario; sc = load_scenario('h20-qwen3-235b-1p1d'); "
              "prov = {'pins': {'sglang_commit': 'a', 'mooncake_commit': 'b'}, 'host': {}, 'environment': {}, "
              "'endpoints': {}, 'scenario': {'name': sc.name}, 'transport': {'proven': True, 'servers': {}}}; "
              "run = Path(sys.argv[1]); "
-             "pipeline.run_sweep = lambda sweep, **kw: build_run(run, sc, drop_lengths={16384}, provenance=prov) and 1; "
+             "sweep.run = lambda request: build_run(run, sc, drop_lengths={16384}, provenance=prov) and 1; "
              "sys.exit(cli.main(sys.argv[2:]))")
     proc = subprocess.run(["make", "-s", "-o", "setup", "repro", f"DEPLOY={deploy}", f"PDREPRO={fake}",
                            f"PYTEST={sys.executable} -m pytest -p no:xdist", f"RUN={tmp_path / 'run'}", "SKIP_DOCTOR=1"],

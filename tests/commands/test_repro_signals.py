@@ -22,8 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 # Each stage's command replaced by one that announces itself and waits; the stages before it succeed.
 SCRIPT = r"""
 import sys, time
-from pdrepro import pipeline
-from pdrepro.commands import analyze, doctor, run_command
+from pdrepro.commands import analyze, doctor, run_command, sweep
 
 stage = sys.argv[1]
 
@@ -38,10 +37,7 @@ def ok(args):
     return 0
 
 doctor.run = waits("preflight") if stage == "preflight" else ok
-if stage == "sweep":
-    pipeline.run_sweep = lambda sweep, **kw: waits("sweep")(None)
-else:
-    pipeline.run_sweep = lambda sweep, **kw: 0
+sweep.run = waits("sweep") if stage == "sweep" else ok
 analyze.run = waits("analyze") if stage == "analyze" else ok
 sys.exit(run_command(sys.argv[2:]))
 """
@@ -51,6 +47,7 @@ GATES = "import os, time; print('STAGE gates', os.getpid(), flush=True); time.sl
 
 def _repro(tmp_path, stage):
     argv = [sys.executable, "-c", SCRIPT, stage, "repro", "--router", "http://127.0.0.1:9", "--out", str(tmp_path / "run"),
+            "--model-path", str(tmp_path), "--dataset-path", str(tmp_path / "d.json"),
             "--preflight", "decode", "--pytest", f"{sys.executable} -c \"{GATES}\""]
     return subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -126,7 +123,8 @@ def test_a_terminals_signal_during_the_gates_shows_only_the_bundles_line(tmp_pat
     (gates / "test_slow.py").write_text(SLOW_GATES)
     (gates / "conftest.py").write_text("def pytest_addoption(parser):\n    parser.addoption('--run-dir')\n")
     argv = [sys.executable, "-c", SCRIPT, "gates", "repro", "--router", "http://127.0.0.1:9", "--out",
-            str(tmp_path / "run"), "--gates", str(gates), "--pytest", f"{sys.executable} -m pytest -s"]
+            str(tmp_path / "run"), "--model-path", str(tmp_path), "--dataset-path", str(tmp_path / "d.json"),
+            "--gates", str(gates), "--pytest", f"{sys.executable} -m pytest -s"]
     proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
     try:

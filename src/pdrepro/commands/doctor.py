@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.errors import UserError
+
+if TYPE_CHECKING:
+    from ..fabric.request import PairRequest
 
 MARK = {"pass": "ok", "warn": "WARN", "fail": "FAIL"}
 
@@ -45,18 +49,20 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(given) -> int:
+    """The checks ``given`` asks for: its parsed command line, or a runner's typed request (fabric.request), one
+    type either way (`pdrepro repro`'s preflight and pair check hand it theirs)."""
     # The checks, the scenario (pydantic, YAML) and the table load when the command runs, not for its --help.
     from tabulate import tabulate
 
     from ..fabric import doctor
     from ..fabric.capture import capture
+    from ..fabric.request import PairRequest, doctor_request
     from ..scenario.model import load_scenario
 
-    if args.pair is not None:
+    args = doctor_request(given)
+    if isinstance(args, PairRequest):
         return run_pair(args)
-    if args.deploy is not None:
-        raise UserError("--deploy is read by the pair check only: pass it with --pair PREFILL_RECORD DECODE_RECORD")
     if args.image and args.python:
         raise UserError("--image and --python: give one (compose runs the servers in an image, the host launcher "
                         "with a Python)")
@@ -102,7 +108,7 @@ def run(args) -> int:
     return 1 if any(c.status == "fail" for c in checks) else 0
 
 
-def run_pair(args) -> int:
+def run_pair(args: PairRequest) -> int:
     """--pair: the two records against each other, and the launch's facts; exit 1 on a mismatch."""
     # The pair check's modules load only for it.
     from ..fabric import pair  # noqa: PLC0415

@@ -6,8 +6,7 @@ import time
 
 from .. import pipeline
 from ..core.signals import raise_on_signals
-from . import run_command
-from .requests import JUDGING
+from .requests import REPRODUCTION, pipeline_sweep_request
 
 HELP = "preflight, sweep, analyze and gates against a running stack; exit status: the first that failed"
 
@@ -50,12 +49,16 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    sweep = pipeline.Sweep(
+    # The sweep is built once, here, before any stage runs: its own flags typed, --sweep-args read over them by the
+    # sweep's parser (words that set the pipeline's own flags refused first, naming `repro`'s option).
+    sweep = pipeline_sweep_request(
+        pipeline.sweep_extra(args.sweep_args),
+        missing_fix="no {flag}: the sweep needs it; pass `pdrepro repro {flag} ...`",
         scenario=args.scenario, router=args.router, out=args.out or f"runs/{time.strftime('%Y%m%d-%H%M%S')}",
         prefill=args.prefill, decode=args.decode, model_path=args.model_path, dataset_path=args.dataset_path,
         image=args.image, logs_from=args.logs_from, prefill_logs_from=args.prefill_logs_from,
         configuration=args.configuration, thresholds=args.thresholds, bench_in_place=args.bench_in_place,
-        extra=pipeline.sweep_extra(args.sweep_args))
+        no_analyze=True)
     p = pipeline.Pipeline(sweep=sweep, preflight_role=args.preflight, gates=args.gates,
                           pytest=pipeline.split_words(args.pytest, "--pytest"), quiet=args.quiet,
                           node_records=tuple(args.node_record), deploy=args.deploy)
@@ -64,4 +67,4 @@ def run(args) -> int:
     # pipeline's own stages wait in the main thread (the gates' child, a preflight); the sweep stage puts its
     # own flag-based handlers in place for its threads while it runs.
     with raise_on_signals():
-        return pipeline.run(p, cli=run_command, judging=JUDGING)
+        return pipeline.run(p, stages=REPRODUCTION)

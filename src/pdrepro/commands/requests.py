@@ -8,7 +8,8 @@ means on the command line (and, as there, a flag given later wins). A member's s
 (``router`` empty): the arms runner sets them from the stack that member's stack up recorded.
 The stages run each command's own function in this process with the CLI's error handling (one line and exit 2 for
 bad input, 128 + N for a signal): ``STAGES`` (pdrepro.stages) for the arms runner, ``JUDGING`` for the runners
-that analyse and judge a run. This module declares no command of its own (``register`` adds nothing).
+that analyse and judge a run, ``REPRODUCTION`` for `pdrepro repro`'s pipeline (whose whole sweep, endpoints and
+all, ``pipeline_sweep_request`` builds). This module declares no command of its own (``register`` adds nothing).
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from ..core.errors import UserError
-from ..stages import Judging, Stages
+from ..stages import Judging, Reproduction, Stages
 from ..sweep.request import SweepRequest
 
 if TYPE_CHECKING:
+    from ..fabric.request import DoctorRequest, PairRequest
     from ..launch.request import RenderRequest
     from ..launch.stack.request import StackDownRequest, StackUpRequest
     from ..member import MemberRequest
@@ -63,7 +65,7 @@ def _parser(register_command: Callable, *names: str, given: str) -> tuple[argpar
 
 
 def _read(parser: argparse.ArgumentParser, required: list[str], words: Sequence[str], fields: dict,
-          owned: dict, given: str) -> dict:
+          owned: dict, given: str, missing_fix: str = "") -> dict:
     """``words`` read over ``fields`` (a field the words name is theirs, as a later flag wins on a command line),
     refusing words that set an ``owned`` field (the runner's), which is then set; the values, by field."""
     unset: dict[str, object] = {name: [] if isinstance(value, (list, tuple)) else None for name, value in owned.items()}
@@ -75,7 +77,8 @@ def _read(parser: argparse.ArgumentParser, required: list[str], words: Sequence[
     read.update(owned)
     missing = [name for name in required if read.get(name) is None]
     if missing:
-        raise UserError(f"{given}: no --{missing[0].replace('_', '-')}; give it")
+        flag = "--" + missing[0].replace("_", "-")
+        raise UserError(missing_fix.format(flag=flag) if missing_fix else f"{given}: no {flag}; give it")
     return read
 
 
@@ -101,6 +104,18 @@ def sweep_request(words: Sequence[str] = (), *, out: Path, configuration: str | 
              "worker": []}
     read = _read(parser, required, words, fields, owned, given)
     return SweepRequest.from_args(argparse.Namespace(**read))
+
+
+def pipeline_sweep_request(words: Sequence[str] = (), *, given: str = "--sweep-args",
+                           missing_fix: str = "", **fields) -> SweepRequest:
+    """The reproduction pipeline's whole sweep (its endpoints and run folder among ``fields``, as `pdrepro repro` or
+    the gate suite's options set them) with ``words`` read over them, as a later flag wins on a command line; the
+    pipeline refuses words that set its own flags before it asks (pipeline.sweep_extra). ``missing_fix``: the
+    message for a required field left unset, ``{flag}`` its option."""
+    from . import sweep as command
+
+    parser, required = _parser(command.register, "sweep", given=given)
+    return SweepRequest.from_args(argparse.Namespace(**_read(parser, required, words, fields, {}, given, missing_fix)))
 
 
 def render_request(words: Sequence[str] = (), *, given: str = "--stack-args", **fields) -> RenderRequest:
@@ -142,9 +157,12 @@ run_sweep: Callable[[SweepRequest], int] = _guarded("sweep", "sweep")
 run_analyze: Callable[[AnalyzeRequest], int] = _guarded("analyze", "analyze")
 run_check: Callable[[CheckRequest], int] = _guarded("check", "check")
 run_render: Callable[[RenderRequest], int] = _guarded("render", "render")
+# One doctor stage for both requests: the command tells a pair check from a node's checks by the request's type.
+run_doctor: Callable[[DoctorRequest | PairRequest], int] = _guarded("doctor", "doctor")
 
 STAGES = Stages(stack_up=_stack_up, sweep=run_sweep, stack_down=_stack_down, analyze=run_analyze)
 JUDGING = Judging(analyze=run_analyze, check=run_check)
+REPRODUCTION = Reproduction(doctor=run_doctor, pair=run_doctor, sweep=run_sweep, judging=JUDGING)
 
 
 def member(run: Path, name: str, *, stack: dict, sweep: dict, stack_words: Sequence[str] = (),

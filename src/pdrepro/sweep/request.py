@@ -7,6 +7,7 @@ the same type either way, not a word list rebuilt from words. Each field is name
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,3 +67,8 @@ class SweepRequest:
         """The request as `pdrepro sweep` flags, without what a runner sets (``RUNNER_FIELDS``): how a runner's state
         records a member's sweep."""
         return flag_words(self, skip=RUNNER_FIELDS)
+
+    def command_line(self) -> str:
+        """The whole request as the `pdrepro sweep` command a person could run again, shell-quoted: for display (a
+        message naming what stopped); the stage itself is handed the request."""
+        return shlex.join(["pdrepro", "sweep", *flag_words(self)])
