@@ -36,7 +36,7 @@ from memberhelp import member  # noqa: E402
 from runbuilder import Row, build_run, sweep_provenance  # noqa: E402
 
 from pdrepro import arms  # noqa: E402
-from pdrepro.commands import run_command  # noqa: E402
+from pdrepro.commands import memberwords, run_command  # noqa: E402
 from pdrepro.commands import sweep as sweep_command  # noqa: E402
 from pdrepro.commands.requests import STAGES  # noqa: E402
 from pdrepro.core import signals  # noqa: E402
@@ -119,7 +119,10 @@ def main() -> int:
     spec, run = json.loads(Path(sys.argv[3]).read_text()), Path(sys.argv[2])
     try:
         given = [member(run, a["name"], a["stack"], a["sweep"]) for a in spec["arms"]]
-        return arms.run_arms(run, spec["label"], given, command=spec.get("command", "ab"), stages=STAGES)
+        # A resume compares meaning, as the commands do (commands.memberwords), unless the spec asks for the words.
+        same = None if spec.get("literal") else memberwords.differ(run)
+        return arms.run_arms(run, spec["label"], given, command=spec.get("command", "ab"), stages=STAGES,
+                             differ=same)
     except Exception as exc:  # the CLI's own translation of a refused input, as run_command does it
         from pdrepro.core.errors import UserError
 

@@ -183,7 +183,9 @@ def test_a_state_of_another_ab_is_refused_by_name(site):
     lines = other.stderr.strip().splitlines()
     assert len(lines) == 1 and "holds 'test AB', not 'another AB'" in lines[0], other.stderr
     changed = _run(site, _spec(site, plain_second=False))
-    assert changed.returncode == 2 and "started with other words than this run's" in changed.stderr
+    # A real change is named: the arm, the field, both values, on one line.
+    assert changed.returncode == 2 and changed.stderr.count("\n") == 1, changed.stderr
+    assert "arm plain: its stack's --force-tcp was off and is now on; give another --out" in changed.stderr
     assert armsstate.path(site["run"]).read_bytes() == before
     assert len(_sweeps(site)) == 2, "a refused state started an arm"
 

@@ -41,9 +41,11 @@ from .stages import Stages
 from .sweep.state import result_problem
 
 
-def start(run: Path, label: str, arms: Sequence[MemberRequest]) -> ArmsState:
-    """The state to run ``arms`` under in ``run``: the one found there when it is this run's (its label), else a
-    fresh one."""
+def start(run: Path, label: str, arms: Sequence[MemberRequest], *, differ: armsstate.Differ | None = None,
+          say: Callable[[str], None] = lambda line: print(line, flush=True)) -> ArmsState:
+    """The state to run ``arms`` under in ``run``: the one found there when it is this run's (its label, and its
+    arms' words: by meaning, read back by ``differ``, else literally), else a fresh one. A state whose words only
+    spell the same requests otherwise (an older bundle's) is rewritten in this run's words, said on one line."""
     if not arms:
         raise UserError("no arms to run; name at least one")
     for arm in arms:
@@ -56,7 +58,12 @@ def start(run: Path, label: str, arms: Sequence[MemberRequest]) -> ArmsState:
     if found is None:
         armsstate.write(run, wanted)
         return wanted
-    armsstate.check_same(found, wanted, armsstate.path(run))
+    resumed = armsstate.check_same(found, wanted, armsstate.path(run), differ)
+    if resumed != found:
+        say(f"== {armsstate.path(run)}: its arms were recorded in other words for the same requests (an older "
+            "spelling, or the run folder moved); it resumes, rewritten in this run's words")
+        found = resumed
+        armsstate.write(run, found)
     if found.run_id is None:  # a state from before members carried a record: this run gives it its id
         found = found.model_copy(update={"run_id": wanted.run_id})
         armsstate.write(run, found)
@@ -119,14 +126,15 @@ def clear_leftovers(arms: Sequence[MemberRequest], stages: Stages, say: Callable
 
 def run_arms(run: Path, label: str, arms: Sequence[MemberRequest], *, command: str, stages: Stages,
              say: Callable[[str], None] = lambda line: print(line, flush=True),
-             is_measured: Callable[[Path, MemberRequest], str | None] = measured) -> int:
+             is_measured: Callable[[Path, MemberRequest], str | None] = measured,
+             differ: armsstate.Differ | None = None) -> int:
     """Every arm not done yet, in order; returns 0 when all are done, the signal's status when one stopped
     them (the arms after it are not started), else the worst arm's: 2 when one's input was refused, else 1.
     ``command`` is the CLI command running the arms (`ab`, `tune`, `compare`): an arm's error line names it,
     as the CLI names the command in its own; ``stages`` runs each stage on the arm's typed requests. A stack an
     earlier run left up is taken down first (``clear_leftovers``); an arm whose lengths are all measured
-    (``is_measured``: None) is judged, not run."""
-    state = start(run, label, arms)
+    (``is_measured``: None) is judged, not run. ``differ``: how a recorded arm's words are read back (``start``)."""
+    state = start(run, label, arms, differ=differ, say=say)
     worst = 0
     job = JobClock(len(arms))  # the whole-job line before each arm (core/progress.py)
     with signals.noting() as noted:

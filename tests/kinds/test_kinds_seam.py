@@ -25,6 +25,7 @@ STATE_READERS = {
     "rundir/tunesummary.py": "the tune summary opens its label as the arms state does (LabelHead)",
     "arms.py": "the arms runner writes arms-state.json (ab, tune, compare)",
     "member.py": "a member of the arms runner, recorded in arms-state.json as its requests' flags (ArmRecord)",
+    "commands/memberwords.py": "a resume reads each arm's recorded words (ArmRecord) back into the requests they ask for",
     "commands/ab.py": "the A/B runner plans its arms and resumes from their state",
     "commands/tune.py": "the tune runner writes tune-plan.json and resumes from the arms state",
     "commands/load.py": "the load runner builds the plan load-state.json records",

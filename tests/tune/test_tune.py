@@ -230,7 +230,7 @@ def test_an_interrupted_tune_resumes_at_the_run_it_reached_also_on_a_fresh_machi
                          {L: baseline.kv_bytes(L) / 1e6 for L in baseline.sweep.prompt_lens}, "tcp")
     again = subprocess.run(argv, env=_env(site), cwd=REPO, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "started with other paths (moved, or on another machine)" in again.stdout
+    assert "its arms were recorded in other words for the same requests" in again.stdout
     assert "== arm baseline-1: done already, skipped" in again.stdout
     assert "== arm s1: done already, skipped" in again.stdout
     # The sweep's own resume kept what the first attempt measured: the same bytes, not measured again.

@@ -25,7 +25,7 @@ from ..backends.registry import backend, names
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder, write_file
-from . import abjobs
+from . import abjobs, memberwords
 from . import shared_options as shared
 from . import stack as stack_words
 from .check import add_judge_option, check_report_target, give, judging_only
@@ -202,9 +202,10 @@ def run(args) -> int:
             for name, b in order]
     # An output there that this A/B did not write (an edited report) is refused before any arm spends GPU time.
     ownoutputs.refuse_foreign(out, (SUMMARY, REPORT, PLOT), "ab")
-    runner.start(out, label, arms)  # refuses another A/B's folder before its files are touched
+    same = memberwords.differ(out)  # a resume compares what the arms ask for, not how it was spelt
+    runner.start(out, label, arms, differ=same)  # refuses another A/B's folder before its files are touched
     _write_variants(out, variants)
-    status = runner.run_arms(out, label, arms, command="ab", stages=STAGES)
+    status = runner.run_arms(out, label, arms, command="ab", stages=STAGES, differ=same)
     if status in STOPPED:
         return status
     state = armsstate.read(out)

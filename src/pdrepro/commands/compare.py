@@ -30,6 +30,7 @@ from ..core.safewrite import make_folder
 from ..launch.stack.kinds import STACK_KINDS as STACKS
 from ..pipeline import split_words
 from ..sweep.request import RUNNER_FIELDS
+from . import memberwords
 from . import shared_options as shared
 from . import stack as stack_words
 from .check import add_judge_option, check_report_target, emit, judging_only, verdict_of
@@ -301,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
         ownoutputs.refuse_foreign(target, OUTPUTS, "compare")
     stages = dataclasses.replace(STAGES, sweep=_SweepStage(args.scenario, scenarios, Path(out)))
     status = runner.run_arms(Path(out), _label(scenarios), arms, command="compare", stages=stages, say=print,
-                             is_measured=_measured(Path(out), scenarios))
+                             is_measured=_measured(Path(out), scenarios), differ=memberwords.differ(Path(out)))
     if status:
         if len(scenarios) > 1 and status not in STOPPED:
             _judge_complete(Path(out), scenarios, [c for c, _ in configurations])

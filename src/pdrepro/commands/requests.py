@@ -40,13 +40,22 @@ def register(sub) -> None:
     """No command: the stages of the runners."""
 
 
+class WordsRefused(UserError):
+    """Words a stage's parser would not take: ``why`` is the parser's complaint alone, so a reader of recorded words
+    (commands.memberwords) can give its own fix."""
+
+    def __init__(self, message: str, why: str) -> None:
+        super().__init__(message)
+        self.why = why
+
+
 class _Refusing(argparse.ArgumentParser):
     """A stage's parser whose complaints become one line naming the option the words came from."""
 
     given = "the words"
 
     def error(self, message: str) -> NoReturn:
-        raise UserError(f"{self.given}: {message}; give flags `{self.prog}` takes")
+        raise WordsRefused(f"{self.given}: {message}; give flags `{self.prog}` takes", message)
 
 
 def _parser(register_command: Callable, *names: str, given: str) -> tuple[argparse.ArgumentParser, list[str]]:
@@ -72,13 +81,14 @@ def _read(parser: argparse.ArgumentParser, required: list[str], words: Sequence[
     read = vars(parser.parse_args(list(words), namespace=argparse.Namespace(**fields, **unset)))
     for name, empty in unset.items():
         if read.get(name) != empty:
-            raise UserError(f"{given} sets --{name.replace('_', '-')}, which the runner sets on each member itself; "
-                            "leave it out")
+            why = f"sets --{name.replace('_', '-')}, which the runner sets on each member itself"
+            raise WordsRefused(f"{given} {why}; leave it out", why)
     read.update(owned)
     missing = [name for name in required if read.get(name) is None]
     if missing:
         flag = "--" + missing[0].replace("_", "-")
-        raise UserError(missing_fix.format(flag=flag) if missing_fix else f"{given}: no {flag}; give it")
+        why = f"no {flag}"
+        raise WordsRefused(missing_fix.format(flag=flag) if missing_fix else f"{given}: {why}; give it", why)
     return read
 
 

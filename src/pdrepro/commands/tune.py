@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal
 from ..core.errors import UserError
 from ..core.exits import EXIT_BAD_INPUT, EXIT_FAILED, STOPPED
 from ..core.safewrite import make_folder, write_file
+from . import memberwords
 from . import shared_options as shared
 from . import stack as stack_words
 from .ab import add_site
@@ -34,7 +35,6 @@ from .shared_options import site_fields, site_words
 # The arms runner, the grid, the tune's models and its judge (pydantic, YAML, the analysis) are imported where the
 # command runs, so that building the command line (`pdrepro --help`) stays light.
 if TYPE_CHECKING:
-    from .. import arms as runner
     from ..rundir.tuneplan import TunePlan
     from ..scenario.model import Scenario
 
@@ -124,7 +124,8 @@ def _plan(args, scenario: Scenario) -> tuple[TunePlan, dict[str, Scenario]]:
     mode: Literal["full grid", "one at a time"] = "one at a time" if args.one_at_a_time else "full grid"
     repeats = tuple(f"{grid.BASELINE}-{i}" for i in range(1, args.baseline_repeats + 1))
     # Which tune this is: the grid, the settings' scenarios and every option but the paths (model, dataset, the
-    # run's own), so a copy of the run on another machine resumes (``_moved``) and any other change is refused.
+    # run's own), so a copy of the run on another machine resumes (the arms' words compared less those paths:
+    # commands.memberwords) and any other change is refused.
     same = [mode, *args.grid, *(v.fingerprint for v in variants.values()), *_site(args, False, paths=False),
             _stack_label(args), args.sweep_args or ""]
     digest = hashlib.sha256("\0".join(same).encode())
@@ -167,24 +168,6 @@ def _same_plan(out: Path, plan: TunePlan) -> None:
     if found is not None and found.label != plan.label:
         raise UserError(f"{tuneplan.path(out)}: holds the tune {found.label!r}, not {plan.label!r}; give another "
                         "--out, or rerun the same tune to resume it")
-
-
-def _moved(out: Path, label: str, arms: list[runner.MemberRequest]) -> None:
-    """A tune resumed from a copy of its folder at another path, or with the model and dataset elsewhere (a fresh
-    machine): the state holds the old paths in its arms' words. Its label says it is this tune (every option
-    but the paths), so its arms take this run's words and keep how far each got."""
-    from ..rundir import armsstate
-
-    found = armsstate.read(out) if out.is_dir() else None
-    if found is None or found.label != label or [a.name for a in found.arms] != [a.name for a in arms]:
-        return  # none, or another run's: runner.start refuses it
-    asked = [a.record() for a in arms]
-    if all((f.stack, f.sweep) == (a.stack, a.sweep) for f, a in zip(found.arms, asked)):
-        return
-    armsstate.write(out, found.model_copy(update={"arms": tuple(
-        f.model_copy(update={"stack": a.stack, "sweep": a.sweep}) for f, a in zip(found.arms, asked))}))
-    print(f"tune: {out} was started with other paths (moved, or on another machine); it resumes with this run's",
-          flush=True)
 
 
 def run(args) -> int:
@@ -245,12 +228,13 @@ def run(args) -> int:
                    sweep={"scenario": files[name], "model_path": model, "dataset_path": dataset}, sweep_words=extra)
             for run_, name in order]
     check_outputs(out)
-    _moved(out, plan.label, arms)
-    runner.start(out, plan.label, arms)  # refuses another tune's (or A/B's) folder before a file is touched
+    # A copy of the tune moved elsewhere, or on a fresh machine with the model and dataset at other paths, resumes.
+    same = memberwords.differ(out, movable=memberwords.WHERE_FILES)
+    runner.start(out, plan.label, arms, differ=same)  # refuses another tune's (or A/B's) folder before a file is touched
     _write_scenarios(out, variants)
     tuneplan.write(out, plan)
     engine_alone(out, plan)  # a ceiling put beside the tune that is not of it is refused before any GPU time
-    status = runner.run_arms(out, plan.label, arms, command="tune", stages=STAGES)
+    status = runner.run_arms(out, plan.label, arms, command="tune", stages=STAGES, differ=same)
     if status in STOPPED:
         return status
     summary = collect(out, plan)

@@ -10,6 +10,7 @@ held to the A/B the command was asked for (``check_same``), so a resume never co
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -127,15 +128,37 @@ def write(run: Path, state: ArmsState) -> None:
     write_state(path(run), state, "the arms runner", run)
 
 
-def check_same(found: ArmsState, wanted: ArmsState, source: Path) -> None:
+# Tells whether a recorded arm and the one this run asks for mean the same (None) or how they differ (one phrase,
+# e.g. "stack --gpus was '0' and is now '0,1'"): the words' reader is the stages' parsers, which live above this layer.
+# Words that no longer read as any request are its UserError (naming the arm and the fix), given here with the file.
+Differ = Callable[[ArmRecord, ArmRecord], str | None]
+
+
+def check_same(found: ArmsState, wanted: ArmsState, source: Path, differ: Differ | None = None) -> ArmsState:
     """A state left by another run of arms (an A/B, a tune, a comparison) is refused: resuming it would mix two
-    experiments in one folder. The labels say which run each is (each opens with its command's word)."""
+    experiments in one folder. The labels say which run each is (each opens with its command's word); the arms
+    must be the same names, backends and configurations in the same order, and each arm's words must ask for the
+    same thing: literally, or, given ``differ``, in meaning (an older bundle spelt the same request otherwise).
+    Returns the state to resume: ``found``, its arms' words in this run's spelling where only the spelling differed."""
     if found.label != wanted.label:
         raise UserError(f"{source}: holds {found.label!r}, not {wanted.label!r}; give another --out, or "
                         "rerun the same command to resume it")
-    plan = [(a.name, a.backend, a.configuration, a.stack, a.sweep) for a in found.arms]
-    asked = [(a.name, a.backend, a.configuration, a.stack, a.sweep) for a in wanted.arms]
-    if plan != asked:
+    plan = [(a.name, a.backend, a.configuration) for a in found.arms]
+    asked = [(a.name, a.backend, a.configuration) for a in wanted.arms]
+    if plan != asked or differ is None and [(a.stack, a.sweep) for a in found.arms] != [
+            (a.stack, a.sweep) for a in wanted.arms]:
         names = ", ".join(a.name for a in found.arms)
         raise UserError(f"{source}: holds arms ({names}) started with other words than this run's; give another "
                         "--out, or rerun with the same options to resume it")
+    respelt = []
+    for was, now in zip(found.arms, wanted.arms):
+        if (was.stack, was.sweep) != (now.stack, now.sweep):
+            try:
+                why = differ(was, now) if differ is not None else "other words"
+            except UserError as exc:
+                raise UserError(f"{source}: {exc}") from None
+            if why is not None:
+                raise UserError(f"{source}: arm {was.name}: {why}; give another --out, or rerun with the same "
+                                "options to resume it")
+        respelt.append(was.model_copy(update={"stack": now.stack, "sweep": now.sweep}))
+    return found.model_copy(update={"arms": tuple(respelt)})
