@@ -18,6 +18,8 @@ from pathlib import Path
 
 from ...core import safewrite
 from ...core.errors import UserError
+from ...fabric import doctor, software
+from ...fabric import noderecord as build
 from ...rundir import noderecord
 
 WHAT = "pdrepro stack up"
@@ -55,10 +57,6 @@ def _folder(run: Path) -> Path:
 def write(run: Path, ask: NodeAsk) -> list[tuple[Path, str]]:
     """Each role's record written into RUN/nodes (a second `stack up` into the folder replaces them); returns (path,
     verdict) per role. Raises what stops the step: the caller says it in one line and goes on."""
-    # The checks (nvidia-smi, sysfs, Docker) load when a stack records its node, not for `stack --help`.
-    from ...fabric import doctor, noderecord as build  # noqa: PLC0415
-    from ...fabric import software  # noqa: PLC0415
-
     folder = _folder(run)
     # A record an earlier `stack up` wrote here is not this start's: gone before a new one is read, so a step that
     # fails now leaves no record that claims to be this stack's node.
@@ -75,7 +73,7 @@ def write(run: Path, ask: NodeAsk) -> list[tuple[Path, str]]:
                 advertise_ip=ask.advertise_ip, dev_dir=Path("/dev/infiniband") if on_host else None)
     facts = doctor.gather(doctor.Context(**base))  # type: ignore[arg-type]
     found = software.from_python(ask.python)
-    written = []
+    written: list[tuple[Path, str]] = []
     for role, gpus in ask.gpus.items():
         ctx = doctor.Context(role=role, **base)  # type: ignore[arg-type]
         record = build.of_role(ctx, facts, found, gpus=gpus)
