@@ -145,3 +145,22 @@ def test_check_names_what_it_judges_counts_on_stdout_and_json_is_one_schema_with
     a, b = (VerdictRecord.model_validate(json.loads(r.out)) for r in (judged, checked))
     assert judged.rc == checked.rc == a.exit_status == b.exit_status
     assert (a.kind, a.passed, a.summary, a.transfer_backend) == (b.kind, b.passed, b.summary, "mooncake_tcp, nixl")
+
+
+def test_node_records_written_after_the_analysis_change_no_verdict(tmp_path):
+    """A one-box `stack up` into an analysed folder writes RUN/nodes again: the analysis reads no node record, so
+    the stored summary stays current (still held to the inputs: an edit is still called one) and check's lines
+    are the same."""
+    from diagnosisbuild import node_records
+
+    run = build_run(tmp_path / "run", SCENARIO, provenance=sweep_provenance(SCENARIO))
+    assert pdrepro("analyze", run.root).rc == 0
+    before = pdrepro("check", run.root)
+    node_records(run, tmp_path, prefill={"mtu": 1500}, decode={})
+    after = pdrepro("check", run.root)
+    assert (after.rc, after.out) == (before.rc, before.out) and before.rc == 0
+    edited = json.loads(run.summary_file.read_text())
+    edited["rows"][0]["requests"] += 1
+    run.summary_file.write_text(json.dumps(edited))
+    result = pdrepro("check", run.root)
+    assert result.rc == 2 and "was changed after the analysis" in result.err

@@ -28,6 +28,7 @@ from .render import register as register_render
 
 if TYPE_CHECKING:
     from ..launch.stack import up as launcher
+    from ..launch.stack.nodes import NodeAsk
     from ..launch.stack.request import StackUpRequest
     from ..rundir import RunDir
     from ..tune.grid import Route
@@ -87,7 +88,10 @@ def register(subparsers) -> None:
                    help="seconds between the lines saying what it waits for, above 0 (default %(default).0f)")
     u.add_argument("--grace", type=float, default=30.0,
                    help="seconds between SIGTERM and SIGKILL when stopping, above 0 (default %(default).0f)")
-    u.add_argument("--out", type=Path, required=True, help="the run directory (logs/, stack.json)")
+    u.add_argument("--sysfs-root", type=Path, default=Path("/sys"), metavar="DIR",
+                   help="the sysfs tree the node records (RUN/nodes/ROLE.json) are read from: /sys, or a captured "
+                        "copy of it, as `pdrepro doctor --sysfs-root` reads (default %(default)s)")
+    u.add_argument("--out", type=Path, required=True, help="the run directory (logs/, stack.json, nodes/)")
     # The render options a one-box host launch does not take, at the values render gives them.
     u.set_defaults(func=run_up, decode_ip=None, ib_devices=None, log_dir=launch.DEFAULT_LOG_DIR,
                    memlock=launch.MEMLOCK_UNLIMITED)
@@ -148,14 +152,30 @@ def run_up(given) -> int:
     except OSError as exc:
         raise UserError(f"--out {args.out}: cannot create it ({exc.strerror}); choose a writable folder") from None
     with lock.held(run.root, "up"):
-        return _up_locked(args, run, lp, plan_steps, scenario.name)
+        return _up_locked(args, run, lp, plan_steps, scenario)
 
 
-def _up_locked(args, run: RunDir, lp, plan_steps: list[launcher.Step], scenario: str) -> int:
-    from ..launch.stack import record
+def _node_ask(args: StackUpRequest, lp, scenario) -> NodeAsk | None:
+    """What the node records are read against; None for a regular stack (no prefill or decode server to record)."""
+    from ..launch.stack.nodes import NodeAsk
+
+    gpus: dict[str, tuple[int, ...]] = {}
+    for server in lp.servers:
+        if server.role in ("prefill", "decode"):
+            gpus[server.role] = tuple(sorted({*gpus.get(server.role, ()), *server.gpus}))
+    if args.stack != "disaggregated" or not gpus:
+        return None
+    return NodeAsk(scenario=scenario, gpus=gpus, sysfs_root=Path(args.sysfs_root),
+                   model=Path(args.model) if args.model else None, dataset=Path(args.dataset) if args.dataset else None,
+                   advertise_ip=lp.servers[0].host, python=sys.executable)
+
+
+def _up_locked(args, run: RunDir, lp, plan_steps: list[launcher.Step], scenario_model) -> int:
+    from ..launch.stack import nodes, record
     from ..launch.stack import up as launcher
     from ..launch.stack.packages import probe
 
+    scenario = scenario_model.name
     launcher.check_no_live_stack(run.root)
     base = launcher.base_environment()
     installed = probe(sys.executable, launcher.child_env(plan_steps[0], base)[0], engines.engine(lp.engine),
@@ -166,6 +186,9 @@ def _up_locked(args, run: RunDir, lp, plan_steps: list[launcher.Step], scenario:
     router = plan_steps[-1]
     host = urlsplit(router.health_url).hostname or "127.0.0.1"
     launcher.check_free(plan_steps, host)
+    ask = _node_ask(args, lp, scenario_model)
+    if ask is not None:  # before the servers start: the ports they will hold are checked free, as on a cluster node
+        nodes.record(run.root, ask, lambda line: print(line, flush=True))
     starter = launcher.Launcher(run, launcher.new_record(scenario, sys.executable, installed, lp, args.stack),
                                 start_budget_s=args.start_timeout, poll_s=args.poll, grace_s=args.grace,
                                 progress_every_s=args.progress_every)

@@ -3,13 +3,15 @@ ports, GIDs, MTUs and PCIe paths, its GPUs with their nearest NIC, and the softw
 
 from __future__ import annotations
 
+import dataclasses
 import socket
+from collections.abc import Collection
 from datetime import datetime, timezone
 
 from ..core.roce import roce_mtu
 from ..host import pcie, sysfs
 from ..rundir.noderecord import FORMAT, CheckRecord, GpuRecord, NicRecord, NodeRecord, PathHop, PortRecord, Software
-from . import affinity, gid
+from . import affinity, doctor, gid
 from .checks.base import Check, Context, Facts
 from .checks.ordering import KNOB, nic_paths
 from .checks.rdma import forced_gid_index
@@ -72,3 +74,14 @@ def build(ctx: Context, f: Facts, checks: list[Check], line_rate: float, softwar
         line_rate_GB_s=line_rate, nics=_nics(ctx, f), gpus=_gpus(ctx, f),
         nvidia_peermem_loaded=sysfs.module_loaded(ctx.sysfs_root, "nvidia_peermem"), with_nvidia_peermem=peermem,
         relaxed_ordering_knob=knob, software=software)
+
+
+def of_role(ctx: Context, f: Facts, software: Software, gpus: Collection[int] | None = None) -> NodeRecord:
+    """What `doctor --role ROLE --out FILE` writes, from facts read once: its checks run and the record built, whatever
+    the verdict. ``gpus``: the nvidia-smi indices this role was given on a box that runs both roles (the one-box
+    launch), so each role's record names its own GPUs and their NICs; None: every GPU is the node's."""
+    if gpus is not None and f.gpus is not None:
+        wanted = set(gpus)
+        f = dataclasses.replace(f, gpus=[g for g in f.gpus if g.index in wanted])
+    checks, line_rate = doctor.run_checks(ctx, f)
+    return build(ctx, f, checks, line_rate, software)

@@ -22,6 +22,12 @@ _OUTPUTS = ("summary.json", "report.md", "summary.csv", "summary.json.tmp", ".su
             ".summary.csv.tmp", "junit.xml", ".sweep.lock")
 
 
+# The nodes' records (RUN/nodes/<role>.json, rundir.noderecord): read by `diagnose` and the pair check, never by the
+# analysis. A one-box `stack up` writes them again each time it starts in the folder, which must not make the
+# summary an earlier analysis stored look made from other inputs.
+_NOT_INPUT_FOLDERS = ("nodes",)
+
+
 def _is_temporary(name: str) -> bool:
     """A write in progress (or one a SIGKILL cut short) of the safe writer (core.safewrite): a dot, the
     file's name, a random part and ``.tmp``."""
@@ -51,7 +57,7 @@ def signature(root: Path, plots_dir: Path) -> str:
     digest = hashlib.sha256()
     for p in sorted(root.rglob("*")):
         if (p.name in _OUTPUTS or _is_temporary(p.name) or p == root / STACK_FILE or plots_dir in p.parents
-                or not p.is_file()):
+                or p.parent.name in _NOT_INPUT_FOLDERS or not p.is_file()):
             continue
         st = p.stat()
         digest.update(f"{p.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())

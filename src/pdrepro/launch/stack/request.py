@@ -47,6 +47,7 @@ class StackUpRequest:
     poll: float = 1.0
     progress_every: float = 10.0
     grace: float = 30.0
+    sysfs_root: Path = Path("/sys")  # where the node records (RUN/nodes) read the node's sysfs
     # The render options a one-box host launch does not take, at the values render gives them.
     decode_ip: str | None = None
     ib_devices: str | None = None
