@@ -1,14 +1,30 @@
-"""Load: transfers that wait because other requests are in flight. From a load sweep's steps (analysis/load.py,
-the load's summary): the per-request KV transfer time at each step against the step with the fewest requests in
-flight. Transfer time inflated from p50_low to p50_high leaves p50_low / p50_high of the bandwidth, so load can cost
-1 - p50_low / p50_high; a step whose p99 over p50 exceeds the scenario's bound is a fault. A run that is no load
-sweep holds no steps to set against each other."""
+"""Load: transfers that wait because other requests are in flight.
+
+From a load sweep's steps (analysis/load.py, the load's summary): the per-request KV transfer time at each step
+against the step with the fewest requests in flight. Transfer time inflated from p50_low to p50_high leaves
+p50_low / p50_high of the bandwidth, so load can cost 1 - p50_low / p50_high; a step whose p99 over p50 exceeds
+the scenario's bound is a fault.
+
+From one run whose transfers overlapped (analysis/overlap.py, the rows' in-flight figures from the prefill
+lines' entry times and phases): where the median request shared the path with others, its transfer time is set
+against what the same bytes take alone: the run's own transfers that moved alone (where at least ALONE_MIN did),
+else the transfer engine alone on the same box (the summary's engine ceiling). Taking at least twice that
+(WELL_ABOVE) is load; it can cost 1 - alone / median transfer time. Below that, a server's own overhead over the
+engine alone could account for it, so it is not named. A run whose transfers never overlapped rules load out."""
 
 from __future__ import annotations
 
-from ..evidence import RunEvidence
+from ..evidence import Member, RunEvidence
 from ..gaps import Gaps, fraction
 from .base import Answer, Cause, Cleared, Finding, Missing, item
+
+
+# The fewest transfers that moved alone whose median stands for the path unshared.
+ALONE_MIN = 3
+# The least share of the transfer time the sharing must explain: the median transfer takes twice the alone time.
+WELL_ABOVE = 0.5
+FIX = ("serve at the step before the transfer time rises (`pdrepro load` names it), or add prefill/decode servers "
+       "or rails so each transfer has its own")
 
 
 class Load(Cause):
@@ -16,8 +32,7 @@ class Load(Cause):
 
     def read(self, ev: RunEvidence, gaps: Gaps) -> Answer:
         if ev.load is None:
-            return Missing("no load sweep's steps (load-state.json): run `pdrepro load` to set transfer waits against "
-                           "requests in flight" + (f" ({ev.composite_problem})" if ev.composite_problem else ""))
+            return _in_run(ev)
         steps = [s for s in ev.load.steps if s.status == "done" and s.transfer_ms_p50 and s.transfer_ms_p50 > 0]
         if len(steps) < 2:
             return Missing("the load sweep measured a transfer time at fewer than two steps (the prefill servers' "
@@ -42,6 +57,59 @@ class Load(Cause):
                                f"{low.transfer_ms_p50:.2f} ms at {low.name}: requests in flight cost "
                                f"{loss * 100:.0f}% of the bandwidth"
                                + (f"; p99/p50 above {bound:g} at {', '.join(s.name for s in tails)}" if tails else ""),
-                       evidence=evidence,
-                       fix="serve at the step before the transfer time rises (`pdrepro load` names it), or add "
-                           "prefill/decode servers or rails so each transfer has its own")
+                       evidence=evidence, fix=FIX)
+
+
+def _alone(m: Member, row) -> tuple[float, str] | None:
+    """What the row's bytes take alone, in ms, and whose figure it is: the run's own lone transfers, else the
+    engine alone on the same box; None where the run holds neither."""
+    if (row.alone_transfer_samples or 0) >= ALONE_MIN and row.alone_transfer_ms_median:
+        return row.alone_transfer_ms_median, f"the {row.alone_transfer_samples} of this run's transfers that moved alone"
+    cell = (m.summary.engine_ceiling or {}).get(str(row.prompt_len)) if m.summary is not None else None
+    engine = cell.engine_GB_s if cell is not None and not cell.contradiction else None
+    if engine is None or engine <= 0 or not row.kv_bytes:
+        return None
+    return row.kv_bytes / (engine * 1e9) * 1000, f"the engine alone on the same box ({engine:.3f} GB/s)"
+
+
+def _in_run(ev: RunEvidence) -> Answer:
+    """Load from the runs' own overlapping transfers (module docstring)."""
+    placed = [(m, row) for m in ev.summaries() for row in m.summary.rows  # type: ignore[union-attr]
+              if getattr(row, "transfers_in_flight_median", None) is not None and row.transfer_ms_median]
+    if not placed:
+        return Missing("no load sweep's steps (load-state.json), and no run's prefill request lines place their "
+                       "transfers in time (entry_time and the phase durations, --enable-request-time-stats-logging): "
+                       "run `pdrepro load` to set transfer waits against requests in flight"
+                       + (f" ({ev.composite_problem})" if ev.composite_problem else ""))
+    shared = [(m, row) for m, row in placed if row.transfers_in_flight_median > 1]
+    if not shared:
+        most = max(row.transfers_in_flight_max or 1 for _, row in placed)
+        alone = "each measured transfer moved alone" if most == 1 else \
+            f"the median measured transfer moved alone at every length (at most {most} overlapped one)"
+        return Cleared(f"{alone}, by the prefill log's entry times and phases: requests in flight did not share the "
+                       "path")
+    judged = [(m, row, ref) for m, row in shared if (ref := _alone(m, row)) is not None]
+    if not judged:
+        return Missing("the transfers overlapped (median "
+                       f"{max(row.transfers_in_flight_median for _, row in shared):g} in flight), but the run holds no "
+                       "time for the same bytes alone: no transfer moved alone and no engine alone was measured "
+                       "(RUN/engine-ceiling.json)")
+    def loss(j) -> float:
+        return fraction(j[2][0], j[1].transfer_ms_median)
+    m, row, (alone_ms, whose) = max(judged, key=loss)
+    cost = loss((m, row, (alone_ms, whose)))
+    where = f"{m.rel} at {row.prompt_len} tokens" if m.rel != "." else f"at {row.prompt_len} tokens"
+    if cost < WELL_ABOVE:
+        return Cleared(f"the transfers overlapped ({row.transfers_in_flight_median:g} in flight {where}) but took "
+                       f"{row.transfer_ms_median:.2f} ms against {alone_ms:.2f} ms for {whose}: less than twice")
+    log = ev.rel(m.run.prefill_log)
+    evidence = tuple(item("figure", log, f"{r.prompt_len} tokens: {r.transfers_in_flight_median:g} transfers in flight "
+                                         f"(median over {r.transfers_placed} measured requests, at most "
+                                         f"{r.transfers_in_flight_max}); transfer {r.transfer_ms_median:.2f} ms "
+                                         f"median against {a:.2f} ms for {w}")
+                     for mm, r, (a, w) in judged if mm is m)
+    return Finding(fault=False, loss=cost,
+                   summary=f"{row.transfers_in_flight_median:g} KV transfers in flight {where} (the prefill log's "
+                           f"request lines): each took {row.transfer_ms_median:.2f} ms against {alone_ms:.2f} ms for "
+                           f"{whose}: requests in flight cost {cost * 100:.0f}% of the bandwidth",
+                   evidence=evidence, fix=FIX)
