@@ -42,7 +42,8 @@ def transfer_window(stat: ReqStat) -> tuple[float, float] | None:
     if not (math.isfinite(seconds) and 0 < seconds * 1000 <= MAX_PHASE_MS):
         return None
     end = stat.entry_time_s + sum(d for d in durations if d is not None)
-    if not math.isfinite(end):
+    # An entry time so large that the transfer vanishes in the float's precision places nothing.
+    if not math.isfinite(end) or not end - seconds < end:
         return None
     return end - seconds, end
 
