@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import fakebin
 import pytest
-from diagnosisbuild import (RELAXED_OFF, base_run, copy_of, engine_alone, node_records, overlapping, slow_queue, split,
-                            startup)
+from diagnosisbuild import RELAXED_OFF, base_run, copy_of, engine_alone, node_records, overlapping, slow_queue, split, startup
 from diagnosisrun import cited_lines_exist, diagnose_json, names
 
 from pdrepro.core.roce import payload_ceiling_GB_s

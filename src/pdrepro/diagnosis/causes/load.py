@@ -14,10 +14,11 @@ engine alone could account for it, so it is not named. A run whose transfers nev
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..evidence import Member, RunEvidence
 from ..gaps import Gaps, fraction
 from .base import Answer, Cause, Cleared, Finding, Missing, item
-
 
 # The fewest transfers that moved alone whose median stands for the path unshared.
 ALONE_MIN = 3
@@ -60,7 +61,7 @@ class Load(Cause):
                        evidence=evidence, fix=FIX)
 
 
-def _alone(m: Member, row) -> tuple[float, str] | None:
+def _alone(m: Member, row: Any) -> tuple[float, str] | None:
     """What the row's bytes take alone, in ms, and whose figure it is: the run's own lone transfers, else the
     engine alone on the same box; None where the run holds neither."""
     if (row.alone_transfer_samples or 0) >= ALONE_MIN and row.alone_transfer_ms_median:
@@ -72,44 +73,50 @@ def _alone(m: Member, row) -> tuple[float, str] | None:
     return row.kv_bytes / (engine * 1e9) * 1000, f"the engine alone on the same box ({engine:.3f} GB/s)"
 
 
+def _placed(ev: RunEvidence) -> list[tuple[Member, Any, float, float]]:
+    """(run, row, median in flight, median transfer ms) of each length whose requests' transfers were placed."""
+    out = []
+    for m in ev.summaries():
+        for row in m.summary.rows if m.summary is not None else []:
+            flight, ms = getattr(row, "transfers_in_flight_median", None), row.transfer_ms_median
+            if flight is not None and ms:
+                out.append((m, row, float(flight), float(ms)))
+    return out
+
+
 def _in_run(ev: RunEvidence) -> Answer:
     """Load from the runs' own overlapping transfers (module docstring)."""
-    placed = [(m, row) for m in ev.summaries() for row in m.summary.rows  # type: ignore[union-attr]
-              if getattr(row, "transfers_in_flight_median", None) is not None and row.transfer_ms_median]
+    placed = _placed(ev)
     if not placed:
         return Missing("no load sweep's steps (load-state.json), and no run's prefill request lines place their "
                        "transfers in time (entry_time and the phase durations, --enable-request-time-stats-logging): "
                        "run `pdrepro load` to set transfer waits against requests in flight"
                        + (f" ({ev.composite_problem})" if ev.composite_problem else ""))
-    shared = [(m, row) for m, row in placed if row.transfers_in_flight_median > 1]
+    shared = [p for p in placed if p[2] > 1]
     if not shared:
-        most = max(row.transfers_in_flight_max or 1 for _, row in placed)
+        most = max(row.transfers_in_flight_max or 1 for _, row, _f, _ms in placed)
         alone = "each measured transfer moved alone" if most == 1 else \
             f"the median measured transfer moved alone at every length (at most {most} overlapped one)"
         return Cleared(f"{alone}, by the prefill log's entry times and phases: requests in flight did not share the "
                        "path")
-    judged = [(m, row, ref) for m, row in shared if (ref := _alone(m, row)) is not None]
+    judged = [(m, row, flight, ms, ref) for m, row, flight, ms in shared if (ref := _alone(m, row)) is not None]
     if not judged:
-        return Missing("the transfers overlapped (median "
-                       f"{max(row.transfers_in_flight_median for _, row in shared):g} in flight), but the run holds no "
-                       "time for the same bytes alone: no transfer moved alone and no engine alone was measured "
+        return Missing(f"the transfers overlapped (median {max(p[2] for p in shared):g} in flight), but the run holds "
+                       "no time for the same bytes alone: no transfer moved alone and no engine alone was measured "
                        "(RUN/engine-ceiling.json)")
-    def loss(j) -> float:
-        return fraction(j[2][0], j[1].transfer_ms_median)
-    m, row, (alone_ms, whose) = max(judged, key=loss)
-    cost = loss((m, row, (alone_ms, whose)))
+    m, row, flight, ms, (alone_ms, whose) = max(judged, key=lambda j: fraction(j[4][0], j[3]))
+    cost = fraction(alone_ms, ms)
     where = f"{m.rel} at {row.prompt_len} tokens" if m.rel != "." else f"at {row.prompt_len} tokens"
     if cost < WELL_ABOVE:
-        return Cleared(f"the transfers overlapped ({row.transfers_in_flight_median:g} in flight {where}) but took "
-                       f"{row.transfer_ms_median:.2f} ms against {alone_ms:.2f} ms for {whose}: less than twice")
+        return Cleared(f"the transfers overlapped ({flight:g} in flight {where}) but took {ms:.2f} ms against "
+                       f"{alone_ms:.2f} ms for {whose}: less than twice")
     log = ev.rel(m.run.prefill_log)
-    evidence = tuple(item("figure", log, f"{r.prompt_len} tokens: {r.transfers_in_flight_median:g} transfers in flight "
-                                         f"(median over {r.transfers_placed} measured requests, at most "
-                                         f"{r.transfers_in_flight_max}); transfer {r.transfer_ms_median:.2f} ms "
-                                         f"median against {a:.2f} ms for {w}")
-                     for mm, r, (a, w) in judged if mm is m)
+    evidence = tuple(item("figure", log, f"{r.prompt_len} tokens: {f:g} transfers in flight (median over "
+                                         f"{r.transfers_placed} measured requests, at most {r.transfers_in_flight_max}"
+                                         f"); transfer {t:.2f} ms median against {a:.2f} ms for {w}")
+                     for mm, r, f, t, (a, w) in judged if mm is m)
     return Finding(fault=False, loss=cost,
-                   summary=f"{row.transfers_in_flight_median:g} KV transfers in flight {where} (the prefill log's "
-                           f"request lines): each took {row.transfer_ms_median:.2f} ms against {alone_ms:.2f} ms for "
-                           f"{whose}: requests in flight cost {cost * 100:.0f}% of the bandwidth",
+                   summary=f"{flight:g} KV transfers in flight {where} (the prefill log's request lines): each took "
+                           f"{ms:.2f} ms against {alone_ms:.2f} ms for {whose}: requests in flight cost "
+                           f"{cost * 100:.0f}% of the bandwidth",
                    evidence=evidence, fix=FIX)
