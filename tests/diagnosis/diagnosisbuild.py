@@ -90,3 +90,32 @@ def slow_queue(run: RunDir, times_forward: float) -> None:
     text = pattern.sub(lambda m: f"queue_duration={float(m['fwd']) * times_forward:.2f}ms, "
                                  f"forward_duration={m['fwd']}ms", path.read_text())
     path.write_text(text)
+
+
+def overlapping(run: RunDir, together: int, slower: float) -> None:
+    """The prefill's client requests in groups of ``together`` that entered the server at once (each line's
+    entry_time set to its group's first), each transfer ``slower`` times slower (transfer_speed divided, the
+    forward_duration, which ends when the KV has arrived, lengthened by the added time): transfers that shared the
+    path, in the upstream line format. Health checks and the server's warm-up (room 0) are left as they are."""
+    import re
+
+    from pdrepro.core.units import GiB, MiB
+
+    path = run.role_log("prefill")
+    pattern = re.compile(r"input_len=(?P<n>\d+).*forward_duration=(?P<fwd>[\d.]+)ms, entry_time=(?P<entry>[\d.]+), "
+                         r"transfer_speed=(?P<speed>[\d.]+) GB/s, transfer_total=(?P<mib>[\d.]+) MB")
+    out, group = [], {"n": None, "entry": None, "count": 0}
+    for text in path.read_text().splitlines():
+        m = pattern.search(text)
+        if m is None or "bootstrap_room=0," in text or "HEALTH_CHECK" in text:
+            out.append(text)
+            continue
+        if group["n"] != m["n"] or group["count"] == together:
+            group.update(n=m["n"], entry=m["entry"], count=0)
+        group["count"] += 1
+        speed = float(m["speed"]) / slower
+        added_ms = float(m["mib"]) * MiB / GiB * (1 / speed - 1 / float(m["speed"])) * 1000
+        text = (text[:m.start("fwd")] + f"{float(m['fwd']) + added_ms:.2f}" + text[m.end("fwd"):m.start("entry")]
+                + f"{group['entry']}" + text[m.end("entry"):m.start("speed")] + f"{speed:.2f}" + text[m.end("speed"):])
+        out.append(text)
+    path.write_text("\n".join(out) + "\n")

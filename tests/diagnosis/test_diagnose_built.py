@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import fakebin
 import pytest
-from diagnosisbuild import RELAXED_OFF, base_run, copy_of, engine_alone, node_records, slow_queue, split, startup
+from diagnosisbuild import RELAXED_OFF, base_run, copy_of, engine_alone, node_records, overlapping, slow_queue, split, startup
 from diagnosisrun import cited_lines_exist, diagnose_json, names
 
 from pdrepro.core.roce import payload_ceiling_GB_s
@@ -205,3 +205,28 @@ def test_a_node_with_only_roce_v1_gids_names_the_gid_from_its_record(run, tmp_pa
     assert gid.fault and {e.file for e in gid.evidence} == {"nodes/prefill.json"} and len(gid.evidence) == 4
     assert all(e.kind == "sysfs" and "gid_reachable False" in e.text for e in gid.evidence)
     assert d.causes.index(gid) == 0  # no other cause has evidence here with a larger share
+
+
+def test_transfers_sharing_the_path_rank_load_first_with_the_prefill_logs_figures(run):
+    # Four requests enter the prefill at once, each transfer four times slower than alone; the engine alone moves
+    # 170 GB/s. No load sweep ran: the evidence is the run's own prefill lines.
+    engine_alone(run, 170.0)
+    overlapping(run, together=4, slower=4.0)
+    d = diagnose_json(run.root)
+    first = d.causes[0]
+    assert first.name == "load" and not first.fault and first.share > 0.9
+    assert "4 KV transfers in flight" in first.summary and "engine alone" in first.summary
+    assert first.evidence and all(e.file == "logs/prefill.log" and "transfers in flight" in e.text
+                                  for e in first.evidence)
+    assert (run.root / first.evidence[0].file).is_file()
+
+
+@pytest.mark.parametrize("slower", [1.0, 4.0])
+def test_serial_transfers_never_name_load_however_slow(run, slower):
+    # One at a time (the fixture's clock runs each request after the last): a slow transfer that moved alone is no
+    # load, whatever the engine alone does.
+    engine_alone(run, 170.0)
+    overlapping(run, together=1, slower=slower)
+    d = diagnose_json(run.root)
+    assert "load" not in names(d.causes)
+    assert "moved alone" in next(c.why for c in d.cleared if c.name == "load")

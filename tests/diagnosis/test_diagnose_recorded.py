@@ -159,10 +159,38 @@ def test_the_planted_cap_is_ranked_first_with_the_servers_own_setting_and_the_co
     cap = [e for e in first.evidence if e.file == "provenance.json"]
     assert cap and "max_running_requests: decode 1, prefill 1" in cap[0].text and "8 requests in flight" in cap[0].text
     assert "--max-running-requests to 8" in first.fix
-    # The control: same scenario, box and day, the servers' own cap: no waiting phase, nothing named.
+    # Serialised by the cap, each transfer moved alone: load is ruled out, never named.
+    assert "load" in names(d.cleared) and "load" not in names(d.causes)
+    # The control: same scenario, box and day, the servers' own cap: no waiting phase; its cause is load (below).
     d, _ = diagnosed(f"{PLANTED}/control")
-    assert "servers' phases" in names(d.cleared) and not d.causes
+    assert "servers' phases" in names(d.cleared) and "servers' phases" not in names(d.causes)
     assert [g.name for g in d.gaps] == ["engine alone"]
+
+
+def test_the_control_names_load_first_from_its_own_overlapping_transfers(diagnosed):
+    # Eight requests in flight over TCP on one box: each transfer shared the path with seven to eleven others and
+    # took 180.6 ms at 4096 tokens, where the engine alone moves the same 50.3 MB in 24.1 ms (2.088 GB/s).
+    d, _ = diagnosed(f"{PLANTED}/control")
+    first = d.causes[0]
+    assert first.name == "load" and not first.fault and first.share == 1.0
+    assert "9 KV transfers in flight at 4096 tokens" in first.summary and "87% of the bandwidth" in first.summary
+    assert "180.56 ms against 24.10 ms" in first.summary and "engine alone" in first.summary
+    texts = [e.text for e in first.evidence]
+    assert [e.file for e in first.evidence] == ["logs/prefill.log", "logs/prefill.log"]
+    assert texts[0].startswith("1024 tokens: 7.5 transfers in flight") and "at most 8" in texts[0]
+    assert texts[1].startswith("4096 tokens: 9 transfers in flight") and "24.10 ms" in texts[1]
+    assert "pdrepro load" in first.fix
+    # Its loss is the gap itself: 1 - 24.10 / 180.56 against the engine alone's 86.6% at 4096 tokens.
+    assert d.gaps[0].fraction == pytest.approx(1 - 24.10 / 180.56, abs=0.002)
+
+
+@pytest.mark.parametrize("folder", [*ONEBOX, f"{PLANTED}/planted"])
+def test_a_run_whose_transfers_moved_alone_never_names_load(diagnosed, folder):
+    # The one-box proofs keep one request in flight; the planted cap serialised eight: no transfer shared the path.
+    d, _ = diagnosed(folder)
+    assert "load" not in names(d.causes)
+    why = next(c.why for c in d.cleared if c.name == "load")
+    assert "moved alone" in why
 
 
 @pytest.mark.parametrize("folder", [f for f in EVERY if PLANTED not in f])

@@ -33,6 +33,7 @@ from ..rundir.summarymodel import build as build_summary
 from ..scenario.model import Scenario
 from ..scenario.seams import engine_of, run_backend
 from .lengthrow import length_row, transfer_samples
+from .overlap import overlap_figures
 from .phases import decode_of, phase_figures, read_decode
 from .requestsamples import RequestSamples
 from .serverlogs import (
@@ -228,6 +229,7 @@ def compute_summary(run: RunDir, scenario: Scenario, samples_out: dict[int, Requ
             result = bench.get(L)
             samples_out[L] = RequestSamples(ttft_ms=result.ttft_ms if result is not None else (), transfer_ms=tuple(
                 s.transfer_s * 1000 for s in samples if s.transfer_s))
+        row.update(overlap_figures(samples, stats))
         same = [s for s in decode if nearest_length(s.input_len, list(scenario.sweep.prompt_lens)) == L]
         row.update(phase_figures(L, samples, decode_of(samples, decode, same, scenario.sweep.warmup_requests), issues,
                                  str(run.logs_dir)))

@@ -47,6 +47,20 @@ class Row(LengthRow):
                                   "\"prefill.forward\", \"decode.transfer\")")
     phase_samples: dict[str, int] | None = Field(default=None,
                                                  description="requests each phase's median is drawn from, same keys")
+    # How many KV transfers shared the path at once, from the prefill lines' entry times and phases
+    # (analysis/overlap.py).
+    transfers_in_flight_median: float | None = Field(
+        default=None, description="median over this length's measured requests of the KV transfers of this length "
+                                  "whose windows overlapped each one's, itself counted (1: each moved alone); a "
+                                  "window ends at entry_time plus the prefill's bootstrap, queue and forward "
+                                  "durations and lasts the transfer time")
+    transfers_in_flight_max: int | None = Field(default=None, description="the most of them overlapping one request")
+    transfers_placed: int | None = Field(default=None, description="measured requests whose prefill line places "
+                                                                   "their transfer window")
+    alone_transfer_samples: int | None = Field(default=None, description="measured requests whose transfer "
+                                                                         "overlapped no other")
+    alone_transfer_ms_median: float | None = Field(default=None, description="their KV transfer time, median, "
+                                                                             "milliseconds")
     # The analysis' cross-checks of the servers' logs and the bench client's outputs.
     logged_requests: int | None = Field(default=None, description="requests the prefill logs hold after the warm-up")
     kv_size_mismatch_pct: float | None = Field(default=None,
