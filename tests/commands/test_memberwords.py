@@ -10,6 +10,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from memberhelp import member
@@ -86,7 +87,7 @@ def members(draw) -> tuple[dict, dict, tuple[str, ...]]:
     return stack, sweep, tuple(draw(st.lists(st.sampled_from(SERVER_ARGS), max_size=3, unique=True)))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.data())
 def test_the_same_request_in_any_order_and_spelling_is_the_same(data):
     stack, sweep, serve = data.draw(members())
@@ -97,7 +98,7 @@ def test_the_same_request_in_any_order_and_spelling_is_the_same(data):
     assert differ(RUN)(was, now) is None, (was, now)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.data())
 def test_any_one_field_changed_is_named_with_both_values(data):
     stack, sweep, serve = data.draw(members())
