@@ -1,5 +1,6 @@
 import json
 
+import pytest
 from clihelp import assert_one_line_error, pdrepro, pdrepro_process
 from runbuilder import build_run, sweep_provenance
 
@@ -143,6 +144,14 @@ def test_check_names_what_it_judges_counts_on_stdout_and_json_is_one_schema_with
     # The A/B's own judge and check on its folder: one schema, the same verdict and status.
     judged, checked = pdrepro("ab", "--judge", ab, "--json"), pdrepro("check", ab, "--json")
     a, b = (VerdictRecord.model_validate(json.loads(r.out)) for r in (judged, checked))
+    # The shipped schema (`pdrepro schema verdict`) is the one a script validates all three against.
+    import jsonschema
+
+    schema = json.loads(pdrepro("schema", "verdict").out)
+    for output in (scripted, judged, checked):
+        jsonschema.validate(json.loads(output.out), schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**json.loads(checked.out), "verdict": "PASS"}, schema)  # no key it does not declare
     assert judged.rc == checked.rc == a.exit_status == b.exit_status
     assert (a.kind, a.passed, a.summary, a.transfer_backend) == (b.kind, b.passed, b.summary, "mooncake_tcp, nixl")
 

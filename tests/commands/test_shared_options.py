@@ -195,7 +195,7 @@ def _render_argv(command: str, inputs: dict, *extra: str) -> list[str]:
     (("--model", "{tmp}/no-such-model"), ("--model",)),
     (("--dataset", "{tmp}/nowhere.json"), ("--dataset", "no such file")),
     (("--gpus", "0,x"), ("--gpus",)),
-    (("--force-tcp",), ("tcp",)),  # ab refuses it itself (one backend for every arm); tune, by its jobs' render
+    (("--force-tcp",), ("--force-tcp",)),  # ab: one backend for every arm; tune: a cluster job is not TCP
     (("--stack-args=--prefill-ip",), ("--stack-args", "--prefill-ip")),
     (("--stack-args=--no-such-flag",), ("--stack-args", "--no-such-flag", "`pdrepro render` takes")),
 ])
@@ -207,6 +207,18 @@ def test_a_bad_input_of_a_rendered_member_is_refused_before_any_is_rendered(comm
     words = [w.format(tmp=inputs["tmp"]) for w in bad]
     _refused(_run(*_render_argv(command, inputs, *words)), *named)
     assert not inputs["out"].exists()
+
+
+@pytest.mark.parametrize("command", RENDERED)
+def test_a_run_folder_a_job_cannot_carry_is_refused_as_the_command_spells_it(command, inputs):
+    # A space in --out would break the job's shell words: refused under the option the person gave (--out), not
+    # as the render's --run-dir they never typed, and before anything is written.
+    argv = _render_argv(command, inputs)
+    out = inputs["tmp"] / "with space"
+    argv[argv.index("--out") + 1] = str(out)
+    line = _refused(_run(*argv))
+    assert f"--out '{out}'" in line and "--run-dir" not in line, line
+    assert not out.exists()
 
 
 def test_ab_render_takes_a_cluster_target_only(inputs):

@@ -116,8 +116,9 @@ def test_docs_command_writes_prints_and_refuses(tmp_path):
     assert sorted(p.name for p in (tmp_path / "ref").iterdir()) == [
         "ab-summary.md", "baseline.md", "cli.md", "diagnosis.md", "fault-summary.md", "load-summary.md", "node-record.md",
         "scenario.md", "summary.md",
-        "tune-summary.md"]
-    assert pdrepro("docs", "summary").out == (tmp_path / "ref" / "summary.md").read_text()
+        "tune-summary.md", "verdict.md"]
+    for page in ("summary", "fault-summary", "verdict"):  # every page written can be printed by name
+        assert pdrepro("docs", page).out == (tmp_path / "ref" / f"{page}.md").read_text()
     assert_one_line_error(pdrepro("docs"), "docs", "name the page")
     (tmp_path / "file").write_text("")
     assert_one_line_error(pdrepro("docs", "--write", tmp_path / "file"), "docs", "is a file")

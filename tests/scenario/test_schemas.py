@@ -45,7 +45,7 @@ def test_schema_command_prints_and_writes_the_same(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "ab-summary.schema.json", "baseline.schema.json", "diagnosis.schema.json", "fault-summary.schema.json",
         "load-summary.schema.json", "node-record.schema.json", "scenario.schema.json", "summary.schema.json",
-        "tune-summary.schema.json"]
+        "tune-summary.schema.json", "verdict.schema.json"]
     assert main(["schema"]) == 2 and "name the schema" in capsys.readouterr().err
 
 

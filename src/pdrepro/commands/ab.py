@@ -232,6 +232,7 @@ def _render(args, out: Path, label: str, variants: dict[str, Scenario]) -> int:
     # submit host sees the nodes' shared paths), so those are checked here; left out, each job uses the nodes'
     # default paths, which no check on this machine can see. The serving packages are not asked of this Python:
     # the arms' servers run in the GPU image on the nodes, not here.
+    shared.cluster_job_inputs(args, out, f"--render {args.render}")
     abjobs.check(args.render, out, variants, site, more_stack)
     make_folder(out, "pdrepro ab")
     paths = _write_variants(out, variants)

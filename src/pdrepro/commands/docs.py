@@ -8,15 +8,17 @@ from pathlib import Path
 
 from ..core.errors import UserError
 from ..core.safewrite import write_file
+from ..scenario.schemanames import SCHEMA_NAMES
 
-PAGES = ("cli", "scenario", "summary", "ab-summary", "baseline", "load-summary", "tune-summary", "node-record")
+# The command reference, and a page per shipped schema (docgen.SCHEMA_PAGES names each one's file after its schema).
+PAGES = ("cli", *SCHEMA_NAMES)
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "docs", help="print or write the reference pages generated from the command line and the schemas",
-        description="Render docs/reference: cli.md from the command line's own parser, scenario.md and "
-                    "summary.md from the JSON Schemas. `make docs` writes them into docs/reference.")
+        description="Render docs/reference: cli.md from the command line's own parser, a page per file "
+                    "format (scenario.md, summary.md, ...) from its JSON Schema. `make docs` writes them into docs/reference.")
     p.add_argument("which", nargs="?", choices=PAGES, help="the page to print")
     p.add_argument("--write", type=Path, metavar="DIR", help="write every page into DIR instead of printing one")
     p.set_defaults(func=run)

@@ -8,10 +8,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import re
 import shlex
 from collections.abc import Callable, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import backends
@@ -21,6 +20,7 @@ from ..core.errors import UserError
 # runs, so that building the command line (`pdrepro --help`) stays light.
 from ..launch import site as launch
 from ..launch.filewrite import write_file
+from ..launch.request import cluster_run_dir_problem
 from ..launch.targets.names import TARGET_NAMES
 from ..scenario import site as siteinput
 
@@ -113,20 +113,15 @@ def add_server_options(p) -> None:
                         "(repeatable; split like a shell line)")
 
 
-# A run folder both a shell word and a Kubernetes mountPath carry as written: no quoting, no expansion.
-_RUN_DIR = re.compile(r"/[A-Za-z0-9._/+@-]*")
-
-
 def _check_run_dir(args) -> None:
     given = getattr(args, "run_dir", None)
     if given is None:
         return
     if args.target not in ("slurm", "k8s"):
         raise UserError(f"--run-dir {given}: only a cluster job (--target slurm or k8s) takes it; drop it")
-    parts = PurePosixPath(given).parts
-    if not _RUN_DIR.fullmatch(given) or ".." in parts or len(parts) < 3:
-        raise UserError(f"--run-dir {given!r}: give an absolute folder at least two names deep, of letters, digits "
-                        "and . _ - + @ only (the job's shell and the Kubernetes mount take it as written)")
+    problem = cluster_run_dir_problem(given)
+    if problem:
+        raise UserError(f"--run-dir {given!r}: {problem}")
 
 
 def _fraction(text: str) -> float:

@@ -129,6 +129,22 @@ def transfer_backend(args) -> str | None:
     return chosen
 
 
+def cluster_job_inputs(args, out: Path, render: str) -> None:
+    """What a cluster job cannot take, refused in the command's own words before any job is rendered: KV over TCP
+    (a cluster moves it over its RDMA fabric; TCP is the one-box fallback) and a run folder the job's shell and a
+    Kubernetes mount cannot carry as written (`render --run-dir`'s rule, named here as --out)."""
+    from ..launch.request import cluster_run_dir_problem
+
+    chosen = transfer_backend(args)
+    if chosen is not None and backends.backend(chosen).tcp_only:
+        option = "--force-tcp" if getattr(args, "force_tcp", False) else f"--transfer-backend {chosen}"
+        raise UserError(f"{option}: a cluster job ({render}) moves KV over the nodes' RDMA fabric, TCP only on one "
+                        f"box; drop {option} or {render}")
+    problem = cluster_run_dir_problem(str(out / "member"))
+    if problem:
+        raise UserError(f"--out {str(out)!r}: {problem}")
+
+
 def stack_args(args, prog: str) -> tuple[str, ...]:
     """--stack-args as words, the older spelling of the transport taken out of them: ``--stack-args='--force-tcp'``
     sets --force-tcp (with a note naming it), so the transport is one setting the command reads, whichever route

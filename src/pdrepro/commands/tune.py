@@ -207,6 +207,7 @@ def run(args) -> int:
         # (config.json) and --dataset where it renders (the submit host sees the nodes' shared paths); left out,
         # the jobs use the nodes' default paths, which no check here can see. The serving packages are not asked
         # of this Python: the runs' servers start in the GPU image on the nodes.
+        shared.cluster_job_inputs(args, out, "--render slurm")
         slurm_render.check(out, [run_ for run_, _ in order], more)
         check_jobs([(f"run {run_}", variants[name], partial(job, run_)) for run_, name in order])
         make_folder(out, "pdrepro tune")

@@ -23,8 +23,8 @@ SCHEMA_PAGES = {"scenario.md": ("scenario", "The scenario file"), "summary.md": 
                 "tune-summary.md": ("tune-summary", "tune-summary.json (`pdrepro tune`)"),
                 "fault-summary.md": ("fault-summary", "fault-summary.json (`pdrepro fault`)"),
                 "node-record.md": ("node-record", "A node's record (`pdrepro doctor --out`, RUN/nodes/<role>.json)"),
-
-                "diagnosis.md": ("diagnosis", "The diagnosis (`pdrepro diagnose --json`)")}
+                "diagnosis.md": ("diagnosis", "The diagnosis (`pdrepro diagnose --json`)"),
+                "verdict.md": ("verdict", "A verdict (`pdrepro check --json`, and each kind's `--judge RUN --json`)")}
 
 
 def render_pages(parser: argparse.ArgumentParser) -> dict[str, str]:

@@ -9,9 +9,23 @@ a parsed command line. Light on purpose: the command line imports it while it bu
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 from .site import DEFAULT_LOG_DIR, MEMLOCK_UNLIMITED
+
+# A run folder both a shell word and a Kubernetes mountPath carry as written: no quoting, no expansion.
+_RUN_DIR = re.compile(r"/[A-Za-z0-9._/+@-]*")
+
+
+def cluster_run_dir_problem(given: str) -> str:
+    """What is wrong with a cluster job's run folder (``run_dir``), as the fix to print ('' when nothing)."""
+    parts = PurePosixPath(given).parts
+    if not _RUN_DIR.fullmatch(given) or ".." in parts or len(parts) < 3:
+        return ("give an absolute folder at least two names deep, of letters, digits and . _ - + @ only (the job's "
+                "shell and the Kubernetes mount take it as written)")
+    return ""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from ..rundir.loadsummary import LoadSummary
 from ..rundir.noderecord import NodeRecord
 from ..rundir.summarymodel import ComparisonSummary, SmokeSummary, Summary
 from ..rundir.tunesummary import TuneSummary
+from ..rundir.verdictrecord import VerdictRecord
 from .model import ScenarioFile
 from .schemanames import SCHEMA_NAMES
 
@@ -30,12 +31,12 @@ DRAFT = "https://json-schema.org/draft/2020-12/schema"
 # A scenario is one of its kinds (a union told apart by ``kind``); so is a summary.json (a smoke's, told by its
 # "source", a comparison's, by its "kind", else a sweep's); an A/B's, the fabric baseline's, a load sweep's and a
 # tune's summaries and the diagnosis `pdrepro diagnose --json` prints are one record each; so is a node's
-# record (doctor --out, RUN/nodes/<role>.json).
+# record (doctor --out, RUN/nodes/<role>.json), and a judge's verdict (`check --json`).
 MODELS: dict[str, Any] = {"scenario": ScenarioFile, "summary": SmokeSummary | ComparisonSummary | Summary,
                           "ab-summary": AbSummary,
                           "baseline": BaselineFile, "load-summary": LoadSummary, "tune-summary": TuneSummary,
                           "fault-summary": FaultSummary,
-                          "node-record": NodeRecord, "diagnosis": Diagnosis}
+                          "node-record": NodeRecord, "diagnosis": Diagnosis, "verdict": VerdictRecord}
 if tuple(sorted(MODELS)) != SCHEMA_NAMES:  # `schema --help` would offer a schema that is not here, or hide one
     raise ImportError(f"scenario.schemagen: schemanames.SCHEMA_NAMES {SCHEMA_NAMES} differ from {tuple(sorted(MODELS))}")
 

@@ -5,4 +5,4 @@ load when the two disagree."""
 from __future__ import annotations
 
 SCHEMA_NAMES: tuple[str, ...] = ("ab-summary", "baseline", "diagnosis", "fault-summary", "load-summary",
-                                    "node-record", "scenario", "summary", "tune-summary")
+                                    "node-record", "scenario", "summary", "tune-summary", "verdict")
