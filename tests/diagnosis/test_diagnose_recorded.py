@@ -20,7 +20,7 @@ LOAD = "h200-load-0.5b-mooncake-tcp-sglang-0.5.15.post1/load"
 # Servers capped at one running request with eight in flight, and the same box without the cap (its README).
 PLANTED = "h200-diagnose-planted-queue-sglang-0.5.15.post1"
 ONEBOX = ("h200-onebox-sglang-0.5.15.post1", "h200-onebox-host-sglang-0.5.15.post1",
-          "h200-onebox-host-sglang-0.5.15.post1-rerun")
+          "h200-onebox-host-sglang-0.5.15.post1-rerun", "h200-onebox-host-nodes-sglang-0.5.15.post1/run")
 EVERY = [AB, f"{AB}/mooncake_tcp", f"{AB}/nixl", "h200-ab-mooncake-tcp-vs-nixl-sglang-0.5.15.post1/first-session",
          "h200-compare-7b-sglang-0.5.15.post1/cmp", "h200-compare-stacks-7b-sglang-0.5.15.post1", LOAD, TUNE,
          f"{TUNE}/s3", *ONEBOX, "h200-onebox-nixl-and-mooncake-sglang-0.5.15.post1",
@@ -31,7 +31,7 @@ EVERY = [AB, f"{AB}/mooncake_tcp", f"{AB}/nixl", "h200-ab-mooncake-tcp-vs-nixl-s
 MOONCAKE_TCP = [LOAD, ONEBOX[0]]
 # The runs whose own summary shows the KV never met a fabric (TCP allowed by the scenario, no RDMA device found):
 # TCP is their path, ruled out as a cause, and no line rate is a gap.
-NO_FABRIC = [f"{AB}/mooncake_tcp", f"{AB}/nixl", TUNE, f"{TUNE}/s3", *ONEBOX[1:], f"{PLANTED}/planted",
+NO_FABRIC = [AB, f"{AB}/mooncake_tcp", f"{AB}/nixl", TUNE, f"{TUNE}/s3", *ONEBOX[1:], f"{PLANTED}/planted",
              f"{PLANTED}/control"]
 
 
@@ -52,8 +52,10 @@ def test_every_recorded_run_is_diagnosed_every_cause_answered_once(diagnosed, fo
     answered = names(d.causes) + names(d.unknown) + names(d.cleared)
     assert sorted(answered) == sorted(cause_names())  # each cause once: found, unknown or ruled out
     assert [c.share for c in d.causes] == sorted((c.share for c in d.causes), reverse=True)
-    # No recorded run keeps the nodes' records: what only they show is unknown, never guessed.
-    assert {"mtu", "nic-to-gpu placement", "relaxed ordering"} <= set(names(d.unknown))
+    # What only the nodes' records or an RDMA port could show: ruled out where the run shows its KV never met a
+    # fabric, else unknown (no recorded run of a fabric keeps the records), never guessed.
+    fabric = {"mtu", "nic-to-gpu placement", "relaxed ordering", "gid type and index", "rail skew"}
+    assert fabric <= set(names(d.cleared) if folder in NO_FABRIC else names(d.unknown))
 
 
 @pytest.mark.parametrize("folder", MOONCAKE_TCP)
@@ -75,6 +77,9 @@ def test_a_run_that_never_met_a_fabric_rules_tcp_out_and_has_no_line_rate_gap(di
     why = next(c.why for c in d.cleared if c.name == "tcp fallback")
     assert "without an RDMA device" in why and "logs/" in why  # the logs that say TCP, named
     assert not {"line rate", "payload ceiling"} & {g.name for g in d.gaps}
+    # No RDMA port carried the KV: its MTU, GID, relaxed ordering, placement and rails are ruled out with that why.
+    for name in ("mtu", "gid type and index", "relaxed ordering", "nic-to-gpu placement", "rail skew"):
+        assert "no RDMA port carried it" in next(c.why for c in d.cleared if c.name == name)
 
 
 def test_tcp_asked_for_is_named_as_chosen_not_as_a_fault(diagnosed):

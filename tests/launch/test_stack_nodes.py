@@ -87,3 +87,28 @@ def test_a_hostile_sysfs_loses_the_records_not_the_stack_and_a_second_up_leaves_
     # The first start's records are not this one's: none is left to claim it.
     assert not noderecord.record_path(run, "prefill").exists() and not noderecord.record_path(run, "decode").exists()
     assert stack("status", str(run)).returncode == 0
+
+
+def test_the_records_a_real_stack_up_kept_on_the_h200_read_back_and_pair(tmp_path):
+    # Recorded: `stack up` on one H200 without an RDMA device (tests/recorded/h200-onebox-host-nodes-*, its SOURCE)
+    # wrote both records. They read back as doctor's record, each names its role, its GPU and the serving packages
+    # it found, and the pair check on them passes: nothing disagrees, and what a box without RDMA cannot know (the
+    # active MTU, the GID, relaxed ordering on a NIC's path) is listed as not compared, never as a match.
+    from pathlib import Path
+
+    from clihelp import pdrepro
+
+    run = Path(__file__).resolve().parents[1] / "recorded" / "h200-onebox-host-nodes-sglang-0.5.15.post1" / "run"
+    records = {}
+    for role in ("prefill", "decode"):
+        record = noderecord.NodeRecord.model_validate_json((run / "nodes" / f"{role}.json").read_text())
+        assert record.role == role and [g.name for g in record.gpus] == ["NVIDIA H200"] and record.nics == []
+        assert (record.software.launcher, record.software.sglang_version) == ("host", "0.5.15.post1")
+        records[role] = record
+    paired = pdrepro("doctor", "--pair", run / "nodes" / "prefill.json", run / "nodes" / "decode.json",
+                     "--scenario", "onebox-qwen25-0.5b")
+    assert paired.rc == 0, paired.out + paired.err
+    assert "0 mismatch(es), 4 not compared" in paired.out
+    for fact in ("active MTU", "GID type", "GID reachability", "relaxed ordering (PCIe path)"):
+        assert f"not compared {fact}: prefill unknown, decode unknown" in paired.out
+    assert "same wheel flavour: cu13" in paired.out and "same TP: 1" in paired.out

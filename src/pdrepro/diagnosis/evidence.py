@@ -72,6 +72,17 @@ class RunEvidence:
     def summaries(self) -> list[Member]:
         return [m for m in self.members if m.summary is not None]
 
+    def no_fabric(self) -> str:
+        """Why no fact of an RDMA fabric (a port's MTU, its GID, relaxed ordering on its PCIe path, its place beside
+        the GPU, the split over rails) can cost this run: every run it holds moved its KV over TCP on a box its sweep
+        found without an RDMA device, as its scenario allows (Member.no_fabric). '' where one can, or where no run
+        was summarised: those causes are then judged, or listed as unknown, from what the folder holds."""
+        runs = self.summaries()
+        if not runs or not all(m.no_fabric for m in runs):
+            return ""
+        return ("the KV moved over TCP on a box the sweep found without an RDMA device, as the scenario allows: no "
+                "RDMA port carried it")
+
     def rel(self, path: Path) -> str:
         """A path as the diagnosis names it: relative to the folder diagnosed, also where it lies beside it (a tune
         in the folder above is ".."), so a diagnosis never carries the paths of the machine it was made on."""
