@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from memberhelp import member, plain, recording
 from signalse2e import HEAVY
-from stackhelp import env, make_site
+from stackhelp import env, make_site, stop_left
 
 from pdrepro import arms
 from pdrepro.launch.stack import ownership, record
@@ -70,11 +70,7 @@ def _sweeps(site: dict) -> list[list[str]]:
 def site(tmp_path):
     made = make_site(tmp_path)
     yield made
-    for arm in ("tcp", "plain"):  # a test that failed half-way leaves nothing running
-        folder = made["run"] / arm
-        if record.path(folder).is_file() and record.read(folder).stopped_at is None:
-            subprocess.run([sys.executable, "-m", "pdrepro", "stack", "down", str(folder), "--grace", "1"],
-                           env=env(), capture_output=True, timeout=60)
+    stop_left(made["run"] / arm for arm in ("tcp", "plain"))
 
 
 def test_each_arm_is_up_swept_and_down_in_its_own_folder(site):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from memberhelp import member
-from stackhelp import env, make_site
+from stackhelp import env, make_site, stop_left
 
 from pdrepro.launch.stack import record
 from pdrepro.rundir import armsstate
@@ -53,11 +53,7 @@ def _older(words: tuple[str, ...], defaults: tuple[str, ...]) -> list[str]:
 def site(tmp_path):
     made = make_site(tmp_path)
     yield made
-    for arm in ("tcp", "plain"):
-        folder = made["run"] / arm
-        if record.path(folder).is_file() and record.read(folder).stopped_at is None:
-            subprocess.run([sys.executable, "-m", "pdrepro", "stack", "down", str(folder), "--grace", "1"],
-                           env=env(), capture_output=True, timeout=60)
+    stop_left(made["run"] / arm for arm in ("tcp", "plain"))
 
 
 def _plant(site: dict, change=lambda name, stack: stack) -> tuple[Path, Path]:

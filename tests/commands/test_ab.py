@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 from judgeout import judge_ab, judged
 from runkinds import tree_hash
-from stackhelp import env, make_site, one_line, pdrepro
+from stackhelp import env, make_site, one_line, pdrepro, stop_left
 
 from pdrepro.backends.registry import backend
 from pdrepro.launch.stack import ownership, record
@@ -45,10 +45,7 @@ def _ab(*args: str, fake: dict[str, str] | None = None, timeout: float = 240) ->
 def site(tmp_path):
     made = make_site(tmp_path)
     yield made
-    for arm in ("mooncake_tcp", "nixl"):
-        folder = made["run"] / arm
-        if record.path(folder).is_file() and record.read(folder).stopped_at is None:
-            pdrepro("stack", "down", str(folder), "--grace", "1")
+    stop_left(made["run"] / arm for arm in ("mooncake_tcp", "nixl"))
 
 
 def test_two_backends_run_one_after_the_other_and_are_set_side_by_side(site):

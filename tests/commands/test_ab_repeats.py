@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from stackhelp import env, make_site, pdrepro
+from stackhelp import env, make_site, pdrepro, stop_left
 
 from pdrepro.commands.ab import arm_order
 from pdrepro.core.errors import UserError
@@ -36,10 +36,7 @@ def test_the_arms_run_interleaved_round_by_round():
 def site(tmp_path):
     made = make_site(tmp_path)
     yield made
-    for arm in ARMS:
-        folder = made["run"] / arm
-        if record.path(folder).is_file() and record.read(folder).stopped_at is None:
-            pdrepro("stack", "down", str(folder), "--grace", "1")
+    stop_left(made["run"] / arm for arm in ARMS)
 
 
 # Each arm's TTFT against the stand-in's base figures: repeats differ a little (a drift), never byte for byte.

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from signalse2e import HEAVY
-from stackhelp import env, make_site, pdrepro
+from stackhelp import env, make_site, pdrepro, stop_left
 
 from pdrepro.launch.stack import ownership, record
 from pdrepro.parsers.serverstart import START_MARKER
@@ -33,10 +33,7 @@ pytestmark = HEAVY
 def site(tmp_path):
     made = make_site(tmp_path)
     yield made
-    for arm in ("mooncake_tcp", "nixl"):
-        folder = made["run"] / arm
-        if record.path(folder).is_file() and record.read(folder).stopped_at is None:
-            pdrepro("stack", "down", str(folder), "--grace", "1")
+    stop_left(made["run"] / arm for arm in ("mooncake_tcp", "nixl"))
 
 
 def _argv(site: dict) -> list[str]:

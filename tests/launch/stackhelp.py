@@ -60,6 +60,14 @@ def site(tmp_path):
         stack("down", str(made["run"]), "--grace", "1")
 
 
+def stop_left(folders) -> None:
+    """Stop each member's stack a test left running (its record says not stopped): a test that failed half-way
+    leaves nothing running for the next."""
+    for folder in folders:
+        if record.path(folder).is_file() and record.read(folder).stopped_at is None:
+            stack("down", str(folder), "--grace", "1")
+
+
 def env(pythonpath: Path = STANDIN, **extra) -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith("STANDIN_") and k != ownership.MARKER}
     out["PYTHONPATH"] = os.pathsep.join([str(pythonpath), str(REPO / "src")])

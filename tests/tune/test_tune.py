@@ -21,7 +21,7 @@ import yaml
 from ceilingfile import write_engine_ceiling
 from judgeout import judge_tune, judged
 from runkinds import tree_hash
-from stackhelp import env, make_site, one_line, pdrepro
+from stackhelp import env, make_site, one_line, pdrepro, stop_left
 
 from pdrepro.launch.stack import ownership, record
 from pdrepro.rundir import armsstate, tuneplan
@@ -47,9 +47,7 @@ def site(tmp_path):
     (bin_dir / "python").symlink_to(sys.executable)  # the bench client's argv starts with the image's `python`
     made["dataset"], made["path"] = dataset, f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
     yield made
-    for folder in [*made["run"].glob("*/"), *(tmp_path / "moved").glob("*/")]:
-        if record.path(folder).is_file() and record.read(folder).stopped_at is None:
-            pdrepro("stack", "down", str(folder), "--grace", "1")
+    stop_left([*made["run"].glob("*/"), *(tmp_path / "moved").glob("*/")])
 
 
 def _argv(site: dict, *grid: str, one_at_a_time: bool = False) -> list[str]:
