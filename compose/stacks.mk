@@ -42,6 +42,8 @@ ONEBOX_GPUS ?= 0,1
 # Non-empty: KV over TCP even when the node has RDMA devices (rendered with --force-tcp).
 FORCE_TCP ?=
 # One GPU id: both servers share it, and the rendered onebox.yaml starts decode once prefill is healthy.
+# Each role's node record is written first (doctor --out, whatever its verdict; a record a failed doctor could
+# not write is gone, never an older one left in its place), and `make onebox-repro` pair-checks and keeps both.
 
 onebox: setup ## One node: real prefill+decode+router on a small model: make onebox MODEL=dir [ONEBOX_GPUS=0,1 or 0 FORCE_TCP=1]
 	@test -n "$(MODEL)" || { echo "make onebox: pass MODEL=/path/to/model (the small model's folder, e.g. Qwen2.5-0.5B-Instruct, holding config.json)" >&2; exit 2; }
@@ -52,6 +54,14 @@ onebox: setup ## One node: real prefill+decode+router on a small model: make one
 	fi; \
 	$(PDREPRO) render --target onebox --scenario $(ONEBOX_SCENARIO) --prefill-ip $(ONEBOX_IP) --model "$(MODEL)" \
 	  $(if $(DATASET),--dataset "$(DATASET)") --gpus $(ONEBOX_GPUS) $$tcp --out $(ONEBOX_DEPLOY) || exit $$?; \
+	image=$$(sed -n 's/^GPU_IMAGE=//p' $(ONEBOX_DEPLOY)/onebox.env); mkdir -p $(ONEBOX_DEPLOY)/nodes; \
+	for role in prefill decode; do rm -f $(ONEBOX_DEPLOY)/nodes/$$role.json; \
+	  $(PDREPRO) doctor --role $$role --scenario $(ONEBOX_SCENARIO) --model "$(MODEL)" --image "$$image" \
+	    --out $(ONEBOX_DEPLOY)/nodes/$$role.json >/dev/null; rc=$$?; \
+	  if [ -f $(ONEBOX_DEPLOY)/nodes/$$role.json ] && [ $$rc -le 1 ]; then \
+	    echo "make onebox: $$role node record $(ONEBOX_DEPLOY)/nodes/$$role.json (doctor exit $$rc: kept whatever its verdict)"; \
+	  else echo "make onebox: no $$role node record (doctor exit $$rc); the stack starts all the same" >&2; fi; \
+	done; \
 	cmd="$(COMPOSE) -f $(ONEBOX_DEPLOY)/onebox.yaml"; \
 	if [ -z "$$tcp" ] && [ -f $(ONEBOX_DEPLOY)/onebox.rdma.yaml ]; then cmd="$$cmd -f $(ONEBOX_DEPLOY)/onebox.rdma.yaml"; fi; \
 	cmd="$$cmd --env-file $(ONEBOX_DEPLOY)/onebox.env"; \
@@ -62,7 +72,9 @@ onebox: setup ## One node: real prefill+decode+router on a small model: make one
 onebox-repro: setup ## With `make onebox` up: sweep, analyze and gates against it (DATASET=ShareGPT json)
 	@test -n "$(DATASET)" || { echo "make onebox-repro: pass DATASET=/path/to/ShareGPT_V3_unfiltered_cleaned_split.json" >&2; exit 2; }
 	@set -a; . $(ONEBOX_DEPLOY)/onebox.env; set +a; \
-	$(call repro_steps,$(ONEBOX_SCENARIO),http://$$BOX_IP:$$ROUTER_PORT,http://$$BOX_IP:$$PREFILL_PORT,http://$$BOX_IP:$$DECODE_PORT,$(DATASET),--quiet,$(RUN))
+	records=; for role in prefill decode; do f=$(ONEBOX_DEPLOY)/nodes/$$role.json; \
+	  if [ -f $$f ]; then records="$$records --node-record $$f"; fi; done; \
+	$(call repro_steps,$(ONEBOX_SCENARIO),http://$$BOX_IP:$$ROUTER_PORT,http://$$BOX_IP:$$PREFILL_PORT,http://$$BOX_IP:$$DECODE_PORT,$(DATASET),--quiet $$records,$(RUN))
 
 onebox-host-proof: ## GPU box without Docker: offline model, stack up, engine ceiling, sweep, check, gates, stack down (GPU_PYTHON: default .venv-gpu's, from make gpu-venv)
 	PYTHON="$(or $(GPU_PYTHON),$(if $(wildcard $(GPU_VENV)/bin/python),$(GPU_VENV)/bin/python,python3))" bash scripts/onebox-host-proof.sh

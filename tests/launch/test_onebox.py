@@ -165,3 +165,48 @@ def test_the_one_box_scenarios_carry_the_lean_serving_flags_and_a_server_arg_com
     (prefill,) = launch.Plan(scenario, site).launch_plan().role("prefill")[0].servers
     argv = list(prefill.argv)
     assert argv.index("triton") < argv.index("fa3") and argv[-2:] == ["--attention-backend", "fa3"]
+
+
+def _make(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "-s", "-o", "setup", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "MAKEFLAGS": ""})
+
+
+def test_make_onebox_records_each_role_before_the_stack_and_onebox_repro_pair_checks_them(tmp_path):
+    # The real render and the real doctor, run by the target as a user runs it; only the compose call is `false`,
+    # so the stack's start fails at once (exit 1) after both records were written, each whatever its verdict.
+    from pdrepro.rundir import noderecord
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    deploy = tmp_path / "ob"
+    (deploy / "nodes").mkdir(parents=True)
+    (deploy / "nodes" / "decode.json").write_text("an older record")  # never left in place of a new one
+    proc = _make("onebox", f"MODEL={model}", f"ONEBOX_DEPLOY={deploy}", "FORCE_TCP=1", "COMPOSE=false")
+    assert proc.returncode != 0 and "did not become healthy" in proc.stderr, proc.stdout + proc.stderr
+    for role in ("prefill", "decode"):
+        record = noderecord.read(deploy / "nodes" / f"{role}.json")
+        assert record.role == role and record.software is not None
+        assert f"make onebox: {role} node record {deploy}/nodes/{role}.json" in proc.stdout
+    # onebox-repro hands both to `pdrepro repro`, which keeps them in RUN/nodes and pair-checks them first.
+    shown = _make("onebox-repro", "DATASET=/data/x.json", f"ONEBOX_DEPLOY={deploy}", f"RUN={tmp_path / 'run'}",
+                  "PDREPRO=echo pdrepro")
+    assert shown.returncode == 0, shown.stderr
+    assert (f"--node-record {deploy}/nodes/prefill.json --node-record {deploy}/nodes/decode.json"
+            in " ".join(shown.stdout.split())), shown.stdout
+    # Without records (a deploy made before they were written), onebox-repro runs as it did: no --node-record.
+    for role in ("prefill", "decode"):
+        (deploy / "nodes" / f"{role}.json").unlink()
+    shown = _make("onebox-repro", "DATASET=/data/x.json", f"ONEBOX_DEPLOY={deploy}", "PDREPRO=echo pdrepro")
+    assert shown.returncode == 0 and "--node-record" not in shown.stdout, shown.stdout
+
+
+def test_the_onebox_recipe_writes_the_records_before_it_starts_the_stack(tmp_path):
+    out, model = _render(tmp_path)
+    steps = [line for line in (out / "commands.txt").read_text().splitlines() if line.startswith("$ ")]
+    assert steps[0] == f"$ mkdir -p {out}/nodes"
+    for role, line in zip(("prefill", "decode"), steps[1:3]):
+        assert line.startswith(f"$ pdrepro doctor --role {role} --scenario {SCENARIO} --model {model} ")
+        assert line.endswith(f"--out {out}/nodes/{role}.json")
+    assert all("docker compose" in line for line in steps[3:]) and len(steps) > 3

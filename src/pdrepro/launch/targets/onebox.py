@@ -19,6 +19,7 @@ COMPOSE_FILE = "onebox.yaml"
 RDMA_FILE = "onebox.rdma.yaml"
 ENV_FILE = "onebox.env"
 PROJECT = "pdrepro-onebox"
+NODES = "nodes"  # the records' folder beside the files, as `make onebox` writes it
 
 
 def check_scenario(scenario: Scenario) -> None:
@@ -95,7 +96,12 @@ def host_commands_text(plan: Plan) -> str:
 def commands_text(plan: Plan, out: str) -> str:
     lp = check(plan)
     prefill, decode = lp.role("prefill")[0].servers[0], lp.role("decode")[0].servers[0]
-    lines = [f"## one box {prefill.host}: {placement(lp, plan)}"]
+    lines = [f"## one box {prefill.host}: {placement(lp, plan)}",
+             "# first, each role's node record (written whatever doctor's verdict; `make onebox-repro` keeps both in",
+             "# RUN/nodes and checks them against each other before the sweep; `pdrepro diagnose` reads them there):",
+             f"$ mkdir -p {out}/{NODES}",
+             *(f"$ pdrepro doctor --role {role} --scenario {plan.scenario.name} --model {plan.site.model_path} "
+               f"--image {plan.site.image} --out {out}/{NODES}/{role}.json" for role in ("prefill", "decode")), ""]
     if rdma_capable(plan):
         lines += ["# with RDMA devices (/dev/infiniband):", f"$ {up_command(plan, out, rdma=True)}",
                   "# without (render again with the TCP transfer backend first):", f"$ {up_command(plan, out)}", ""]
