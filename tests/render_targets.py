@@ -140,10 +140,11 @@ def launched_k8s(out: Path, scenario: Scenario) -> Launched:
 
 
 def _k8s_argv(container: dict) -> list[str]:
-    """What a rendered container execs: a server's `args` behind the log
-    wrapper, else its `command` (the image has no ENTRYPOINT)."""
+    """What a rendered container runs: a server's `args` behind the log
+    wrapper (which runs them as ``"$0" "$@"``), else its `command` (the image
+    has no ENTRYPOINT)."""
     command = container.get("command", [])
-    if command[:2] == ["bash", "-c"] and len(command) == 3 and "exec \"$0\" \"$@\"" in command[2]:
+    if command[:2] == ["bash", "-c"] and len(command) == 3 and '"$0" "$@" > "$pipe"' in command[2]:
         return list(container["args"])
     return [*command, *container.get("args", [])]
 

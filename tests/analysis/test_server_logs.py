@@ -61,7 +61,7 @@ def test_compose_nodes_write_their_own_file(tmp_path):
             compose_file = tmp_path / compose.node_file_name(role, node.index, plan, "yaml")
             # What compose itself makes of the file: the tee target in the container's entrypoint.
             entry = " ".join(config(compose_file, env_file)["services"][role]["entrypoint"])
-            assert f"tee -a /logs/{node.servers[0].log_name})" in entry, entry
+            assert f"tee -a /logs/{node.servers[0].log_name} <" in entry, entry
             seen.append(node.servers[0].log_name)
     assert seen == ["prefill.log", "prefill-1.log", "decode.log", "decode-1.log"]
 
@@ -71,12 +71,13 @@ def test_compose_single_pair_keeps_the_role_name(tmp_path):
                  "--decode-ip", "10.0.1.1", "--out", str(tmp_path)]) == 0
     for role in ("prefill", "decode"):
         entry = " ".join(config(tmp_path / f"{role}.yaml", tmp_path / f"{role}.env")["services"][role]["entrypoint"])
-        assert f"tee -a /logs/{role}.log)" in entry
+        assert f"tee -a /logs/{role}.log <" in entry
 
 
 def _wrapper_run(container: dict, pod: str, logs) -> subprocess.CompletedProcess:
-    # The container's own wrapper under bash, with the shared volume's folder at a temporary path.
-    script = container["command"][2].replace("/logs/", f"{logs}/")
+    # The container's own wrapper under bash, as Kubernetes hands it on (`$$` reduced to `$`), with the shared
+    # volume's folder at a temporary path.
+    script = container["command"][2].replace("$$", "$").replace("/logs/", f"{logs}/")
     return subprocess.run(["bash", "-c", script, "sh", "-c", f"echo served by {pod}"],
                           env={"POD_NAME": pod, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=30)
 

@@ -32,6 +32,11 @@ limits = open('/proc/self/limits').read()
 print('fake server up', sys.argv[1:], flush=True)
 print('memlock', limits.split('Max locked memory')[1].split()[0], flush=True)
 print('tunables set', sorted(k for k in os.environ if k.startswith('MC_')), flush=True)
+import signal
+def stop(*_):
+    print('fake server stopping on SIGTERM', flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
 if os.environ.get('FAIL'):
     print('fatal: cannot register memory', file=sys.stderr, flush=True)
     sys.exit(3)
@@ -117,6 +122,11 @@ def test_prefill_container_starts_healthy_and_logs_to_host(tmp_path):
         assert f"memlock {8 * 2**20}" in log
         # A tunable set in the env file arrives; the unset ones are absent, not empty.
         assert "tunables set ['MC_SLICE_SIZE']" in log
+        # `down` stops the server with SIGTERM (handed on by the log wrapper), and its last line reaches the log.
+        down = subprocess.run([*base, "down", "--timeout", "30"], capture_output=True, text=True, timeout=120)
+        assert down.returncode == 0, down.stderr
+        log = (tmp_path / "logs" / "prefill.log").read_text()
+        assert log.rstrip().endswith("fake server stopping on SIGTERM"), log[-500:]
     finally:
         subprocess.run([*base, "down", "--timeout", "5"], capture_output=True, timeout=120)
 

@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..plan import DEFAULT_START_PERIOD, Plan
-from .templating import compose_list, compose_map, compose_str, fill
+from .templating import compose_list, compose_map, compose_str, fill, log_wrapper
 
 INFINIBAND = "/dev/infiniband:/dev/infiniband"
 
@@ -41,7 +41,7 @@ class ComposeFile:
 
 
 def _wrapper(log: str) -> str:
-    return compose_str(f'exec > >(tee -a /logs/{shlex.quote(log)}) 2>&1; exec "$0" "$@"')
+    return compose_str(log_wrapper(f"/logs/{shlex.quote(log)}"))
 
 
 def _health(port: int, path: str, timeout: int) -> str:

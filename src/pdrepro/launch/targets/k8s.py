@@ -29,7 +29,7 @@ from ...engines import ServingEngine, engine
 from ...scenario.model import Scenario, resolve_path
 from ..plan import SERVER_START_SECONDS, LaunchPlan, NodeLaunch, Plan, ServerLaunch, url
 from .base import Hosts, Rendered
-from .templating import fill, yaml_list, yaml_scalar, yaml_text
+from .templating import fill, log_wrapper, yaml_list, yaml_scalar, yaml_text
 
 APP = "pdrepro"
 # The shared volume's request: server logs and run folders.
@@ -86,14 +86,14 @@ def shared_log_folder(plan: LaunchPlan) -> bool:
 
 
 def _log_command(slot: list[ServerLaunch], shared: bool) -> str:
-    """The container's wrapper: its output appended to its log file, then its args exec'd. All pods of a
-    StatefulSet share one template, so in the shared folder the pod's name picks the plan's log name of
-    the server this container is on that pod."""
+    """The container's wrapper (templating.log_wrapper): its output appended to its log file, its args run as its
+    server. All pods of a StatefulSet share one template, so in the shared folder the pod's name picks the plan's
+    log name of the server this container is on that pod."""
     if not shared:
-        return f'exec > >(tee -a /logs/{_log_name(slot[0])}.log) 2>&1; exec "$0" "$@"'
+        return log_wrapper(f"/logs/{_log_name(slot[0])}.log")
     cases = " ".join(f"{statefulset_name(s.role)}-{s.node}) log={s.log_name};;" for s in slot)
     return (f'case "$POD_NAME" in {cases} *) echo "pod $POD_NAME is not in the launch plan" >&2; exit 2;; esac; '
-            'exec > >(tee -a "/logs/$log") 2>&1; exec "$0" "$@"')
+            + log_wrapper('"/logs/$log"'))
 
 
 def cluster_env(eng: ServingEngine) -> tuple[str, ...]:

@@ -162,3 +162,19 @@ def yaml_text(value: str, indent: int) -> str:
         last -= 1
     body = [pad + line if line else ("" if i < last else pad) for i, line in enumerate(lines)]
     return f"|{hint}{chomp}\n" + "\n".join(body)
+
+
+def log_wrapper(log: str) -> str:
+    """The bash script a server container runs as ``bash -c SCRIPT ARGV...`` (compose and Kubernetes alike): the
+    server's command (``$0 "$@"``) run unchanged, its output appended to ``log`` (a shell word: a quoted path, or
+    one naming a variable) and copied to the container's own output. The server is not exec'd into bash's place:
+    when it exits, its container stops every process left, so a tee behind it could die before it wrote the
+    server's last lines (the ones that say why it died). So bash stays, hands a stop signal on to the server (as
+    PID 1 without a handler the server would ignore it), waits for it, then for tee to drain the pipe, and exits
+    with the server's status. A FIFO, not a process substitution, so tee's pid is known to wait for."""
+    return ('pipe=$(mktemp -u) && mkfifo "$pipe" || exit 125; '
+            f'tee -a {log} < "$pipe" & copier=$!; '
+            '"$0" "$@" > "$pipe" 2>&1 & server=$!; '
+            "trap 'kill -TERM \"$server\" 2>/dev/null' TERM INT; "
+            'while :; do wait "$server"; status=$?; kill -0 "$server" 2>/dev/null || break; done; '
+            'wait "$copier"; exit "$status"')
