@@ -72,7 +72,7 @@ class RunEvidence:
     def summaries(self) -> list[Member]:
         return [m for m in self.members if m.summary is not None]
 
-    def no_fabric(self) -> str:
+    def no_fabric_why(self) -> str:
         """Why no fact of an RDMA fabric (a port's MTU, its GID, relaxed ordering on its PCIe path, its place beside
         the GPU, the split over rails) can cost this run: every run it holds moved its KV over TCP on a box its sweep
         found without an RDMA device, as its scenario allows (Member.no_fabric). '' where one can, or where no run

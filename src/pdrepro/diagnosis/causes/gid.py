@@ -55,7 +55,7 @@ class Gid(Cause):
                                "MC_GID_INDEX (the same type at both ends); `pdrepro doctor` lists the good indices")
         if good:
             return Cleared(f"the GIDs picked have a network device ({'; '.join(good[:3])})")
-        if why := ev.no_fabric():
+        if why := ev.no_fabric_why():
             return Cleared(f"{why}, so no GID was picked to carry it")
         return Missing("neither a node record's GID of an active port (RUN/nodes/<role>.json, `pdrepro doctor --out`) nor "
                        "a server log line of the GID the engine picked" + problems(ev.nodes))

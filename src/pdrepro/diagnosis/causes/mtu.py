@@ -17,7 +17,7 @@ class Mtu(Cause):
 
     def read(self, ev: RunEvidence, gaps: Gaps) -> Answer:
         ports = [(record, port, netdev, roce) for record in ev.nodes.values() for port, netdev, roce in record.port_mtus()]
-        if not ports and (why := ev.no_fabric()):
+        if not ports and (why := ev.no_fabric_why()):
             return Cleared(f"{why}, so no port's MTU set its payload")
         if not ports:
             return Missing("no node record names an active port's MTU (RUN/nodes/<role>.json, written by `pdrepro "

@@ -46,7 +46,7 @@ class Placement(Cause):
                                "and pin each server to the GPUs of the NICs' NUMA node")
         if near:
             return Cleared(f"each GPU's NIC is on its PCIe switch or NUMA node ({'; '.join(near[:2])})")
-        if why := ev.no_fabric():
+        if why := ev.no_fabric_why():
             return Cleared(f"{why}, so no NIC's place beside a GPU was on its path")
         return Missing("no node record of the GPUs' NICs (gpus[] of RUN/nodes/<role>.json, `pdrepro doctor --role ROLE "
                        "--out`)" + problems(ev.nodes))

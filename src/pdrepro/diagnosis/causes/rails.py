@@ -48,7 +48,7 @@ class RailSkew(Cause):
             for loss, L, role, rails in _skews(m):
                 if worst is None or loss > worst[0]:
                     worst = (loss, L, role, rails, m)
-        if worst is None and (why := ev.no_fabric()):
+        if worst is None and (why := ev.no_fabric_why()):
             return Cleared(f"{why}, so there were no rails to split it over")
         if worst is None:
             notes = [note for m in ev.summaries() if m.summary is not None for r in m.summary.rows

@@ -54,7 +54,7 @@ class RelaxedOrdering(Cause):
                                "root port)")
         if on:
             return Cleared(f"relaxed ordering is on ({'; '.join(on[:3])})")
-        if why := ev.no_fabric():
+        if why := ev.no_fabric_why():
             return Cleared(f"{why}, so no NIC wrote into GPU memory over PCIe")
         return Missing("no server log line of the engine's relaxed-ordering mode and no node record of it "
                        "(RUN/nodes/<role>.json from `pdrepro doctor --out`)" + problems(ev.nodes))
