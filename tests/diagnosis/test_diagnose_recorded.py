@@ -25,13 +25,13 @@ EVERY = [AB, f"{AB}/mooncake_tcp", f"{AB}/nixl", "h200-ab-mooncake-tcp-vs-nixl-s
          "h200-compare-7b-sglang-0.5.15.post1/cmp", "h200-compare-stacks-7b-sglang-0.5.15.post1", LOAD, TUNE,
          f"{TUNE}/s3", *ONEBOX, "h200-onebox-nixl-and-mooncake-sglang-0.5.15.post1",
          "h200-onebox-nixl-and-mooncake-sglang-0.5.15.post1/nixl", *(f"{PLANTED}/{r}" for r in ("planted", "control"))]
-# The runs whose Mooncake engine logged TCP where nothing the run holds says the box had no RDMA device (the
-# first one-box run predates the sweep's device record; a load keeps no summary of its own): TCP is the first
-# cause, with the share of the whole gap.
-MOONCAKE_TCP = [LOAD, ONEBOX[0]]
-# The runs whose own summary shows the KV never met a fabric (TCP allowed by the scenario, no RDMA device found):
-# TCP is their path, ruled out as a cause, and no line rate is a gap.
-NO_FABRIC = [AB, f"{AB}/mooncake_tcp", f"{AB}/nixl", TUNE, f"{TUNE}/s3", *ONEBOX[1:], f"{PLANTED}/planted",
+# The run whose Mooncake engine logged TCP where nothing it holds says the box had no RDMA device (the first
+# one-box run predates the sweep's device record): TCP is the first cause, with the share of the whole gap.
+MOONCAKE_TCP = [ONEBOX[0]]
+# The runs whose own files show the KV never met a fabric (TCP allowed by the scenario, no RDMA device found; a
+# load, which keeps no summary of its own, read from its logs and its sweep's host record): TCP is their path,
+# ruled out as a cause, and no line rate is a gap.
+NO_FABRIC = [AB, f"{AB}/mooncake_tcp", f"{AB}/nixl", LOAD, TUNE, f"{TUNE}/s3", *ONEBOX[1:], f"{PLANTED}/planted",
              f"{PLANTED}/control"]
 
 
@@ -130,8 +130,10 @@ def test_the_tune_rules_its_knobs_out_and_the_load_names_its_steps(diagnosed):
     assert "a knob" in names(d.cleared)  # the tune found no setting better than the baseline
     d, _ = diagnosed(LOAD)
     load = next(c for c in d.causes if c.name == "load")
-    # c8's transfer p50 (213 ms) against c1's (40 ms): most of the bandwidth lost to requests in flight.
-    assert 0.5 < load.share < 1 and "step c8" in load.summary and "c1" in load.summary
+    # c8's transfer p50 (213 ms) against c1's (40 ms): most of the bandwidth lost to requests in flight. The load's
+    # KV never met a fabric, so no line rate is a gap, and the finding holds no share of one: it is named, first.
+    assert d.causes[0] is load and load.share == 0 and not d.gaps
+    assert "step c8" in load.summary and "c1" in load.summary and "cost 81% of the bandwidth" in load.summary
     assert [e.file for e in load.evidence] == ["steps/c1", "steps/c2", "steps/c4", "steps/c8"]
     # A tune lying beside the load in the same folder tuned another scenario: it does not speak for the load.
     assert "a knob" in names(d.unknown)
@@ -202,3 +204,24 @@ def test_a_run_whose_transfers_moved_alone_never_names_load(diagnosed, folder):
 def test_no_other_recorded_run_is_told_its_cap_is_below_its_concurrency(diagnosed, folder):
     d, _ = diagnosed(folder)
     assert not any("max_running_requests" in e.text for c in d.causes for e in c.evidence)
+
+
+@pytest.mark.parametrize("host", ["rdma device", "no device search"])
+def test_a_load_whose_host_record_does_not_show_a_box_without_rdma_keeps_tcp_and_the_line_rate(tmp_path, host):
+    # Fixtures made from the recorded load by editing one file: its sweep's host record lists an RDMA device (TCP
+    # was then asked for, not the only path), or records no device search at all (nothing says there was no
+    # fabric). Either way TCP stays a cause, the line rate stays a gap and the fabric's causes are not ruled out.
+    import json
+    import shutil
+
+    copy = tmp_path / "load"
+    shutil.copytree(RECORDED / LOAD, copy)
+    provenance = json.loads((copy / "provenance.json").read_text())
+    if host == "rdma device":
+        provenance["host"]["nics"] = {"mlx5_0": {"ports": {"1": {"state": "ACTIVE"}}}}
+    else:
+        del provenance["host"]["nics"]
+    (copy / "provenance.json").write_text(json.dumps(provenance))
+    d = diagnose_json(copy)
+    assert "tcp fallback" in names(d.causes) and [g.name for g in d.gaps] == ["line rate"]
+    assert not {"mtu", "relaxed ordering", "nic-to-gpu placement"} & set(names(d.cleared))

@@ -12,16 +12,18 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..analysis.transport_evidence import transport_facts
 from ..core.errors import UserError
 from ..kinds import registry
 from ..kinds.base import RunKind
 from ..kinds.summarykind import SummaryKind
 from ..rundir import RunDir
 from ..rundir.loadsummary import LoadSummary
-from ..rundir.summarymodel import Summary
+from ..rundir.summarymodel import Summary, TransportEvidence
 from ..rundir.tunesummary import TuneSummary
 from ..scenario.model import Scenario, load_scenario, resolve_scenario
-from ..verdicts.gates import tcp_without_rdma
+from ..scenario.seams import run_backend
+from ..verdicts.gates import no_fabric, tcp_without_rdma
 from .nodes import NodeFile, read_nodes
 
 # How deep below the folder a composite's member may sit (a comparison of comparisons: cmp/<config>/<run>).
@@ -40,6 +42,9 @@ class Member:
     scenario: Scenario | None = None
     summary: Summary | None = None
     problem: str | None = None
+    # Read from the folder's own files where it has logs but no summary (a load's servers log once for all its
+    # steps): the same rule on the same evidence the analysis would summarise (own_fabric).
+    fabric_free: bool = False
 
     @property
     def no_fabric(self) -> bool:
@@ -47,7 +52,7 @@ class Member:
         the sweep found no RDMA device on its nodes (the check and the report ask the same). Its line rate is then
         a sanity bound, not a figure to fall short of, and TCP is its path, not a fallback."""
         s = self.summary
-        return s is not None and tcp_without_rdma(s, s.scenario.transport)
+        return tcp_without_rdma(s, s.scenario.transport) if s is not None else self.fabric_free
 
 
 @dataclass
@@ -77,7 +82,7 @@ class RunEvidence:
         the GPU, the split over rails) can cost this run: every run it holds moved its KV over TCP on a box its sweep
         found without an RDMA device, as its scenario allows (Member.no_fabric). '' where one can, or where no run
         was summarised: those causes are then judged, or listed as unknown, from what the folder holds."""
-        runs = self.summaries()
+        runs = self.summaries() or ([self.own_logs] if self.own_logs is not None else [])
         if not runs or not all(m.no_fabric for m in runs):
             return ""
         return ("the KV moved over TCP on a box the sweep found without an RDMA device, as the scenario allows: no "
@@ -90,6 +95,15 @@ class RunEvidence:
             return str(Path(path).relative_to(self.root))
         except ValueError:
             return os.path.relpath(Path(path).resolve(), self.root.resolve())
+
+
+def own_fabric(run: RunDir, scenario: Scenario) -> bool:
+    """Whether a folder's own files show its KV never met a fabric, where it keeps its servers' logs but no summary:
+    the engines' start-up lines and the sweep's record of its host's RDMA devices, read as the analysis reads them
+    for a summary (analysis.transport_evidence), held to the check's own rule (verdicts.gates.no_fabric)."""
+    record = run.read_provenance()
+    used, facts = transport_facts(run, None if record is None else record.to_json(), run_backend(run.root, scenario))
+    return no_fabric(used, TransportEvidence.model_validate(facts), scenario.transport)
 
 
 def _holds_run(folder: Path) -> bool:
@@ -226,6 +240,7 @@ def gather(root: Path, spec: str | None = None) -> RunEvidence:
         ev.own_logs = Member(rel=".", run=run)
         try:
             ev.own_logs.scenario = resolve_scenario(spec, root)
+            ev.own_logs.fabric_free = own_fabric(run, ev.own_logs.scenario)
         except (UserError, ValidationError, OSError, ValueError) as exc:
             ev.own_logs.problem = _why(exc)
     _composites(ev, run, kind, spec)

@@ -38,8 +38,13 @@ def tcp_without_rdma(summary: Summary | Mapping[str, Any], policy: str) -> bool:
     """The scenario's transport policy allows TCP, every engine used it, and the sweep found no RDMA
     device on the nodes (the report asks this too, with the policy its summary's scenario states)."""
     s = as_summary(summary)
-    evidence = _evidence(s)
-    return policy == "any" and s.transport == "tcp" and evidence.rdma_devices.found is False and not evidence.conflicts
+    return no_fabric(s.transport, _evidence(s), policy)
+
+
+def no_fabric(transport: str | None, evidence: TransportEvidence, policy: str) -> bool:
+    """The rule itself, on the transport a run's engines used and its transport evidence: also asked of a folder
+    that keeps the servers' logs but no summary of its own (a load's, by `pdrepro diagnose`)."""
+    return policy == "any" and transport == "tcp" and evidence.rdma_devices.found is False and not evidence.conflicts
 
 
 def _servers(summary: Summary) -> str:
