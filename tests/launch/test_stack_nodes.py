@@ -40,6 +40,9 @@ def test_stack_up_records_each_role_and_diagnose_reads_them(site, tmp_path):
     assert len(_record_lines(started)) == 1 and "nodes/prefill.json" in _record_lines(started)[0]
     records = {role: noderecord.read(noderecord.record_path(run, role)) for role in ("prefill", "decode")}
     assert {role: r.role for role, r in records.items()} == {"prefill": "prefill", "decode": "decode"}
+    # A record doctor does not pass is said to be evidence, not a gate; one it passes needs no such word.
+    failed = any(r.verdict != "pass" for r in records.values())
+    assert ("not a gate" in _record_lines(started)[0]) == failed
     # Each role's record names the GPU its server was given, placed with the NIC under its own switch.
     assert [(g.index, g.nic) for g in records["prefill"].gpus or []] == [(0, "mlx5_0")]
     assert [(g.index, g.nic) for g in records["decode"].gpus or []] == [(4, "mlx5_2")]

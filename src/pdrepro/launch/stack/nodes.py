@@ -94,7 +94,10 @@ def record(run: Path, ask: NodeAsk, say: Callable[[str], None]) -> bool:
         why = f"{type(exc).__name__}{': ' + first if first else ''}"
     else:
         said = ", ".join(f"{path} (doctor verdict {verdict})" for path, verdict in written)
-        say(f"stack up: node records {said}")
+        # A verdict other than pass is doctor's view of the node (a box without RDMA fails it), not the stack's.
+        note = ("; kept as evidence for `pdrepro diagnose`, not a gate (`pdrepro doctor --role ROLE` lists the checks)"
+                if any(verdict != "pass" for _, verdict in written) else "")
+        say(f"stack up: node records {said}{note}")
         return True
     say(f"stack up: no node record written ({why}); the stack starts without it, and `pdrepro diagnose` names the "
         f"MTU, GID, relaxed-ordering and placement causes unknown")
