@@ -31,3 +31,15 @@ def recording(calls: list[tuple[str, Path]], status: int = 0) -> Stages:
         return run
     return Stages(stack_up=stage("stack up"), sweep=stage("sweep"), stack_down=stage("stack down"),
                   analyze=stage("analyze"))
+
+
+def flag_groups(words) -> list[list[str]]:
+    """Words as flag groups, the way a person reads a command line: a switch, ``--flag value`` or ``--flag=value``
+    (a word not starting with ``--`` belongs to the flag before it)."""
+    out: list[list[str]] = []
+    for word in words:
+        if word.startswith("--") or not out:
+            out.append([word])
+        else:
+            out[-1].append(word)
+    return out

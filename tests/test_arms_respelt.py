@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from memberhelp import member
+from memberhelp import flag_groups, member
 from stackhelp import env, make_site, stop_left
 
 from pdrepro.launch.stack import record
@@ -36,14 +36,8 @@ def _arms(site: dict) -> list[dict]:
 def _older(words: tuple[str, ...], defaults: tuple[str, ...]) -> list[str]:
     """This bundle's words as an older one wrote them: the flags backwards, a float with a trailing zero, a server
     flag as its option and a separate word, the stack kind and timeouts given at their defaults."""
-    groups: list[list[str]] = []
-    for word in words:
-        if word.startswith("--") or not groups:
-            groups.append([word])
-        else:
-            groups[-1].append(word)
     out = list(defaults)
-    for group in reversed(groups):
+    for group in reversed(flag_groups(words)):
         flag, _, value = group[0].partition("=")
         out += [flag, value] if value else [{"0.1": "0.10", "5": "5.0"}.get(w, w) for w in group]
     return out

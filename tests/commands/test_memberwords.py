@@ -13,7 +13,7 @@ import pytest
 from depth import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memberhelp import member
+from memberhelp import flag_groups, member
 
 from pdrepro.commands.memberwords import WHERE_FILES, differ, requests
 from pdrepro.core.errors import UserError
@@ -41,27 +41,16 @@ def _record(stack: dict, sweep: dict, server_args: tuple[str, ...] = ()) -> ArmR
     return arm.record()
 
 
-def _groups(words: tuple[str, ...]) -> list[list[str]]:
-    """Canonical words as flag groups: a switch, ``--flag value``, or ``--flag=value``."""
-    out: list[list[str]] = []
-    for word in words:
-        if word.startswith("--") or not out:
-            out.append([word])
-        else:
-            out[-1].append(word)
-    return out
-
-
 @st.composite
 def respelt(draw, words: tuple[str, ...], defaults: dict) -> tuple[str, ...]:
     """The same request in another order and spelling: flags shuffled (the server flags keep their own order, which
     is meaning), a float with a trailing zero, ``--flag=value`` and ``--flag value`` swapped, defaults given."""
-    groups = _groups(words)
+    groups = flag_groups(words)
     given_flags = {g[0].partition("=")[0] for g in groups}
     groups += [[flag, str(value)] for name, value in defaults.items() if (flag := f"--{name.replace('_', '-')}")
                not in given_flags and value is not None and value is not False and draw(st.booleans())]
     groups = draw(st.permutations(groups))
-    serves = iter([g for g in _groups(words) if g[0].startswith("--server-arg")])
+    serves = iter([g for g in flag_groups(words) if g[0].startswith("--server-arg")])
     groups = [next(serves) if g[0].startswith("--server-arg") else g for g in groups]
     out: list[str] = []
     for group in groups:

@@ -99,9 +99,13 @@ def test_bad_onebox_input_is_one_line(args, expected, tmp_path, capsys):
     assert not out.exists()
 
 
+def _make(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "-s", "-o", "setup", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "MAKEFLAGS": ""})
+
+
 def test_make_onebox_asks_for_the_model():
-    proc = subprocess.run(["make", "-s", "-o", "setup", "onebox", "MODEL="], cwd=REPO,
-                          capture_output=True, text=True, timeout=60, env={**os.environ, "MAKEFLAGS": ""})
+    proc = _make("onebox", "MODEL=", timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines()[0].startswith("make onebox: pass MODEL=")
 
@@ -165,11 +169,6 @@ def test_the_one_box_scenarios_carry_the_lean_serving_flags_and_a_server_arg_com
     (prefill,) = launch.Plan(scenario, site).launch_plan().role("prefill")[0].servers
     argv = list(prefill.argv)
     assert argv.index("triton") < argv.index("fa3") and argv[-2:] == ["--attention-backend", "fa3"]
-
-
-def _make(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run(["make", "-s", "-o", "setup", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "MAKEFLAGS": ""})
 
 
 def test_make_onebox_records_each_role_before_the_stack_and_onebox_repro_pair_checks_them(tmp_path):
