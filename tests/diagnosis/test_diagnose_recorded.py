@@ -206,11 +206,12 @@ def test_no_other_recorded_run_is_told_its_cap_is_below_its_concurrency(diagnose
     assert not any("max_running_requests" in e.text for c in d.causes for e in c.evidence)
 
 
-@pytest.mark.parametrize("host", ["rdma device", "no device search"])
+@pytest.mark.parametrize("host", ["rdma device", "no device search", "malformed"])
 def test_a_load_whose_host_record_does_not_show_a_box_without_rdma_keeps_tcp_and_the_line_rate(tmp_path, host):
     # Fixtures made from the recorded load by editing one file: its sweep's host record lists an RDMA device (TCP
     # was then asked for, not the only path), or records no device search at all (nothing says there was no
-    # fabric). Either way TCP stays a cause, the line rate stays a gap and the fabric's causes are not ruled out.
+    # fabric), or holds a device list of the wrong type (unreadable: no evidence). Each way TCP stays a cause, the
+    # line rate stays a gap, the fabric's causes are not ruled out, and the load is still read from its steps.
     import json
     import shutil
 
@@ -219,9 +220,12 @@ def test_a_load_whose_host_record_does_not_show_a_box_without_rdma_keeps_tcp_and
     provenance = json.loads((copy / "provenance.json").read_text())
     if host == "rdma device":
         provenance["host"]["nics"] = {"mlx5_0": {"ports": {"1": {"state": "ACTIVE"}}}}
+    elif host == "malformed":
+        provenance["host"]["nics"] = "mlx5_0"
     else:
         del provenance["host"]["nics"]
     (copy / "provenance.json").write_text(json.dumps(provenance))
     d = diagnose_json(copy)
     assert "tcp fallback" in names(d.causes) and [g.name for g in d.gaps] == ["line rate"]
     assert not {"mtu", "relaxed ordering", "nic-to-gpu placement"} & set(names(d.cleared))
+    assert "load" in names(d.causes)

@@ -6,6 +6,7 @@ so the causes it would have shown are listed as unknown rather than guessed."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -240,9 +241,13 @@ def gather(root: Path, spec: str | None = None) -> RunEvidence:
         ev.own_logs = Member(rel=".", run=run)
         try:
             ev.own_logs.scenario = resolve_scenario(spec, root)
-            ev.own_logs.fabric_free = own_fabric(run, ev.own_logs.scenario)
         except (UserError, ValidationError, OSError, ValueError) as exc:
             ev.own_logs.problem = _why(exc)
+        else:
+            # Files that cannot be read as the analysis reads them leave the fabric unknown (never assumed absent),
+            # and say nothing against the logs the other causes read.
+            with contextlib.suppress(UserError, ValidationError, OSError, ValueError):
+                ev.own_logs.fabric_free = own_fabric(run, ev.own_logs.scenario)
     _composites(ev, run, kind, spec)
     # The nodes' records: the folder's own, else the first member's that has them.
     for where in [root, *(m.run.root for m in ev.members if m.rel != ".")]:
