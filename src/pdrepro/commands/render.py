@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import backends
 from ..core.errors import UserError
 
 # The site's defaults only: the plan, the targets and the scenario (pydantic, YAML) are imported where a command
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
     from ..launch.request import RenderRequest
     from ..launch.targets.base import Rendered
     from ..scenario.model import Scenario
-from .shared_options import TCP_BACKEND, add_gpus, add_transport, transfer_backend
+from .shared_options import TCP_BACKEND, add_gpus, add_transport, tcp_option, transfer_backend
 
 __all__ = ["TCP_BACKEND", "transfer_backend"]  # where the launch commands took them from before the shared options
 
@@ -238,10 +237,8 @@ def rendered(given) -> Rendered:
     scenario = load_scenario(name)
     if args.target != "onebox":
         # Clusters have RDMA and their schedulers; the host launcher and TCP are for one box.
-        chosen = transfer_backend(args)
-        tcp = "--force-tcp" if args.force_tcp else f"--transfer-backend {chosen}"
-        for given, option in ((chosen is not None and backends.backend(chosen).tcp_only, tcp),
-                              (args.launcher != "compose", "--launcher host")):
+        tcp = tcp_option(args)
+        for given, option in ((tcp is not None, tcp), (args.launcher != "compose", "--launcher host")):
             if given:
                 raise UserError(f"{option}: only the one-box target takes it; use --target onebox or drop the option")
     _check_run_dir(args)

@@ -129,15 +129,23 @@ def transfer_backend(args) -> str | None:
     return chosen
 
 
+def tcp_option(args) -> str | None:
+    """The option that asked for a TCP-only backend, as the person spelt it (None: none did): a cluster job refuses
+    it by that name (TCP is the one-box fallback; a cluster moves KV over its RDMA fabric)."""
+    chosen = transfer_backend(args)
+    if chosen is None or not backends.backend(chosen).tcp_only:
+        return None
+    return "--force-tcp" if getattr(args, "force_tcp", False) else f"--transfer-backend {chosen}"
+
+
 def cluster_job_inputs(args, out: Path, render: str) -> None:
     """What a cluster job cannot take, refused in the command's own words before any job is rendered: KV over TCP
     (a cluster moves it over its RDMA fabric; TCP is the one-box fallback) and a run folder the job's shell and a
     Kubernetes mount cannot carry as written (`render --run-dir`'s rule, named here as --out)."""
     from ..launch.request import cluster_run_dir_problem
 
-    chosen = transfer_backend(args)
-    if chosen is not None and backends.backend(chosen).tcp_only:
-        option = "--force-tcp" if getattr(args, "force_tcp", False) else f"--transfer-backend {chosen}"
+    option = tcp_option(args)
+    if option is not None:
         raise UserError(f"{option}: a cluster job ({render}) moves KV over the nodes' RDMA fabric, TCP only on one "
                         f"box; drop {option} or {render}")
     problem = cluster_run_dir_problem(str(out / "member"))
